@@ -1,0 +1,151 @@
+"""The one table of transposed-convolution cases: tests, GPU tests and benchmarks read it.
+
+* :data:`BENCH` — the large cases the benchmark suite and ``python -m gemmconv bench`` time.
+* :data:`EDGE` — small hand-picked cases: odd sizes, every parameter, empty batch, unbatched.
+* :func:`random_cases` — seeded random small cases covering every parameter combination.
+* :meth:`Case.scaled` — a bench case shrunk to a size the CPU or a quick test can run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from .shapes import Geometry
+
+
+@dataclass(frozen=True)
+class Case:
+    """One ``conv_transpose{nd}d`` call: input ``(batch, in_channels, *size)``."""
+
+    name: str
+    batch: int
+    in_channels: int
+    out_channels: int
+    kernel_size: tuple[int, ...]
+    size: tuple[int, ...]
+    stride: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0,)
+    output_padding: tuple[int, ...] = (0,)
+    dilation: tuple[int, ...] = (1,)
+    groups: int = 1
+    bias: bool = True
+    unbatched: bool = False
+
+    def __post_init__(self):
+        nd = len(self.kernel_size)
+        for field in ("size", "stride", "padding", "output_padding", "dilation"):
+            value = getattr(self, field)
+            if len(value) == 1 and nd > 1:
+                object.__setattr__(self, field, value * nd)
+
+    @property
+    def nd(self) -> int:
+        return len(self.kernel_size)
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(stride=self.stride, padding=self.padding, output_padding=self.output_padding,
+                    groups=self.groups, dilation=self.dilation)
+
+    @property
+    def output_size(self) -> tuple[int, ...]:
+        g = Geometry(self.kernel_size, self.stride, self.padding, self.dilation)
+        return g.image_size(self.size, self.output_padding)
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds times two of the GEMM: every input element meets every tap."""
+        return (2 * self.batch * math.prod(self.size) * self.in_channels
+                * self.out_channels // self.groups * math.prod(self.kernel_size))
+
+    def tensors(self, dtype: torch.dtype = torch.float64, device="cpu",
+                generator: Optional[torch.Generator] = None, distribution=torch.randn):
+        """Fresh (input, weight, bias) for this case; bias is None when the case has none."""
+        make = lambda *shape: distribution(*shape, generator=generator, dtype=torch.float64).to(
+            device=device, dtype=dtype)
+        shape = (self.in_channels, *self.size) if self.unbatched else (
+            self.batch, self.in_channels, *self.size)
+        weight = make(self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+        return make(*shape), weight, make(self.out_channels) if self.bias else None
+
+    def scaled(self, elements: int = 4096) -> "Case":
+        """The same parameters on a spatial size of about ``elements`` and a batch of 2."""
+        factor = (math.prod(self.size) / elements) ** (1 / self.nd)
+        size = tuple(max(1, round(s / max(factor, 1))) for s in self.size)
+        return dataclasses.replace(self, name=self.name + "-small", size=size,
+                                   batch=min(self.batch, 2))
+
+
+def _c(name, batch, cin, cout, kernel, size, **kw) -> Case:
+    tup = lambda v: v if isinstance(v, tuple) else (v,)
+    kw = {k: (v if k in ("groups", "bias", "unbatched") else tup(v)) for k, v in kw.items()}
+    return Case(name, batch, cin, cout, tup(kernel), tup(size), **kw)
+
+
+BENCH = [
+    _c("2d-1024", 8, 64, 64, (3, 3), (1024, 1024)),
+    _c("2d-3x7-512", 8, 64, 64, (3, 7), (512, 512)),
+    _c("2d-64to128", 64, 64, 128, (3, 5), (128, 256)),
+    _c("2d-512x1024", 8, 32, 32, (3, 3), (512, 1024)),
+    _c("2d-strided-grouped", 16, 32, 64, (3, 5), (128, 256), stride=(2, 3), padding=(1, 2),
+       dilation=(2, 1), groups=4),
+    _c("2d-3x7-padded", 8, 32, 32, (3, 7), (512, 1024), padding=(1, 3)),
+    _c("2d-stride5-dil2", 16, 32, 64, (3, 3), (64, 128), stride=5, padding=1, dilation=2),
+    _c("1d-65536", 64, 128, 128, 3, 65536),
+    _c("1d-dil3", 32, 32, 64, 5, 131072, dilation=3),
+    _c("1d-strided", 16, 32, 64, 3, 131072, stride=2, padding=1, dilation=2),
+    _c("3d-3x5x7", 16, 32, 16, (3, 5, 7), (16, 32, 64)),
+    _c("3d-64cube", 8, 48, 48, (3, 3, 3), (64, 64, 64)),
+    _c("3d-32to64", 16, 32, 64, (3, 5, 5), (64, 64, 64)),
+    _c("3d-96cube", 8, 48, 24, (3, 3, 3), (96, 96, 96)),
+    _c("3d-strided-grouped", 8, 32, 32, (3, 5, 7), (12, 24, 48), stride=2, padding=(1, 2, 3),
+       output_padding=1, groups=4),
+    _c("3d-stride2-grouped", 4, 32, 32, (3, 3, 3), (32, 64, 128), stride=2, padding=1, groups=4),
+    _c("3d-stride2-dil2", 16, 32, 64, (3, 3, 3), (16, 32, 32), stride=2, padding=1, dilation=2),
+]
+
+EDGE = [
+    _c("1x1-kernel", 2, 3, 5, 1, 7),
+    _c("1d-odd", 3, 2, 3, 4, 9, stride=3, padding=2, output_padding=1, dilation=2),
+    _c("kernel-larger-than-input", 2, 2, 2, 7, 2, padding=1),
+    _c("padding-eats-output", 1, 2, 3, 3, 4, padding=2, stride=1),
+    _c("output-padding-from-dilation", 2, 2, 2, 3, 5, output_padding=1, dilation=2),
+    _c("2d-asymmetric", 2, 4, 6, (2, 5), (5, 3), stride=(3, 1), padding=(0, 2),
+       output_padding=(2, 0), dilation=(1, 3), groups=2),
+    _c("2d-depthwise", 2, 6, 6, (3, 3), (6, 5), stride=2, groups=6),
+    _c("2d-stride-over-kernel", 2, 3, 2, (2, 2), (4, 4), stride=(4, 5), output_padding=(3, 1)),
+    _c("3d-asymmetric", 2, 2, 4, (2, 3, 1), (3, 4, 5), stride=(1, 2, 3), padding=(1, 0, 0),
+       output_padding=(0, 1, 2), dilation=(2, 1, 1), groups=2),
+    _c("empty-batch", 0, 4, 6, (3, 3), (5, 5), stride=2, groups=2),
+    _c("unbatched-2d", 1, 3, 4, (3, 2), (4, 5), stride=2, unbatched=True),
+    _c("unbatched-1d", 1, 2, 3, 3, 6, padding=1, unbatched=True),
+    _c("no-bias-3d", 2, 3, 3, (2, 2, 2), (3, 3, 3), stride=2, bias=False),
+]
+
+
+def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Case]:
+    """``count`` random valid cases of every dimensionality, reproducible from ``seed``."""
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    while len(cases) < count:
+        nd = 1 + len(cases) % 3
+        groups = rng.choice((1, 1, 2, 3))
+        kernel = tuple(rng.randint(1, 4 if nd < 3 else 3) for _ in range(nd))
+        stride = tuple(rng.randint(1, 3) for _ in range(nd))
+        dilation = tuple(rng.randint(1, 3) for _ in range(nd))
+        padding = tuple(rng.randint(0, d * (k - 1) + 1) for k, d in zip(kernel, dilation))
+        output_padding = tuple(rng.randint(0, max(s, d) - 1) for s, d in zip(stride, dilation))
+        size = tuple(rng.randint(1, (9, 7, 4)[nd - 1]) for _ in range(nd))
+        case = Case(f"random-{seed}-{len(cases)}", rng.choice((0, 1, 2, 3)) if rng.random() < .1
+                    else rng.randint(1, 3), groups * rng.randint(1, 3), groups * rng.randint(1, 3),
+                    kernel, size, stride, padding, output_padding, dilation, groups,
+                    bias=rng.random() < .7)
+        image = case.output_size
+        if min(image) > 0 and math.prod(image) * case.out_channels <= max_elements * 4:
+            cases.append(case)
+    return cases

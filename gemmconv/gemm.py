@@ -1,0 +1,160 @@
+"""The GEMM layer: batched matrix products on cuBLAS (CUDA) or torch.matmul (CPU).
+
+:func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
+``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
+``expand``), and each matrix may be row- or column-major with any leading dimension, so
+transposes, group slices and weight sharing across samples cost no copies. On CUDA it issues
+as few strided-batched cuBLAS calls as the strides allow: one when both batch dims fold into
+one stride, otherwise one per entry of the smaller batch dim.
+
+Precision policy, explicit in every cuBLAS call through its compute type (torch's global
+flags are read, never changed):
+
+* float32: :func:`set_float32_precision` chooses ``"torch"`` (the default: do what
+  torch's convolutions do, i.e. TF32 tensor cores while ``torch.backends.cudnn`` allows
+  TF32 for convolutions, which is torch's default), ``"tf32"`` or ``"ieee"`` (full float32).
+* float16 and bfloat16: tensor cores, float32 accumulation.
+* float64: float64 throughout.
+
+The CPU has no TF32: CPU products are plain float32/float64 ``torch.matmul``.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Literal
+
+import numpy as np
+import torch
+
+from .shapes import check
+
+Float32Precision = Literal["torch", "tf32", "ieee"]
+_float32_precision: Float32Precision = "torch"
+
+# cuBLAS and CUDA library enums (cublas_api.h, library_types.h); their values are ABI.
+_OP_N, _OP_T = 0, 1
+_GEMM_DEFAULT = -1
+_COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
+_DATA_TYPE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 14}
+_INT_MAX = 2**31 - 1
+
+
+def get_float32_precision() -> Float32Precision:
+    """The float32 GEMM policy in force: ``"torch"``, ``"tf32"`` or ``"ieee"``."""
+    return _float32_precision
+
+
+def set_float32_precision(precision: Float32Precision) -> None:
+    """Sets the float32 GEMM policy for gemmconv's CUDA products (see the module docs)."""
+    global _float32_precision
+    if precision not in ("torch", "tf32", "ieee"):
+        raise ValueError(f"float32 precision must be 'torch', 'tf32' or 'ieee', got {precision!r}")
+    _float32_precision = precision
+
+
+@contextlib.contextmanager
+def float32_precision(precision: Float32Precision) -> Iterator[None]:
+    """``with gemmconv.float32_precision("ieee"): ...`` sets the policy for a block."""
+    previous = get_float32_precision()
+    set_float32_precision(precision)
+    try:
+        yield
+    finally:
+        set_float32_precision(previous)
+
+
+def torch_convolutions_use_tf32() -> bool:
+    """Whether torch's cuDNN convolutions run float32 on TF32 tensor cores right now."""
+    backends = torch.backends
+    conv = getattr(backends.cudnn, "conv", None)
+    if conv is None or not hasattr(conv, "fp32_precision"):
+        return bool(backends.cudnn.allow_tf32)
+    # Newer torch: the most specific setting other than "none" wins.
+    for level in (conv, backends.cudnn, backends):
+        precision = getattr(level, "fp32_precision", "none")
+        if precision != "none":
+            return precision == "tf32"
+    return False
+
+
+def uses_tf32() -> bool:
+    """Whether float32 products on CUDA use TF32 under the current policy."""
+    if _float32_precision == "torch":
+        return torch_convolutions_use_tf32()
+    return _float32_precision == "tf32"
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``out[i, j] = a[i, j] @ b[i, j]`` for ``a (B1, B2, m, k)``, ``b (B1, B2, k, n)``.
+
+    ``out (B1, B2, m, n)`` must be row-major in its last two dims; it may be float32 where
+    ``a`` and ``b`` are float16/bfloat16 (products accumulated and kept in float32).
+    Returns ``out``.
+    """
+    if out.numel() == 0:
+        return out
+    if a.shape[-1] == 0:
+        return out.zero_()
+    if not out.is_cuda:
+        return out.copy_(torch.matmul(a.to(out.dtype), b.to(out.dtype)))
+    _cublas_matmul(a, b, out)
+    return out
+
+
+def _layout(t: torch.Tensor) -> tuple[int, int] | None:
+    """How column-major cuBLAS reads matrix ``t (rows, cols)``: (op giving ``t^T``, ld)."""
+    rows, cols = t.shape[-2:]
+    rs, cs = t.stride()[-2:]
+    if (cs == 1 or cols == 1) and (rows == 1 or rs >= cols):
+        return _OP_N, max(rs if rows > 1 else cols, 1)      # row-major: cuBLAS sees t^T
+    if (rs == 1 or rows == 1) and (cols == 1 or cs >= rows):
+        return _OP_T, max(cs if cols > 1 else rows, 1)      # column-major: cuBLAS sees t
+    return None
+
+
+def _batches(sizes: tuple[int, int], operands: tuple[torch.Tensor, ...]):
+    """(element offsets per operand, batch count, batch stride per operand) for each call."""
+    b1, b2 = sizes
+    strides = [(t.stride(0) if b1 > 1 else 0, t.stride(1) if b2 > 1 else 0) for t in operands]
+    if b2 == 1:
+        return [([0] * len(operands), b1, [s1 for s1, _ in strides])]
+    if b1 == 1 or all(s1 == s2 * b2 for s1, s2 in strides):
+        return [([0] * len(operands), b1 * b2, [s2 for _, s2 in strides])]
+    if b1 <= b2:
+        return [([i * s1 for s1, _ in strides], b2, [s2 for _, s2 in strides]) for i in range(b1)]
+    return [([j * s2 for _, s2 in strides], b1, [s1 for s1, _ in strides]) for j in range(b2)]
+
+
+def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    from . import _cuda
+    from cupy_backends.cuda.libs import cublas
+
+    m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
+    layouts = [_layout(t) for t in (a, b)]
+    a, b = (t if lay else t.contiguous() for t, lay in zip((a, b), layouts))
+    (op_a, ld_a), (op_b, ld_b) = (lay or _layout(t) for t, lay in zip((a, b), layouts))
+    c_op, ld_c = _layout(out)
+    assert c_op == _OP_N and out.stride(-1) == 1, "matmul writes row-major outputs"
+    check(max(m, n, k, ld_a, ld_b, ld_c) <= _INT_MAX,
+          f"a matrix of {m}x{k} @ {k}x{n} exceeds cuBLAS's 32-bit sizes; split the input")
+
+    if a.dtype == torch.float64:
+        compute, scalar = _COMPUTE_64F, np.float64
+    elif a.dtype == torch.float32 and uses_tf32():
+        compute, scalar = _COMPUTE_32F_FAST_TF32, np.float32
+    else:
+        compute, scalar = _COMPUTE_32F, np.float32
+    one, zero = np.array(1, scalar), np.array(0, scalar)
+    sizes = (a.element_size(), b.element_size(), out.element_size())
+    with _cuda.on_device(out.device) as cp:
+        handle = _cuda.cublas_handle(cp)
+        for offsets, count, strides in _batches(tuple(out.shape[:2]), (a, b, out)):
+            check(count <= _INT_MAX, "too many matrices in one batch for cuBLAS")
+            pa, pb, pc = (t.data_ptr() + o * s for t, o, s in zip((a, b, out), offsets, sizes))
+            # Row-major C = A @ B is column-major C^T = B^T @ A^T.
+            cublas.gemmStridedBatchedEx(
+                handle, op_b, op_a, n, m, k, one.ctypes.data,
+                pb, _DATA_TYPE[b.dtype], ld_b, strides[1],
+                pa, _DATA_TYPE[a.dtype], ld_a, strides[0],
+                zero.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
+                count, compute, _GEMM_DEFAULT)

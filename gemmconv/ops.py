@@ -1,0 +1,177 @@
+"""Transposed convolution as GEMM + col2im: autograd and the functional API.
+
+Shapes (``G`` groups, ``K = prod(kernel_size)``, ``L = prod(input spatial)``,
+``M = C_out / G * K``):
+
+    input    (N, C_in, *grid)          viewed as (N, G, C_in / G, L)
+    weight   (C_in, C_out / G, *kernel) viewed as (G, C_in / G, M)
+    columns  (N, G, M, L)              = weight^T @ input, per sample and group
+    output   (N, C_out, *image)        = col2im(columns) + bias
+
+Backward: ``columns = im2col(grad_output)``; ``grad_input = weight @ columns``;
+``grad_weight = sum over samples of input @ columns^T``; ``grad_bias`` sums grad_output.
+
+The operators are ``torch.library`` custom ops (``gemmconv::conv_transpose`` and its
+backward), so autograd, ``torch.compile`` and fake tensors see one opaque op each.
+"""
+import math
+from typing import List, Optional
+
+import torch
+
+from . import gemm
+from .columns import col2im, im2col
+from .shapes import ConvTransposeArgs, IntOrTuple, conv_transpose_args
+
+# Column-buffer bytes per chunk of samples (at least one sample per chunk).
+COLUMN_BUDGET = 1 << 30
+
+
+def _sample_chunks(a: ConvTransposeArgs, element_size: int):
+    per_sample = a.out_channels * a.geometry.taps * math.prod(a.grid) * element_size
+    step = max(1, COLUMN_BUDGET // max(per_sample, 1))
+    return [(n, min(n + step, a.batch)) for n in range(0, a.batch, step)]
+
+
+def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilation, groups):
+    nd = weight.dim() - 2
+    return conv_transpose_args(f"conv_transpose{nd}d", nd, input, weight, bias, stride,
+                               padding, output_padding, groups, dilation)
+
+
+def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+             a: ConvTransposeArgs) -> torch.Tensor:
+    g, groups = a.geometry, a.groups
+    cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
+    x = x.contiguous()
+    weight_t = weight.contiguous().view(1, groups, cin, m).transpose(-1, -2)
+    out = x.new_empty(a.output_shape)
+    for n0, n1 in _sample_chunks(a, x.element_size()):
+        n = n1 - n0
+        columns = x.new_empty((n, groups, m, cells))
+        gemm.matmul(weight_t.expand(n, -1, -1, -1), x[n0:n1].view(n, groups, cin, cells), columns)
+        col2im(columns.view(n * a.out_channels, g.taps, cells), bias, g, a.grid, a.image,
+               out=out[n0:n1].view(n * a.out_channels, *a.image))
+    return out
+
+
+def _backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    g, groups = a.geometry, a.groups
+    cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
+    grad_out, x = grad_out.contiguous(), x.contiguous()
+    weight = weight.contiguous().view(1, groups, cin, m)
+    acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    grad_input = torch.empty_like(x) if need[0] else x.new_empty(0)
+    grad_weight = x.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
+    if need[0] or need[1]:
+        for n0, n1 in _sample_chunks(a, x.element_size()):
+            n = n1 - n0
+            columns = im2col(grad_out[n0:n1].view(n * a.out_channels, *a.image), g,
+                             a.grid).view(n, groups, m, cells)
+            if need[0]:
+                gemm.matmul(weight.expand(n, -1, -1, -1), columns,
+                            grad_input[n0:n1].view(n, groups, cin, cells))
+            if need[1]:
+                partial = x.new_empty((n, groups, cin, m), dtype=acc)
+                gemm.matmul(x[n0:n1].view(n, groups, cin, cells), columns.transpose(-1, -2),
+                            partial)
+                grad_weight += partial.sum(0)
+    grad_weight = (grad_weight.to(x.dtype).view_as(weight[0]).view(a.in_channels, -1, *g.kernel_size)
+                   if need[1] else x.new_empty(0))
+    grad_bias = (grad_out.sum([0, *range(2, grad_out.dim())], dtype=acc).to(x.dtype)
+                 if need[2] else x.new_empty(0))
+    return [grad_input, grad_weight, grad_bias]
+
+
+@torch.library.custom_op("gemmconv::conv_transpose", mutates_args=())
+def _conv_transpose_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                       stride: List[int], padding: List[int], output_padding: List[int],
+                       dilation: List[int], groups: int) -> torch.Tensor:
+    a = _args_from_lists(input, weight, bias, stride, padding, output_padding, dilation, groups)
+    return _forward(input, weight, bias, a)
+
+
+@_conv_transpose_op.register_fake
+def _(input, weight, bias, stride, padding, output_padding, dilation, groups):
+    a = _args_from_lists(input, weight, bias, stride, padding, output_padding, dilation, groups)
+    return input.new_empty(a.output_shape)
+
+
+@torch.library.custom_op("gemmconv::conv_transpose_backward", mutates_args=())
+def _conv_transpose_backward_op(grad_output: torch.Tensor, input: torch.Tensor,
+                                weight: torch.Tensor, stride: List[int], padding: List[int],
+                                output_padding: List[int], dilation: List[int], groups: int,
+                                output_mask: List[bool]) -> List[torch.Tensor]:
+    a = _args_from_lists(input, weight, None, stride, padding, output_padding, dilation, groups)
+    return _backward(grad_output, input, weight, a, output_mask)
+
+
+@_conv_transpose_backward_op.register_fake
+def _(grad_output, input, weight, stride, padding, output_padding, dilation, groups, output_mask):
+    shapes = (input.shape, weight.shape, (weight.shape[1] * groups,))
+    return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
+
+
+def _setup_context(ctx, inputs, output):
+    input, weight, bias, stride, padding, output_padding, dilation, groups = inputs
+    ctx.save_for_backward(input, weight)
+    ctx.conv = (stride, padding, output_padding, dilation, groups)
+
+
+def _backward_formula(ctx, grad_output):
+    input, weight = ctx.saved_tensors
+    mask = list(ctx.needs_input_grad[:3])
+    grads = _conv_transpose_backward_op(grad_output, input, weight, *ctx.conv, mask)
+    return (*(g if keep else None for g, keep in zip(grads, mask)), None, None, None, None, None)
+
+
+_conv_transpose_op.register_autograd(_backward_formula, setup_context=_setup_context)
+
+
+def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
+                    bias: Optional[torch.Tensor], stride: IntOrTuple, padding: IntOrTuple,
+                    output_padding: IntOrTuple, groups: int, dilation: IntOrTuple) -> torch.Tensor:
+    a = conv_transpose_args(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
+                            output_padding, groups, dilation)
+    g = a.geometry
+    batched = input.unsqueeze(0) if a.unbatched else input
+    out = _conv_transpose_op(batched, weight, bias, list(g.stride), list(g.padding),
+                             list(a.output_padding), list(g.dilation), groups)
+    return out.squeeze(0) if a.unbatched else out
+
+
+def conv_transpose1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                     stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                     groups: int = 1, dilation: IntOrTuple = 1) -> torch.Tensor:
+    """1-D transposed convolution, as ``torch.nn.functional.conv_transpose1d``.
+
+    input ``(N, C_in, L_in)`` or ``(C_in, L_in)``; weight ``(C_in, C_out / groups, kW)``;
+    bias ``(C_out,)``; returns ``(N, C_out, L_out)`` (or ``(C_out, L_out)``) with
+    ``L_out = (L_in - 1) * stride - 2 * padding + dilation * (kW - 1) + output_padding + 1``.
+    """
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                     stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                     groups: int = 1, dilation: IntOrTuple = 1) -> torch.Tensor:
+    """2-D transposed convolution, as ``torch.nn.functional.conv_transpose2d``.
+
+    input ``(N, C_in, H_in, W_in)`` or unbatched ``(C_in, H_in, W_in)``; weight
+    ``(C_in, C_out / groups, kH, kW)``; bias ``(C_out,)``; returns ``(N, C_out, H_out, W_out)``,
+    each output size as in :func:`conv_transpose1d`, per dim.
+    """
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                     stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                     groups: int = 1, dilation: IntOrTuple = 1) -> torch.Tensor:
+    """3-D transposed convolution, as ``torch.nn.functional.conv_transpose3d``.
+
+    input ``(N, C_in, D_in, H_in, W_in)`` or unbatched ``(C_in, D_in, H_in, W_in)``; weight
+    ``(C_in, C_out / groups, kD, kH, kW)``; bias ``(C_out,)``; returns
+    ``(N, C_out, D_out, H_out, W_out)``, each output size as in :func:`conv_transpose1d`.
+    """
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)

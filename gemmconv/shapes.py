@@ -1,0 +1,194 @@
+"""Shape arithmetic and argument checks: every rule about sizes lives here.
+
+Along each spatial dim a transposed convolution, and the column buffers it runs on, relate
+a *grid* (the input of a transposed convolution, the positions a kernel is applied at) and
+an *image* (its output) by
+
+    image position = grid position * stride - padding + tap * dilation
+
+so one :class:`Geometry` describes col2im, im2col and the operators built from them.
+Errors are raised here, in Python, before any kernel runs, with torch's wording where torch
+has one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import torch
+
+IntOrTuple = Union[int, Sequence[int]]
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+class ConvArgumentError(ValueError, RuntimeError):
+    """A bad argument. A RuntimeError, as torch raises, and a ValueError, as Python expects."""
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConvArgumentError(message)
+
+
+def expand(value: IntOrTuple, nd: int, name: str) -> tuple[int, ...]:
+    """``value`` as an ``nd``-tuple of ints: an int is repeated, a sequence must have ``nd``."""
+    if isinstance(value, torch.SymInt) or isinstance(value, int) and not isinstance(value, bool):
+        return (int(value),) * nd
+    values = tuple(value)
+    check(
+        len(values) in (1, nd) and all(isinstance(v, int) and not isinstance(v, bool) for v in values),
+        f"expected {name} to be a single integer value or a list of {nd} values to match the "
+        f"convolution dimensions, but got {name}={list(values)}",
+    )
+    return values * nd if len(values) == 1 else values
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Per-dim kernel, stride, padding and dilation relating a grid and an image."""
+
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+
+    @property
+    def nd(self) -> int:
+        return len(self.kernel_size)
+
+    @property
+    def taps(self) -> int:
+        return math.prod(self.kernel_size)
+
+    def reach(self, grid: Sequence[int]) -> tuple[int, ...]:
+        """Image extent the grid's taps touch, counted from position -padding."""
+        return tuple((g - 1) * s + d * (k - 1) + 1 for g, s, d, k in
+                     zip(grid, self.stride, self.dilation, self.kernel_size))
+
+    def image_size(self, grid: Sequence[int], output_padding: Sequence[int]) -> tuple[int, ...]:
+        """Output size of a transposed convolution over ``grid``."""
+        return tuple(r - 2 * p + op for r, p, op in
+                     zip(self.reach(grid), self.padding, output_padding))
+
+    def grid_size(self, image: Sequence[int]) -> tuple[int, ...]:
+        """Positions a kernel is applied at over ``image`` (a convolution's output size)."""
+        return tuple((i + 2 * p - d * (k - 1) - 1) // s + 1 for i, p, d, k, s in
+                     zip(image, self.padding, self.dilation, self.kernel_size, self.stride))
+
+    def fields(self, planes: int, channels: int, grid: Sequence[int],
+               image: Sequence[int]) -> list[int]:
+        """The kernels' ``Geometry<ND>`` struct (gemmconv/col2im.cu) as a flat list of int64s."""
+        return [planes, channels, *grid, *image, *self.kernel_size, *self.stride,
+                *self.padding, *self.dilation]
+
+
+@dataclass(frozen=True)
+class ConvTransposeArgs:
+    """Checked arguments of one transposed convolution call, with its shapes.
+
+    input ``(N, C_in, *grid)``, weight ``(C_in, C_out / groups, *kernel_size)``,
+    bias ``(C_out,)`` or None, output ``(N, C_out, *image)``.
+    """
+
+    geometry: Geometry
+    output_padding: tuple[int, ...]
+    groups: int
+    batch: int
+    in_channels: int
+    out_channels: int
+    grid: tuple[int, ...]
+    image: tuple[int, ...]
+    unbatched: bool
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.out_channels, *self.image)
+
+    @property
+    def column_rows(self) -> int:
+        """Rows of one group's column matrix: ``C_out / groups * prod(kernel_size)``."""
+        return self.out_channels // self.groups * self.geometry.taps
+
+    def as_list(self) -> list[int]:
+        """stride, padding, output_padding, dilation and groups, flat, for custom-op calls."""
+        g = self.geometry
+        return [*g.stride, *g.padding, *self.output_padding, *g.dilation, self.groups]
+
+
+def _check_tensors(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
+                   bias: torch.Tensor | None) -> None:
+    for name, t in (("input", input), ("weight", weight), ("bias", bias)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    check(input.dim() in (nd + 1, nd + 2),
+          f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got input "
+          f"of size: {list(input.shape)}")
+    check(weight.dim() == nd + 2,
+          f"Expected {nd + 2}D weight to {op}, but got weight of size: {list(weight.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is None:
+            continue
+        check(t.dtype == input.dtype,
+              f"Input type ({input.dtype}) and {name} type ({t.dtype}) should be the same")
+        check(t.device == input.device,
+              f"Expected all tensors to be on the same device, but found input on "
+              f"{input.device} and {name} on {t.device}")
+    check(input.dtype in DTYPES,
+          f"{op} supports float16, bfloat16, float32 and float64 tensors, got {input.dtype}")
+
+
+def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
+                        bias: torch.Tensor | None, stride: IntOrTuple, padding: IntOrTuple,
+                        output_padding: IntOrTuple, groups: int,
+                        dilation: IntOrTuple) -> ConvTransposeArgs:
+    """Checks a ``conv_transpose{nd}d`` call as torch does, and works out its shapes."""
+    _check_tensors(op, nd, input, weight, bias)
+    stride, padding, output_padding, dilation = (
+        expand(v, nd, name) for v, name in ((stride, "stride"), (padding, "padding"),
+                                            (output_padding, "output_padding"),
+                                            (dilation, "dilation")))
+    check(all(s > 0 for s in stride), "non-positive stride is not supported")
+    check(all(p >= 0 for p in padding), "negative padding is not supported")
+    check(all(d > 0 for d in dilation), "dilation should be greater than zero")
+    check(all(op_ >= 0 for op_ in output_padding), "negative output_padding is not supported")
+    check(all(op_ < max(s, d) for op_, s, d in zip(output_padding, stride, dilation)),
+          f"output padding must be smaller than either stride or dilation, but got "
+          f"output_padding={list(output_padding)}, stride={list(stride)}, "
+          f"dilation={list(dilation)}")
+    check(isinstance(groups, int) and groups > 0, "non-positive groups is not supported")
+
+    unbatched = input.dim() == nd + 1
+    shape = (1, *input.shape) if unbatched else tuple(input.shape)
+    batch, in_channels, grid = shape[0], shape[1], tuple(shape[2:])
+    kernel_size = tuple(weight.shape[2:])
+    check(weight.shape[0] >= groups,
+          f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but "
+          f"got weight of size {list(weight.shape)} instead")
+    check(weight.shape[0] % groups == 0,
+          f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+          f"but got weight of size {list(weight.shape)} instead")
+    check(in_channels == weight.shape[0],
+          f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+          f"{list(input.shape)} to have {weight.shape[0]} channels, but got {in_channels} "
+          f"channels instead")
+    check(all(k > 0 for k in kernel_size) and weight.shape[1] > 0,
+          f"weight of size {list(weight.shape)} has an empty dimension")
+    check(all(g > 0 for g in grid),
+          f"Only zero batch or zero channel inputs are supported, but got input shape: "
+          f"{list(input.shape)}")
+    out_channels = weight.shape[1] * groups
+    if bias is not None:
+        check(bias.dim() == 1 and bias.shape[0] == out_channels,
+              f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
+              f"1-dimensional with {out_channels} elements, but got bias of size "
+              f"{list(bias.shape)} instead")
+
+    geometry = Geometry(kernel_size, stride, padding, dilation)
+    image = geometry.image_size(grid, output_padding)
+    check(all(i > 0 for i in image),
+          f"Given input size per channel: {list(grid)}. Calculated output size per channel: "
+          f"{list(image)}. Output size is too small")
+    return ConvTransposeArgs(geometry, output_padding, groups, batch, in_channels,
+                             out_channels, grid, image, unbatched)

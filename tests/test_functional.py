@@ -1,0 +1,134 @@
+"""CPU: gemmconv.conv_transpose{1,2,3}d against torch in float64 over the shared case table."""
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import cases, ops
+from helpers import OURS, TORCH, generator, reference, rel_error
+
+CASES = cases.random_cases(300, seed=1) + cases.EDGE + [c.scaled(256) for c in cases.BENCH]
+
+
+def _leaves(case, key, dtype=torch.float64, requires_grad=(True, True, True)):
+    tensors = case.tensors(dtype, generator=generator(case.name, key))
+    return [None if t is None else t.requires_grad_(r) for t, r in zip(tensors, requires_grad)]
+
+
+def _grads(out, leaves, grad_out):
+    needed = [t for t in leaves if t is not None and t.requires_grad]
+    return torch.autograd.grad(out, needed, grad_out) if out.numel() else [torch.zeros_like(t) for t in needed]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_forward_and_backward_match_torch(case):
+    x, w, b = _leaves(case, "fb")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    ref = reference(case, x, w, b)
+    assert out.shape == ref.shape and out.dtype == x.dtype
+    assert rel_error(out, ref) < 1e-12
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "grad"), dtype=torch.float64)
+    for mine, theirs in zip(_grads(out, [x, w, b], grad_out), _grads(ref, [x, w, b], grad_out)):
+        assert rel_error(mine, theirs) < 1e-12
+
+
+@pytest.mark.parametrize("case", cases.random_cases(24, seed=7, max_elements=30) + cases.EDGE[:4],
+                         ids=lambda c: c.name)
+def test_gradcheck(case):
+    if case.batch == 0:
+        pytest.skip("nothing to differentiate")
+    x, w, b = _leaves(case, "gradcheck")
+    f = lambda *t: OURS[case.nd](*t, **case.kwargs)
+    assert torch.autograd.gradcheck(f, (x, w, b), eps=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", [cases.EDGE[5], cases.EDGE[8]], ids=lambda c: c.name)
+def test_strided_and_channels_last_inputs(case):
+    x, w, b = _leaves(case, "layout", requires_grad=(False, False, False))
+    memory_format = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+    weird_x = x.to(memory_format=memory_format)
+    weird_w = w.transpose(0, 1).contiguous().transpose(0, 1)   # same values, other strides
+    assert not weird_x.is_contiguous() and not weird_w.is_contiguous()
+    out = OURS[case.nd](weird_x, weird_w, b, **case.kwargs)
+    assert rel_error(out, reference(case, x, w, b)) < 1e-12
+    doubled = torch.stack([x, x], 2).flatten(1, 2)[:, ::2]      # x again, as a strided view
+    assert torch.equal(doubled, x) and not doubled.is_contiguous()
+    assert rel_error(OURS[case.nd](doubled, w, b, **case.kwargs), reference(case, x, w, b)) < 1e-12
+
+
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-6), (torch.bfloat16, 2e-2),
+                                             (torch.float16, 3e-3)])
+@pytest.mark.parametrize("case", cases.EDGE[:9], ids=lambda c: c.name)
+def test_other_dtypes_on_cpu(case, dtype, tolerance):
+    x, w, b = _leaves(case, "dtype", dtype)
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    assert out.dtype == dtype
+    assert rel_error(out, reference(case, x, w, b)) < tolerance
+    out.backward(torch.ones_like(out))
+    ref = reference(case, x, w, b)
+    ref.backward(torch.ones_like(ref))
+    assert all(t.grad.dtype == dtype for t in (x, w, b) if t is not None)
+
+
+def test_empty_batch_returns_empty_result_and_zero_grads():
+    case = next(c for c in cases.EDGE if c.batch == 0)
+    x, w, b = _leaves(case, "empty")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    assert out.shape == reference(case, x, w, b).shape == (0, case.out_channels, *case.output_size)
+    out.sum().backward()
+    assert w.grad.shape == w.shape and not w.grad.any() and not b.grad.any()
+
+
+def test_unbatched_input_returns_unbatched_output():
+    case = next(c for c in cases.EDGE if c.unbatched)
+    x, w, b = _leaves(case, "unbatched")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    assert out.shape == (case.out_channels, *case.output_size)
+    assert rel_error(out, reference(case, x, w, b)) < 1e-12
+
+
+@pytest.mark.parametrize("requires_grad,products", [((False, False, True), 0), ((True, False, False), 1),
+                                                    ((False, True, False), 1), ((True, True, True), 2)])
+def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad, products):
+    case = cases.EDGE[5]
+    x, w, b = _leaves(case, "mask", requires_grad=requires_grad)
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    calls = []
+    real = ops.gemm.matmul
+    monkeypatch.setattr(ops.gemm, "matmul", lambda *a: calls.append(1) or real(*a))
+    out.backward(torch.ones_like(out))
+    assert len(calls) == products
+    assert [t.grad is not None for t in (x, w, b)] == list(requires_grad)
+
+
+def test_chunking_over_samples_gives_the_same_answer(monkeypatch):
+    case = cases.Case("chunked", 5, 4, 6, (3, 2), (6, 7), (2, 1), (1, 0), (1, 0), (1, 2), 2)
+    x, w, b = _leaves(case, "chunks")
+    whole = OURS[2](x, w, b, **case.kwargs)
+    grads = torch.autograd.grad(whole.sum(), (x, w, b))
+    monkeypatch.setattr(ops, "COLUMN_BUDGET", 1)           # one sample per chunk
+    assert len(ops._sample_chunks(ops.conv_transpose_args(
+        "conv_transpose2d", 2, x, w, b, groups=2, **{k: v for k, v in case.kwargs.items()
+                                                     if k != "groups"}), 8)) == 5
+    chunked = OURS[2](x, w, b, **case.kwargs)
+    assert torch.equal(whole, chunked)
+    chunked_grads = torch.autograd.grad(chunked.sum(), (x, w, b))
+    assert torch.equal(grads[0], chunked_grads[0])              # per sample: same arithmetic
+    for g1, g2 in zip(grads[1:], chunked_grads[1:]):            # summed in another order
+        assert rel_error(g1, g2) < 1e-14
+
+
+def test_integer_and_tuple_arguments_agree():
+    case = cases.EDGE[6]
+    x, w, b = _leaves(case, "ints")
+    as_ints = gemmconv.conv_transpose2d(x, w, b, 2, 0, 0, 6, 1)
+    as_tuples = gemmconv.conv_transpose2d(x, w, b, (2, 2), [0, 0], (0, 0), 6, (1,))
+    assert torch.equal(as_ints, as_tuples)
+    assert rel_error(as_ints, TORCH[2](x, w, b, 2, 0, 0, 6, 1)) < 1e-12
+
+
+def test_cupy_missing_names_the_package(monkeypatch):
+    import sys
+    from gemmconv import _cuda
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(ImportError, match="cupy-cuda13x"):
+        _cuda.cupy.__wrapped__()

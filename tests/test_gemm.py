@@ -1,0 +1,82 @@
+"""The GEMM layer's CPU path, its cuBLAS call planning, and the float32 precision policy."""
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import gemm
+from helpers import rel_error
+
+
+def _operands(b1, b2, m, k, n, broadcast_a=False, transpose_b=False):
+    a = torch.randn(1 if broadcast_a else b1, b2, m, k, dtype=torch.float64)
+    b = torch.randn(b1, b2, n, k, dtype=torch.float64).transpose(-1, -2) if transpose_b else \
+        torch.randn(b1, b2, k, n, dtype=torch.float64)
+    return a.expand(b1, -1, -1, -1), b
+
+
+@pytest.mark.parametrize("broadcast_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_matmul_matches_torch(broadcast_a, transpose_b):
+    a, b = _operands(3, 2, 5, 4, 6, broadcast_a, transpose_b)
+    out = torch.full((3, 2, 5, 6), float("nan"), dtype=torch.float64)
+    assert gemm.matmul(a, b, out) is out
+    assert rel_error(out, torch.matmul(a, b)) < 1e-14
+
+
+def test_matmul_with_empty_inner_dim_writes_zeros():
+    out = torch.full((1, 1, 2, 3), float("nan"))
+    gemm.matmul(torch.ones(1, 1, 2, 0), torch.ones(1, 1, 0, 3), out)
+    assert torch.equal(out, torch.zeros_like(out))
+
+
+def test_layout_reads_row_and_column_major_views():
+    t = torch.empty(5, 7)
+    assert gemm._layout(t) == (gemm._OP_N, 7)
+    assert gemm._layout(t.t()) == (gemm._OP_T, 7)
+    assert gemm._layout(torch.empty(5, 16)[:, :7]) == (gemm._OP_N, 16)     # padded rows
+    assert gemm._layout(torch.empty(1, 7)) == (gemm._OP_N, 7)
+    assert gemm._layout(torch.empty(7, 1)) == (gemm._OP_N, 1)
+    assert gemm._layout(torch.empty(6, 8)[::2, ::2]) is None               # needs a copy
+
+
+def test_batches_fold_into_one_call_when_strides_allow():
+    a, b = _operands(4, 3, 5, 2, 6)                                        # all contiguous
+    out = torch.empty(4, 3, 5, 6)
+    plans = gemm._batches((4, 3), (a, b, out))
+    assert plans == [([0, 0, 0], 12, [10, 12, 30])]
+
+
+def test_broadcast_weight_loops_over_the_smaller_batch_dim():
+    a, b = _operands(8, 3, 5, 2, 6, broadcast_a=True)                      # a: stride 0 over dim 0
+    out = torch.empty(8, 3, 5, 6)
+    plans = gemm._batches((8, 3), (a, b, out))
+    assert len(plans) == 3                                                 # one call per group
+    assert all(count == 8 and strides[0] == 0 for _, count, strides in plans)
+    assert [offsets[0] for offsets, _, _ in plans] == [0, 10, 20]
+    single_group = gemm._batches((8, 1), (a[:, :1], b[:, :1], out[:, :1]))
+    assert single_group == [([0, 0, 0], 8, [0, 36, 90])]
+
+
+def test_precision_policy_setting_and_context():
+    assert gemmconv.get_float32_precision() == "torch"
+    with gemmconv.float32_precision("ieee"):
+        assert gemmconv.get_float32_precision() == "ieee" and not gemm.uses_tf32()
+        with gemmconv.float32_precision("tf32"):
+            assert gemm.uses_tf32()
+        assert gemmconv.get_float32_precision() == "ieee"
+    assert gemmconv.get_float32_precision() == "torch"
+    with pytest.raises(ValueError, match="'torch', 'tf32' or 'ieee'"):
+        gemmconv.set_float32_precision("fast")
+
+
+def test_torch_policy_follows_torch_convolution_flag_without_changing_it():
+    conv = torch.backends.cudnn.conv
+    before = conv.fp32_precision
+    try:
+        for setting, expected in (("tf32", True), ("ieee", False)):
+            conv.fp32_precision = setting
+            assert gemm.uses_tf32() is expected
+            assert conv.fp32_precision == setting                          # read, never written
+    finally:
+        conv.fp32_precision = before
+    assert gemm.torch_convolutions_use_tf32() is (before == "tf32")
