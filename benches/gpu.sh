@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: the cuda-marked tests, then benchmarks. Logs go under $OUT.
+#   bash benches/gpu.sh [tests] [bench] [bench-backward] [bench-ieee] [suite]
+set -uo pipefail
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+steps=${*:-tests bench}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
+for step in $steps; do
+  echo "=== $step"
+  case $step in
+    tests) python3 -m pytest -q -m cuda tests -p no:cacheprovider -x --junitxml="$OUT/cuda-tests.xml" \
+             2>&1 | tee "$OUT/tests.log" | tail -25 ;;
+    bench) python3 -m gemmconv bench --full --json "$OUT/fwd.json" --png "$OUT/fwd.png" 2>&1 | tee "$OUT/bench-fwd.log" ;;
+    bench-backward) python3 -m gemmconv bench --full --backward --repeats 10 --json "$OUT/train.json" \
+             --png "$OUT/train.png" 2>&1 | tee "$OUT/bench-train.log" ;;
+    bench-ieee) python3 -m gemmconv bench --full --no-tf32 --json "$OUT/ieee.json" --png "$OUT/ieee.png" \
+             2>&1 | tee "$OUT/bench-ieee.log" ;;
+    suite) python3 -m pytest -q benches --benchmark-group-by=group --benchmark-columns=median,iqr \
+             --benchmark-json="$OUT/suite.json" -p no:cacheprovider 2>&1 | tail -40 ;;
+  esac
+done

@@ -1,0 +1,101 @@
+"""``python -m gemmconv bench``: gemmconv against torch on the shared benchmark cases."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import torch
+
+from . import bench
+from .gemm import float32_precision
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "float64": torch.float64}
+
+
+def _table(rows: list[bench.Row], ceiling: bench.Ceilings) -> str:
+    head = (f"{'case':<20} {'input, kernel':<36} {'torch ms':>9} {'ours ms':>9} {'speedup':>8} "
+            f"{'floor ms':>9} {'err torch':>9} {'err ours':>9} {'MB torch':>9} {'MB ours':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r.case:<20} {r.shapes:<36} {r.torch_ms:9.3f} {r.ours_ms:9.3f} "
+                     f"{r.speedup:7.2f}x {r.floor_ms:9.3f} {r.torch_error:9.1e} {r.ours_error:9.1e} "
+                     f"{r.torch_extra_mb:9.0f} {r.ours_extra_mb:9.0f}")
+    if rows:
+        geo = math.exp(sum(math.log(r.speedup) for r in rows) / len(rows))
+        lines.append(f"geometric-mean speedup {geo:.2f}x over {len(rows)} cases; "
+                     f"min {min(r.speedup for r in rows):.2f}x")
+    lines.append(f"ceilings: matmul {ceiling.flops / 1e12:.0f} TFLOP/s, copy "
+                 f"{ceiling.bandwidth / 1e12:.2f} TB/s (read + write)")
+    return "\n".join(lines)
+
+
+def _chart(rows: list[bench.Row], path: str, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.5))
+    speedups = [r.speedup for r in rows]
+    ax.bar(range(len(rows)), speedups, color=["tab:green" if s >= 1 else "tab:red" for s in speedups])
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(rows)), [r.case for r in rows], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("speedup over torch (log scale)")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gemmconv")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("bench", help="time gemmconv against torch on the benchmark cases")
+    p.add_argument("--full", action="store_true", help="all cases (default: a quick subset)")
+    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    p.add_argument("--backward", action="store_true", help="time forward + backward")
+    p.add_argument("--case", action="append", help="only cases whose name contains this")
+    p.add_argument("--no-tf32", action="store_true",
+                   help="full float32 on both sides (sets torch's cuDNN flag for this run)")
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--png", default="gemmconv-bench.png", help="bar chart of speedups")
+    p.add_argument("--json", help="write the rows here too")
+    args = parser.parse_args(argv)
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":
+        print("No CUDA GPU: timing the CPU path at reduced sizes; these numbers say nothing "
+              "about GPU speed.")
+    dtype = DTYPES[args.dtype]
+    chosen = bench.select(args.case, args.full, device)
+    conv = torch.backends.cudnn.conv
+    before = conv.fp32_precision
+    rows = []
+    try:
+        if args.no_tf32:
+            conv.fp32_precision = "ieee"
+        with float32_precision("ieee" if args.no_tf32 else "torch"):
+            ceiling = bench.ceilings(device, dtype)
+            for i, case in enumerate(chosen, 1):
+                print(f"[{i}/{len(chosen)}] {case.name} ...", file=sys.stderr, flush=True)
+                rows.append(bench.measure(case, dtype, device, args.backward, ceiling, args.repeats))
+    finally:
+        conv.fp32_precision = before
+    mode = f"{args.dtype}{' no-TF32' if args.no_tf32 else ''}{' fwd+bwd' if args.backward else ' forward'}"
+    print(f"\n{mode} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}; "
+          f"one-time kernel compilation: {bench.compile_seconds():.2f} s (not in the timings)")
+    print(_table(rows, ceiling))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([vars(r) for r in rows], f, indent=1)
+    try:
+        _chart(rows, args.png, f"gemmconv vs torch, {mode}")
+        print(f"chart: {args.png}")
+    except ImportError:
+        print("matplotlib not installed: no chart (pip install gemmconv[bench])")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

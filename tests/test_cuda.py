@@ -1,0 +1,192 @@
+"""GPU: the shared case table on CUDA, against float64 references. Marked ``cuda``."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+from gemmconv import _cuda, cases
+from gemmconv.columns import col2im, im2col
+from gemmconv.shapes import ConvArgumentError, Geometry
+from gemmconv.bench import reference as reference64
+from helpers import OURS, generator, reference, rel_error
+
+pytestmark = pytest.mark.cuda
+CUDA = "cuda"
+CASES = cases.random_cases(100, seed=11) + cases.EDGE + [c.scaled(4096) for c in cases.BENCH]
+# mode: (dtype, float32 precision policy, tolerance on ||out - ref|| / ||ref||)
+MODES = {
+    "float64": (torch.float64, "torch", 1e-12),
+    "float32-ieee": (torch.float32, "ieee", 1e-5),
+    "float32-tf32": (torch.float32, "tf32", 5e-3),
+    "float16": (torch.float16, "torch", 5e-3),
+    "bfloat16": (torch.bfloat16, "torch", 3e-2),
+}
+
+
+def _poison_allocator(nbytes: int) -> None:
+    """Leaves a freed NaN-filled block in torch's cache, where the next allocation of that
+    size lands, so an element the kernels never write shows up as NaN."""
+    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
+
+
+def _leaves(case, key, dtype):
+    tensors = case.tensors(dtype, CUDA, generator(case.name, key))
+    return [None if t is None else t.requires_grad_() for t in tensors]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_matches_float64_reference(case, mode):
+    dtype, precision, tolerance = MODES[mode]
+    x, w, b = leaves = _leaves(case, mode, dtype)
+    out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
+        (case.batch, case.out_channels, *case.output_size)
+    grad_out = torch.randn(out_shape, generator=generator(case.name, "grad"),
+                           dtype=torch.float64).to(CUDA)
+    with gemmconv.float32_precision(precision):
+        _poison_allocator(math.prod(out_shape) * x.element_size())
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        assert out.dtype == dtype and out.device == x.device
+        if out.numel() == 0:
+            assert out.shape == out_shape
+            return
+        needed = [t for t in leaves if t is not None]
+        _poison_allocator(x.numel() * x.element_size())
+        mine = torch.autograd.grad(out, needed, grad_out.to(dtype))
+    refs = reference64(case, x, w, b, grad_out)
+    assert rel_error(out, refs[0]) < tolerance
+    for m, t in zip(mine, refs[1:]):
+        assert m.dtype == dtype and rel_error(m, t) < tolerance
+
+
+KERNEL_CASES = cases.random_cases(30, seed=12) + cases.EDGE
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16],
+                         ids=str)
+@pytest.mark.parametrize("case", KERNEL_CASES, ids=lambda c: c.name)
+def test_kernels_write_every_element(case, dtype):
+    """col2im and im2col into NaN-poisoned outputs, against the CPU path in float64."""
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    planes, grid, image = max(case.batch, 1) * case.out_channels, case.size, case.output_size
+    gen = generator(case.name, str(dtype))
+    columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen).to(dtype)
+    bias = torch.randn(case.out_channels, generator=gen).to(dtype)
+    out = torch.full((planes, *image), float("nan"), dtype=dtype, device=CUDA)
+    col2im(columns.to(CUDA), bias.to(CUDA), g, grid, image, out=out)
+    ref = col2im(columns.double(), bias.double(), g, grid, image)
+    assert rel_error(out, ref) < {torch.float64: 1e-14, torch.float32: 1e-6}.get(dtype, 1e-2)
+
+    pixels = torch.randn(planes, *image, generator=gen).to(dtype)
+    cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
+    _cuda.im2col(pixels.to(CUDA), cols, g, grid, image)
+    assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
+
+
+@pytest.mark.parametrize("case", [c.scaled(1 << 16) for c in cases.BENCH[::3]], ids=lambda c: c.name)
+def test_bitwise_identical_across_runs(case):
+    x, w, b = leaves = _leaves(case, "determinism", torch.float32)
+    runs = []
+    for _ in range(2):
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        runs.append([out, *torch.autograd.grad(out, leaves, torch.ones_like(out))])
+    for first, second in zip(*runs):
+        assert torch.equal(first, second)
+
+
+def test_float32_precision_policy_reaches_cublas():
+    case = cases.Case("deep", 4, 256, 64, (3, 3), (32, 32))
+    x, w, b = case.tensors(torch.float32, CUDA, generator("deep"))
+    ref = reference64(case, x, w, b)[0]
+    error = lambda: rel_error(OURS[2](x, w, b, **case.kwargs), ref)
+    with gemmconv.float32_precision("ieee"):
+        assert error() < 1e-5
+    with gemmconv.float32_precision("tf32"):
+        assert 1e-5 < error() < 5e-3          # TF32 rounds inputs to 10 mantissa bits
+    conv = torch.backends.cudnn.conv
+    before = conv.fp32_precision
+    try:
+        with gemmconv.float32_precision("torch"):
+            conv.fp32_precision = "ieee"
+            assert error() < 1e-5
+            conv.fp32_precision = "tf32"
+            assert error() > 1e-5
+    finally:
+        conv.fp32_precision = before
+
+
+def test_runs_on_the_current_stream():
+    case = cases.BENCH[4].scaled(1 << 14)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        x, w, b = case.tensors(torch.float32, CUDA, generator("stream"))
+        torch.cuda._sleep(100_000_000)        # keep the stream busy ...
+        x = x * 2                             # ... so x is only ready late, on this stream
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        grads = torch.autograd.grad(OURS[case.nd](x.requires_grad_(), w, b, **case.kwargs),
+                                    x, torch.ones_like(out))
+    stream.synchronize()
+    refs = reference64(case, x, w.detach(), b, torch.ones_like(out))
+    assert rel_error(out, refs[0]) < 5e-3 and rel_error(grads[0], refs[1]) < 5e-3
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_second_device():
+    case = cases.EDGE[5]
+    x, w, b = case.tensors(torch.float32, "cuda:1", generator("cuda:1"))
+    with torch.cuda.device(0):
+        out = OURS[2](x.requires_grad_(), w, b, **case.kwargs)
+        grad = torch.autograd.grad(out, x, torch.ones_like(out))[0]
+    assert out.device == grad.device == torch.device("cuda:1")
+    refs = reference64(case, x, w, b, torch.ones_like(out))
+    assert rel_error(out, refs[0]) < 5e-3 and rel_error(grad, refs[1]) < 5e-3
+
+
+def test_layouts_and_modules_on_cuda():
+    case = cases.EDGE[8]                                      # 3-D, asymmetric, groups
+    x, w, b = case.tensors(torch.float64, CUDA, generator("layouts"))
+    ref = reference(case, x, w, b)
+    weird_x = x.to(memory_format=torch.channels_last_3d)
+    weird_w = w.transpose(0, 1).contiguous().transpose(0, 1)
+    assert rel_error(OURS[3](weird_x, weird_w, b, **case.kwargs), ref) < 1e-12
+    layer = gemmconv.nn.ConvTranspose3d(case.in_channels, case.out_channels, case.kernel_size,
+                                        **case.kwargs).to(CUDA, torch.float64)
+    torch_layer = torch.nn.ConvTranspose3d(case.in_channels, case.out_channels, case.kernel_size,
+                                           **case.kwargs).to(CUDA, torch.float64)
+    torch_layer.load_state_dict(layer.state_dict())
+    assert rel_error(layer(x), torch_layer(x)) < 1e-12
+
+
+def test_bad_input_on_cuda_raises_before_any_launch():
+    x = torch.randn(2, 4, 5, 5, device=CUDA)
+    w = torch.randn(4, 3, 3, 3, device=CUDA)
+    with pytest.raises(ConvArgumentError, match="same device"):
+        gemmconv.conv_transpose2d(x, w.cpu())
+    with pytest.raises(ConvArgumentError, match="same device"):
+        gemmconv.conv_transpose2d(x, w, torch.randn(3))
+    with pytest.raises(ConvArgumentError, match="output padding must be smaller"):
+        gemmconv.conv_transpose2d(x, w, output_padding=1)
+    with pytest.raises(ConvArgumentError, match="Output size is too small"):
+        gemmconv.conv_transpose2d(x, w, padding=9)
+    torch.cuda.synchronize()                                   # and no CUDA error is pending
+
+
+def test_more_than_2_31_elements():
+    """An fp16 output of 2^32 elements; stride = kernel, so bands of rows check exactly."""
+    x = torch.randn(1, 1, 16384, 16384, device=CUDA, dtype=torch.float16, requires_grad=True)
+    w = torch.randn(1, 4, 2, 2, device=CUDA, dtype=torch.float16)
+    b = torch.randn(4, device=CUDA, dtype=torch.float16)
+    _poison_allocator(2**33)
+    out = gemmconv.conv_transpose2d(x, w, b, stride=2)
+    assert out.shape == (1, 4, 32768, 32768) and out.numel() == 2**32
+    assert not out.isnan().any()
+    grad_out = torch.randn_like(out)
+    grad = torch.autograd.grad(out, x, grad_out)[0]
+    for r in (0, 5000, 12000, 16384 - 8):                      # the last band is past 2^31
+        band = x[..., r:r + 8, :].detach().double().requires_grad_()
+        ref = F.conv_transpose2d(band, w.double(), b.double(), stride=2)
+        assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 5e-3
+        ref_grad = torch.autograd.grad(ref, band, grad_out[..., 2 * r:2 * r + 16, :].double())[0]
+        assert rel_error(grad[..., r:r + 8, :], ref_grad) < 5e-3
