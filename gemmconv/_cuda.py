@@ -43,8 +43,24 @@ def on_device(device: torch.device):
     """Makes ``device`` and PyTorch's current stream on it CuPy's current ones."""
     cp = cupy()
     with cp.cuda.Device(device.index):
-        with cp.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
+        with _external_stream(cp, torch.cuda.current_stream(device).cuda_stream):
             yield cp
+
+
+class _StreamHandle:
+    """The CUDA stream protocol (``__cuda_stream__``) for a raw stream pointer."""
+
+    def __init__(self, pointer: int):
+        self.pointer = pointer
+
+    def __cuda_stream__(self):
+        return 0, self.pointer
+
+
+def _external_stream(cp, pointer: int):
+    if hasattr(cp.cuda.Stream, "from_external"):
+        return cp.cuda.Stream.from_external(_StreamHandle(pointer))
+    return cp.cuda.ExternalStream(pointer)
 
 
 @functools.cache

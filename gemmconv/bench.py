@@ -91,10 +91,10 @@ def ceilings(device: torch.device, dtype: torch.dtype) -> Ceilings:
     a, b = (torch.rand(1, 1, n, n, device=device, dtype=dtype) for _ in range(2))
     c = torch.empty(1, 1, n, n, device=device, dtype=dtype)
     matmul_ms = _timer(device, lambda: matmul(a, b, c), 10)
-    src = torch.rand(1 << 30, device=device, dtype=torch.uint8)
+    src = torch.rand(1 << 28, device=device)                  # 1 GiB
     dst = torch.empty_like(src)
     copy_ms = _timer(device, lambda: dst.copy_(src), 20)
-    return Ceilings(2 * n**3 / (matmul_ms / 1e3), 2 * src.numel() / (copy_ms / 1e3))
+    return Ceilings(2 * n**3 / (matmul_ms / 1e3), 2 * (4 << 28) / (copy_ms / 1e3))
 
 
 class Workload:
