@@ -1,11 +1,12 @@
 """gemmconv: transposed convolution as cuBLAS GEMM + col2im, for PyTorch."""
 from . import nn
 from .gemm import float32_precision, get_float32_precision, set_float32_precision
-from .ops import conv_transpose1d, conv_transpose2d, conv_transpose3d
+from .ops import (conv_transpose1d, conv_transpose2d, conv_transpose3d, get_workspace_limit,
+                  set_workspace_limit)
 from .shapes import ConvArgumentError
 
 __version__ = "0.1.0"
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "nn",
            "float32_precision", "get_float32_precision", "set_float32_precision",
-           "ConvArgumentError"]
+           "get_workspace_limit", "set_workspace_limit", "ConvArgumentError"]

@@ -22,6 +22,10 @@ CPP_TYPES = {torch.float32: "float", torch.float64: "double",
              torch.float16: "gemmconv::half_t", torch.bfloat16: "gemmconv::bfloat16_t"}
 BLOCK = 256
 MAX_BLOCKS = 1 << 20  # the kernels loop over the rest
+# Launches of at least this many elements use kernels compiled for the layer's taps (one
+# NVRTC compile per layer and dtype, cached); smaller ones share the generic kernels.
+SPECIALIZE_MIN_ELEMENTS = 1 << 18
+MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -64,10 +68,16 @@ def _external_stream(cp, pointer: int):
 
 
 @functools.cache
-def _kernels(device_index: int, dtype: torch.dtype, nd: int) -> dict:
+def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
+             taps: tuple[int, ...] | None) -> dict:
+    """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
+    at run time) when ``taps`` is None, else specialised to those taps."""
     global compile_seconds
     cp = cupy()
-    names = {op: f"gemmconv::{op}_kernel<{CPP_TYPES[dtype]}, {nd}>" for op in ("col2im", "im2col")}
+    kind = "kernel" if taps is None else "fixed"
+    specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
+    names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}{specialisation}>"
+             for op in ("col2im", "im2col")}
     start = time.perf_counter()
     with cp.cuda.Device(device_index):
         module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
@@ -78,37 +88,60 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int) -> dict:
 
 
 def _struct(fields: list[int]) -> np.ndarray:
-    # A size-one array is passed to the kernel by value, as the Geometry<ND> struct.
+    # A size-one array is passed to the kernel by value, as a struct of int64 fields.
     return np.array([tuple(fields)], dtype=np.dtype([(f"f{i}", "<i8") for i in range(len(fields))]))
 
 
-def _launch(op: str, device: torch.device, dtype: torch.dtype, nd: int, fields: list[int],
-            elements: int, *tensors: torch.Tensor | None) -> None:
+def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], elements: int,
+            largest_index: int, *tensors: torch.Tensor | None) -> None:
     if elements == 0:
         return
-    kernel = _kernels(device.index, dtype, nd)[op]
-    args = (_struct(fields), *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
     blocks = min(math.ceil(elements / BLOCK), MAX_BLOCKS)
-    with on_device(device):
+    # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
+    index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
+    fixed = elements >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
+    kernel = _kernels(like.device.index, like.dtype, g.nd, index,
+                      tuple(g.taps_fields()) if fixed else None)[op]
+    structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
+    args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
+    with on_device(like.device):
         kernel((blocks,), (BLOCK,), args)
 
 
+def plane_stride(image: torch.Tensor) -> int | None:
+    """Elements between the planes of ``image (P, *image)``; None unless each plane is
+    contiguous, as the kernels read and write them."""
+    expected = 1
+    for size, stride in reversed(list(zip(image.shape[1:], image.stride()[1:]))):
+        if size > 1 and stride != expected:
+            return None
+        expected *= size
+    return image.stride(0)
+
+
 def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, g: Geometry,
-           grid: tuple[int, ...], image: tuple[int, ...]) -> None:
+           grid: tuple[int, ...], padding: tuple[int, ...]) -> None:
     """``out (P, *image)`` = col2im of contiguous ``columns (P, K, L)``, plus bias."""
-    planes = columns.shape[0]
+    planes, image = columns.shape[0], tuple(out.shape[1:])
     channels = 1 if bias is None else bias.shape[0]
+    stride = plane_stride(out)
+    assert stride is not None, "col2im writes contiguous planes"
+    extent = g.extent_fields(planes, channels, stride, grid, image, padding)
     bias = None if bias is None else bias.contiguous()
-    _launch("col2im", columns.device, columns.dtype, g.nd,
-            g.fields(planes, channels, grid, image), out.numel(), columns.contiguous(), bias, out)
+    _launch("col2im", columns, g, extent, out.numel(),
+            max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
 
 def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tuple[int, ...],
-           image: tuple[int, ...]) -> None:
-    """``out (P, K, *grid)`` = im2col of contiguous ``image_tensor (P, *image)``."""
-    planes = image_tensor.shape[0]
-    _launch("im2col", image_tensor.device, image_tensor.dtype, g.nd,
-            g.fields(planes, 1, grid, image), out.numel(), image_tensor, out)
+           padding: tuple[int, ...]) -> None:
+    """Contiguous ``out (P, K, *grid)`` = im2col of ``image_tensor (P, *image)``."""
+    planes, image = image_tensor.shape[0], tuple(image_tensor.shape[1:])
+    stride = plane_stride(image_tensor)
+    if stride is None:
+        image_tensor, stride = image_tensor.contiguous(), math.prod(image)
+    extent = g.extent_fields(planes, 1, stride, grid, image, padding)
+    _launch("im2col", image_tensor, g, extent, out.numel(),
+            max(out.numel(), planes * stride), image_tensor, out)
 
 
 def cublas_handle(cp) -> int:

@@ -29,26 +29,50 @@
 
 namespace gemmconv {
 
-typedef long long index_t;  // 64 bits: a tensor may hold more than 2^31 elements
+typedef long long index_t;
 
-// Everything a launch needs besides the pointers, passed by value. Only 64-bit fields, so
-// the host side can lay it out as a flat array (gemmconv/shapes.py, geometry_fields).
+// The kernel's shape. A layer's taps never change, so the fast kernels take them as
+// template arguments (kernel sizes, strides, dilations, dim by dim): division and remainder
+// by the stride then compile to multiplications, and the tap loops unroll. The generic
+// kernels take them at run time.
 template <int ND>
-struct Geometry {
-  index_t planes;    // samples * channels
-  index_t channels;  // channels per sample: the bias index is plane % channels
-  index_t grid[ND];
-  index_t image[ND];
+struct Taps {
   index_t kernel[ND];
   index_t stride[ND];
-  index_t padding[ND];
   index_t dilation[ND];
 };
 
+template <int ND, index_t... V>
+GC_FN constexpr Taps<ND> make_taps() {
+  static_assert(sizeof...(V) == 3 * ND, "kernel sizes, strides and dilations, one per dim");
+  const index_t v[] = {V...};
+  Taps<ND> t{};
+  for (int d = 0; d < ND; ++d) {
+    t.kernel[d] = v[d];
+    t.stride[d] = v[ND + d];
+    t.dilation[d] = v[2 * ND + d];
+  }
+  return t;
+}
+
+// Sizes of one launch. Padding lives here rather than in Taps because a launch may cover
+// a band of an image, whose offset from the band's grid acts as a padding of its own; the
+// image planes of a band are plane_stride elements apart. All fields are 64-bit so that the
+// host can lay the struct out as a flat array (gemmconv/shapes.py).
 template <int ND>
-GC_FN index_t product(const index_t (&v)[ND]) {
-  index_t n = 1;
-  for (int d = 0; d < ND; ++d) n *= v[d];
+struct Extent {
+  index_t planes;        // samples * channels
+  index_t channels;      // the bias index is plane % channels
+  index_t plane_stride;  // elements from one image plane to the next
+  index_t grid[ND];
+  index_t image[ND];
+  index_t padding[ND];
+};
+
+template <typename I, int ND>
+GC_FN I product(const index_t (&v)[ND]) {
+  I n = 1;
+  for (int d = 0; d < ND; ++d) n *= static_cast<I>(v[d]);
   return n;
 }
 
@@ -115,34 +139,36 @@ struct Scalar<bfloat16_t> {
 };
 
 // ---------------------------------------------------------------------------------------
-// Index mappings, one function each.
+// Index mappings, one function each. I is the index type: int where every index of the
+// launch fits in 31 bits (cheaper division), long long otherwise.
 
 // Image position touched by tap k at grid position i along dim d (outside the image: the
 // caller tests it).
-template <int ND>
-GC_FN index_t image_position(const Geometry<ND>& g, int d, index_t i, index_t k) {
-  return i * g.stride[d] - g.padding[d] + k * g.dilation[d];
+template <typename I, int ND>
+GC_FN I image_position(const Taps<ND>& t, const Extent<ND>& x, int d, I i, I k) {
+  return i * static_cast<I>(t.stride[d]) - static_cast<I>(x.padding[d]) +
+         k * static_cast<I>(t.dilation[d]);
 }
 
 // Inverse of image_position for a fixed tap: the grid position at which tap k touches image
 // position o along dim d, or -1 when no grid position does. Returns -2 once k is so large
 // that this and every later tap would need a negative grid position, which ends the tap loop.
-template <int ND>
-GC_FN index_t grid_position(const Geometry<ND>& g, int d, index_t o, index_t k) {
-  const index_t t = o + g.padding[d] - k * g.dilation[d];
-  if (t < 0) return -2;
-  if (t % g.stride[d] != 0) return -1;
-  const index_t i = t / g.stride[d];
-  return i < g.grid[d] ? i : -1;
+template <typename I, int ND>
+GC_FN I grid_position(const Taps<ND>& t, const Extent<ND>& x, int d, I o, I k) {
+  const I s = o + static_cast<I>(x.padding[d]) - k * static_cast<I>(t.dilation[d]);
+  if (s < 0) return -2;
+  if (s % static_cast<I>(t.stride[d]) != 0) return -1;
+  const I i = s / static_cast<I>(t.stride[d]);
+  return i < static_cast<I>(x.grid[d]) ? i : -1;
 }
 
 // Splits a row-major flat index over `shape` into coordinates; returns the quotient left
 // over (the plane, for image and grid shapes).
-template <int ND>
-GC_FN index_t unflatten(index_t flat, const index_t (&shape)[ND], index_t (&coord)[ND]) {
+template <typename I, int ND>
+GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
   for (int d = ND - 1; d >= 0; --d) {
-    coord[d] = flat % shape[d];
-    flat /= shape[d];
+    coord[d] = flat % static_cast<I>(shape[d]);
+    flat /= static_cast<I>(shape[d]);
   }
   return flat;
 }
@@ -152,78 +178,110 @@ GC_FN index_t unflatten(index_t flat, const index_t (&shape)[ND], index_t (&coor
 // indices built so far over the taps and the grid.
 template <int D, int ND>
 struct Gather {
-  template <typename T, typename Acc>
-  static GC_FN void add(const Geometry<ND>& g, const index_t (&o)[ND], const T* plane_columns,
-                        index_t tap, index_t cell, index_t cells, Acc& acc) {
-    for (index_t k = 0; k < g.kernel[D]; ++k) {
-      const index_t i = grid_position(g, D, o[D], k);
+  template <typename T, typename I, typename Acc>
+  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&o)[ND],
+                        const T* plane_columns, I tap, I cell, I cells, Acc& acc) {
+#pragma unroll
+    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+      const I i = grid_position(t, x, D, o[D], k);
       if (i == -2) break;
       if (i < 0) continue;
-      Gather<D + 1, ND>::add(g, o, plane_columns, tap * g.kernel[D] + k, cell * g.grid[D] + i,
-                             cells, acc);
+      Gather<D + 1, ND>::add(t, x, o, plane_columns, tap * static_cast<I>(t.kernel[D]) + k,
+                             cell * static_cast<I>(x.grid[D]) + i, cells, acc);
     }
   }
 };
 
 template <int ND>
 struct Gather<ND, ND> {
-  template <typename T, typename Acc>
-  static GC_FN void add(const Geometry<ND>&, const index_t (&)[ND], const T* plane_columns,
-                        index_t tap, index_t cell, index_t cells, Acc& acc) {
+  template <typename T, typename I, typename Acc>
+  static GC_FN void add(const Taps<ND>&, const Extent<ND>&, const I (&)[ND],
+                        const T* plane_columns, I tap, I cell, I cells, Acc& acc) {
     acc += Scalar<T>::load(plane_columns[tap * cells + cell]);
   }
 };
 
-// One image element of col2im: e is its flat index in [planes][image...].
-template <typename T, int ND>
-GC_FN void col2im_element(const Geometry<ND>& g, const T* columns, const T* bias, T* image,
-                          index_t e) {
+// One image element of col2im: e is its flat index over [planes][image...].
+template <typename T, typename I, int ND>
+GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
+                          const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
-  index_t o[ND];
-  const index_t p = unflatten(e, g.image, o);
-  const index_t cells = product(g.grid);
-  Acc acc = bias ? Scalar<T>::load(bias[p % g.channels]) : Acc(0);
-  Gather<0, ND>::add(g, o, columns + p * product(g.kernel) * cells, 0, 0, cells, acc);
-  image[e] = Scalar<T>::store(acc);
+  I o[ND];
+  const I p = unflatten(e, x.image, o);
+  const I cells = product<I>(x.grid);
+  Acc acc = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
+  Gather<0, ND>::add(t, x, o, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
+  image[p * static_cast<I>(x.plane_stride) + (e - p * product<I>(x.image))] = Scalar<T>::store(acc);
 }
 
-// One column entry of im2col: e is its flat index in [planes][taps...][grid...].
-template <typename T, int ND>
-GC_FN void im2col_element(const Geometry<ND>& g, const T* image, T* columns, index_t e) {
-  index_t i[ND], k[ND];
-  const index_t p = unflatten(unflatten(e, g.grid, i), g.kernel, k);
-  index_t offset = 0;
+// One column entry of im2col: e is its flat index over [planes][taps...][grid...].
+template <typename T, typename I, int ND>
+GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
+                          I e) {
+  I i[ND], k[ND];
+  const I p = unflatten(unflatten(e, x.grid, i), t.kernel, k);
+  I offset = 0;
   for (int d = 0; d < ND; ++d) {
-    const index_t o = image_position(g, d, i[d], k[d]);
-    if (o < 0 || o >= g.image[d]) {
+    const I o = image_position(t, x, d, i[d], k[d]);
+    if (o < 0 || o >= static_cast<I>(x.image[d])) {
       columns[e] = Scalar<T>::store(0);
       return;
     }
-    offset = offset * g.image[d] + o;
+    offset = offset * static_cast<I>(x.image[d]) + o;
   }
-  columns[e] = image[p * product(g.image) + offset];
+  columns[e] = image[p * static_cast<I>(x.plane_stride) + offset];
 }
 
 // ---------------------------------------------------------------------------------------
-// Kernels: a grid-stride loop over the elements each one owns.
+// Kernels: a grid-stride loop over the elements each one owns. The *_fixed kernels take
+// the taps as a compile-time constant; the others at run time.
 
 #ifdef __CUDACC__
-template <typename T, int ND>
-__global__ void col2im_kernel(const Geometry<ND> g, const T* __restrict__ columns,
-                              const T* __restrict__ bias, T* __restrict__ image) {
-  const index_t n = g.planes * product(g.image);
-  for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < n;
-       e += static_cast<index_t>(gridDim.x) * blockDim.x)
-    col2im_element(g, columns, bias, image, e);
+template <typename I>
+__device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; }
+template <typename I>
+__device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
+
+template <typename T, typename I, int ND>
+__device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
+                                  const T* bias, T* image) {
+  const I n = static_cast<I>(x.planes) * product<I>(x.image);
+  for (I e = first_element<I>(); e < n; e += element_step<I>())
+    col2im_element(t, x, columns, bias, image, e);
 }
 
-template <typename T, int ND>
-__global__ void im2col_kernel(const Geometry<ND> g, const T* __restrict__ image,
+template <typename T, typename I, int ND>
+__device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
+                                  T* columns) {
+  const I n = static_cast<I>(x.planes) * product<I>(t.kernel) * product<I>(x.grid);
+  for (I e = first_element<I>(); e < n; e += element_step<I>())
+    im2col_element(t, x, image, columns, e);
+}
+
+template <typename T, typename I, int ND>
+__global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
+                              const T* __restrict__ bias, T* __restrict__ image) {
+  col2im_all<T, I>(t, x, columns, bias, image);
+}
+
+template <typename T, typename I, int ND>
+__global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ image,
                               T* __restrict__ columns) {
-  const index_t n = g.planes * product(g.kernel) * product(g.grid);
-  for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < n;
-       e += static_cast<index_t>(gridDim.x) * blockDim.x)
-    im2col_element(g, image, columns, e);
+  im2col_all<T, I>(t, x, image, columns);
+}
+
+template <typename T, typename I, int ND, index_t... V>
+__global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
+                             const T* __restrict__ bias, T* __restrict__ image) {
+  constexpr Taps<ND> taps = make_taps<ND, V...>();
+  col2im_all<T, I>(taps, x, columns, bias, image);
+}
+
+template <typename T, typename I, int ND, index_t... V>
+__global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
+                             T* __restrict__ columns) {
+  constexpr Taps<ND> taps = make_taps<ND, V...>();
+  im2col_all<T, I>(taps, x, image, columns);
 }
 #endif
 

@@ -23,14 +23,22 @@ from . import gemm
 from .columns import col2im, im2col
 from .shapes import ConvTransposeArgs, IntOrTuple, conv_transpose_args
 
-# Column-buffer bytes per chunk of samples (at least one sample per chunk).
-COLUMN_BUDGET = 1 << 30
+_workspace_limit = 256 << 20
 
 
-def _sample_chunks(a: ConvTransposeArgs, element_size: int):
-    per_sample = a.out_channels * a.geometry.taps * math.prod(a.grid) * element_size
-    step = max(1, COLUMN_BUDGET // max(per_sample, 1))
-    return [(n, min(n + step, a.batch)) for n in range(0, a.batch, step)]
+def get_workspace_limit() -> int:
+    """Bytes of column buffer one call may hold at a time (see set_workspace_limit)."""
+    return _workspace_limit
+
+
+def set_workspace_limit(nbytes: int) -> None:
+    """Bounds the column buffer: work is split into chunks of whole samples, or of bands of
+    the outermost spatial dim of one sample, whose columns fit in ``nbytes``. The least a
+    chunk holds is the columns for one output row of one sample. Default 256 MiB."""
+    global _workspace_limit
+    if not isinstance(nbytes, int) or nbytes <= 0:
+        raise ValueError(f"workspace limit must be a positive number of bytes, got {nbytes!r}")
+    _workspace_limit = nbytes
 
 
 def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilation, groups):
@@ -43,15 +51,21 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
              a: ConvTransposeArgs) -> torch.Tensor:
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
-    x = x.contiguous()
+    inner = cells // a.grid[0]
+    x = x.contiguous().view(a.batch, groups, cin, cells)
     weight_t = weight.contiguous().view(1, groups, cin, m).transpose(-1, -2)
     out = x.new_empty(a.output_shape)
-    for n0, n1 in _sample_chunks(a, x.element_size()):
-        n = n1 - n0
-        columns = x.new_empty((n, groups, m, cells))
-        gemm.matmul(weight_t.expand(n, -1, -1, -1), x[n0:n1].view(n, groups, cin, cells), columns)
-        col2im(columns.view(n * a.out_channels, g.taps, cells), bias, g, a.grid, a.image,
-               out=out[n0:n1].view(n * a.out_channels, *a.image))
+    planes = out.view(a.batch * a.out_channels, *a.image)
+    chunks = a.forward_chunks(_workspace_limit, x.element_size())
+    workspace = x.new_empty(max(((n1 - n0) * groups * m * (i1 - i0) * inner
+                                 for n0, n1, _, _, i0, i1 in chunks), default=0))
+    for n0, n1, o0, o1, i0, i1 in chunks:
+        n, band = n1 - n0, (i1 - i0) * inner
+        columns = workspace[:n * groups * m * band].view(n, groups, m, band)
+        gemm.matmul(weight_t.expand(n, -1, -1, -1), x[n0:n1, ..., i0 * inner:i1 * inner], columns)
+        col2im(columns.view(n * a.out_channels, g.taps, band), bias, g, (i1 - i0, *a.grid[1:]),
+               (o1 - o0, *a.image[1:]), out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
+               padding=g.band_padding(o0, i0))
     return out
 
 
@@ -59,27 +73,34 @@ def _backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
               a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
-    grad_out, x = grad_out.contiguous(), x.contiguous()
+    inner = cells // a.grid[0]
+    grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
+    x = x.contiguous().view(a.batch, groups, cin, cells)
     weight = weight.contiguous().view(1, groups, cin, m)
     acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     grad_input = torch.empty_like(x) if need[0] else x.new_empty(0)
     grad_weight = x.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
-        for n0, n1 in _sample_chunks(a, x.element_size()):
-            n = n1 - n0
-            columns = im2col(grad_out[n0:n1].view(n * a.out_channels, *a.image), g,
-                             a.grid).view(n, groups, m, cells)
+        chunks = a.backward_chunks(_workspace_limit, x.element_size())
+        workspace = x.new_empty(max(((n1 - n0) * a.out_channels * g.taps * (i1 - i0) * inner
+                                     for n0, n1, i0, i1 in chunks), default=0))
+        for n0, n1, i0, i1 in chunks:
+            n, band = n1 - n0, (i1 - i0) * inner
+            columns = im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
+                             (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
+                             out=workspace[:n * groups * m * band]).view(n, groups, m, band)
             if need[0]:
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
-                            grad_input[n0:n1].view(n, groups, cin, cells))
+                            grad_input[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
                 partial = x.new_empty((n, groups, cin, m), dtype=acc)
-                gemm.matmul(x[n0:n1].view(n, groups, cin, cells), columns.transpose(-1, -2),
+                gemm.matmul(x[n0:n1, ..., i0 * inner:i1 * inner], columns.transpose(-1, -2),
                             partial)
                 grad_weight += partial.sum(0)
-    grad_weight = (grad_weight.to(x.dtype).view_as(weight[0]).view(a.in_channels, -1, *g.kernel_size)
+    grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
+    grad_weight = (grad_weight.to(x.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else x.new_empty(0))
-    grad_bias = (grad_out.sum([0, *range(2, grad_out.dim())], dtype=acc).to(x.dtype)
+    grad_bias = (grad_out.view(a.batch, a.out_channels, math.prod(a.image)).sum([0, 2], dtype=acc).to(x.dtype)
                  if need[2] else x.new_empty(0))
     return [grad_input, grad_weight, grad_bias]
 

@@ -77,11 +77,28 @@ class Geometry:
         return tuple((i + 2 * p - d * (k - 1) - 1) // s + 1 for i, p, d, k, s in
                      zip(image, self.padding, self.dilation, self.kernel_size, self.stride))
 
-    def fields(self, planes: int, channels: int, grid: Sequence[int],
-               image: Sequence[int]) -> list[int]:
-        """The kernels' ``Geometry<ND>`` struct (gemmconv/col2im.cu) as a flat list of int64s."""
-        return [planes, channels, *grid, *image, *self.kernel_size, *self.stride,
-                *self.padding, *self.dilation]
+    def band_padding(self, image_start: int, grid_start: int) -> tuple[int, ...]:
+        """Padding that relates a band of the outermost dim, starting at image row
+        ``image_start`` and grid row ``grid_start``, as a geometry of its own."""
+        return (self.padding[0] + image_start - grid_start * self.stride[0], *self.padding[1:])
+
+    def grid_rows(self, image_start: int, image_stop: int, grid_rows: int) -> tuple[int, int]:
+        """The grid rows [start, stop) whose taps touch image rows [image_start, image_stop)
+        of the outermost dim (empty where none do)."""
+        k, s, d, p = self.kernel_size[0], self.stride[0], self.dilation[0], self.padding[0]
+        start = max(0, -(-(image_start + p - d * (k - 1)) // s))
+        stop = min(grid_rows, (image_stop - 1 + p) // s + 1)
+        return start, max(start, stop)
+
+    def taps_fields(self) -> list[int]:
+        """The kernels' ``Taps<ND>`` (gemmconv/col2im.cu) as a flat list of int64s."""
+        return [*self.kernel_size, *self.stride, *self.dilation]
+
+    @staticmethod
+    def extent_fields(planes: int, channels: int, plane_stride: int, grid: Sequence[int],
+                      image: Sequence[int], padding: Sequence[int]) -> list[int]:
+        """The kernels' ``Extent<ND>`` as a flat list of int64s."""
+        return [planes, channels, plane_stride, *grid, *image, *padding]
 
 
 @dataclass(frozen=True)
@@ -111,10 +128,33 @@ class ConvTransposeArgs:
         """Rows of one group's column matrix: ``C_out / groups * prod(kernel_size)``."""
         return self.out_channels // self.groups * self.geometry.taps
 
-    def as_list(self) -> list[int]:
-        """stride, padding, output_padding, dilation and groups, flat, for custom-op calls."""
-        g = self.geometry
-        return [*g.stride, *g.padding, *self.output_padding, *g.dilation, self.groups]
+    def forward_chunks(self, limit: int, element_size: int):
+        """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the forward pass whose
+        column buffers stay within ``limit`` bytes where any split can (one image row of one
+        sample is the least a chunk holds): whole samples where they fit, else bands of
+        image rows of one sample, each with the grid rows (and halo) it needs."""
+        g, rows = self.geometry, self.grid[0]
+        row_bytes = self.out_channels * g.taps * math.prod(self.grid[1:]) * element_size
+        if row_bytes * rows <= limit:
+            step = max(1, limit // max(row_bytes * rows, 1))
+            return [(n, min(n + step, self.batch), 0, self.image[0], 0, rows)
+                    for n in range(0, self.batch, step)]
+        halo = -(-g.dilation[0] * (g.kernel_size[0] - 1) // g.stride[0]) + 1
+        height = max(1, (limit // row_bytes - halo) * g.stride[0])
+        return [(n, n + 1, o, min(o + height, self.image[0]),
+                 *g.grid_rows(o, min(o + height, self.image[0]), rows))
+                for n in range(self.batch) for o in range(0, self.image[0], height)]
+
+    def backward_chunks(self, limit: int, element_size: int):
+        """(samples n0:n1, grid rows i0:i1) chunks of im2col(grad_output) within ``limit``."""
+        rows = self.grid[0]
+        row_bytes = self.out_channels * self.geometry.taps * math.prod(self.grid[1:]) * element_size
+        if row_bytes * rows <= limit:
+            step = max(1, limit // max(row_bytes * rows, 1))
+            return [(n, min(n + step, self.batch), 0, rows) for n in range(0, self.batch, step)]
+        height = max(1, limit // row_bytes)
+        return [(n, n + 1, i, min(i + height, rows))
+                for n in range(self.batch) for i in range(0, rows, height)]
 
 
 def _check_tensors(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import _cuda, cases
+from gemmconv import _cuda, cases, ops
 from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
@@ -81,8 +81,30 @@ def test_kernels_write_every_element(case, dtype):
 
     pixels = torch.randn(planes, *image, generator=gen).to(dtype)
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
-    _cuda.im2col(pixels.to(CUDA), cols, g, grid, image)
+    _cuda.im2col(pixels.to(CUDA), cols, g, grid, g.padding)
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
+
+
+BAND_CASES = cases.random_cases(12, seed=13) + cases.EDGE[:9]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", BAND_CASES, ids=lambda c: c.name)
+def test_specialised_kernels_over_bands(monkeypatch, case, dtype):
+    """The kernels compiled for each layer's taps, on bands of rows with their halos."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    row = case.out_channels * math.prod(case.kernel_size) * math.prod(case.size[1:]) * 2
+    monkeypatch.setattr(ops, "_workspace_limit", 2 * row)
+    x, w, b = leaves = _leaves(case, "bands", dtype)
+    _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * 4)
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
+    refs = reference64(case, x, w, b, grad_out)
+    tolerance = 3e-2 if dtype == torch.bfloat16 else 5e-3
+    assert rel_error(out, refs[0]) < tolerance
+    needed = [t for t in leaves if t is not None]
+    for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(dtype)), refs[1:]):
+        assert rel_error(m, t) < tolerance
 
 
 @pytest.mark.parametrize("case", [c.scaled(1 << 16) for c in cases.BENCH[::3]], ids=lambda c: c.name)

@@ -1,4 +1,6 @@
 """CPU: gemmconv.conv_transpose{1,2,3}d against torch in float64 over the shared case table."""
+import math
+
 import pytest
 import torch
 
@@ -100,21 +102,43 @@ def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad, produc
     assert [t.grad is not None for t in (x, w, b)] == list(requires_grad)
 
 
-def test_chunking_over_samples_gives_the_same_answer(monkeypatch):
-    case = cases.Case("chunked", 5, 4, 6, (3, 2), (6, 7), (2, 1), (1, 0), (1, 0), (1, 2), 2)
-    x, w, b = _leaves(case, "chunks")
-    whole = OURS[2](x, w, b, **case.kwargs)
-    grads = torch.autograd.grad(whole.sum(), (x, w, b))
-    monkeypatch.setattr(ops, "COLUMN_BUDGET", 1)           # one sample per chunk
-    assert len(ops._sample_chunks(ops.conv_transpose_args(
-        "conv_transpose2d", 2, x, w, b, groups=2, **{k: v for k, v in case.kwargs.items()
-                                                     if k != "groups"}), 8)) == 5
-    chunked = OURS[2](x, w, b, **case.kwargs)
-    assert torch.equal(whole, chunked)
-    chunked_grads = torch.autograd.grad(chunked.sum(), (x, w, b))
-    assert torch.equal(grads[0], chunked_grads[0])              # per sample: same arithmetic
-    for g1, g2 in zip(grads[1:], chunked_grads[1:]):            # summed in another order
-        assert rel_error(g1, g2) < 1e-14
+@pytest.mark.parametrize("case", [
+    cases.Case("bands-2d", 3, 4, 6, (3, 2), (7, 5), (2, 1), (1, 0), (1, 0), (1, 2), 2),
+    cases.Case("bands-1d", 2, 3, 3, (4,), (9,), (1,), (2,), (0,), (2,)),
+    cases.Case("bands-3d", 2, 2, 4, (2, 3, 2), (5, 3, 2), (3, 1, 2), (2, 1, 0), (2, 0, 1), (1, 1, 1)),
+    cases.Case("bands-wide-stride", 2, 2, 2, (2,), (6,), (5,), (0,), (4,), (1,)),
+], ids=lambda c: c.name)
+@pytest.mark.parametrize("limit", [1 << 30, "sample", "row", 1])
+def test_chunked_work_gives_the_same_answer(monkeypatch, case, limit):
+    """Whole batches, one sample per chunk, bands of rows with their halos, and the least
+    possible chunk (one output row) must all give torch's answer."""
+    x, w, b = _leaves(case, f"chunks-{limit}")
+    a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
+                                **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    row = case.out_channels * math.prod(case.kernel_size) * math.prod(case.size[1:]) * 8
+    limit = {"sample": row * case.size[0], "row": 2 * row}.get(limit, limit)
+    monkeypatch.setattr(ops, "_workspace_limit", limit)
+    forward, backward = a.forward_chunks(limit, 8), a.backward_chunks(limit, 8)
+    expected = {1 << 30: 1, row * case.size[0]: case.batch}.get(limit)
+    if expected:
+        assert len(forward) == len(backward) == expected
+    else:
+        assert len(forward) > case.batch and len(backward) > case.batch
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    ref = reference(case, x, w, b)
+    assert rel_error(out, ref) < 1e-12
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    for mine, theirs in zip(_grads(out, [x, w, b], grad_out), _grads(ref, [x, w, b], grad_out)):
+        assert rel_error(mine, theirs) < 1e-12
+
+
+def test_workspace_limit_setting():
+    before = gemmconv.get_workspace_limit()
+    gemmconv.set_workspace_limit(1 << 20)
+    assert gemmconv.get_workspace_limit() == 1 << 20
+    gemmconv.set_workspace_limit(before)
+    with pytest.raises(ValueError, match="positive number of bytes"):
+        gemmconv.set_workspace_limit(0)
 
 
 def test_integer_and_tuple_arguments_agree():

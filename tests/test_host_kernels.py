@@ -36,47 +36,72 @@ def harness(tmp_path_factory):
     subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-O2", "-shared", "-Xcompiler", "-fPIC",
                     "-o", str(library), str(ROOT / "tests/host/harness.cu")], check=True)
     lib = ctypes.CDLL(str(library))
-    lib.gemmconv_host.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                  ctypes.POINTER(ctypes.c_longlong)] + [ctypes.c_void_p] * 3
+    fields = ctypes.POINTER(ctypes.c_longlong)
+    lib.gemmconv_host.argtypes = [ctypes.c_int] * 4 + [fields, fields] + [ctypes.c_void_p] * 3
     return lib
 
 
-def _run(lib, op, dtype, g, fields, src, bias, dst):
-    array = (ctypes.c_longlong * len(fields))(*fields)
+def _run(lib, op, dtype, wide, g, extent, src, bias, dst):
+    array = lambda v: (ctypes.c_longlong * len(v))(*v)
     pointer = lambda t: None if t is None else t.data_ptr()
-    assert lib.gemmconv_host(op, DTYPES[dtype][0], g.nd, array, pointer(src), pointer(bias),
-                             pointer(dst)) == 0
+    assert lib.gemmconv_host(op, DTYPES[dtype][0], g.nd, wide, array(g.taps_fields()),
+                             array(extent), pointer(src), pointer(bias), pointer(dst)) == 0
 
 
 GEOMETRIES = cases.random_cases(120, seed=3) + cases.EDGE
+WIDE = {"int32": 0, "int64": 1}
 
 
 def _geometry(case):
     return Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
 
 
+def _band(case, planes, dtype):
+    """A band of the image's outermost rows, with the grid rows it needs, inside a larger
+    image whose planes are further apart: the layout chunked launches use."""
+    g, image = _geometry(case), case.output_size
+    o0, o1 = image[0] // 3, max(image[0] // 3 + 1, 2 * image[0] // 3)
+    i0, i1 = g.grid_rows(o0, o1, case.size[0])
+    whole = torch.full((planes, *image), float("nan"), dtype=dtype)
+    return g, whole, whole[:, o0:o1], (i1 - i0, *case.size[1:]), g.band_padding(o0, i0)
+
+
+@pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
-def test_host_col2im_matches_torch(harness, case, dtype):
-    g, planes = _geometry(case), max(case.batch, 1) * case.out_channels
+def test_host_col2im_matches_torch(harness, case, dtype, wide):
+    planes = max(case.batch, 1) * case.out_channels
+    g, whole, band, grid, padding = _band(case, planes, dtype)
     gen = generator(case.name, "col2im", str(dtype))
-    columns = torch.randn(planes, g.taps, math.prod(case.size), generator=gen).to(dtype)
+    columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen).to(dtype)
     bias = torch.randn(case.out_channels, generator=gen).to(dtype) if case.bias else None
-    image = torch.full((planes, *case.output_size), float("nan"), dtype=dtype)
-    _run(harness, 0, dtype, g, g.fields(planes, case.out_channels, case.size, case.output_size),
-         columns, bias, image)
-    ref = col2im(columns.double(), None if bias is None else bias.double(), g, case.size,
-                 case.output_size)
-    assert rel_error(image, ref) < DTYPES[dtype][1]
+    extent = g.extent_fields(planes, case.out_channels, band.stride(0), grid, band.shape[1:],
+                             padding)
+    _run(harness, 0, dtype, WIDE[wide], g, extent, columns, bias, band)
+    ref = col2im(columns.double(), None if bias is None else bias.double(), g, grid,
+                 band.shape[1:], padding=padding)
+    assert rel_error(band, ref) < DTYPES[dtype][1]
+    outside = torch.ones_like(whole, dtype=torch.bool)
+    outside[:, band_rows(whole, band)] = False
+    assert whole[outside].isnan().all()                       # nothing written outside the band
 
 
+def band_rows(whole, band):
+    start = (band.data_ptr() - whole.data_ptr()) // (whole.element_size() * whole[0, 0].numel())
+    return slice(start, start + band.shape[1])
+
+
+@pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
-def test_host_im2col_matches_torch(harness, case, dtype):
+def test_host_im2col_matches_torch(harness, case, dtype, wide):
     g, planes = _geometry(case), max(case.batch, 1) * case.out_channels
-    image = torch.randn(planes, *case.output_size,
-                        generator=generator(case.name, "im2col", str(dtype))).to(dtype)
-    columns = torch.full((planes, g.taps, math.prod(case.size)), float("nan"), dtype=dtype)
-    _run(harness, 1, dtype, g, g.fields(planes, 1, case.size, case.output_size), image, None,
-         columns)
-    assert torch.equal(columns, im2col(image, g, case.size))        # a pure copy: exact
+    image = torch.randn(planes + 1, *case.output_size,
+                        generator=generator(case.name, "im2col", str(dtype))).to(dtype)[1:]
+    grid_rows = case.size[0] // 2, case.size[0]                 # the grid's second half
+    grid = (grid_rows[1] - grid_rows[0], *case.size[1:])
+    padding = g.band_padding(0, grid_rows[0])
+    columns = torch.full((planes, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
+    extent = g.extent_fields(planes, 1, image.stride(0), grid, case.output_size, padding)
+    _run(harness, 1, dtype, WIDE[wide], g, extent, image, None, columns)
+    assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact

@@ -1,47 +1,72 @@
 // Host build of gemmconv/col2im.cu for CI, which has nvcc but no GPU.
 //
-// Built with `nvcc -arch=sm_90 -shared`, this file makes nvcc compile every kernel
-// instantiation the library launches for the H200 (so a kernel that does not compile fails
-// CI), and exports one C entry point that runs the kernels' own per-element functions over
-// every element on the CPU. tests/test_host_kernels.py compares that with the PyTorch path.
+// Built with `nvcc -arch=sm_90 -std=c++17 -shared`, this file makes nvcc compile kernel
+// instantiations of every kind the library launches for the H200 (so a kernel that does not
+// compile fails CI), and exports one C entry point that runs the kernels' own per-element
+// functions over every element on the CPU. tests/test_host_kernels.py compares that with
+// the PyTorch path.
 #include <cstring>
 
 #include "../../gemmconv/col2im.cu"
 
 namespace gemmconv {
 
-#define GC_INSTANTIATE(T, ND)                                                                  \
-  template __global__ void col2im_kernel<T, ND>(const Geometry<ND>, const T*, const T*, T*); \
-  template __global__ void im2col_kernel<T, ND>(const Geometry<ND>, const T*, T*);
-#define GC_INSTANTIATE_DIMS(T) GC_INSTANTIATE(T, 1) GC_INSTANTIATE(T, 2) GC_INSTANTIATE(T, 3)
-GC_INSTANTIATE_DIMS(float)
-GC_INSTANTIATE_DIMS(double)
-GC_INSTANTIATE_DIMS(half_t)
-GC_INSTANTIATE_DIMS(bfloat16_t)
+#define GC_INSTANTIATE(T, I, ND)                                                              \
+  template __global__ void col2im_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
+                                                   const T*, T*);                             \
+  template __global__ void im2col_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
+                                                   T*);
+#define GC_INSTANTIATE_DIMS(T, I) GC_INSTANTIATE(T, I, 1) GC_INSTANTIATE(T, I, 2) GC_INSTANTIATE(T, I, 3)
+#define GC_INSTANTIATE_ALL(T) GC_INSTANTIATE_DIMS(T, int) GC_INSTANTIATE_DIMS(T, long long)
+GC_INSTANTIATE_ALL(float)
+GC_INSTANTIATE_ALL(double)
+GC_INSTANTIATE_ALL(half_t)
+GC_INSTANTIATE_ALL(bfloat16_t)
 
-template <typename T, int ND>
-static void run(int op, const index_t* fields, const void* src, const void* bias, void* dst) {
-  Geometry<ND> g;
-  std::memcpy(&g, fields, sizeof g);
+// Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
+template __global__ void col2im_fixed<float, int, 2, 3, 3, 1, 1, 1, 1>(const Extent<2>, const float*,
+                                                                       const float*, float*);
+template __global__ void im2col_fixed<half_t, long long, 3, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
+    const Extent<3>, const half_t*, half_t*);
+
+template <typename T, typename I, int ND>
+static void run(int op, const index_t* taps, const index_t* extent, const void* src,
+                const void* bias, void* dst) {
+  Taps<ND> t;
+  Extent<ND> x;
+  std::memcpy(&t, taps, sizeof t);
+  std::memcpy(&x, extent, sizeof x);
   if (op == 0) {
-    const index_t n = g.planes * product(g.image);
-    for (index_t e = 0; e < n; ++e)
-      col2im_element(g, static_cast<const T*>(src), static_cast<const T*>(bias),
+    const I n = static_cast<I>(x.planes) * product<I>(x.image);
+    for (I e = 0; e < n; ++e)
+      col2im_element(t, x, static_cast<const T*>(src), static_cast<const T*>(bias),
                      static_cast<T*>(dst), e);
   } else {
-    const index_t n = g.planes * product(g.kernel) * product(g.grid);
-    for (index_t e = 0; e < n; ++e)
-      im2col_element(g, static_cast<const T*>(src), static_cast<T*>(dst), e);
+    const I n = static_cast<I>(x.planes) * product<I>(t.kernel) * product<I>(x.grid);
+    for (I e = 0; e < n; ++e)
+      im2col_element(t, x, static_cast<const T*>(src), static_cast<T*>(dst), e);
   }
 }
 
-template <typename T>
-static int run_dims(int op, int nd, const index_t* fields, const void* src, const void* bias,
-                    void* dst) {
+template <typename T, typename I>
+static int run_dims(int op, int nd, const index_t* taps, const index_t* extent, const void* src,
+                    const void* bias, void* dst) {
   switch (nd) {
-    case 1: run<T, 1>(op, fields, src, bias, dst); return 0;
-    case 2: run<T, 2>(op, fields, src, bias, dst); return 0;
-    case 3: run<T, 3>(op, fields, src, bias, dst); return 0;
+    case 1: run<T, I, 1>(op, taps, extent, src, bias, dst); return 0;
+    case 2: run<T, I, 2>(op, taps, extent, src, bias, dst); return 0;
+    case 3: run<T, I, 3>(op, taps, extent, src, bias, dst); return 0;
+  }
+  return 1;
+}
+
+template <typename I>
+static int run_types(int op, int dtype, int nd, const index_t* taps, const index_t* extent,
+                     const void* src, const void* bias, void* dst) {
+  switch (dtype) {
+    case 0: return run_dims<float, I>(op, nd, taps, extent, src, bias, dst);
+    case 1: return run_dims<double, I>(op, nd, taps, extent, src, bias, dst);
+    case 2: return run_dims<half_t, I>(op, nd, taps, extent, src, bias, dst);
+    case 3: return run_dims<bfloat16_t, I>(op, nd, taps, extent, src, bias, dst);
   }
   return 1;
 }
@@ -49,16 +74,14 @@ static int run_dims(int op, int nd, const index_t* fields, const void* src, cons
 }  // namespace gemmconv
 
 // op: 0 col2im (src = columns, dst = image), 1 im2col (src = image, dst = columns).
-// dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. Returns nonzero on a bad op/dtype/nd.
-extern "C" int gemmconv_host(int op, int dtype, int nd, const long long* fields,
-                             const void* src, const void* bias, void* dst) {
+// dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
+// taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
+// Returns nonzero for a bad op, dtype or nd.
+extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long long* taps,
+                             const long long* extent, const void* src, const void* bias,
+                             void* dst) {
   using namespace gemmconv;
   if (op != 0 && op != 1) return 1;
-  switch (dtype) {
-    case 0: return run_dims<float>(op, nd, fields, src, bias, dst);
-    case 1: return run_dims<double>(op, nd, fields, src, bias, dst);
-    case 2: return run_dims<half_t>(op, nd, fields, src, bias, dst);
-    case 3: return run_dims<bfloat16_t>(op, nd, fields, src, bias, dst);
-  }
-  return 1;
+  return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
+              : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }

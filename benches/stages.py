@@ -1,0 +1,101 @@
+"""Where the time goes, per benchmark case: cuBLAS, col2im and everything else.
+
+    PYTHONPATH=. python benches/stages.py [--backward] [--limit BYTES ...] [--case NAME ...]
+
+Runs each case under torch.profiler (CUPTI sees CuPy's kernels too), sums CUDA kernel time
+by stage, and reports col2im/im2col bandwidth (column bytes read + image bytes written, or
+the reverse) against the copy bandwidth, and the GEMMs against one bare cuBLAS call of the
+whole problem (all samples, no chunks). Prints a table; --json writes the rows.
+"""
+import argparse
+import json
+import math
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import gemmconv
+from gemmconv import bench, cases, gemm
+
+
+def stage(name: str) -> str:
+    if "col2im" in name or "im2col" in name:
+        return "columns"
+    if "gemm" in name.lower() or "sm90" in name or "cutlass" in name.lower() or "xmma" in name:
+        return "gemm"
+    return "other"
+
+
+def profile_case(work: bench.Workload, repeats: int = 3) -> dict:
+    run = work.runner("gemmconv")
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            run()
+        torch.cuda.synchronize()
+    totals = {"gemm": 0.0, "columns": 0.0, "other": 0.0}
+    launches = 0
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[stage(event.name)] += event.device_time / 1e3 / repeats
+            launches += 1
+    totals["launches"] = launches / repeats
+    return totals
+
+
+def bare_gemm_ms(case: cases.Case, x: torch.Tensor, w: torch.Tensor) -> float:
+    g = case.groups
+    cin, m, cells = case.in_channels // g, case.out_channels // g * math.prod(case.kernel_size), \
+        math.prod(case.size)
+    out = x.new_empty(case.batch, g, m, cells)
+    a = w.view(1, g, cin, m).transpose(-1, -2).expand(case.batch, -1, -1, -1)
+    b = x.view(case.batch, g, cin, cells)
+    return bench._timer(x.device, lambda: gemm.matmul(a, b, out), 5)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--case", action="append")
+    parser.add_argument("--limit", type=int, action="append")
+    parser.add_argument("--backward", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    ceiling = bench.ceilings(device, torch.float32)
+    rows = []
+    print(f"{'case':<20} {'limit MB':>8} {'total':>8} {'gemm':>8} {'bare':>8} {'columns':>8} "
+          f"{'other':>7} {'TB/s':>6} {'launch':>6} {'torch':>8}")
+    for case in bench.select(args.case, True, device):
+        work = bench.Workload(case, torch.float32, device, args.backward)
+        torch_ms = bench._timer(device, work.runner("torch"), 10)
+        col_bytes = 2 * case.batch * case.out_channels * math.prod(case.kernel_size) * \
+            math.prod(case.size) * 4
+        image_bytes = case.batch * case.out_channels * math.prod(case.output_size) * 4
+        bare = bare_gemm_ms(case, work.x.detach(), work.w.detach()) \
+            if case.batch * case.out_channels * math.prod(case.kernel_size) * math.prod(case.size) * 4 < 30e9 else float("nan")
+        for limit in args.limit or [gemmconv.get_workspace_limit()]:
+            before = gemmconv.get_workspace_limit()
+            gemmconv.set_workspace_limit(limit)
+            try:
+                total = bench._timer(device, work.runner("gemmconv"), 10)
+                t = profile_case(work)
+            finally:
+                gemmconv.set_workspace_limit(before)
+            bandwidth = (col_bytes / 2 + image_bytes) / (t["columns"] / 1e3) / 1e12 \
+                if not args.backward else float("nan")
+            row = dict(case=case.name, limit_mb=limit >> 20, total_ms=total, gemm_ms=t["gemm"],
+                       bare_gemm_ms=bare, columns_ms=t["columns"], other_ms=t["other"],
+                       columns_tbs=bandwidth, launches=t["launches"], torch_ms=torch_ms)
+            rows.append(row)
+            print(f"{case.name:<20} {limit >> 20:8d} {total:8.3f} {t['gemm']:8.3f} {bare:8.3f} "
+                  f"{t['columns']:8.3f} {t['other']:7.3f} {bandwidth:6.2f} {t['launches']:6.0f} "
+                  f"{torch_ms:8.3f}", flush=True)
+    print(f"copy bandwidth {ceiling.bandwidth / 1e12:.2f} TB/s, matmul {ceiling.flops / 1e12:.0f} TFLOP/s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
