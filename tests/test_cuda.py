@@ -98,6 +98,8 @@ def test_specialised_kernels_over_bands(monkeypatch, case, dtype):
     x, w, b = leaves = _leaves(case, "bands", dtype)
     _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * 4)
     out = OURS[case.nd](x, w, b, **case.kwargs)
+    if out.numel() == 0:
+        return
     grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
     refs = reference64(case, x, w, b, grad_out)
     tolerance = 3e-2 if dtype == torch.bfloat16 else 5e-3
