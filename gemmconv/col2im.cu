@@ -151,15 +151,12 @@ GC_FN I image_position(const Taps<ND>& t, const Extent<ND>& x, int d, I i, I k) 
 }
 
 // Inverse of image_position for a fixed tap: the grid position at which tap k touches image
-// position o along dim d, or -1 when no grid position does. Returns -2 once k is so large
-// that this and every later tap would need a negative grid position, which ends the tap loop.
+// position o along dim d, or -1 when no grid position does.
 template <typename I, int ND>
 GC_FN I grid_position(const Taps<ND>& t, const Extent<ND>& x, int d, I o, I k) {
   const I s = o + static_cast<I>(x.padding[d]) - k * static_cast<I>(t.dilation[d]);
-  if (s < 0) return -2;
-  if (s % static_cast<I>(t.stride[d]) != 0) return -1;
   const I i = s / static_cast<I>(t.stride[d]);
-  return i < static_cast<I>(x.grid[d]) ? i : -1;
+  return s >= 0 && i * static_cast<I>(t.stride[d]) == s && i < static_cast<I>(x.grid[d]) ? i : -1;
 }
 
 // Splits a row-major flat index over `shape` into coordinates; returns the quotient left
@@ -175,7 +172,8 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
 
 // Sum, over every tap that touches image position o, of that tap's column entry. Recurses
 // over dims so that 1-D, 2-D and 3-D share the code; tap and cell are the row-major
-// indices built so far over the taps and the grid.
+// indices built so far over the taps and the grid. No early exit: with the taps known at
+// compile time the loops unroll into predicated loads that can all be in flight at once.
 template <int D, int ND>
 struct Gather {
   template <typename T, typename I, typename Acc>
@@ -184,9 +182,8 @@ struct Gather {
 #pragma unroll
     for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
       const I i = grid_position(t, x, D, o[D], k);
-      if (i == -2) break;
-      if (i < 0) continue;
-      Gather<D + 1, ND>::add(t, x, o, plane_columns, tap * static_cast<I>(t.kernel[D]) + k,
+      if (i >= 0)
+        Gather<D + 1, ND>::add(t, x, o, plane_columns, tap * static_cast<I>(t.kernel[D]) + k,
                              cell * static_cast<I>(x.grid[D]) + i, cells, acc);
     }
   }

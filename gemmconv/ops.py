@@ -21,9 +21,9 @@ import torch
 
 from . import gemm
 from .columns import col2im, im2col
-from .shapes import ConvTransposeArgs, IntOrTuple, conv_transpose_args
+from .shapes import ConvTransposeArgs, IntOrTuple, conv_transpose_args, row_chunks
 
-_workspace_limit = 256 << 20
+_workspace_limit = 1 << 30
 
 
 def get_workspace_limit() -> int:
@@ -34,7 +34,7 @@ def get_workspace_limit() -> int:
 def set_workspace_limit(nbytes: int) -> None:
     """Bounds the column buffer: work is split into chunks of whole samples, or of bands of
     the outermost spatial dim of one sample, whose columns fit in ``nbytes``. The least a
-    chunk holds is the columns for one output row of one sample. Default 256 MiB."""
+    chunk holds is the columns for one output row of one sample. Default 1 GiB."""
     global _workspace_limit
     if not isinstance(nbytes, int) or nbytes <= 0:
         raise ValueError(f"workspace limit must be a positive number of bytes, got {nbytes!r}")
@@ -49,6 +49,8 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
              a: ConvTransposeArgs) -> torch.Tensor:
+    if a.prefers_im2col():
+        return _forward_by_im2col(x, weight, bias, a)
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
@@ -66,6 +68,35 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
         col2im(columns.view(n * a.out_channels, g.taps, band), bias, g, (i1 - i0, *a.grid[1:]),
                (o1 - o0, *a.image[1:]), out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                padding=g.band_padding(o0, i0))
+    return out
+
+
+def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                       a: ConvTransposeArgs) -> torch.Tensor:
+    """Stride 1 only: ``output = flipped weight @ im2col(input)``, a convolution. Its columns
+    ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out per
+    output position against input position, which can be fewer bytes."""
+    conv, groups, taps = a.convolution, a.groups, a.geometry.taps
+    cin, cout, cells = a.in_channels // groups, a.out_channels // groups, math.prod(a.image)
+    inner = cells // a.image[0]
+    dims = list(range(2, 2 + conv.nd))
+    # (C_in, C_out/G, *k) -> per group (C_out/G, C_in/G * K), taps flipped.
+    w = weight.flip(dims).view(groups, cin, cout, taps).transpose(1, 2).reshape(1, groups, cout, cin * taps)
+    x = x.contiguous().view(a.batch * a.in_channels, *a.grid)
+    out = x.new_empty(a.output_shape)
+    flat = out.view(a.batch, groups, cout, cells)
+    row_bytes = a.in_channels * taps * inner * x.element_size()
+    chunks = row_chunks(a.batch, a.image[0], row_bytes, _workspace_limit)
+    workspace = x.new_empty(max(((n1 - n0) * a.in_channels * taps * (r1 - r0) * inner
+                                 for n0, n1, r0, r1 in chunks), default=0))
+    for n0, n1, r0, r1 in chunks:
+        n, band = n1 - n0, (r1 - r0) * inner
+        columns = im2col(x[n0 * a.in_channels:n1 * a.in_channels], conv, (r1 - r0, *a.image[1:]),
+                         padding=conv.band_padding(0, r0), out=workspace[:n * a.in_channels * taps * band])
+        gemm.matmul(w.expand(n, -1, -1, -1), columns.view(n, groups, cin * taps, band),
+                    flat[n0:n1, ..., r0 * inner:r1 * inner])
+    if bias is not None:
+        out += bias.view(-1, *[1] * conv.nd)
     return out
 
 

@@ -147,14 +147,35 @@ class ConvTransposeArgs:
 
     def backward_chunks(self, limit: int, element_size: int):
         """(samples n0:n1, grid rows i0:i1) chunks of im2col(grad_output) within ``limit``."""
-        rows = self.grid[0]
         row_bytes = self.out_channels * self.geometry.taps * math.prod(self.grid[1:]) * element_size
-        if row_bytes * rows <= limit:
-            step = max(1, limit // max(row_bytes * rows, 1))
-            return [(n, min(n + step, self.batch), 0, rows) for n in range(0, self.batch, step)]
-        height = max(1, limit // row_bytes)
-        return [(n, n + 1, i, min(i + height, rows))
-                for n in range(self.batch) for i in range(0, rows, height)]
+        return row_chunks(self.batch, self.grid[0], row_bytes, limit)
+
+    @property
+    def convolution(self) -> Geometry | None:
+        """At stride 1 the transposed convolution is a convolution of the input with the
+        flipped kernel: this is its geometry (grid = our image, image = our input), else None."""
+        g = self.geometry
+        if any(s != 1 for s in g.stride):
+            return None
+        padding = tuple(d * (k - 1) - p for d, k, p in zip(g.dilation, g.kernel_size, g.padding))
+        return Geometry(g.kernel_size, g.stride, padding, g.dilation)
+
+    def prefers_im2col(self) -> bool:
+        """Whether im2col + GEMM (possible at stride 1) writes fewer column bytes than
+        GEMM + col2im: C_in * prod(output) against C_out * prod(input), per tap."""
+        return self.convolution is not None and \
+            self.in_channels * math.prod(self.image) < 0.8 * self.out_channels * math.prod(self.grid)
+
+
+def row_chunks(batch: int, rows: int, row_bytes: int, limit: int):
+    """(samples n0:n1, rows r0:r1) covering ``batch`` samples of ``rows`` rows, each chunk
+    within ``limit`` bytes at ``row_bytes`` a row where any split can be: whole samples
+    where they fit, else bands of rows of one sample (one row at least)."""
+    if row_bytes * rows <= limit:
+        step = max(1, limit // max(row_bytes * rows, 1))
+        return [(n, min(n + step, batch), 0, rows) for n in range(0, batch, step)]
+    height = max(1, limit // row_bytes)
+    return [(n, n + 1, r, min(r + height, rows)) for n in range(batch) for r in range(0, rows, height)]
 
 
 def _check_tensors(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,

@@ -109,6 +109,20 @@ def test_specialised_kernels_over_bands(monkeypatch, case, dtype):
         assert rel_error(m, t) < tolerance
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", [c for c in CASES if all(s == 1 for s in c.stride)][:40],
+                         ids=lambda c: c.name)
+def test_im2col_route(monkeypatch, case, dtype):
+    """The stride-1 forward as im2col + GEMM, forced, through the specialised kernels."""
+    monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, "im2col-route"))
+    _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
+    assert rel_error(out, reference64(case, x, w, b)[0]) < tolerance
+
+
 @pytest.mark.parametrize("case", [c.scaled(1 << 16) for c in cases.BENCH[::3]], ids=lambda c: c.name)
 def test_bitwise_identical_across_runs(case):
     x, w, b = leaves = _leaves(case, "determinism", torch.float32)

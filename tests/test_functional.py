@@ -156,3 +156,36 @@ def test_cupy_missing_names_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(ImportError, match="cupy-cuda13x"):
         _cuda.cupy.__wrapped__()
+
+
+STRIDE_ONE = [c for c in CASES if all(s == 1 for s in c.stride)]
+
+
+@pytest.mark.parametrize("limit", [1 << 30, 1])
+@pytest.mark.parametrize("case", STRIDE_ONE[:60], ids=lambda c: c.name)
+def test_im2col_route_matches_torch(monkeypatch, case, limit):
+    """The stride-1 forward as im2col + GEMM, forced, whole and in one-row bands."""
+    monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
+    monkeypatch.setattr(ops, "_workspace_limit", limit)
+    routes = []
+    real = ops._forward_by_im2col
+    monkeypatch.setattr(ops, "_forward_by_im2col", lambda *args: routes.append(1) or real(*args))
+    x, w, b = _leaves(case, "im2col-route")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    assert routes == [1]
+    assert rel_error(out, reference(case, x, w, b)) < 1e-12
+
+
+def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
+    def args(case):                                              # full size, no memory: meta
+        x = torch.empty(case.batch, case.in_channels, *case.size, device="meta")
+        w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size,
+                        device="meta")
+        return ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None,
+                                       groups=case.groups,
+                                       **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    by_name = {c.name: args(c) for c in cases.BENCH}
+    assert by_name["2d-64to128"].prefers_im2col()                # C_in = C_out / 2
+    assert by_name["3d-32to64"].prefers_im2col()
+    assert not by_name["2d-1024"].prefers_im2col()               # C_in = C_out: more positions out
+    assert not by_name["2d-strided-grouped"].prefers_im2col()    # stride 2x3: no such route
