@@ -11,6 +11,7 @@ import functools
 import math
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -26,6 +27,7 @@ MAX_BLOCKS = 1 << 20  # the kernels loop over the rest
 # NVRTC compile per layer and dtype, cached); smaller ones share the generic kernels.
 SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
+COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -76,7 +78,9 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
-    names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}{specialisation}>"
+    width = "" if taps is None else f", {COL2IM_WIDTH}"
+    names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
+                 f"{width if op == 'col2im' else ''}{specialisation}>"
              for op in ("col2im", "im2col")}
     start = time.perf_counter()
     with cp.cuda.Device(device_index):
@@ -92,14 +96,15 @@ def _struct(fields: list[int]) -> np.ndarray:
     return np.array([tuple(fields)], dtype=np.dtype([(f"f{i}", "<i8") for i in range(len(fields))]))
 
 
-def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], elements: int,
-            largest_index: int, *tensors: torch.Tensor | None) -> None:
-    if elements == 0:
+def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: int,
+            threads: Callable[[bool], int], largest_index: int, *tensors: torch.Tensor | None) -> None:
+    """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads."""
+    if work == 0:
         return
-    blocks = min(math.ceil(elements / BLOCK), MAX_BLOCKS)
+    fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
+    blocks = min(math.ceil(threads(fixed) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
-    fixed = elements >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
                       tuple(g.taps_fields()) if fixed else None)[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
@@ -128,7 +133,10 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     assert stride is not None, "col2im writes contiguous planes"
     extent = g.extent_fields(planes, channels, stride, grid, image, padding)
     bias = None if bias is None else bias.contiguous()
+    width = image[-1]
+    rows = out.numel() // width if width else 0
     _launch("col2im", columns, g, extent, out.numel(),
+            lambda fixed: rows * -(-width // (COL2IM_WIDTH if fixed else 1)),
             max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
 
@@ -140,7 +148,7 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     if stride is None:
         image_tensor, stride = image_tensor.contiguous(), math.prod(image)
     extent = g.extent_fields(planes, 1, stride, grid, image, padding)
-    _launch("im2col", image_tensor, g, extent, out.numel(),
+    _launch("im2col", image_tensor, g, extent, out.numel(), lambda fixed: out.numel() // g.taps,
             max(out.numel(), planes * stride), image_tensor, out)
 
 

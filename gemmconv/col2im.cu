@@ -170,63 +170,117 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
   return flat;
 }
 
-// Sum, over every tap that touches image position o, of that tap's column entry. Recurses
-// over dims so that 1-D, 2-D and 3-D share the code; tap and cell are the row-major
-// indices built so far over the taps and the grid. No early exit: with the taps known at
-// compile time the loops unroll into predicated loads that can all be in flight at once.
-template <int D, int ND>
+// Adds, for V image positions o, o + (0, .., 0, 1), ..., along the innermost dim, every
+// column entry that lands on each. Recurses over dims so that 1-D, 2-D and 3-D share the
+// code; tap and cell are the row-major indices built so far over the taps and the grid.
+// No early exits: with the taps known at compile time the loops unroll into predicated
+// loads that can all be in flight at once, and the outer dims' tap tests serve all V.
+template <int D, int ND, bool Innermost = (D == ND - 1)>
 struct Gather {
-  template <typename T, typename I, typename Acc>
+  template <int V, typename T, typename I, typename Acc>
   static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&o)[ND],
-                        const T* plane_columns, I tap, I cell, I cells, Acc& acc) {
+                        const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[V]) {
 #pragma unroll
     for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
       const I i = grid_position(t, x, D, o[D], k);
       if (i >= 0)
-        Gather<D + 1, ND>::add(t, x, o, plane_columns, tap * static_cast<I>(t.kernel[D]) + k,
-                             cell * static_cast<I>(x.grid[D]) + i, cells, acc);
+        Gather<D + 1, ND>::template add<V>(t, x, o, plane_columns,
+                                           tap * static_cast<I>(t.kernel[D]) + k,
+                                           cell * static_cast<I>(x.grid[D]) + i, cells, acc);
+    }
+  }
+};
+
+template <int D, int ND>
+struct Gather<D, ND, true> {
+  template <int V, typename T, typename I, typename Acc>
+  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&o)[ND],
+                        const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[V]) {
+#pragma unroll
+    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+      const T* row = plane_columns + (tap * static_cast<I>(t.kernel[D]) + k) * cells +
+                     cell * static_cast<I>(x.grid[D]);
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const I i = grid_position(t, x, D, o[D] + v, k);
+        if (i >= 0) acc[v] += Scalar<T>::load(row[i]);
+      }
+    }
+  }
+};
+
+// Writes V consecutive image elements of col2im along the innermost dim (fewer at a row's
+// end). e is the flat index over [planes][image[0..ND-2]...][ceil(image[ND-1] / V)].
+template <int V, typename T, typename I, int ND>
+GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
+                          const T* bias, T* image, I e) {
+  typedef typename Scalar<T>::Acc Acc;
+  const I width = static_cast<I>(x.image[ND - 1]);
+  const I pieces = (width + V - 1) / V;
+  I o[ND];
+  o[ND - 1] = e % pieces * V;
+  I p = e / pieces;
+  for (int d = ND - 2; d >= 0; --d) {
+    o[d] = p % static_cast<I>(x.image[d]);
+    p /= static_cast<I>(x.image[d]);
+  }
+  I offset = 0;
+  for (int d = 0; d < ND; ++d) offset = offset * static_cast<I>(x.image[d]) + o[d];
+  const I cells = product<I>(x.grid);
+  Acc acc[V];
+  const Acc start = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
+  for (int v = 0; v < V; ++v) acc[v] = start;
+  Gather<0, ND>::template add<V>(t, x, o, columns + p * product<I>(t.kernel) * cells, I(0),
+                                 I(0), cells, acc);
+  T* out = image + p * static_cast<I>(x.plane_stride) + offset;
+  for (int v = 0; v < V; ++v)
+    if (o[ND - 1] + v < width) out[v] = Scalar<T>::store(acc[v]);
+}
+
+// Number of threads col2im_element needs for a launch.
+template <int V, typename I, int ND>
+GC_FN I col2im_elements(const Extent<ND>& x) {
+  const I width = static_cast<I>(x.image[ND - 1]);
+  return static_cast<I>(x.planes) * (product<I>(x.image) / width) * ((width + V - 1) / V);
+}
+
+// Copies every tap of one grid position into the columns, recursing over dims; `inside`
+// says whether the image position built so far lies in the image.
+template <int D, int ND>
+struct Spread {
+  template <typename T, typename I>
+  static GC_FN void copy(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND],
+                         const T* plane, T* out, I tap, I offset, bool inside, I cells) {
+#pragma unroll
+    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+      const I o = image_position(t, x, D, i[D], k);
+      Spread<D + 1, ND>::copy(t, x, i, plane, out, tap * static_cast<I>(t.kernel[D]) + k,
+                              offset * static_cast<I>(x.image[D]) + o,
+                              inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
     }
   }
 };
 
 template <int ND>
-struct Gather<ND, ND> {
-  template <typename T, typename I, typename Acc>
-  static GC_FN void add(const Taps<ND>&, const Extent<ND>&, const I (&)[ND],
-                        const T* plane_columns, I tap, I cell, I cells, Acc& acc) {
-    acc += Scalar<T>::load(plane_columns[tap * cells + cell]);
+struct Spread<ND, ND> {
+  template <typename T, typename I>
+  static GC_FN void copy(const Taps<ND>&, const Extent<ND>&, const I (&)[ND], const T* plane,
+                         T* out, I tap, I offset, bool inside, I cells) {
+    out[tap * cells] = inside ? plane[offset] : Scalar<T>::store(0);
   }
 };
 
-// One image element of col2im: e is its flat index over [planes][image...].
-template <typename T, typename I, int ND>
-GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
-                          const T* bias, T* image, I e) {
-  typedef typename Scalar<T>::Acc Acc;
-  I o[ND];
-  const I p = unflatten(e, x.image, o);
-  const I cells = product<I>(x.grid);
-  Acc acc = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
-  Gather<0, ND>::add(t, x, o, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
-  image[p * static_cast<I>(x.plane_stride) + (e - p * product<I>(x.image))] = Scalar<T>::store(acc);
-}
-
-// One column entry of im2col: e is its flat index over [planes][taps...][grid...].
+// Writes every tap's column entry for one grid position: e is its flat index over
+// [planes][grid...]. One thread per position decodes the index once for all taps.
 template <typename T, typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
-  I i[ND], k[ND];
-  const I p = unflatten(unflatten(e, x.grid, i), t.kernel, k);
-  I offset = 0;
-  for (int d = 0; d < ND; ++d) {
-    const I o = image_position(t, x, d, i[d], k[d]);
-    if (o < 0 || o >= static_cast<I>(x.image[d])) {
-      columns[e] = Scalar<T>::store(0);
-      return;
-    }
-    offset = offset * static_cast<I>(x.image[d]) + o;
-  }
-  columns[e] = image[p * static_cast<I>(x.plane_stride) + offset];
+  I i[ND];
+  const I p = unflatten(e, x.grid, i);
+  const I cells = product<I>(x.grid);
+  Spread<0, ND>::copy(t, x, i, image + p * static_cast<I>(x.plane_stride),
+                      columns + p * product<I>(t.kernel) * cells + (e - p * cells), I(0), I(0),
+                      true, cells);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -239,26 +293,27 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-template <typename T, typename I, int ND>
+template <int V, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
-  const I n = static_cast<I>(x.planes) * product<I>(x.image);
+  const I n = col2im_elements<V, I>(x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_element(t, x, columns, bias, image, e);
+    col2im_element<V>(t, x, columns, bias, image, e);
 }
 
 template <typename T, typename I, int ND>
 __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
                                   T* columns) {
-  const I n = static_cast<I>(x.planes) * product<I>(t.kernel) * product<I>(x.grid);
+  const I n = static_cast<I>(x.planes) * product<I>(x.grid);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
     im2col_element(t, x, image, columns, e);
 }
 
+// The generic kernels serve small launches: one element per thread.
 template <typename T, typename I, int ND>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<T, I>(t, x, columns, bias, image);
+  col2im_all<1, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>
@@ -267,11 +322,13 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
   im2col_all<T, I>(t, x, image, columns);
 }
 
-template <typename T, typename I, int ND, index_t... V>
+// W outputs per thread along the innermost dim: index decoding and the outer dims' tap
+// tests are shared by all W.
+template <typename T, typename I, int ND, int W, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_all<T, I>(taps, x, columns, bias, image);
+  col2im_all<W, T, I>(taps, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND, index_t... V>

@@ -66,10 +66,11 @@ def _band(case, planes, dtype):
     return g, whole, whole[:, o0:o1], (i1 - i0, *case.size[1:]), g.band_padding(o0, i0)
 
 
+@pytest.mark.parametrize("vector", [0, 2], ids=["one-per-thread", "three-per-thread"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
-def test_host_col2im_matches_torch(harness, case, dtype, wide):
+def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
     planes = max(case.batch, 1) * case.out_channels
     g, whole, band, grid, padding = _band(case, planes, dtype)
     gen = generator(case.name, "col2im", str(dtype))
@@ -77,7 +78,7 @@ def test_host_col2im_matches_torch(harness, case, dtype, wide):
     bias = torch.randn(case.out_channels, generator=gen).to(dtype) if case.bias else None
     extent = g.extent_fields(planes, case.out_channels, band.stride(0), grid, band.shape[1:],
                              padding)
-    _run(harness, 0, dtype, WIDE[wide], g, extent, columns, bias, band)
+    _run(harness, vector, dtype, WIDE[wide], g, extent, columns, bias, band)
     ref = col2im(columns.double(), None if bias is None else bias.double(), g, grid,
                  band.shape[1:], padding=padding)
     assert rel_error(band, ref) < DTYPES[dtype][1]

@@ -24,11 +24,22 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
-template __global__ void col2im_fixed<float, int, 2, 3, 3, 1, 1, 1, 1>(const Extent<2>, const float*,
-                                                                       const float*, float*);
+template __global__ void col2im_fixed<float, int, 2, 4, 3, 3, 1, 1, 1, 1>(
+    const Extent<2>, const float*, const float*, float*);
 template __global__ void im2col_fixed<half_t, long long, 3, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const half_t*, half_t*);
 
+template <int V, typename T, typename I, int ND>
+static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
+                       const void* bias, void* dst) {
+  const I n = col2im_elements<V, I>(x);
+  for (I e = 0; e < n; ++e)
+    col2im_element<V>(t, x, static_cast<const T*>(src), static_cast<const T*>(bias),
+                      static_cast<T*>(dst), e);
+}
+
+// op 0 col2im with one output per element, 2 with three (the vector path, odd so that rows
+// end part-way through a vector), 1 im2col.
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
                 const void* bias, void* dst) {
@@ -37,12 +48,11 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
   std::memcpy(&t, taps, sizeof t);
   std::memcpy(&x, extent, sizeof x);
   if (op == 0) {
-    const I n = static_cast<I>(x.planes) * product<I>(x.image);
-    for (I e = 0; e < n; ++e)
-      col2im_element(t, x, static_cast<const T*>(src), static_cast<const T*>(bias),
-                     static_cast<T*>(dst), e);
+    col2im_all<1, T, I>(t, x, src, bias, dst);
+  } else if (op == 2) {
+    col2im_all<3, T, I>(t, x, src, bias, dst);
   } else {
-    const I n = static_cast<I>(x.planes) * product<I>(t.kernel) * product<I>(x.grid);
+    const I n = static_cast<I>(x.planes) * product<I>(x.grid);
     for (I e = 0; e < n; ++e)
       im2col_element(t, x, static_cast<const T*>(src), static_cast<T*>(dst), e);
   }
@@ -73,7 +83,8 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 
 }  // namespace gemmconv
 
-// op: 0 col2im (src = columns, dst = image), 1 im2col (src = image, dst = columns).
+// op: 0 col2im (src = columns, dst = image), 2 the same three outputs per element,
+// 1 im2col (src = image, dst = columns).
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
 // Returns nonzero for a bad op, dtype or nd.
@@ -81,7 +92,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op != 0 && op != 1) return 1;
+  if (op < 0 || op > 2) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
