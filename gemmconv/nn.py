@@ -1,13 +1,18 @@
-"""Drop-in modules: torch.nn.ConvTranspose1d/2d/3d, computed by gemmconv.
+"""Drop-in modules: torch.nn's transposed convolutions, convolutions, Fold and Unfold,
+computed by gemmconv.
 
-Each class subclasses its torch.nn counterpart and replaces only ``forward``, so the
+Each class subclasses its torch.nn counterpart and replaces only the computation, so the
 constructor, parameter names, initialisation (the same weights under the same seed),
 ``state_dict``, ``repr`` and ``isinstance`` checks are torch's own, and a model that swaps
-them in loads its old checkpoints unchanged.
+them in loads its old checkpoints unchanged. :func:`convert` swaps them into a built model.
+
+Every other name is torch.nn's, so ``from gemmconv import nn`` can replace
+``from torch import nn`` in code that builds models.
 """
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, List, Optional
 
 import torch
+import torch.nn.functional as F
 
 from . import ops
 
@@ -36,3 +41,76 @@ class ConvTranspose2d(_GemmConvTranspose, torch.nn.ConvTranspose2d):
 class ConvTranspose3d(_GemmConvTranspose, torch.nn.ConvTranspose3d):
     """``torch.nn.ConvTranspose3d`` running :func:`gemmconv.conv_transpose3d`."""
     _functional = staticmethod(ops.conv_transpose3d)
+
+
+class _GemmConv:
+    _functional: Callable[..., torch.Tensor]
+
+    def _conv_forward(self, input: torch.Tensor, weight: torch.Tensor,
+                      bias: Optional[torch.Tensor]) -> torch.Tensor:
+        if self.padding_mode != "zeros":   # as torch: pad by the mode, then convolve unpadded
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return self._functional(input, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return self._functional(input, weight, bias, self.stride, self.padding, self.dilation,
+                                self.groups)
+
+
+class Conv1d(_GemmConv, torch.nn.Conv1d):
+    """``torch.nn.Conv1d`` running :func:`gemmconv.conv1d` (every padding_mode)."""
+    _functional = staticmethod(ops.conv1d)
+
+
+class Conv2d(_GemmConv, torch.nn.Conv2d):
+    """``torch.nn.Conv2d`` running :func:`gemmconv.conv2d` (every padding_mode)."""
+    _functional = staticmethod(ops.conv2d)
+
+
+class Conv3d(_GemmConv, torch.nn.Conv3d):
+    """``torch.nn.Conv3d`` running :func:`gemmconv.conv3d` (every padding_mode)."""
+    _functional = staticmethod(ops.conv3d)
+
+
+class Fold(torch.nn.Fold):
+    """``torch.nn.Fold`` running :func:`gemmconv.col2im` (1, 2 or 3 spatial dims)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return ops.col2im(input, self.output_size, self.kernel_size, self.dilation,
+                          self.padding, self.stride)
+
+
+class Unfold(torch.nn.Unfold):
+    """``torch.nn.Unfold`` running :func:`gemmconv.im2col` (1, 2 or 3 spatial dims)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return ops.im2col(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+SWAPS = {torch.nn.ConvTranspose1d: ConvTranspose1d, torch.nn.ConvTranspose2d: ConvTranspose2d,
+         torch.nn.ConvTranspose3d: ConvTranspose3d, torch.nn.Conv1d: Conv1d,
+         torch.nn.Conv2d: Conv2d, torch.nn.Conv3d: Conv3d, torch.nn.Fold: Fold,
+         torch.nn.Unfold: Unfold}
+TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+
+
+def convert(model: torch.nn.Module, *, types: Iterable[type] = TRANSPOSED) -> torch.nn.Module:
+    """Makes every module of ``model`` whose class is exactly one of ``types`` (torch.nn
+    classes; default: the transposed convolutions; add ``torch.nn.Conv2d`` and so on to
+    convert those too) run on gemmconv, in place, and returns ``model``.
+
+    Only each module's class changes (to gemmconv's subclass of it): its Parameter objects,
+    buffers, hooks and state_dict keys stay as they are, so optimizers already holding the
+    parameters keep working and checkpoints load either way.
+    """
+    types = tuple(types)
+    unknown = [t for t in types if t not in SWAPS]
+    if unknown:
+        raise ValueError(f"gemmconv.convert: no gemmconv module for {unknown}; it converts "
+                         f"{[t.__name__ for t in SWAPS]}")
+    for module in model.modules():
+        if type(module) in types:
+            module.__class__ = SWAPS[type(module)]
+    return model
+
+
+def __getattr__(name: str):
+    return getattr(torch.nn, name)

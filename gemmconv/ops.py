@@ -15,13 +15,14 @@ The operators are ``torch.library`` custom ops (``gemmconv::conv_transpose`` and
 backward), so autograd, ``torch.compile`` and fake tensors see one opaque op each.
 """
 import math
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import torch
 
+from . import columns as cols
 from . import gemm
-from .columns import col2im, im2col
-from .shapes import ConvTransposeArgs, IntOrTuple, conv_transpose_args, row_chunks
+from .shapes import (ConvTransposeArgs, Geometry, IntOrTuple, blocks, check, conv_args,
+                     conv_transpose_args, fold_geometry, row_chunks)
 
 _workspace_limit = 1 << 30
 
@@ -65,10 +66,17 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
         n, band = n1 - n0, (i1 - i0) * inner
         columns = workspace[:n * groups * m * band].view(n, groups, m, band)
         gemm.matmul(weight_t.expand(n, -1, -1, -1), x[n0:n1, ..., i0 * inner:i1 * inner], columns)
-        col2im(columns.view(n * a.out_channels, g.taps, band), bias, g, (i1 - i0, *a.grid[1:]),
+        cols.col2im(columns.view(n * a.out_channels, g.taps, band), bias, g, (i1 - i0, *a.grid[1:]),
                (o1 - o0, *a.image[1:]), out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                padding=g.band_padding(o0, i0))
     return out
+
+
+def _bias_grad(grad: torch.Tensor) -> torch.Tensor:
+    """Sum of ``grad (N, C, L)`` over samples and positions, accumulated in float32 at least."""
+    acc = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
+    return grad.sum([0, 2], dtype=acc).to(grad.dtype) if grad.numel() else \
+        grad.new_zeros(grad.shape[1])
 
 
 def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -91,7 +99,7 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                                  for n0, n1, r0, r1 in chunks), default=0))
     for n0, n1, r0, r1 in chunks:
         n, band = n1 - n0, (r1 - r0) * inner
-        columns = im2col(x[n0 * a.in_channels:n1 * a.in_channels], conv, (r1 - r0, *a.image[1:]),
+        columns = cols.im2col(x[n0 * a.in_channels:n1 * a.in_channels], conv, (r1 - r0, *a.image[1:]),
                          padding=conv.band_padding(0, r0), out=workspace[:n * a.in_channels * taps * band])
         gemm.matmul(w.expand(n, -1, -1, -1), columns.view(n, groups, cin * taps, band),
                     flat[n0:n1, ..., r0 * inner:r1 * inner])
@@ -100,39 +108,43 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     return out
 
 
-def _backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.Tensor,
               a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
+    only). Its input gradient is also the forward pass of the convolution ``a`` is the
+    adjoint of (see shapes.conv_args)."""
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
     grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
-    x = x.contiguous().view(a.batch, groups, cin, cells)
+    x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
     weight = weight.contiguous().view(1, groups, cin, m)
-    acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-    grad_input = torch.empty_like(x) if need[0] else x.new_empty(0)
-    grad_weight = x.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
+    acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
+    empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
+    grad_input = grad_out.new_empty((a.batch, groups, cin, cells)) if need[0] else empty()
+    grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
-        chunks = a.backward_chunks(_workspace_limit, x.element_size())
-        workspace = x.new_empty(max(((n1 - n0) * a.out_channels * g.taps * (i1 - i0) * inner
-                                     for n0, n1, i0, i1 in chunks), default=0))
+        chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
+        workspace = grad_out.new_empty(max(((n1 - n0) * a.out_channels * g.taps * (i1 - i0) * inner
+                                            for n0, n1, i0, i1 in chunks), default=0))
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
-            columns = im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
+            columns = cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
                              (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
                              out=workspace[:n * groups * m * band]).view(n, groups, m, band)
             if need[0]:
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
                             grad_input[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
-                partial = x.new_empty((n, groups, cin, m), dtype=acc)
+                partial = grad_out.new_empty((n, groups, cin, m), dtype=acc)
                 gemm.matmul(x[n0:n1, ..., i0 * inner:i1 * inner], columns.transpose(-1, -2),
                             partial)
                 grad_weight += partial.sum(0)
     grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
-    grad_weight = (grad_weight.to(x.dtype).view(a.in_channels, -1, *g.kernel_size)
-                   if need[1] else x.new_empty(0))
-    grad_bias = (grad_out.view(a.batch, a.out_channels, math.prod(a.image)).sum([0, 2], dtype=acc).to(x.dtype)
-                 if need[2] else x.new_empty(0))
+    grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
+                   if need[1] else empty())
+    grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
+                 if need[2] else empty())
     return [grad_input, grad_weight, grad_bias]
 
 
@@ -181,9 +193,20 @@ def _backward_formula(ctx, grad_output):
 _conv_transpose_op.register_autograd(_backward_formula, setup_context=_setup_context)
 
 
+def _autocast(*tensors: Optional[torch.Tensor]):
+    """The tensors as torch's autocast hands them to its convolutions: in the autocast
+    dtype where autocast is on for their device, else unchanged."""
+    device = tensors[0].device.type
+    if device not in ("cuda", "cpu") or not torch.is_autocast_enabled(device):
+        return tensors
+    dtype = torch.get_autocast_dtype(device)
+    return tuple(None if t is None else t.to(dtype) for t in tensors)
+
+
 def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
                     bias: Optional[torch.Tensor], stride: IntOrTuple, padding: IntOrTuple,
                     output_padding: IntOrTuple, groups: int, dilation: IntOrTuple) -> torch.Tensor:
+    input, weight, bias = _autocast(input, weight, bias)
     a = conv_transpose_args(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
                             output_padding, groups, dilation)
     g = a.geometry
@@ -227,3 +250,214 @@ def conv_transpose3d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[t
     ``(N, C_out, D_out, H_out, W_out)``, each output size as in :func:`conv_transpose1d`.
     """
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+# ---------------------------------------------------------------------------------------
+# Convolution: the adjoint of a transposed convolution, on the same GEMMs and kernels.
+# Forward: im2col(input) then GEMM (the transposed convolution's input gradient); backward:
+# GEMM then col2im for the input (its forward), and its weight gradient with roles swapped.
+
+def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same):
+    nd = weight.dim() - 2
+    return conv_args(f"conv{nd}d", nd, input, weight, bias, stride, "same" if same else padding,
+                     dilation, groups)
+
+
+@torch.library.custom_op("gemmconv::convolution", mutates_args=())
+def _conv_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+             stride: List[int], padding: List[int], dilation: List[int], groups: int,
+             same: bool) -> torch.Tensor:
+    a = _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same)
+    out = _backward(input, None, weight, a, [True, False, False])[0].view(
+        a.batch, a.in_channels, *a.grid)
+    if bias is not None:
+        out += bias.view(-1, *[1] * a.geometry.nd)
+    return out
+
+
+@_conv_op.register_fake
+def _(input, weight, bias, stride, padding, dilation, groups, same):
+    a = _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same)
+    return input.new_empty((a.batch, a.in_channels, *a.grid))
+
+
+@torch.library.custom_op("gemmconv::convolution_backward", mutates_args=())
+def _conv_backward_op(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                      stride: List[int], padding: List[int], dilation: List[int], groups: int,
+                      same: bool, output_mask: List[bool]) -> List[torch.Tensor]:
+    a = _conv_from_lists(input, weight, None, stride, padding, dilation, groups, same)
+    empty = lambda: input.new_empty(0)
+    return [_forward(grad_output, weight, None, a) if output_mask[0] else empty(),
+            _backward(input, grad_output, weight, a, [False, True, False])[1]
+            if output_mask[1] else empty(),
+            _bias_grad(grad_output.reshape(a.batch, a.in_channels, -1))
+            if output_mask[2] and grad_output.numel() else
+            (input.new_zeros(weight.shape[0]) if output_mask[2] else empty())]
+
+
+@_conv_backward_op.register_fake
+def _(grad_output, input, weight, stride, padding, dilation, groups, same, output_mask):
+    shapes = (input.shape, weight.shape, (weight.shape[0],))
+    return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
+
+
+def _conv_setup_context(ctx, inputs, output):
+    input, weight, bias, *conv = inputs
+    ctx.save_for_backward(input, weight)
+    ctx.conv = conv
+
+
+def _conv_backward_formula(ctx, grad_output):
+    input, weight = ctx.saved_tensors
+    mask = list(ctx.needs_input_grad[:3])
+    grads = _conv_backward_op(grad_output, input, weight, *ctx.conv, mask)
+    return (*(g if keep else None for g, keep in zip(grads, mask)), None, None, None, None, None)
+
+
+_conv_op.register_autograd(_conv_backward_formula, setup_context=_conv_setup_context)
+
+
+def _conv(nd: int, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+          stride: IntOrTuple, padding: Union[IntOrTuple, str], dilation: IntOrTuple,
+          groups: int) -> torch.Tensor:
+    input, weight, bias = _autocast(input, weight, bias)
+    a = conv_args(f"conv{nd}d", nd, input, weight, bias, stride, padding, dilation, groups)
+    g = a.geometry
+    batched = input.unsqueeze(0) if a.unbatched else input
+    out = _conv_op(batched, weight, bias, list(g.stride), list(g.padding), list(g.dilation),
+                   groups, padding == "same")
+    return out.squeeze(0) if a.unbatched else out
+
+
+def conv1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+           stride: IntOrTuple = 1, padding: Union[IntOrTuple, str] = 0,
+           dilation: IntOrTuple = 1, groups: int = 1) -> torch.Tensor:
+    """1-D convolution, as ``torch.nn.functional.conv1d``: input ``(N, C_in, L)`` or
+    ``(C_in, L)``, weight ``(C_out, C_in / groups, kW)``, bias ``(C_out,)``; padding an int,
+    a tuple, ``'valid'`` or ``'same'``. Returns ``(N, C_out, L_out)``."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+           stride: IntOrTuple = 1, padding: Union[IntOrTuple, str] = 0,
+           dilation: IntOrTuple = 1, groups: int = 1) -> torch.Tensor:
+    """2-D convolution, as ``torch.nn.functional.conv2d``: input ``(N, C_in, H, W)`` or
+    unbatched, weight ``(C_out, C_in / groups, kH, kW)``. Returns ``(N, C_out, H_out, W_out)``."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+           stride: IntOrTuple = 1, padding: Union[IntOrTuple, str] = 0,
+           dilation: IntOrTuple = 1, groups: int = 1) -> torch.Tensor:
+    """3-D convolution, as ``torch.nn.functional.conv3d``: input ``(N, C_in, D, H, W)`` or
+    unbatched, weight ``(C_out, C_in / groups, kD, kH, kW)``. Returns ``(N, C_out, D', H', W')``."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+# ---------------------------------------------------------------------------------------
+# im2col and col2im as operators (torch's unfold and fold, in 1, 2 or 3 spatial dims), each
+# the other's backward.
+
+@torch.library.custom_op("gemmconv::im2col", mutates_args=())
+def _im2col_op(input: torch.Tensor, kernel_size: List[int], dilation: List[int],
+               padding: List[int], stride: List[int]) -> torch.Tensor:
+    g = Geometry(tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
+    n, c, image = input.shape[0], input.shape[1], input.shape[2:]
+    grid = g.grid_size(image)
+    return cols.im2col(input.reshape(n * c, *image), g, grid).view(n, c * g.taps, math.prod(grid))
+
+
+@_im2col_op.register_fake
+def _(input, kernel_size, dilation, padding, stride):
+    g = Geometry(tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
+    grid = g.grid_size(input.shape[2:])
+    return input.new_empty((input.shape[0], input.shape[1] * g.taps, math.prod(grid)))
+
+
+@torch.library.custom_op("gemmconv::col2im", mutates_args=())
+def _col2im_op(input: torch.Tensor, output_size: List[int], kernel_size: List[int],
+               dilation: List[int], padding: List[int], stride: List[int]) -> torch.Tensor:
+    g = Geometry(tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
+    n, c = input.shape[0], input.shape[1] // g.taps
+    grid = g.grid_size(output_size)
+    out = cols.col2im(input.reshape(n * c, g.taps, -1).contiguous(), None, g, grid, output_size)
+    return out.view(n, c, *output_size)
+
+
+@_col2im_op.register_fake
+def _(input, output_size, kernel_size, dilation, padding, stride):
+    taps = math.prod(kernel_size)
+    return input.new_empty((input.shape[0], input.shape[1] // taps, *output_size))
+
+
+def _im2col_setup(ctx, inputs, output):
+    ctx.image, ctx.rest = list(inputs[0].shape[2:]), inputs[1:]
+
+
+def _col2im_setup(ctx, inputs, output):
+    ctx.rest = inputs[2:]
+
+
+_im2col_op.register_autograd(
+    lambda ctx, grad: (_col2im_op(grad, ctx.image, *ctx.rest), None, None, None, None),
+    setup_context=_im2col_setup)
+_col2im_op.register_autograd(
+    lambda ctx, grad: (_im2col_op(grad, *ctx.rest), None, None, None, None, None),
+    setup_context=_col2im_setup)
+
+
+def im2col(input: torch.Tensor, kernel_size: IntOrTuple, dilation: IntOrTuple = 1,
+           padding: IntOrTuple = 0, stride: IntOrTuple = 1) -> torch.Tensor:
+    """Sliding blocks of ``input`` as columns: ``torch.nn.functional.unfold`` in 1, 2 or 3
+    spatial dims (the number of dims comes from the first tuple argument; all ints mean 2).
+
+    input ``(N, C, *spatial)`` or ``(C, *spatial)``; returns ``(N, C * prod(kernel_size), L)``
+    (or ``(C * prod(kernel_size), L)``), ``L`` the number of blocks, channel-major as
+    torch lays it out. Differentiable; its backward is :func:`col2im`.
+    """
+    g = fold_geometry("im2col", None, kernel_size, dilation, padding, stride)
+    check(isinstance(input, torch.Tensor) and input.dim() in (g.nd + 1, g.nd + 2),
+          f"im2col: expected a {g.nd + 1}-D (unbatched) or {g.nd + 2}-D (batched) input for "
+          f"{g.nd} spatial dims, got {tuple(getattr(input, 'shape', ()))}")
+    unbatched = input.dim() == g.nd + 1
+    batched = input.unsqueeze(0) if unbatched else input
+    blocks("im2col", g, batched.shape[2:])
+    out = _im2col_op(batched, list(g.kernel_size), list(g.dilation), list(g.padding), list(g.stride))
+    return out.squeeze(0) if unbatched else out
+
+
+def col2im(input: torch.Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple,
+           dilation: IntOrTuple = 1, padding: IntOrTuple = 0, stride: IntOrTuple = 1) -> torch.Tensor:
+    """Sums columns back into an image: ``torch.nn.functional.fold`` in 1, 2 or 3 spatial
+    dims (from ``output_size`` or the first tuple argument; all ints mean 2).
+
+    input ``(N, C * prod(kernel_size), L)`` or ``(C * prod(kernel_size), L)``; returns
+    ``(N, C, *output_size)``. Overlapping blocks add up. Differentiable; its backward is
+    :func:`im2col`.
+    """
+    nd = None if isinstance(output_size, int) else len(output_size)
+    g = fold_geometry("col2im", nd, kernel_size, dilation, padding, stride)
+    output_size = expand_size(output_size, g.nd)
+    check(isinstance(input, torch.Tensor) and input.dim() in (2, 3),
+          f"col2im: expected a 2-D (unbatched) or 3-D (batched) input, got "
+          f"{tuple(getattr(input, 'shape', ()))}")
+    unbatched = input.dim() == 2
+    batched = input.unsqueeze(0) if unbatched else input
+    check(batched.shape[1] % g.taps == 0,
+          f"Expected size of input's dimension 1 to be divisible by the product of "
+          f"kernel_size, but got input.size(1)={batched.shape[1]} and "
+          f"kernel_size={g.kernel_size}.")
+    grid = blocks("col2im", g, output_size)
+    check(batched.shape[2] == math.prod(grid),
+          f"Given output_size={output_size}, kernel_size={g.kernel_size}, dilation={g.dilation}, "
+          f"padding={g.padding}, stride={g.stride}, expected size of input's dimension 2 to "
+          f"match the calculated number of sliding blocks {' * '.join(map(str, grid))} = "
+          f"{math.prod(grid)}, but got input.size(2)={batched.shape[2]}.")
+    out = _col2im_op(batched, list(output_size), list(g.kernel_size), list(g.dilation),
+                     list(g.padding), list(g.stride))
+    return out.squeeze(0) if unbatched else out
+
+
+def expand_size(size: IntOrTuple, nd: int) -> tuple:
+    from .shapes import expand
+    return expand(size, nd, "output_size")

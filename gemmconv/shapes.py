@@ -253,3 +253,89 @@ def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Ten
           f"{list(image)}. Output size is too small")
     return ConvTransposeArgs(geometry, output_padding, groups, batch, in_channels,
                              out_channels, grid, image, unbatched)
+
+
+def conv_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
+              bias: torch.Tensor | None, stride: IntOrTuple, padding: IntOrTuple | str,
+              dilation: IntOrTuple, groups: int) -> ConvTransposeArgs:
+    """Checks a ``conv{nd}d`` call as torch does. Returns it seen as the transposed
+    convolution that is its adjoint: that one's input is our output ``(N, C_out, *grid)``,
+    its output is our input ``(N, C_in, *image)``, and the weight is shared as it is."""
+    _check_tensors(op, nd, input, weight, bias)
+    stride, dilation = expand(stride, nd, "stride"), expand(dilation, nd, "dilation")
+    check(all(s > 0 for s in stride), "non-positive stride is not supported")
+    check(all(d > 0 for d in dilation), "dilation should be greater than zero")
+    check(isinstance(groups, int) and groups > 0, "non-positive groups is not supported")
+    unbatched = input.dim() == nd + 1
+    shape = (1, *input.shape) if unbatched else tuple(input.shape)
+    batch, in_channels, image = shape[0], shape[1], tuple(shape[2:])
+    kernel_size = tuple(weight.shape[2:])
+    out_channels = weight.shape[0]
+    check(out_channels >= groups and out_channels % groups == 0,
+          f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+          f"but got weight of size {list(weight.shape)} instead")
+    check(in_channels == weight.shape[1] * groups,
+          f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+          f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+          f"{in_channels} channels instead")
+    check(all(k > 0 for k in kernel_size) and weight.shape[1] > 0,
+          f"weight of size {list(weight.shape)} has an empty dimension")
+    check(all(i > 0 for i in image),
+          f"Only zero batch or zero channel inputs are supported, but got input shape: "
+          f"{list(input.shape)}")
+    if bias is not None:
+        check(bias.dim() == 1 and bias.shape[0] == out_channels,
+              f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
+              f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
+    same = padding == "same"
+    if isinstance(padding, str):
+        check(padding in ("same", "valid"), f"Invalid padding string: '{padding}'")
+        check(padding == "valid" or all(s == 1 for s in stride),
+              "padding='same' is not supported for strided convolutions")
+        # 'same' pads d*(k-1) in all, the odd one at the end, as torch does; the kernels
+        # take the leading padding and the sizes, so the trailing side needs nothing.
+        padding = tuple(d * (k - 1) // 2 if same else 0 for d, k in zip(dilation, kernel_size))
+    else:
+        padding = expand(padding, nd, "padding")
+        check(all(p >= 0 for p in padding), "negative padding is not supported")
+    geometry = Geometry(kernel_size, stride, padding, dilation)
+    if same:
+        grid = image
+    else:
+        padded = tuple(i + 2 * p for i, p in zip(image, padding))
+        check(all(q >= d * (k - 1) + 1 for q, d, k in zip(padded, dilation, kernel_size)),
+              f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+              f"Kernel size: ({' x '.join(map(str, kernel_size))}). Kernel size can't be "
+              f"greater than actual input size")
+        grid = geometry.grid_size(image)
+    output_padding = tuple(i - r for i, r in zip(image, geometry.image_size(grid, (0,) * nd)))
+    return ConvTransposeArgs(geometry, output_padding, groups, batch, out_channels,
+                             in_channels, grid, image, unbatched)
+
+
+def fold_geometry(op: str, nd: int | None, kernel_size: IntOrTuple, dilation: IntOrTuple,
+                  padding: IntOrTuple, stride: IntOrTuple) -> Geometry:
+    """The geometry of a fold/unfold (col2im/im2col) call. Spatial dims come from the first
+    tuple argument, or ``nd`` (fold's output_size), else 2 as in torch's fold and unfold."""
+    if nd is None:
+        nd = next((len(v) for v in (kernel_size, dilation, padding, stride)
+                   if not isinstance(v, int)), 2)
+    check(nd in (1, 2, 3), f"{op}: 1, 2 or 3 spatial dims are supported, got {nd}")
+    kernel_size, dilation, padding, stride = (
+        expand(v, nd, name) for v, name in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                            (padding, "padding"), (stride, "stride")))
+    check(all(k > 0 for k in kernel_size), f"{op}: kernel_size must be positive, got {list(kernel_size)}")
+    check(all(d > 0 for d in dilation), f"{op}: dilation must be positive, got {list(dilation)}")
+    check(all(p >= 0 for p in padding), f"{op}: padding must be non-negative, got {list(padding)}")
+    check(all(s > 0 for s in stride), f"{op}: stride must be positive, got {list(stride)}")
+    return Geometry(kernel_size, stride, padding, dilation)
+
+
+def blocks(op: str, g: Geometry, image: Sequence[int]) -> tuple[int, ...]:
+    """The grid of sliding blocks over ``image``; every dim must have at least one."""
+    grid = g.grid_size(image)
+    check(all(n > 0 for n in grid),
+          f"{op}: given input with spatial size {tuple(image)}, kernel_size={g.kernel_size}, "
+          f"dilation={g.dilation}, padding={g.padding}, calculated shape of the array of "
+          f"sliding blocks as {grid}, but its components must be at least one")
+    return grid

@@ -1,0 +1,231 @@
+"""CPU: convolutions, im2col/col2im (fold/unfold), convert, torch.compile and autocast."""
+import copy
+import io
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+from gemmconv import cases
+from helpers import generator, rel_error
+
+CONV = {1: (F.conv1d, gemmconv.conv1d), 2: (F.conv2d, gemmconv.conv2d), 3: (F.conv3d, gemmconv.conv3d)}
+FOLDABLE = cases.random_cases(120, seed=21) + cases.EDGE
+
+
+def _conv_kwargs(case):
+    return dict(stride=case.stride, padding=case.padding, dilation=case.dilation, groups=case.groups)
+
+
+def _conv_tensors(case, key, dtype=torch.float64):
+    gen = generator(case.name, key)
+    shape = (case.in_channels, *case.size) if case.unbatched else (case.batch, case.in_channels, *case.size)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64)
+    w = torch.randn(case.out_channels, case.in_channels // case.groups, *case.kernel_size,
+                    generator=gen, dtype=torch.float64)
+    b = torch.randn(case.out_channels, generator=gen, dtype=torch.float64) if case.bias else None
+    return [None if t is None else t.to(dtype).requires_grad_() for t in (x, w, b)]
+
+
+def _valid_conv(case):
+    return all(s + 2 * p >= d * (k - 1) + 1 for s, p, d, k in
+               zip(case.size, case.padding, case.dilation, case.kernel_size))
+
+
+CONV_CASES = [c for c in cases.random_cases(200, seed=22) + cases.EDGE if _valid_conv(c)]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: c.name)
+def test_conv_matches_torch(case):
+    theirs, ours = CONV[case.nd]
+    x, w, b = leaves = _conv_tensors(case, "conv")
+    out, ref = ours(x, w, b, **_conv_kwargs(case)), theirs(x, w, b, **_conv_kwargs(case))
+    assert out.shape == ref.shape and rel_error(out, ref) < 1e-12
+    if out.numel():
+        grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+        needed = [t for t in leaves if t is not None]
+        for m, t in zip(torch.autograd.grad(out, needed, grad), torch.autograd.grad(ref, needed, grad)):
+            assert rel_error(m, t) < 1e-12
+
+
+@pytest.mark.parametrize("padding", ["same", "valid"])
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if all(s == 1 for s in c.stride)][:30],
+                         ids=lambda c: c.name)
+def test_conv_padding_strings(case, padding):
+    theirs, ours = CONV[case.nd]
+    x, w, b = _conv_tensors(case, padding)
+    kw = dict(padding=padding, dilation=case.dilation, groups=case.groups)
+    try:
+        ref = theirs(x, w, b, **kw)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            ours(x, w, b, **kw)
+        return
+    out = ours(x, w, b, **kw)
+    assert rel_error(out, ref) < 1e-12
+    grads = torch.autograd.grad(out.sum(), [t for t in (x, w, b) if t is not None])
+    ref_grads = torch.autograd.grad(ref.sum(), [t for t in (x, w, b) if t is not None])
+    assert all(rel_error(m, t) < 1e-12 for m, t in zip(grads, ref_grads))
+
+
+@pytest.mark.parametrize("case", CONV_CASES[:12], ids=lambda c: c.name)
+def test_conv_gradcheck(case):
+    x, w, b = _conv_tensors(case.scaled(16) if case.batch else case, "gc")
+    f = lambda *t: CONV[case.nd][1](*t, **_conv_kwargs(case))
+    assert torch.autograd.gradcheck(f, tuple(t for t in (x, w, b)), eps=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(padding="same", stride=2), "padding='same' is not supported for strided convolutions"),
+    (dict(padding="full"), "Invalid padding string: 'full'"),
+    (dict(padding=-1), "negative padding is not supported"),
+    (dict(dilation=9), "Kernel size can't be greater than actual input size"),
+    (dict(groups=2), "expected input[2, 3, 8, 8] to have 6 channels, but got 3 channels instead"),
+])
+def test_conv_bad_input(kw, message):
+    x, w = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    with pytest.raises(gemmconv.ConvArgumentError, match=re.escape(message)):
+        gemmconv.conv2d(x, w, **kw)
+    with pytest.raises(RuntimeError):
+        F.conv2d(x, w, **kw)
+
+
+def _fold_args(case):
+    return dict(kernel_size=case.kernel_size, dilation=case.dilation, padding=case.padding,
+                stride=case.stride)
+
+
+@pytest.mark.parametrize("case", [c for c in FOLDABLE if c.nd == 2], ids=lambda c: c.name)
+def test_im2col_and_col2im_are_torch_unfold_and_fold_in_2d(case):
+    x = torch.randn(max(case.batch, 1), case.in_channels, *case.output_size,
+                    generator=generator(case.name, "fold"), dtype=torch.float64)
+    kw = _fold_args(case)
+    columns = gemmconv.im2col(x, **kw)
+    assert torch.equal(columns, F.unfold(x, **kw))
+    assert torch.equal(gemmconv.im2col(x[0], **kw), F.unfold(x[0], **kw))          # unbatched
+    u = torch.randn(columns.shape, generator=generator(case.name, "u"), dtype=torch.float64)
+    assert rel_error(gemmconv.col2im(u, case.output_size, **kw), F.fold(u, case.output_size, **kw)) < 1e-14
+    assert rel_error(gemmconv.col2im(u[0], case.output_size, **kw), F.fold(u[0], case.output_size, **kw)) < 1e-14
+    unfold, fold = gemmconv.nn.Unfold(**kw), gemmconv.nn.Fold(case.output_size, **kw)
+    assert isinstance(fold, torch.nn.Fold) and repr(fold) == repr(torch.nn.Fold(case.output_size, **kw))
+    assert torch.equal(unfold(x), columns) and rel_error(fold(u), F.fold(u, case.output_size, **kw)) < 1e-14
+
+
+@pytest.mark.parametrize("case", [c for c in FOLDABLE if c.nd != 2 and c.groups == 1], ids=lambda c: c.name)
+def test_im2col_in_1d_and_3d_is_the_convolution_s_operand(case):
+    """conv(x, w) = w (C_out, C * K) @ im2col(x); col2im is im2col's adjoint."""
+    x = torch.randn(2, case.in_channels, *case.output_size, generator=generator(case.name, "x"),
+                    dtype=torch.float64)
+    w = torch.randn(3, case.in_channels, *case.kernel_size, generator=generator(case.name, "w"),
+                    dtype=torch.float64)
+    kw = _fold_args(case)
+    columns = gemmconv.im2col(x, **kw)
+    conv = CONV[case.nd][0](x, w, stride=case.stride, padding=case.padding, dilation=case.dilation)
+    assert rel_error(w.view(3, -1) @ columns, conv.flatten(2)) < 1e-12
+    u = torch.randn(columns.shape, generator=generator(case.name, "u"), dtype=torch.float64)
+    folded = gemmconv.col2im(u, case.output_size, **kw)
+    assert abs(float((folded * x).sum() - (u * columns).sum())) < 1e-10 * float(u.abs().sum())
+
+
+def test_fold_and_unfold_are_differentiable_both_ways():
+    x = torch.randn(2, 3, 5, 4, 3, dtype=torch.float64, requires_grad=True)
+    kw = dict(kernel_size=(2, 3, 2), dilation=(1, 1, 2), padding=(1, 0, 1), stride=(2, 1, 1))
+    assert torch.autograd.gradcheck(lambda t: gemmconv.im2col(t, **kw), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: gemmconv.im2col(t, **kw), (x,))
+    u = gemmconv.im2col(x, **kw).detach().requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: gemmconv.col2im(t, (5, 4, 3), **kw), (u,))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: gemmconv.col2im(torch.randn(2, 26, 36), (8, 8), 3), "divisible by the product of kernel_size"),
+    (lambda: gemmconv.col2im(torch.randn(2, 27, 35), (8, 8), 3), "calculated number of sliding blocks 6 * 6 = 36"),
+    (lambda: gemmconv.im2col(torch.randn(2, 3, 2, 2), 3), "but its components must be at least one"),
+    (lambda: gemmconv.im2col(torch.randn(2, 3, 8, 8), 3, stride=0), "stride must be positive"),
+    (lambda: gemmconv.im2col(torch.randn(3, 8), (3, 3)), "expected a 3-D (unbatched) or 4-D"),
+])
+def test_fold_bad_input(call, message):
+    with pytest.raises(gemmconv.ConvArgumentError, match=re.escape(message)):
+        call()
+
+
+def _model(conv=torch.nn.Conv2d, transposed=torch.nn.ConvTranspose2d):
+    torch.manual_seed(3)
+    return torch.nn.Sequential(conv(3, 8, 3, padding=1, padding_mode="circular"), torch.nn.ReLU(),
+                               transposed(8, 4, 4, stride=2, padding=1), torch.nn.Tanh(),
+                               conv(4, 2, 3, stride=2, groups=2, bias=False)).double()
+
+
+def test_convert_swaps_in_place_and_trains_like_torch():
+    ours, theirs = _model(), _model()
+    params = [id(p) for p in ours.parameters()]
+    assert gemmconv.convert(ours, types=(torch.nn.Conv2d, torch.nn.ConvTranspose2d)) is ours
+    assert [type(m) for m in ours if m._parameters] == [gemmconv.nn.Conv2d, gemmconv.nn.ConvTranspose2d,
+                                                        gemmconv.nn.Conv2d]
+    assert [id(p) for p in ours.parameters()] == params
+    x = torch.randn(2, 3, 10, 9, dtype=torch.float64)
+    for model in (ours, theirs):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(x).square().sum().backward()
+            optimizer.step()
+    for a, b in zip(ours.parameters(), theirs.parameters()):
+        assert rel_error(a, b) < 1e-12
+    buffer = io.BytesIO()
+    torch.save(ours.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = _model()
+    fresh.load_state_dict(torch.load(buffer))
+    assert rel_error(fresh(x), ours(x)) < 1e-12
+
+
+def test_convert_defaults_to_transposed_convolutions_and_rejects_unknown_types():
+    model = gemmconv.convert(_model())
+    assert type(model[0]) is torch.nn.Conv2d and type(model[2]) is gemmconv.nn.ConvTranspose2d
+    with pytest.raises(ValueError, match="no gemmconv module"):
+        gemmconv.convert(model, types=(torch.nn.Linear,))
+
+
+def test_nn_is_a_one_line_replacement_for_torch_nn():
+    from gemmconv import nn
+    model = _model(nn.Conv2d, nn.ConvTranspose2d)
+    assert nn.ReLU is torch.nn.ReLU and nn.Sequential is torch.nn.Sequential
+    x = torch.randn(1, 3, 6, 6, dtype=torch.float64)
+    assert rel_error(model(x), _model()(x)) < 1e-12
+
+
+def test_torch_compile_fullgraph_has_no_graph_break():
+    model = gemmconv.convert(_model(), types=(torch.nn.Conv2d, torch.nn.ConvTranspose2d))
+    unfold = gemmconv.nn.Unfold((2, 2), stride=2)
+    f = lambda x: unfold(model(x))
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 3, 10, 9, dtype=torch.float64, requires_grad=True)
+    out, ref = compiled(x), f(x)
+    assert rel_error(out, ref) < 1e-12
+    assert rel_error(torch.autograd.grad(out.sum(), x)[0], torch.autograd.grad(ref.sum(), x)[0]) < 1e-12
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_autocast_casts_like_torch(nd):
+    x = torch.randn(2, 4, *[5] * nd)
+    transposed = getattr(torch.nn, f"ConvTranspose{nd}d")(4, 3, 3, stride=2)
+    conv = getattr(torch.nn, f"Conv{nd}d")(4, 3, 3)
+    for torch_module in (transposed, conv):
+        ours = gemmconv.convert(copy.deepcopy(torch.nn.Sequential(torch_module)),
+                                types=(type(torch_module),))[0]
+        assert type(ours) is not type(torch_module)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            mine, theirs = ours(x), torch_module(x)
+        assert mine.dtype == theirs.dtype == torch.bfloat16
+        assert rel_error(mine, theirs) < 2e-2
+
+
+def test_modules_follow_to_half_and_double():
+    layer = gemmconv.nn.ConvTranspose2d(3, 2, 3, stride=2)
+    for dtype, convert_ in ((torch.float64, lambda m: m.double()), (torch.float16, lambda m: m.half()),
+                            (torch.bfloat16, lambda m: m.to(torch.bfloat16))):
+        convert_(layer)
+        out = layer(torch.randn(1, 3, 4, 4, dtype=dtype))
+        assert out.dtype == dtype and layer.weight.dtype == dtype
