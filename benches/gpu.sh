@@ -19,6 +19,7 @@ for step in $steps; do
              --png "$OUT/train.png" 2>&1 | tee "$OUT/bench-train.log" ;;
     bench-ieee) python3 -m gemmconv bench --full --no-tf32 --json "$OUT/ieee.json" --png "$OUT/ieee.png" \
              2>&1 | tee "$OUT/bench-ieee.log" ;;
+    suite-reuse) python3 -m pytest -q benches/test_bench_reuse.py --benchmark-group-by=group --benchmark-columns=median,iqr -p no:cacheprovider 2>&1 | tail -60 ;;
     suite) python3 -m pytest -q benches --benchmark-group-by=group --benchmark-columns=median,iqr \
              --benchmark-json="$OUT/suite.json" -p no:cacheprovider 2>&1 | tail -40 ;;
   esac

@@ -109,6 +109,18 @@ BENCH = [
     _c("3d-stride2-dil2", 16, 32, 64, (3, 3, 3), (16, 32, 32), stride=2, padding=1, dilation=2),
 ]
 
+# Convolutions (gemmconv.conv2d: in_channels -> out_channels over the input size) and
+# fold/unfold (kernel over the image; in_channels images), for the suite.
+CONV_BENCH = [
+    _c("conv2d-512", 8, 64, 64, (3, 3), (512, 512), padding=1),
+    _c("conv2d-strided", 16, 32, 64, (3, 3), (256, 256), stride=2, padding=1),
+    _c("conv2d-grouped", 16, 64, 64, (3, 3), (256, 256), padding=1, groups=4),
+]
+FOLD_BENCH = [
+    _c("unfold-512", 8, 64, 64, (3, 3), (512, 512), padding=1),
+    _c("unfold-strided", 16, 32, 32, (4, 4), (256, 256), stride=2, padding=1),
+]
+
 EDGE = [
     _c("1x1-kernel", 2, 3, 5, 1, 7),
     _c("1d-odd", 3, 2, 3, 4, 9, stride=3, padding=2, output_padding=1, dilation=2),
