@@ -7,6 +7,7 @@ of the tensors' own device.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import math
 import time
@@ -152,9 +153,19 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
             max(out.numel(), planes * stride), image_tensor, out)
 
 
-def cublas_handle(cp) -> int:
-    """CuPy's cuBLAS handle for the current device, bound to the current stream."""
-    handle = cp.cuda.device.get_cublas_handle()
-    from cupy_backends.cuda.libs import cublas
-    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-    return handle
+@functools.cache
+def cublas() -> ctypes.CDLL:
+    """The cuBLAS library torch loaded, called directly through ctypes with torch's own
+    handle (see gemm.py): CuPy's cuBLAS wrappers refuse to run under CUDA-graph capture."""
+    torch.cuda.current_blas_handle()                  # makes sure torch has loaded cuBLAS
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps
+                        if "/libcublas.so" in line and line.split()[-1].startswith("/")})
+    if not paths:
+        raise RuntimeError("gemmconv could not find the cuBLAS library torch loaded")
+    lib = ctypes.CDLL(paths[0])
+    p, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+    lib.cublasSetMathMode.argtypes = [p, i]
+    lib.cublasGemmStridedBatchedEx.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i, ll,
+                                               p, p, i, i, ll, i, i, i]
+    return lib

@@ -1,5 +1,8 @@
 """The GEMM layer: batched matrix products on cuBLAS (CUDA) or torch.matmul (CPU).
 
+On CUDA it calls cublasGemmStridedBatchedEx itself (ctypes, Linux) with torch's cuBLAS
+handle, so it runs on torch's current stream and inside CUDA-graph capture.
+
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
 ``expand``), and each matrix may be row- or column-major with any leading dimension, so
@@ -34,6 +37,7 @@ _float32_precision: Float32Precision = "torch"
 # cuBLAS and CUDA library enums (cublas_api.h, library_types.h); their values are ABI.
 _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT = -1
+_DEFAULT_MATH = 0
 _COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
 _DATA_TYPE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 14}
 _INT_MAX = 2**31 - 1
@@ -127,7 +131,6 @@ def _batches(sizes: tuple[int, int], operands: tuple[torch.Tensor, ...]):
 
 def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     from . import _cuda
-    from cupy_backends.cuda.libs import cublas
 
     m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
     layouts = [_layout(t) for t in (a, b)]
@@ -146,15 +149,25 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         compute, scalar = _COMPUTE_32F, np.float32
     one, zero = np.array(1, scalar), np.array(0, scalar)
     sizes = (a.element_size(), b.element_size(), out.element_size())
-    with _cuda.on_device(out.device) as cp:
-        handle = _cuda.cublas_handle(cp)
+    lib = _cuda.cublas()
+    with torch.cuda.device(out.device):
+        # torch's handle for this device, bound to its current stream with a workspace that
+        # CUDA-graph capture accepts. The default math mode leaves the choice of TF32 to
+        # the compute type alone; torch sets its own mode again before its next call.
+        handle = torch.cuda.current_blas_handle()
+        _status(lib.cublasSetMathMode(handle, _DEFAULT_MATH))
         for offsets, count, strides in _batches(tuple(out.shape[:2]), (a, b, out)):
             check(count <= _INT_MAX, "too many matrices in one batch for cuBLAS")
             pa, pb, pc = (t.data_ptr() + o * s for t, o, s in zip((a, b, out), offsets, sizes))
             # Row-major C = A @ B is column-major C^T = B^T @ A^T.
-            cublas.gemmStridedBatchedEx(
+            _status(lib.cublasGemmStridedBatchedEx(
                 handle, op_b, op_a, n, m, k, one.ctypes.data,
                 pb, _DATA_TYPE[b.dtype], ld_b, strides[1],
                 pa, _DATA_TYPE[a.dtype], ld_a, strides[0],
                 zero.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
-                count, compute, _GEMM_DEFAULT)
+                count, compute, _GEMM_DEFAULT))
+
+
+def _status(code: int) -> None:
+    if code != 0:
+        raise RuntimeError(f"cuBLAS returned status {code}")
