@@ -177,20 +177,24 @@ def _(grad_output, input, weight, stride, padding, output_padding, dilation, gro
     return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
 
 
-def _setup_context(ctx, inputs, output):
-    input, weight, bias, stride, padding, output_padding, dilation, groups = inputs
-    ctx.save_for_backward(input, weight)
-    ctx.conv = (stride, padding, output_padding, dilation, groups)
+def _register_autograd(op, backward_op) -> None:
+    """Autograd for an op called as (input, weight, bias, *settings): its backward op takes
+    (grad_output, input, weight, *settings, output_mask) and returns the three gradients."""
+    def setup_context(ctx, inputs, output):
+        input, weight, _, *settings = inputs
+        ctx.save_for_backward(input, weight)
+        ctx.settings = settings
+
+    def backward(ctx, grad_output):
+        input, weight = ctx.saved_tensors
+        mask = list(ctx.needs_input_grad[:3])
+        grads = backward_op(grad_output, input, weight, *ctx.settings, mask)
+        return (*(g if keep else None for g, keep in zip(grads, mask)), *[None] * len(ctx.settings))
+
+    op.register_autograd(backward, setup_context=setup_context)
 
 
-def _backward_formula(ctx, grad_output):
-    input, weight = ctx.saved_tensors
-    mask = list(ctx.needs_input_grad[:3])
-    grads = _conv_transpose_backward_op(grad_output, input, weight, *ctx.conv, mask)
-    return (*(g if keep else None for g, keep in zip(grads, mask)), None, None, None, None, None)
-
-
-_conv_transpose_op.register_autograd(_backward_formula, setup_context=_setup_context)
+_register_autograd(_conv_transpose_op, _conv_transpose_backward_op)
 
 
 def _autocast(*tensors: Optional[torch.Tensor]):
@@ -301,20 +305,7 @@ def _(grad_output, input, weight, stride, padding, dilation, groups, same, outpu
     return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
 
 
-def _conv_setup_context(ctx, inputs, output):
-    input, weight, bias, *conv = inputs
-    ctx.save_for_backward(input, weight)
-    ctx.conv = conv
-
-
-def _conv_backward_formula(ctx, grad_output):
-    input, weight = ctx.saved_tensors
-    mask = list(ctx.needs_input_grad[:3])
-    grads = _conv_backward_op(grad_output, input, weight, *ctx.conv, mask)
-    return (*(g if keep else None for g, keep in zip(grads, mask)), None, None, None, None, None)
-
-
-_conv_op.register_autograd(_conv_backward_formula, setup_context=_conv_setup_context)
+_register_autograd(_conv_op, _conv_backward_op)
 
 
 def _conv(nd: int, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],

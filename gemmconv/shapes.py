@@ -200,6 +200,14 @@ def _check_tensors(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
           f"{op} supports float16, bfloat16, float32 and float64 tensors, got {input.dtype}")
 
 
+def _check_sizes(input: torch.Tensor, weight: torch.Tensor, spatial: Sequence[int]) -> None:
+    check(all(k > 0 for k in weight.shape[1:]),
+          f"weight of size {list(weight.shape)} has an empty dimension")
+    check(all(n > 0 for n in spatial),
+          f"Only zero batch or zero channel inputs are supported, but got input shape: "
+          f"{list(input.shape)}")
+
+
 def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
                         bias: torch.Tensor | None, stride: IntOrTuple, padding: IntOrTuple,
                         output_padding: IntOrTuple, groups: int,
@@ -234,11 +242,7 @@ def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Ten
           f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
           f"{list(input.shape)} to have {weight.shape[0]} channels, but got {in_channels} "
           f"channels instead")
-    check(all(k > 0 for k in kernel_size) and weight.shape[1] > 0,
-          f"weight of size {list(weight.shape)} has an empty dimension")
-    check(all(g > 0 for g in grid),
-          f"Only zero batch or zero channel inputs are supported, but got input shape: "
-          f"{list(input.shape)}")
+    _check_sizes(input, weight, grid)
     out_channels = weight.shape[1] * groups
     if bias is not None:
         check(bias.dim() == 1 and bias.shape[0] == out_channels,
@@ -278,11 +282,7 @@ def conv_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
           f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
           f"{in_channels} channels instead")
-    check(all(k > 0 for k in kernel_size) and weight.shape[1] > 0,
-          f"weight of size {list(weight.shape)} has an empty dimension")
-    check(all(i > 0 for i in image),
-          f"Only zero batch or zero channel inputs are supported, but got input shape: "
-          f"{list(input.shape)}")
+    _check_sizes(input, weight, image)
     if bias is not None:
         check(bias.dim() == 1 and bias.shape[0] == out_channels,
               f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
