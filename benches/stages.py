@@ -35,12 +35,16 @@ def profile_case(work: bench.Workload, repeats: int = 3) -> dict:
             run()
         torch.cuda.synchronize()
     totals = {"gemm": 0.0, "columns": 0.0, "other": 0.0}
+    kernels: dict = {}
     launches = 0
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
-            totals[stage(event.name)] += event.device_time / 1e3 / repeats
+            ms = event.device_time / 1e3 / repeats
+            totals[stage(event.name)] += ms
+            kernels[event.name[:70]] = kernels.get(event.name[:70], 0.0) + ms
             launches += 1
     totals["launches"] = launches / repeats
+    totals["top"] = sorted(kernels.items(), key=lambda kv: -kv[1])[:4]
     return totals
 
 
@@ -60,6 +64,7 @@ def main():
     parser.add_argument("--limit", type=int, action="append")
     parser.add_argument("--backward", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--top", action="store_true", help="the four costliest kernels per case")
     args = parser.parse_args()
     device = torch.device("cuda")
     ceiling = bench.ceilings(device, torch.float32)
@@ -84,10 +89,13 @@ def main():
                 gemmconv.set_workspace_limit(before)
             bandwidth = (col_bytes / 2 + image_bytes) / (t["columns"] / 1e3) / 1e12 \
                 if not args.backward else float("nan")
-            row = dict(case=case.name, limit_mb=limit >> 20, total_ms=total, gemm_ms=t["gemm"],
+            row = dict(case=case.name, limit_mb=limit >> 20, total_ms=total, gemm_ms=t["gemm"], top=t["top"],
                        bare_gemm_ms=bare, columns_ms=t["columns"], other_ms=t["other"],
                        columns_tbs=bandwidth, launches=t["launches"], torch_ms=torch_ms)
             rows.append(row)
+            if args.top:
+                for name, ms in t["top"]:
+                    print(f"    {ms:8.3f} ms  {name}")
             print(f"{case.name:<20} {limit >> 20:8d} {total:8.3f} {t['gemm']:8.3f} {bare:8.3f} "
                   f"{t['columns']:8.3f} {t['other']:7.3f} {bandwidth:6.2f} {t['launches']:6.0f} "
                   f"{torch_ms:8.3f}", flush=True)
