@@ -72,6 +72,41 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     return out
 
 
+# Split-K for the weight gradient: a band's positions are cut into pieces of at least this
+# many, multiplied side by side, and the partial products summed.
+SPLIT_MIN_POSITIONS = 4096
+SPLIT_TARGET_TILES = 264   # two waves of 128 x 128 output tiles on 132 SMs
+
+
+def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.Tensor,
+                     n0: int, start: int) -> None:
+    """``grad_weight (G, C_in/G, M) += sum over samples and positions of x @ columns^T`` for
+    ``columns (n, G, M, band)`` and the matching positions ``start:start + band`` of samples
+    ``n0:n0 + n`` of ``x (N, G, C_in/G, L)``. The product's output is small and its inner
+    dim long, which leaves a lone GEMM a few tiles of work; cutting the positions into
+    pieces batched side by side (split-K) fills the GPU. Deterministic: fixed pieces, fixed
+    order of summation."""
+    n, groups, m, band = columns.shape
+    cin = x.shape[2]
+    tiles = -(-cin // 128) * -(-m // 128)
+    pieces = max(1, min(band // SPLIT_MIN_POSITIONS, -(-SPLIT_TARGET_TILES // (n * groups * tiles))))
+    size = band // pieces
+    acc = grad_weight.dtype
+    for g in range(groups):
+        a = x.as_strided((n, pieces, cin, size), (x.stride(0), size, x.stride(2), 1),
+                         x.storage_offset() + n0 * x.stride(0) + g * x.stride(1) + start)
+        b = columns.as_strided((n, pieces, size, m), (columns.stride(0), size, 1, columns.stride(2)),
+                               columns.storage_offset() + g * columns.stride(1))
+        partial = gemm.matmul(a, b, x.new_empty((n, pieces, cin, m), dtype=acc))
+        tail = band - pieces * size
+        if tail:                                 # what the equal pieces leave over
+            rest = gemm.matmul(x[n0:n0 + n, g:g + 1, :, start + pieces * size:start + band],
+                               columns[:, g:g + 1, :, pieces * size:].transpose(-1, -2),
+                               x.new_empty((n, 1, cin, m), dtype=acc))
+            partial = torch.cat([partial, rest], 1)
+        grad_weight[g] += partial.sum((0, 1))
+
+
 def _bias_grad(grad: torch.Tensor) -> torch.Tensor:
     """Sum of ``grad (N, C, L)`` over samples and positions, accumulated in float32 at least."""
     acc = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
@@ -136,10 +171,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
                             grad_input[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
-                partial = grad_out.new_empty((n, groups, cin, m), dtype=acc)
-                gemm.matmul(x[n0:n1, ..., i0 * inner:i1 * inner], columns.transpose(-1, -2),
-                            partial)
-                grad_weight += partial.sum(0)
+                _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else empty())

@@ -228,3 +228,16 @@ def test_more_than_2_31_elements():
         assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 5e-3
         ref_grad = torch.autograd.grad(ref, band, grad_out[..., 2 * r:2 * r + 16, :].double())[0]
         assert rel_error(grad[..., r:r + 8, :], ref_grad) < 5e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", [c for c in CASES if c.batch][:30], ids=lambda c: c.name)
+def test_split_k_weight_gradient(monkeypatch, case, dtype):
+    monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
+    monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
+    x, w, b = _leaves(case, "split-k", dtype)
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
+    refs = reference64(case, x.detach(), w, None, grad_out)
+    tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
+    assert rel_error(torch.autograd.grad(out, w, grad_out.to(dtype))[0], refs[1]) < tolerance

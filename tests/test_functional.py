@@ -88,10 +88,11 @@ def test_unbatched_input_returns_unbatched_output():
     assert rel_error(out, reference(case, x, w, b)) < 1e-12
 
 
-@pytest.mark.parametrize("requires_grad,products", [((False, False, True), 0), ((True, False, False), 1),
-                                                    ((False, True, False), 1), ((True, True, True), 2)])
-def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad, products):
+@pytest.mark.parametrize("requires_grad", [(False, False, True), (True, False, False),
+                                           (False, True, False), (True, True, True)])
+def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad):
     case = cases.EDGE[5]
+    products = requires_grad[0] + requires_grad[1] * case.groups   # weight: one per group
     x, w, b = _leaves(case, "mask", requires_grad=requires_grad)
     out = OURS[case.nd](x, w, b, **case.kwargs)
     calls = []
@@ -189,3 +190,15 @@ def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
     assert by_name["3d-32to64"].prefers_im2col()
     assert not by_name["2d-1024"].prefers_im2col()               # C_in = C_out: more positions out
     assert not by_name["2d-strided-grouped"].prefers_im2col()    # stride 2x3: no such route
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.batch][:40], ids=lambda c: c.name)
+def test_split_k_weight_gradient(monkeypatch, case):
+    """The weight gradient's positions cut into pieces (with a left-over tail) and summed."""
+    monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
+    monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
+    x, w, b = _leaves(case, "split-k")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    ref = reference(case, x, w, b)
+    grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    assert rel_error(torch.autograd.grad(out, w, grad)[0], torch.autograd.grad(ref, w, grad)[0]) < 1e-12
