@@ -76,6 +76,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
 # many, multiplied side by side, and the partial products summed.
 SPLIT_MIN_POSITIONS = 4096
 SPLIT_TARGET_TILES = 264   # two waves of 128 x 128 output tiles on 132 SMs
+SPLIT_ALIGN = 16           # pieces of whole multiples of this many positions
 
 
 def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.Tensor,
@@ -90,7 +91,10 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
     cin = x.shape[2]
     tiles = -(-cin // 128) * -(-m // 128)
     pieces = max(1, min(band // SPLIT_MIN_POSITIONS, -(-SPLIT_TARGET_TILES // (n * groups * tiles))))
-    size = band // pieces
+    # Whole multiples of 16 elements keep every piece's pointers 16-byte aligned for cuBLAS.
+    size = band // pieces // SPLIT_ALIGN * SPLIT_ALIGN if pieces > 1 else band
+    if size == 0:
+        pieces, size = 1, band
     acc = grad_weight.dtype
     for g in range(groups):
         a = x.as_strided((n, pieces, cin, size), (x.stride(0), size, x.stride(2), 1),

@@ -235,6 +235,7 @@ def test_more_than_2_31_elements():
 def test_split_k_weight_gradient(monkeypatch, case, dtype):
     monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
     monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
+    monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
     x, w, b = _leaves(case, "split-k", dtype)
     out = OURS[case.nd](x, w, b, **case.kwargs)
     grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)

@@ -197,6 +197,7 @@ def test_split_k_weight_gradient(monkeypatch, case):
     """The weight gradient's positions cut into pieces (with a left-over tail) and summed."""
     monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
     monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
+    monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
     x, w, b = _leaves(case, "split-k")
     out = OURS[case.nd](x, w, b, **case.kwargs)
     ref = reference(case, x, w, b)
