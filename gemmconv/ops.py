@@ -84,18 +84,24 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
     """``grad_weight (G, C_in/G, M) += sum over samples and positions of x @ columns^T`` for
     ``columns (n, G, M, band)`` and the matching positions ``start:start + band`` of samples
     ``n0:n0 + n`` of ``x (N, G, C_in/G, L)``. The product's output is small and its inner
-    dim long, which leaves a lone GEMM a few tiles of work; cutting the positions into
-    pieces batched side by side (split-K) fills the GPU. Deterministic: fixed pieces, fixed
-    order of summation."""
+    dim long: where the batch makes less than half of SPLIT_TARGET_TILES output tiles,
+    cutting the positions into pieces batched side by side (split-K) fills the GPU.
+    Deterministic: fixed pieces, fixed order of summation."""
     n, groups, m, band = columns.shape
     cin = x.shape[2]
-    tiles = -(-cin // 128) * -(-m // 128)
-    pieces = max(1, min(band // SPLIT_MIN_POSITIONS, -(-SPLIT_TARGET_TILES // (n * groups * tiles))))
+    tiles = n * groups * -(-cin // 128) * -(-m // 128)
+    pieces = 1 if 2 * tiles >= SPLIT_TARGET_TILES else \
+        max(1, min(band // SPLIT_MIN_POSITIONS, -(-SPLIT_TARGET_TILES // tiles)))
+    acc = grad_weight.dtype
+    if pieces == 1:                              # enough tiles already: one call for all groups
+        partial = x.new_empty((n, groups, cin, m), dtype=acc)
+        gemm.matmul(x[n0:n0 + n, ..., start:start + band], columns.transpose(-1, -2), partial)
+        grad_weight += partial.sum(0)
+        return
     # Whole multiples of 16 elements keep every piece's pointers 16-byte aligned for cuBLAS.
     size = band // pieces // SPLIT_ALIGN * SPLIT_ALIGN if pieces > 1 else band
     if size == 0:
         pieces, size = 1, band
-    acc = grad_weight.dtype
     for g in range(groups):
         a = x.as_strided((n, pieces, cin, size), (x.stride(0), size, x.stride(2), 1),
                          x.storage_offset() + n0 * x.stride(0) + g * x.stride(1) + start)

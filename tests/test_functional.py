@@ -91,15 +91,16 @@ def test_unbatched_input_returns_unbatched_output():
 @pytest.mark.parametrize("requires_grad", [(False, False, True), (True, False, False),
                                            (False, True, False), (True, True, True)])
 def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad):
-    case = cases.EDGE[5]
-    products = requires_grad[0] + requires_grad[1] * case.groups   # weight: one per group
+    case = cases.EDGE[5]                       # small: one chunk, no split of the weight GEMM
     x, w, b = _leaves(case, "mask", requires_grad=requires_grad)
     out = OURS[case.nd](x, w, b, **case.kwargs)
-    calls = []
-    real = ops.gemm.matmul
-    monkeypatch.setattr(ops.gemm, "matmul", lambda *a: calls.append(1) or real(*a))
+    products, weight_grads = [], []
+    real_matmul, real_weight = ops.gemm.matmul, ops._add_weight_grad
+    monkeypatch.setattr(ops.gemm, "matmul", lambda *a: products.append(1) or real_matmul(*a))
+    monkeypatch.setattr(ops, "_add_weight_grad", lambda *a: weight_grads.append(1) or real_weight(*a))
     out.backward(torch.ones_like(out))
-    assert len(calls) == products
+    assert len(weight_grads) == requires_grad[1]
+    assert len(products) == requires_grad[0] + requires_grad[1]
     assert [t.grad is not None for t in (x, w, b)] == list(requires_grad)
 
 
