@@ -3,7 +3,6 @@
 Cases: gemmconv.cases.CONV_BENCH and FOLD_BENCH (reduced sizes without a GPU). Each
 benchmark checks its result against float64 in the same run.
 """
-import math
 
 import pytest
 import torch

@@ -1,8 +1,9 @@
-"""The CUDA back end: CuPy, kernel compilation and launches, the cuBLAS handle.
+"""The CUDA back end: CuPy, kernel compilation and launches, and the cuBLAS library.
 
 Imported only when a CUDA tensor arrives. Kernels are compiled by NVRTC once per process
-for each (device, dtype, number of spatial dims) and launched on PyTorch's current stream
-of the tensors' own device.
+for each (device, dtype, number of spatial dims, index width, and the layer's taps where a
+launch is large enough to specialise) and launched on PyTorch's current stream of the
+tensors' own device. The GEMM layer (gemm.py) calls the cuBLAS library torch loaded.
 """
 from __future__ import annotations
 

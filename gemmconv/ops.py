@@ -22,7 +22,7 @@ import torch
 from . import columns as cols
 from . import gemm
 from .shapes import (ConvTransposeArgs, Geometry, IntOrTuple, blocks, check, conv_args,
-                     conv_transpose_args, fold_geometry, row_chunks)
+                     conv_transpose_args, expand, fold_geometry, row_chunks)
 
 _workspace_limit = 1 << 30
 
@@ -470,7 +470,7 @@ def col2im(input: torch.Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple
     """
     nd = None if isinstance(output_size, int) else len(output_size)
     g = fold_geometry("col2im", nd, kernel_size, dilation, padding, stride)
-    output_size = expand_size(output_size, g.nd)
+    output_size = expand(output_size, g.nd, "output_size")
     check(isinstance(input, torch.Tensor) and input.dim() in (2, 3),
           f"col2im: expected a 2-D (unbatched) or 3-D (batched) input, got "
           f"{tuple(getattr(input, 'shape', ()))}")
@@ -489,8 +489,3 @@ def col2im(input: torch.Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple
     out = _col2im_op(batched, list(output_size), list(g.kernel_size), list(g.dilation),
                      list(g.padding), list(g.stride))
     return out.squeeze(0) if unbatched else out
-
-
-def expand_size(size: IntOrTuple, nd: int) -> tuple:
-    from .shapes import expand
-    return expand(size, nd, "output_size")

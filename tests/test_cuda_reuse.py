@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import _cuda, cases
+from gemmconv import _cuda
 from helpers import generator, rel_error
 from test_reuse import CONV, CONV_CASES, FOLDABLE, _conv_kwargs, _fold_args, _model
 
