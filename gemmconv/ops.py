@@ -124,33 +124,51 @@ def _bias_grad(grad: torch.Tensor) -> torch.Tensor:
         grad.new_zeros(grad.shape[1])
 
 
+def _as_convolution(a: ConvTransposeArgs, weight: torch.Tensor):
+    """At stride 1 the transposed convolution ``a`` is the convolution of its input with the
+    flipped kernel: (the transposed convolution that convolution is the adjoint of, as
+    shapes.conv_args gives it; the convolution's weight ``(C_out, C_in / G, *kernel)``)."""
+    conv, groups, nd = a.convolution, a.groups, a.geometry.nd
+    cin, cout = a.in_channels // groups, a.out_channels // groups
+    w = weight.flip(list(range(2, 2 + nd))).view(groups, cin, cout, *a.geometry.kernel_size)
+    w = w.transpose(1, 2).reshape(a.out_channels, cin, *a.geometry.kernel_size)
+    adjoint = ConvTransposeArgs(conv, a.output_padding, groups, a.batch, a.out_channels,
+                                a.in_channels, a.image, a.grid, False)
+    return adjoint, w
+
+
+def _from_convolution_weight(grad: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
+    """A gradient for _as_convolution's weight, in the transposed convolution's layout."""
+    groups, nd = a.groups, a.geometry.nd
+    cin, cout = a.in_channels // groups, a.out_channels // groups
+    grad = grad.view(groups, cout, cin, *a.geometry.kernel_size).transpose(1, 2)
+    return grad.reshape(a.in_channels, cout, *a.geometry.kernel_size).flip(list(range(2, 2 + nd)))
+
+
 def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                        a: ConvTransposeArgs) -> torch.Tensor:
-    """Stride 1 only: ``output = flipped weight @ im2col(input)``, a convolution. Its columns
-    ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out per
-    output position against input position, which can be fewer bytes."""
-    conv, groups, taps = a.convolution, a.groups, a.geometry.taps
-    cin, cout, cells = a.in_channels // groups, a.out_channels // groups, math.prod(a.image)
-    inner = cells // a.image[0]
-    dims = list(range(2, 2 + conv.nd))
-    # (C_in, C_out/G, *k) -> per group (C_out/G, C_in/G * K), taps flipped.
-    w = weight.flip(dims).view(groups, cin, cout, taps).transpose(1, 2).reshape(1, groups, cout, cin * taps)
-    x = x.contiguous().view(a.batch * a.in_channels, *a.grid)
-    out = x.new_empty(a.output_shape)
-    flat = out.view(a.batch, groups, cout, cells)
-    row_bytes = a.in_channels * taps * inner * x.element_size()
-    chunks = row_chunks(a.batch, a.image[0], row_bytes, _workspace_limit)
-    workspace = x.new_empty(max(((n1 - n0) * a.in_channels * taps * (r1 - r0) * inner
-                                 for n0, n1, r0, r1 in chunks), default=0))
-    for n0, n1, r0, r1 in chunks:
-        n, band = n1 - n0, (r1 - r0) * inner
-        columns = cols.im2col(x[n0 * a.in_channels:n1 * a.in_channels], conv, (r1 - r0, *a.image[1:]),
-                         padding=conv.band_padding(0, r0), out=workspace[:n * a.in_channels * taps * band])
-        gemm.matmul(w.expand(n, -1, -1, -1), columns.view(n, groups, cin * taps, band),
-                    flat[n0:n1, ..., r0 * inner:r1 * inner])
+    """Stride 1 only, as a convolution: ``output = flipped weight @ im2col(input)``. Its
+    columns ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out
+    per output position against input position, which can be fewer bytes."""
+    adjoint, w = _as_convolution(a, weight)
+    out = _backward(x, None, w, adjoint, [True, False, False])[0].view(a.output_shape)
     if bias is not None:
-        out += bias.view(-1, *[1] * conv.nd)
+        out += bias.view(-1, *[1] * a.geometry.nd)
     return out
+
+
+def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                        a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    """The backward of _forward_by_im2col, on the same smaller columns: the convolution's
+    input gradient is GEMM + col2im, its weight gradient runs on im2col(input)."""
+    adjoint, w = _as_convolution(a, weight)
+    empty = lambda: grad_out.new_empty(0)
+    grad_input = _forward(grad_out, w, None, adjoint) if need[0] else empty()
+    grad_weight = (_from_convolution_weight(
+        _backward(x, grad_out, w, adjoint, [False, True, False])[1], a) if need[1] else empty())
+    grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
+                 if need[2] else empty())
+    return [grad_input, grad_weight, grad_bias]
 
 
 def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.Tensor,
@@ -210,6 +228,8 @@ def _conv_transpose_backward_op(grad_output: torch.Tensor, input: torch.Tensor,
                                 output_padding: List[int], dilation: List[int], groups: int,
                                 output_mask: List[bool]) -> List[torch.Tensor]:
     a = _args_from_lists(input, weight, None, stride, padding, output_padding, dilation, groups)
+    if a.prefers_im2col():
+        return _backward_by_im2col(grad_output, input, weight, a, output_mask)
     return _backward(grad_output, input, weight, a, output_mask)
 
 

@@ -166,7 +166,8 @@ STRIDE_ONE = [c for c in CASES if all(s == 1 for s in c.stride)]
 @pytest.mark.parametrize("limit", [1 << 30, 1])
 @pytest.mark.parametrize("case", STRIDE_ONE[:60], ids=lambda c: c.name)
 def test_im2col_route_matches_torch(monkeypatch, case, limit):
-    """The stride-1 forward as im2col + GEMM, forced, whole and in one-row bands."""
+    """The stride-1 route as a convolution (forward im2col + GEMM, backward on the same
+    columns), forced, whole and in one-row bands."""
     monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
     monkeypatch.setattr(ops, "_workspace_limit", limit)
     routes = []
@@ -175,7 +176,11 @@ def test_im2col_route_matches_torch(monkeypatch, case, limit):
     x, w, b = _leaves(case, "im2col-route")
     out = OURS[case.nd](x, w, b, **case.kwargs)
     assert routes == [1]
-    assert rel_error(out, reference(case, x, w, b)) < 1e-12
+    ref = reference(case, x, w, b)
+    assert rel_error(out, ref) < 1e-12
+    grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    for mine, theirs in zip(_grads(out, [x, w, b], grad), _grads(ref, [x, w, b], grad)):
+        assert rel_error(mine, theirs) < 1e-12
 
 
 def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
