@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--full", action="store_true", help="all cases (default: a quick subset)")
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--backward", action="store_true", help="time forward + backward")
-    p.add_argument("--case", action="append", help="only cases whose name contains this")
+    p.add_argument("--case", action="append",
+                   help="cases whose name contains this (from all cases; repeatable)")
     p.add_argument("--no-tf32", action="store_true",
                    help="full float32 on both sides (sets torch's cuDNN flag for this run)")
     p.add_argument("--repeats", type=int, default=20)
