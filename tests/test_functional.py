@@ -21,6 +21,13 @@ def _grads(out, leaves, grad_out):
     return torch.autograd.grad(out, needed, grad_out) if out.numel() else [torch.zeros_like(t) for t in needed]
 
 
+def _assert_same_gradients(case, out, ref, leaves, key):
+    """Gradients of out and of torch's ref for the same fresh grad_output agree in float64."""
+    grad = torch.randn(out.shape, generator=generator(case.name, key), dtype=torch.float64)
+    for mine, theirs in zip(_grads(out, leaves, grad), _grads(ref, leaves, grad)):
+        assert rel_error(mine, theirs) < 1e-12
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_forward_and_backward_match_torch(case):
     x, w, b = _leaves(case, "fb")
@@ -28,9 +35,7 @@ def test_forward_and_backward_match_torch(case):
     ref = reference(case, x, w, b)
     assert out.shape == ref.shape and out.dtype == x.dtype
     assert rel_error(out, ref) < 1e-12
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "grad"), dtype=torch.float64)
-    for mine, theirs in zip(_grads(out, [x, w, b], grad_out), _grads(ref, [x, w, b], grad_out)):
-        assert rel_error(mine, theirs) < 1e-12
+    _assert_same_gradients(case, out, ref, [x, w, b], "grad")
 
 
 @pytest.mark.parametrize("case", cases.random_cases(24, seed=7, max_elements=30) + cases.EDGE[:4],
@@ -129,9 +134,7 @@ def test_chunked_work_gives_the_same_answer(monkeypatch, case, limit):
     out = OURS[case.nd](x, w, b, **case.kwargs)
     ref = reference(case, x, w, b)
     assert rel_error(out, ref) < 1e-12
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
-    for mine, theirs in zip(_grads(out, [x, w, b], grad_out), _grads(ref, [x, w, b], grad_out)):
-        assert rel_error(mine, theirs) < 1e-12
+    _assert_same_gradients(case, out, ref, [x, w, b], "g")
 
 
 def test_workspace_limit_setting():
@@ -178,9 +181,7 @@ def test_im2col_route_matches_torch(monkeypatch, case, limit):
     assert routes == [1]
     ref = reference(case, x, w, b)
     assert rel_error(out, ref) < 1e-12
-    grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
-    for mine, theirs in zip(_grads(out, [x, w, b], grad), _grads(ref, [x, w, b], grad)):
-        assert rel_error(mine, theirs) < 1e-12
+    _assert_same_gradients(case, out, ref, [x, w, b], "g")
 
 
 def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
