@@ -356,9 +356,8 @@ def _conv_backward_op(grad_output: torch.Tensor, input: torch.Tensor, weight: to
     return [_forward(grad_output, weight, None, a) if output_mask[0] else empty(),
             _backward(input, grad_output, weight, a, [False, True, False])[1]
             if output_mask[1] else empty(),
-            _bias_grad(grad_output.reshape(a.batch, a.in_channels, -1))
-            if output_mask[2] and grad_output.numel() else
-            (input.new_zeros(weight.shape[0]) if output_mask[2] else empty())]
+            _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid)))
+            if output_mask[2] else empty()]
 
 
 @_conv_backward_op.register_fake

@@ -134,11 +134,10 @@ class ConvTransposeArgs:
         sample is the least a chunk holds): whole samples where they fit, else bands of
         image rows of one sample, each with the grid rows (and halo) it needs."""
         g, rows = self.geometry, self.grid[0]
-        row_bytes = self.out_channels * g.taps * math.prod(self.grid[1:]) * element_size
+        row_bytes = self.column_row_bytes(element_size)
         if row_bytes * rows <= limit:
-            step = max(1, limit // max(row_bytes * rows, 1))
-            return [(n, min(n + step, self.batch), 0, self.image[0], 0, rows)
-                    for n in range(0, self.batch, step)]
+            return [(n0, n1, 0, self.image[0], 0, rows)
+                    for n0, n1, _, _ in row_chunks(self.batch, rows, row_bytes, limit)]
         halo = -(-g.dilation[0] * (g.kernel_size[0] - 1) // g.stride[0]) + 1
         height = max(1, (limit // row_bytes - halo) * g.stride[0])
         return [(n, n + 1, o, min(o + height, self.image[0]),
@@ -147,8 +146,11 @@ class ConvTransposeArgs:
 
     def backward_chunks(self, limit: int, element_size: int):
         """(samples n0:n1, grid rows i0:i1) chunks of im2col(grad_output) within ``limit``."""
-        row_bytes = self.out_channels * self.geometry.taps * math.prod(self.grid[1:]) * element_size
-        return row_chunks(self.batch, self.grid[0], row_bytes, limit)
+        return row_chunks(self.batch, self.grid[0], self.column_row_bytes(element_size), limit)
+
+    def column_row_bytes(self, element_size: int) -> int:
+        """Column-buffer bytes for one grid row (outermost dim) of one sample."""
+        return self.out_channels * self.geometry.taps * math.prod(self.grid[1:]) * element_size
 
     @property
     def convolution(self) -> Geometry | None:
