@@ -29,7 +29,8 @@ MAX_BLOCKS = 1 << 20  # the kernels loop over the rest
 # NVRTC compile per layer and dtype, cached); smaller ones share the generic kernels.
 SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
-COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im
+COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
+MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -71,16 +72,28 @@ def _external_stream(cp, pointer: int):
     return cp.cuda.ExternalStream(pointer)
 
 
+def col2im_span(g: Geometry, fixed: bool) -> int:
+    """Outputs per col2im thread along the innermost dim: one in the generic kernel; in the
+    fixed ones COL2IM_WIDTH, rounded up to a multiple of the stride where that stays within
+    MAX_SPAN, so that each output's stride phase is a compile-time constant."""
+    if not fixed:
+        return 1
+    stride = g.stride[-1]
+    span = -(-COL2IM_WIDTH // stride) * stride
+    return span if span <= MAX_SPAN else COL2IM_WIDTH
+
+
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
-             taps: tuple[int, ...] | None) -> dict:
+             taps: tuple[int, ...] | None, span: int) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
-    at run time) when ``taps`` is None, else specialised to those taps."""
+    at run time) when ``taps`` is None, else specialised to those taps, with col2im's
+    ``span`` of outputs per thread."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
-    width = "" if taps is None else f", {COL2IM_WIDTH}"
+    width = "" if taps is None else f", {span}"
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{width if op == 'col2im' else ''}{specialisation}>"
              for op in ("col2im", "im2col")}
@@ -108,7 +121,7 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: i
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
-                      tuple(g.taps_fields()) if fixed else None)[op]
+                      tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
     with on_device(like.device):
@@ -137,8 +150,9 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     bias = None if bias is None else bias.contiguous()
     width = image[-1]
     rows = out.numel() // width if width else 0
+    # A row's first span may start before it (col2im.cu's first_span): one more per row.
     _launch("col2im", columns, g, extent, out.numel(),
-            lambda fixed: rows * -(-width // (COL2IM_WIDTH if fixed else 1)),
+            lambda fixed: rows * (-(-width // col2im_span(g, fixed)) + 1),
             max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
 

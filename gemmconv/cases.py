@@ -137,6 +137,7 @@ EDGE = [
     _c("unbatched-2d", 1, 3, 4, (3, 2), (4, 5), stride=2, unbatched=True),
     _c("unbatched-1d", 1, 2, 3, 3, 6, padding=1, unbatched=True),
     _c("no-bias-3d", 2, 3, 3, (2, 2, 2), (3, 3, 3), stride=2, bias=False),
+    _c("1d-wide-stride", 2, 3, 2, 3, 11, stride=9, padding=1, output_padding=5, dilation=4),
 ]
 
 

@@ -150,13 +150,23 @@ GC_FN I image_position(const Taps<ND>& t, const Extent<ND>& x, int d, I i, I k) 
          k * static_cast<I>(t.dilation[d]);
 }
 
-// Inverse of image_position for a fixed tap: the grid position at which tap k touches image
-// position o along dim d, or -1 when no grid position does.
+// Floor of a / b for b > 0 (C++ division truncates towards zero).
+template <typename I>
+GC_FN I floor_div(I a, I b) {
+  return (a >= 0 ? a : a - b + 1) / b;
+}
+
+// Inverse of image_position for a fixed tap: the grid position at which tap k touches, along
+// dim d, the image position whose padded coordinate (position + padding) is
+// q * stride + r, or -1 when no grid position does. r need not be reduced: a caller that
+// knows r at compile time (a thread whose outputs start on a multiple of the stride) gets
+// the stride test folded away, leaving two bounds checks.
 template <typename I, int ND>
-GC_FN I grid_position(const Taps<ND>& t, const Extent<ND>& x, int d, I o, I k) {
-  const I s = o + static_cast<I>(x.padding[d]) - k * static_cast<I>(t.dilation[d]);
-  const I i = s / static_cast<I>(t.stride[d]);
-  return s >= 0 && i * static_cast<I>(t.stride[d]) == s && i < static_cast<I>(x.grid[d]) ? i : -1;
+GC_FN I grid_position(const Taps<ND>& t, const Extent<ND>& x, int d, I q, I r, I k) {
+  const I stride = static_cast<I>(t.stride[d]);
+  const I s = r - k * static_cast<I>(t.dilation[d]);
+  const I i = q + s / stride;
+  return s % stride == 0 && i >= 0 && i < static_cast<I>(x.grid[d]) ? i : -1;
 }
 
 // Splits a row-major flat index over `shape` into coordinates; returns the quotient left
@@ -170,21 +180,24 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
   return flat;
 }
 
-// Adds, for V image positions o, o + (0, .., 0, 1), ..., along the innermost dim, every
-// column entry that lands on each. Recurses over dims so that 1-D, 2-D and 3-D share the
-// code; tap and cell are the row-major indices built so far over the taps and the grid.
-// No early exits: with the taps known at compile time the loops unroll into predicated
-// loads that can all be in flight at once, and the outer dims' tap tests serve all V.
+// Adds, for V image positions along the innermost dim, every column entry that lands on
+// each. Positions are given per dim as padded coordinates q * stride + r (see
+// grid_position), the innermost one being the first of the V, which follow it at r + 1,
+// r + 2, ... Recurses over dims so that 1-D, 2-D and 3-D share the code; tap and cell are the
+// row-major indices built so far over the taps and the grid. No early exits: with the taps
+// known at compile time the loops unroll into predicated loads that can all be in flight at
+// once, and the outer dims' tap tests serve all V.
 template <int D, int ND, bool Innermost = (D == ND - 1)>
 struct Gather {
   template <int V, typename T, typename I, typename Acc>
-  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&o)[ND],
-                        const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[V]) {
+  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
+                        const I (&r)[ND], const T* plane_columns, I tap, I cell, I cells,
+                        Acc (&acc)[V]) {
 #pragma unroll
     for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
-      const I i = grid_position(t, x, D, o[D], k);
+      const I i = grid_position(t, x, D, q[D], r[D], k);
       if (i >= 0)
-        Gather<D + 1, ND>::template add<V>(t, x, o, plane_columns,
+        Gather<D + 1, ND>::template add<V>(t, x, q, r, plane_columns,
                                            tap * static_cast<I>(t.kernel[D]) + k,
                                            cell * static_cast<I>(x.grid[D]) + i, cells, acc);
     }
@@ -194,54 +207,79 @@ struct Gather {
 template <int D, int ND>
 struct Gather<D, ND, true> {
   template <int V, typename T, typename I, typename Acc>
-  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&o)[ND],
-                        const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[V]) {
+  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
+                        const I (&r)[ND], const T* plane_columns, I tap, I cell, I cells,
+                        Acc (&acc)[V]) {
 #pragma unroll
     for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
       const T* row = plane_columns + (tap * static_cast<I>(t.kernel[D]) + k) * cells +
                      cell * static_cast<I>(x.grid[D]);
 #pragma unroll
       for (int v = 0; v < V; ++v) {
-        const I i = grid_position(t, x, D, o[D] + v, k);
+        const I i = grid_position(t, x, D, q[D], r[D] + v, k);
         if (i >= 0) acc[v] += Scalar<T>::load(row[i]);
       }
     }
   }
 };
 
-// Writes V consecutive image elements of col2im along the innermost dim (fewer at a row's
-// end). e is the flat index over [planes][image[0..ND-2]...][ceil(image[ND-1] / V)].
+// A thread of col2im owns a span of V consecutive image positions along the innermost dim.
+// Where V is a multiple of the stride, spans start on padded coordinates that are multiples
+// of the stride, so each of the V outputs has a stride phase known at compile time and only
+// the taps that can reach it generate loads. This is the padded coordinate of a row's first
+// span (at most stride - 1 before the row's first element).
+template <int V, typename I, int ND>
+GC_FN I first_span(const Taps<ND>& t, const Extent<ND>& x) {
+  const I stride = static_cast<I>(t.stride[ND - 1]), padding = static_cast<I>(x.padding[ND - 1]);
+  return V % stride == 0 ? floor_div(padding, stride) * stride : padding;
+}
+
+// Spans per image row.
+template <int V, typename I, int ND>
+GC_FN I spans(const Taps<ND>& t, const Extent<ND>& x) {
+  return (static_cast<I>(x.padding[ND - 1]) + static_cast<I>(x.image[ND - 1]) -
+          first_span<V, I>(t, x) + V - 1) / V;
+}
+
+// Number of threads col2im_element needs for a launch.
+template <int V, typename I, int ND>
+GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
+  return static_cast<I>(x.planes) * (product<I>(x.image) / static_cast<I>(x.image[ND - 1])) *
+         spans<V, I>(t, x);
+}
+
+// Writes the image elements of one span of col2im. e is the flat index over
+// [planes][image[0..ND-2]...][spans].
 template <int V, typename T, typename I, int ND>
 GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                           const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
   const I width = static_cast<I>(x.image[ND - 1]);
-  const I pieces = (width + V - 1) / V;
-  I o[ND];
-  o[ND - 1] = e % pieces * V;
-  I p = e / pieces;
+  const I stride = static_cast<I>(t.stride[ND - 1]);
+  const I count = spans<V, I>(t, x);
+  const I start = first_span<V, I>(t, x) + e % count * V;
+  const I first = start - static_cast<I>(x.padding[ND - 1]);   // image position; may be < 0
+  I p = e / count, o[ND], q[ND], r[ND], offset = 0;
   for (int d = ND - 2; d >= 0; --d) {
     o[d] = p % static_cast<I>(x.image[d]);
     p /= static_cast<I>(x.image[d]);
   }
-  I offset = 0;
-  for (int d = 0; d < ND; ++d) offset = offset * static_cast<I>(x.image[d]) + o[d];
+  for (int d = 0; d < ND - 1; ++d) {
+    offset = offset * static_cast<I>(x.image[d]) + o[d];   // the row's, within its plane
+    q[d] = 0;
+    r[d] = o[d] + static_cast<I>(x.padding[d]);
+  }
+  q[ND - 1] = floor_div(start, stride);
+  r[ND - 1] = V % stride == 0 ? I(0) : start - q[ND - 1] * stride;
   const I cells = product<I>(x.grid);
   Acc acc[V];
-  const Acc start = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
-  for (int v = 0; v < V; ++v) acc[v] = start;
-  Gather<0, ND>::template add<V>(t, x, o, columns + p * product<I>(t.kernel) * cells, I(0),
+  const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
+  for (int v = 0; v < V; ++v) acc[v] = init;
+  Gather<0, ND>::template add<V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0),
                                  I(0), cells, acc);
-  T* out = image + p * static_cast<I>(x.plane_stride) + offset;
+  T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
   for (int v = 0; v < V; ++v)
-    if (o[ND - 1] + v < width) out[v] = Scalar<T>::store(acc[v]);
-}
-
-// Number of threads col2im_element needs for a launch.
-template <int V, typename I, int ND>
-GC_FN I col2im_elements(const Extent<ND>& x) {
-  const I width = static_cast<I>(x.image[ND - 1]);
-  return static_cast<I>(x.planes) * (product<I>(x.image) / width) * ((width + V - 1) / V);
+    if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
 }
 
 // Copies every tap of one grid position into the columns, recursing over dims; `inside`
@@ -296,7 +334,7 @@ __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim
 template <int V, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
-  const I n = col2im_elements<V, I>(x);
+  const I n = col2im_elements<V, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
     col2im_element<V>(t, x, columns, bias, image, e);
 }
@@ -322,8 +360,9 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
   im2col_all<T, I>(t, x, image, columns);
 }
 
-// W outputs per thread along the innermost dim: index decoding and the outer dims' tap
-// tests are shared by all W.
+// Spans of W outputs per thread along the innermost dim: index decoding and the outer dims'
+// tap tests are shared by all W, and with W a multiple of the stride the innermost tap
+// tests fold to constants (see first_span).
 template <typename T, typename I, int ND, int W, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {

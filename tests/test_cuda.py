@@ -85,7 +85,7 @@ def test_kernels_write_every_element(case, dtype):
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
 
 
-BAND_CASES = cases.random_cases(12, seed=13) + cases.EDGE[:9]
+BAND_CASES = cases.random_cases(12, seed=13) + cases.EDGE[:9] + cases.EDGE[-1:]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

@@ -26,20 +26,23 @@ GC_INSTANTIATE_ALL(bfloat16_t)
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
 template __global__ void col2im_fixed<float, int, 2, 4, 3, 3, 1, 1, 1, 1>(
     const Extent<2>, const float*, const float*, float*);
+template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
+    const Extent<3>, const bfloat16_t*, const bfloat16_t*, bfloat16_t*);
 template __global__ void im2col_fixed<half_t, long long, 3, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const half_t*, half_t*);
 
 template <int V, typename T, typename I, int ND>
 static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
                        const void* bias, void* dst) {
-  const I n = col2im_elements<V, I>(x);
+  const I n = col2im_elements<V, I>(t, x);
   for (I e = 0; e < n; ++e)
     col2im_element<V>(t, x, static_cast<const T*>(src), static_cast<const T*>(bias),
                       static_cast<T*>(dst), e);
 }
 
-// op 0 col2im with one output per element, 2 with three (the vector path, odd so that rows
-// end part-way through a vector), 1 im2col.
+// op 0 col2im with one output per element, 2 with spans of three, 3 with spans of six (spans
+// that are, or are not, multiples of the stride, and rows that end part-way through one),
+// 1 im2col.
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
                 const void* bias, void* dst) {
@@ -51,6 +54,8 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
     col2im_all<1, T, I>(t, x, src, bias, dst);
   } else if (op == 2) {
     col2im_all<3, T, I>(t, x, src, bias, dst);
+  } else if (op == 3) {
+    col2im_all<6, T, I>(t, x, src, bias, dst);
   } else {
     const I n = static_cast<I>(x.planes) * product<I>(x.grid);
     for (I e = 0; e < n; ++e)
@@ -83,7 +88,7 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 
 }  // namespace gemmconv
 
-// op: 0 col2im (src = columns, dst = image), 2 the same three outputs per element,
+// op: 0 col2im (src = columns, dst = image), 2 and 3 the same in spans of three and six,
 // 1 im2col (src = image, dst = columns).
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
@@ -92,7 +97,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 2) return 1;
+  if (op < 0 || op > 3) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
