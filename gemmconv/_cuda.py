@@ -51,9 +51,14 @@ def cupy():
 def on_device(device: torch.device):
     """Makes ``device`` and PyTorch's current stream on it CuPy's current ones."""
     cp = cupy()
-    with cp.cuda.Device(device.index):
+    with _on(cp, device.index):
         with _external_stream(cp, torch.cuda.current_stream(device).cuda_stream):
             yield cp
+
+
+def _on(cp, index: int):
+    # Switching devices costs microseconds a launch; most calls are on the current one.
+    return contextlib.nullcontext() if cp.cuda.runtime.getDevice() == index else cp.cuda.Device(index)
 
 
 class _StreamHandle:
@@ -66,7 +71,9 @@ class _StreamHandle:
         return 0, self.pointer
 
 
+@functools.lru_cache(maxsize=64)
 def _external_stream(cp, pointer: int):
+    # CuPy's view of a stream only wraps its handle, so one per handle can be kept.
     if hasattr(cp.cuda.Stream, "from_external"):
         return cp.cuda.Stream.from_external(_StreamHandle(pointer))
     return cp.cuda.ExternalStream(pointer)
@@ -108,7 +115,12 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
 
 def _struct(fields: list[int]) -> np.ndarray:
     # A size-one array is passed to the kernel by value, as a struct of int64 fields.
-    return np.array([tuple(fields)], dtype=np.dtype([(f"f{i}", "<i8") for i in range(len(fields))]))
+    return np.array([tuple(fields)], dtype=_struct_type(len(fields)))
+
+
+@functools.cache
+def _struct_type(count: int) -> np.dtype:
+    return np.dtype([(f"f{i}", "<i8") for i in range(count)])
 
 
 def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: int,

@@ -41,6 +41,8 @@ _DEFAULT_MATH = 0
 _COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
 _DATA_TYPE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 14}
 _INT_MAX = 2**31 - 1
+# alpha = 1 and beta = 0, in the compute type's scalar type (cuBLAS reads them from the host).
+_SCALARS = {t: (np.array(1, t), np.array(0, t)) for t in (np.float32, np.float64)}
 
 
 def get_float32_precision() -> Float32Precision:
@@ -139,18 +141,17 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     c_op, ld_c = _layout(out)
     assert c_op == _OP_N and out.stride(-1) == 1, "matmul writes row-major outputs"
     check(max(m, n, k, ld_a, ld_b, ld_c) <= _INT_MAX,
-          f"a matrix of {m}x{k} @ {k}x{n} exceeds cuBLAS's 32-bit sizes; split the input")
+          lambda: f"a matrix of {m}x{k} @ {k}x{n} exceeds cuBLAS's 32-bit sizes; split the input")
 
     if a.dtype == torch.float64:
-        compute, scalar = _COMPUTE_64F, np.float64
+        compute, (one, zero) = _COMPUTE_64F, _SCALARS[np.float64]
     elif a.dtype == torch.float32 and uses_tf32():
-        compute, scalar = _COMPUTE_32F_FAST_TF32, np.float32
+        compute, (one, zero) = _COMPUTE_32F_FAST_TF32, _SCALARS[np.float32]
     else:
-        compute, scalar = _COMPUTE_32F, np.float32
-    one, zero = np.array(1, scalar), np.array(0, scalar)
+        compute, (one, zero) = _COMPUTE_32F, _SCALARS[np.float32]
     sizes = (a.element_size(), b.element_size(), out.element_size())
     lib = _cuda.cublas()
-    with torch.cuda.device(out.device):
+    with _on(out.device):
         # torch's handle for this device, bound to its current stream with a workspace that
         # CUDA-graph capture accepts. The default math mode leaves the choice of TF32 to
         # the compute type alone; torch sets its own mode again before its next call.
@@ -166,6 +167,12 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
                 pa, _DATA_TYPE[a.dtype], ld_a, strides[0],
                 zero.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
                 count, compute, _GEMM_DEFAULT))
+
+
+def _on(device: torch.device):
+    # Switching devices costs microseconds a call; most calls are on the current one.
+    return contextlib.nullcontext() if torch.cuda.current_device() == device.index \
+        else torch.cuda.device(device)
 
 
 def _status(code: int) -> None:

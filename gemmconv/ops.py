@@ -468,7 +468,7 @@ def im2col(input: torch.Tensor, kernel_size: IntOrTuple, dilation: IntOrTuple = 
     torch lays it out. Differentiable; its backward is :func:`col2im`.
     """
     g = fold_geometry("im2col", None, kernel_size, dilation, padding, stride)
-    check(isinstance(input, torch.Tensor) and input.dim() in (g.nd + 1, g.nd + 2),
+    check(isinstance(input, torch.Tensor) and input.dim() in (g.nd + 1, g.nd + 2), lambda:
           f"im2col: expected a {g.nd + 1}-D (unbatched) or {g.nd + 2}-D (batched) input for "
           f"{g.nd} spatial dims, got {tuple(getattr(input, 'shape', ()))}")
     unbatched = input.dim() == g.nd + 1
@@ -491,16 +491,16 @@ def col2im(input: torch.Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple
     g = fold_geometry("col2im", nd, kernel_size, dilation, padding, stride)
     output_size = expand(output_size, g.nd, "output_size")
     check(isinstance(input, torch.Tensor) and input.dim() in (2, 3),
-          f"col2im: expected a 2-D (unbatched) or 3-D (batched) input, got "
+          lambda: f"col2im: expected a 2-D (unbatched) or 3-D (batched) input, got "
           f"{tuple(getattr(input, 'shape', ()))}")
     unbatched = input.dim() == 2
     batched = input.unsqueeze(0) if unbatched else input
     check(batched.shape[1] % g.taps == 0,
-          f"Expected size of input's dimension 1 to be divisible by the product of "
+          lambda: f"Expected size of input's dimension 1 to be divisible by the product of "
           f"kernel_size, but got input.size(1)={batched.shape[1]} and "
           f"kernel_size={g.kernel_size}.")
     grid = blocks("col2im", g, output_size)
-    check(batched.shape[2] == math.prod(grid),
+    check(batched.shape[2] == math.prod(grid), lambda:
           f"Given output_size={output_size}, kernel_size={g.kernel_size}, dilation={g.dilation}, "
           f"padding={g.padding}, stride={g.stride}, expected size of input's dimension 2 to "
           f"match the calculated number of sliding blocks {' * '.join(map(str, grid))} = "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 import torch
 
@@ -27,9 +27,11 @@ class ConvArgumentError(ValueError, RuntimeError):
     """A bad argument. A RuntimeError, as torch raises, and a ValueError, as Python expects."""
 
 
-def check(condition: bool, message: str) -> None:
+def check(condition: bool, message: str | Callable[[], str]) -> None:
+    """Raises ConvArgumentError(message) unless ``condition``. A message that needs
+    formatting comes as a function, so that calls that pass pay nothing for it."""
     if not condition:
-        raise ConvArgumentError(message)
+        raise ConvArgumentError(message if isinstance(message, str) else message())
 
 
 def expand(value: IntOrTuple, nd: int, name: str) -> tuple[int, ...]:
@@ -38,7 +40,8 @@ def expand(value: IntOrTuple, nd: int, name: str) -> tuple[int, ...]:
         return (int(value),) * nd
     values = tuple(value)
     check(
-        len(values) in (1, nd) and all(isinstance(v, int) and not isinstance(v, bool) for v in values),
+        len(values) in (1, nd) and all(isinstance(v, int) and not isinstance(v, bool)
+                                       for v in values), lambda:
         f"expected {name} to be a single integer value or a list of {nd} values to match the "
         f"convolution dimensions, but got {name}={list(values)}",
     )
@@ -185,28 +188,28 @@ def _check_tensors(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
     for name, t in (("input", input), ("weight", weight), ("bias", bias)):
         if t is not None and not isinstance(t, torch.Tensor):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
-    check(input.dim() in (nd + 1, nd + 2),
+    check(input.dim() in (nd + 1, nd + 2), lambda:
           f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got input "
           f"of size: {list(input.shape)}")
-    check(weight.dim() == nd + 2,
+    check(weight.dim() == nd + 2, lambda:
           f"Expected {nd + 2}D weight to {op}, but got weight of size: {list(weight.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is None:
             continue
         check(t.dtype == input.dtype,
-              f"Input type ({input.dtype}) and {name} type ({t.dtype}) should be the same")
+              lambda: f"Input type ({input.dtype}) and {name} type ({t.dtype}) should be the same")
         check(t.device == input.device,
-              f"Expected all tensors to be on the same device, but found input on "
+              lambda: f"Expected all tensors to be on the same device, but found input on "
               f"{input.device} and {name} on {t.device}")
-    check(input.dtype in DTYPES,
+    check(input.dtype in DTYPES, lambda:
           f"{op} supports float16, bfloat16, float32 and float64 tensors, got {input.dtype}")
 
 
 def _check_sizes(input: torch.Tensor, weight: torch.Tensor, spatial: Sequence[int]) -> None:
     check(all(k > 0 for k in weight.shape[1:]),
-          f"weight of size {list(weight.shape)} has an empty dimension")
+          lambda: f"weight of size {list(weight.shape)} has an empty dimension")
     check(all(n > 0 for n in spatial),
-          f"Only zero batch or zero channel inputs are supported, but got input shape: "
+          lambda: f"Only zero batch or zero channel inputs are supported, but got input shape: "
           f"{list(input.shape)}")
 
 
@@ -225,7 +228,7 @@ def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Ten
     check(all(d > 0 for d in dilation), "dilation should be greater than zero")
     check(all(op_ >= 0 for op_ in output_padding), "negative output_padding is not supported")
     check(all(op_ < max(s, d) for op_, s, d in zip(output_padding, stride, dilation)),
-          f"output padding must be smaller than either stride or dilation, but got "
+          lambda: f"output padding must be smaller than either stride or dilation, but got "
           f"output_padding={list(output_padding)}, stride={list(stride)}, "
           f"dilation={list(dilation)}")
     check(isinstance(groups, int) and groups > 0, "non-positive groups is not supported")
@@ -234,27 +237,27 @@ def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Ten
     shape = (1, *input.shape) if unbatched else tuple(input.shape)
     batch, in_channels, grid = shape[0], shape[1], tuple(shape[2:])
     kernel_size = tuple(weight.shape[2:])
-    check(weight.shape[0] >= groups,
+    check(weight.shape[0] >= groups, lambda:
           f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but "
           f"got weight of size {list(weight.shape)} instead")
-    check(weight.shape[0] % groups == 0,
+    check(weight.shape[0] % groups == 0, lambda:
           f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
           f"but got weight of size {list(weight.shape)} instead")
     check(in_channels == weight.shape[0],
-          f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+          lambda: f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
           f"{list(input.shape)} to have {weight.shape[0]} channels, but got {in_channels} "
           f"channels instead")
     _check_sizes(input, weight, grid)
     out_channels = weight.shape[1] * groups
     if bias is not None:
-        check(bias.dim() == 1 and bias.shape[0] == out_channels,
+        check(bias.dim() == 1 and bias.shape[0] == out_channels, lambda:
               f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
               f"1-dimensional with {out_channels} elements, but got bias of size "
               f"{list(bias.shape)} instead")
 
     geometry = Geometry(kernel_size, stride, padding, dilation)
     image = geometry.image_size(grid, output_padding)
-    check(all(i > 0 for i in image),
+    check(all(i > 0 for i in image), lambda:
           f"Given input size per channel: {list(grid)}. Calculated output size per channel: "
           f"{list(image)}. Output size is too small")
     return ConvTransposeArgs(geometry, output_padding, groups, batch, in_channels,
@@ -277,21 +280,21 @@ def conv_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
     batch, in_channels, image = shape[0], shape[1], tuple(shape[2:])
     kernel_size = tuple(weight.shape[2:])
     out_channels = weight.shape[0]
-    check(out_channels >= groups and out_channels % groups == 0,
+    check(out_channels >= groups and out_channels % groups == 0, lambda:
           f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
           f"but got weight of size {list(weight.shape)} instead")
     check(in_channels == weight.shape[1] * groups,
-          f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+          lambda: f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
           f"{in_channels} channels instead")
     _check_sizes(input, weight, image)
     if bias is not None:
-        check(bias.dim() == 1 and bias.shape[0] == out_channels,
+        check(bias.dim() == 1 and bias.shape[0] == out_channels, lambda:
               f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
               f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
     same = padding == "same"
     if isinstance(padding, str):
-        check(padding in ("same", "valid"), f"Invalid padding string: '{padding}'")
+        check(padding in ("same", "valid"), lambda: f"Invalid padding string: '{padding}'")
         check(padding == "valid" or all(s == 1 for s in stride),
               "padding='same' is not supported for strided convolutions")
         # 'same' pads d*(k-1) in all, the odd one at the end, as torch does; the kernels
@@ -305,7 +308,7 @@ def conv_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
         grid = image
     else:
         padded = tuple(i + 2 * p for i, p in zip(image, padding))
-        check(all(q >= d * (k - 1) + 1 for q, d, k in zip(padded, dilation, kernel_size)),
+        check(all(q >= d * (k - 1) + 1 for q, d, k in zip(padded, dilation, kernel_size)), lambda:
               f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
               f"Kernel size: ({' x '.join(map(str, kernel_size))}). Kernel size can't be "
               f"greater than actual input size")
@@ -322,21 +325,24 @@ def fold_geometry(op: str, nd: int | None, kernel_size: IntOrTuple, dilation: In
     if nd is None:
         nd = next((len(v) for v in (kernel_size, dilation, padding, stride)
                    if not isinstance(v, int)), 2)
-    check(nd in (1, 2, 3), f"{op}: 1, 2 or 3 spatial dims are supported, got {nd}")
+    check(nd in (1, 2, 3), lambda: f"{op}: 1, 2 or 3 spatial dims are supported, got {nd}")
     kernel_size, dilation, padding, stride = (
         expand(v, nd, name) for v, name in ((kernel_size, "kernel_size"), (dilation, "dilation"),
                                             (padding, "padding"), (stride, "stride")))
-    check(all(k > 0 for k in kernel_size), f"{op}: kernel_size must be positive, got {list(kernel_size)}")
-    check(all(d > 0 for d in dilation), f"{op}: dilation must be positive, got {list(dilation)}")
-    check(all(p >= 0 for p in padding), f"{op}: padding must be non-negative, got {list(padding)}")
-    check(all(s > 0 for s in stride), f"{op}: stride must be positive, got {list(stride)}")
+    check(all(k > 0 for k in kernel_size), lambda:
+          f"{op}: kernel_size must be positive, got {list(kernel_size)}")
+    check(all(d > 0 for d in dilation), lambda:
+          f"{op}: dilation must be positive, got {list(dilation)}")
+    check(all(p >= 0 for p in padding), lambda:
+          f"{op}: padding must be non-negative, got {list(padding)}")
+    check(all(s > 0 for s in stride), lambda: f"{op}: stride must be positive, got {list(stride)}")
     return Geometry(kernel_size, stride, padding, dilation)
 
 
 def blocks(op: str, g: Geometry, image: Sequence[int]) -> tuple[int, ...]:
     """The grid of sliding blocks over ``image``; every dim must have at least one."""
     grid = g.grid_size(image)
-    check(all(n > 0 for n in grid),
+    check(all(n > 0 for n in grid), lambda:
           f"{op}: given input with spatial size {tuple(image)}, kernel_size={g.kernel_size}, "
           f"dilation={g.dilation}, padding={g.padding}, calculated shape of the array of "
           f"sliding blocks as {grid}, but its components must be at least one")
