@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the cuda-marked tests, then benchmarks. Logs go under $OUT.
-#   bash benches/gpu.sh [tests] [bench] [bench-backward] [bench-ieee] [suite]
+#   bash benches/gpu.sh [tests] [overhead] [columns] [stages] [bench] [bench-backward]
+#                       [bench-ieee] [suite-reuse] [suite]
 set -uo pipefail
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-out}
@@ -13,7 +14,9 @@ for step in $steps; do
   case $step in
     tests) python3 -m pytest -q -m cuda tests -p no:cacheprovider -x --junitxml="$OUT/cuda-tests.xml" \
              2>&1 | tee "$OUT/tests.log" | tail -25 ;;
-    stages) python3 benches/stages.py --limit 1073741824 --json "$OUT/stages.json" 2>&1 | tee "$OUT/stages.log" ;;
+    overhead) python3 benches/overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
+    columns) python3 benches/columns.py --json "$OUT/columns.json" 2>&1 | tee "$OUT/columns.log" ;;
+    stages) python3 benches/stages.py --top --limit 1073741824 --json "$OUT/stages.json" 2>&1 | tee "$OUT/stages.log" ;;
     bench) python3 -m gemmconv bench --full --json "$OUT/fwd.json" --png "$OUT/fwd.png" 2>&1 | tee "$OUT/bench-fwd.log" ;;
     bench-backward) python3 -m gemmconv bench --full --backward --repeats 10 --json "$OUT/train.json" \
              --png "$OUT/train.png" 2>&1 | tee "$OUT/bench-train.log" ;;

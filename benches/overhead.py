@@ -1,0 +1,56 @@
+"""Host time per call: torch and gemmconv on inputs too small for the GPU to matter.
+
+    PYTHONPATH=. python benches/overhead.py [--profile]
+
+Each call's Python work (argument checks, the custom-op dispatch, chunk planning, kernel and
+cuBLAS launches) runs before the GPU sees its first kernel, so on small problems it adds to
+the measured time. Reports microseconds per call over back-to-back calls; --profile prints
+where gemmconv's host time goes (cProfile, by own time).
+"""
+import argparse
+import cProfile
+import pstats
+import time
+
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+
+CALLS = [
+    (2, (2, 8, 16, 16), (8, 8, 3, 3), {}),
+    (3, (2, 8, 6, 6, 6), (8, 2, 3, 3, 3), dict(stride=2, padding=1, groups=4)),
+    (1, (2, 8, 64), (8, 8, 5), dict(dilation=3)),
+]
+
+
+def per_call_us(fn, calls: int = 300) -> float:
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    for nd, x_shape, w_shape, kwargs in CALLS:
+        x, w = torch.rand(x_shape, device="cuda"), torch.rand(w_shape, device="cuda")
+        b = torch.rand(w_shape[1] * kwargs.get("groups", 1), device="cuda")
+        ours = lambda: getattr(gemmconv, f"conv_transpose{nd}d")(x, w, b, **kwargs)
+        theirs = lambda: getattr(F, f"conv_transpose{nd}d")(x, w, b, **kwargs)
+        print(f"{nd}-D {kwargs}: torch {per_call_us(theirs):6.1f} us, "
+              f"gemmconv {per_call_us(ours):6.1f} us per call", flush=True)
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.runcall(lambda: [ours() for _ in range(200)])
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()
