@@ -16,6 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import gemmconv
 from gemmconv import bench, cases, gemm
+from gemmconv.shapes import conv_transpose_args
 
 
 def stage(name: str) -> str:
@@ -48,6 +49,19 @@ def profile_case(work: bench.Workload, repeats: int = 3) -> dict:
     return totals
 
 
+def column_bytes(case: cases.Case, work: bench.Workload) -> tuple[int, int]:
+    """Bytes of the forward's column buffer (written + read) and of the image its column
+    kernel reads or writes: col2im's output, or on the stride-1 im2col route the input."""
+    a = conv_transpose_args("", case.nd, work.x, work.w, None, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    taps = math.prod(case.kernel_size)
+    if a.prefers_im2col():
+        return (2 * case.batch * case.in_channels * taps * math.prod(case.output_size) * 4,
+                case.batch * case.in_channels * math.prod(case.size) * 4)
+    return (2 * case.batch * case.out_channels * taps * math.prod(case.size) * 4,
+            case.batch * case.out_channels * math.prod(case.output_size) * 4)
+
+
 def bare_gemm_ms(case: cases.Case, x: torch.Tensor, w: torch.Tensor) -> float:
     g = case.groups
     cin, m, cells = case.in_channels // g, case.out_channels // g * math.prod(case.kernel_size), \
@@ -74,9 +88,7 @@ def main():
     for case in bench.select(args.case, True, device):
         work = bench.Workload(case, torch.float32, device, args.backward)
         torch_ms = bench._timer(device, work.runner("torch"), 10)
-        col_bytes = 2 * case.batch * case.out_channels * math.prod(case.kernel_size) * \
-            math.prod(case.size) * 4
-        image_bytes = case.batch * case.out_channels * math.prod(case.output_size) * 4
+        col_bytes, image_bytes = column_bytes(case, work)
         bare = bare_gemm_ms(case, work.x.detach(), work.w.detach()) \
             if case.batch * case.out_channels * math.prod(case.kernel_size) * math.prod(case.size) * 4 < 30e9 else float("nan")
         for limit in args.limit or [gemmconv.get_workspace_limit()]:
