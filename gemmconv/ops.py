@@ -139,9 +139,11 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
 
 
 def _bias_grad(grad: torch.Tensor) -> torch.Tensor:
-    """Sum of ``grad (N, C, L)`` over samples and positions, accumulated in float32 at least."""
+    """Sum of ``grad (N, C, L)`` over samples and positions, accumulated in float32 at least.
+    Positions first, then samples: the contiguous reduction streams at the copy rate, where
+    one reduction over both dims ran at 60% of it (H200)."""
     acc = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
-    return grad.sum([0, 2], dtype=acc).to(grad.dtype) if grad.numel() else \
+    return grad.sum(2, dtype=acc).sum(0).to(grad.dtype) if grad.numel() else \
         grad.new_zeros(grad.shape[1])
 
 
