@@ -187,33 +187,19 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
 // row-major indices built so far over the taps and the grid. No early exits: with the taps
 // known at compile time the loops unroll into predicated loads that can all be in flight at
 // once, and the outer dims' tap tests serve all V.
-template <int D, int ND, bool Innermost = (D == ND - 1)>
-struct Gather {
-  template <int V, typename T, typename I, typename Acc>
-  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
-                        const I (&r)[ND], const T* plane_columns, I tap, I cell, I cells,
-                        Acc (&acc)[V]) {
+template <int D, int V, typename T, typename I, int ND, typename Acc>
+GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
+                  const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[V]) {
 #pragma unroll
-    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+  for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+    const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
+    if constexpr (D < ND - 1) {
       const I i = grid_position(t, x, D, q[D], r[D], k);
       if (i >= 0)
-        Gather<D + 1, ND>::template add<V>(t, x, q, r, plane_columns,
-                                           tap * static_cast<I>(t.kernel[D]) + k,
-                                           cell * static_cast<I>(x.grid[D]) + i, cells, acc);
-    }
-  }
-};
-
-template <int D, int ND>
-struct Gather<D, ND, true> {
-  template <int V, typename T, typename I, typename Acc>
-  static GC_FN void add(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
-                        const I (&r)[ND], const T* plane_columns, I tap, I cell, I cells,
-                        Acc (&acc)[V]) {
-#pragma unroll
-    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
-      const T* row = plane_columns + (tap * static_cast<I>(t.kernel[D]) + k) * cells +
-                     cell * static_cast<I>(x.grid[D]);
+        gather<D + 1, V>(t, x, q, r, plane_columns, next_tap,
+                         cell * static_cast<I>(x.grid[D]) + i, cells, acc);
+    } else {
+      const T* row = plane_columns + next_tap * cells + cell * static_cast<I>(x.grid[D]);
 #pragma unroll
       for (int v = 0; v < V; ++v) {
         const I i = grid_position(t, x, D, q[D], r[D] + v, k);
@@ -221,7 +207,7 @@ struct Gather<D, ND, true> {
       }
     }
   }
-};
+}
 
 // A thread of col2im owns a span of V consecutive image positions along the innermost dim.
 // Where V is a multiple of the stride, spans start on padded coordinates that are multiples
@@ -275,8 +261,7 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   Acc acc[V];
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
   for (int v = 0; v < V; ++v) acc[v] = init;
-  Gather<0, ND>::template add<V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0),
-                                 I(0), cells, acc);
+  gather<0, V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
   T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
   for (int v = 0; v < V; ++v)
     if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
@@ -284,29 +269,21 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
 
 // Copies every tap of one grid position into the columns, recursing over dims; `inside`
 // says whether the image position built so far lies in the image.
-template <int D, int ND>
-struct Spread {
-  template <typename T, typename I>
-  static GC_FN void copy(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND],
-                         const T* plane, T* out, I tap, I offset, bool inside, I cells) {
+template <int D, typename T, typename I, int ND>
+GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], const T* plane,
+                  T* out, I tap, I offset, bool inside, I cells) {
+  if constexpr (D == ND) {
+    out[tap * cells] = inside ? plane[offset] : Scalar<T>::store(0);
+  } else {
 #pragma unroll
     for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
       const I o = image_position(t, x, D, i[D], k);
-      Spread<D + 1, ND>::copy(t, x, i, plane, out, tap * static_cast<I>(t.kernel[D]) + k,
-                              offset * static_cast<I>(x.image[D]) + o,
-                              inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
+      spread<D + 1>(t, x, i, plane, out, tap * static_cast<I>(t.kernel[D]) + k,
+                    offset * static_cast<I>(x.image[D]) + o,
+                    inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
     }
   }
-};
-
-template <int ND>
-struct Spread<ND, ND> {
-  template <typename T, typename I>
-  static GC_FN void copy(const Taps<ND>&, const Extent<ND>&, const I (&)[ND], const T* plane,
-                         T* out, I tap, I offset, bool inside, I cells) {
-    out[tap * cells] = inside ? plane[offset] : Scalar<T>::store(0);
-  }
-};
+}
 
 // Writes every tap's column entry for one grid position: e is its flat index over
 // [planes][grid...]. One thread per position decodes the index once for all taps.
@@ -316,9 +293,8 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
   I i[ND];
   const I p = unflatten(e, x.grid, i);
   const I cells = product<I>(x.grid);
-  Spread<0, ND>::copy(t, x, i, image + p * static_cast<I>(x.plane_stride),
-                      columns + p * product<I>(t.kernel) * cells + (e - p * cells), I(0), I(0),
-                      true, cells);
+  spread<0>(t, x, i, image + p * static_cast<I>(x.plane_stride),
+            columns + p * product<I>(t.kernel) * cells + (e - p * cells), I(0), I(0), true, cells);
 }
 
 // ---------------------------------------------------------------------------------------
