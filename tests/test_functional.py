@@ -199,6 +199,19 @@ def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
     assert not by_name["2d-strided-grouped"].prefers_im2col()    # stride 2x3: no such route
 
 
+def _assert_split_weight_gradient_matches(monkeypatch, case, key):
+    """With the weight gradient's positions cut into pieces of two (and a left-over tail),
+    the weight gradient must still be torch's."""
+    monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
+    monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
+    monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
+    x, w, b = _leaves(case, key)
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    ref = reference(case, x, w, b)
+    grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    assert rel_error(torch.autograd.grad(out, w, grad)[0], torch.autograd.grad(ref, w, grad)[0]) < 1e-12
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c.batch and c.groups > 1][:20],
                          ids=lambda c: c.name)
 def test_grouped_weight_gradient_as_one_dense_product(monkeypatch, case):
@@ -206,25 +219,11 @@ def test_grouped_weight_gradient_as_one_dense_product(monkeypatch, case):
     kept (the CUDA path's choice for few channels per group), split-K included."""
     calls = []
     monkeypatch.setattr(ops, "_dense_groups", lambda x, g, cin: calls.append(g) or g > 1)
-    monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
-    monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
-    monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
-    x, w, b = _leaves(case, "dense-groups")
-    out = OURS[case.nd](x, w, b, **case.kwargs)
-    ref = reference(case, x, w, b)
-    grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
-    assert rel_error(torch.autograd.grad(out, w, grad)[0], torch.autograd.grad(ref, w, grad)[0]) < 1e-12
+    _assert_split_weight_gradient_matches(monkeypatch, case, "dense-groups")
     assert case.groups in calls
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.batch][:40], ids=lambda c: c.name)
 def test_split_k_weight_gradient(monkeypatch, case):
     """The weight gradient's positions cut into pieces (with a left-over tail) and summed."""
-    monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
-    monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
-    monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
-    x, w, b = _leaves(case, "split-k")
-    out = OURS[case.nd](x, w, b, **case.kwargs)
-    ref = reference(case, x, w, b)
-    grad = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
-    assert rel_error(torch.autograd.grad(out, w, grad)[0], torch.autograd.grad(ref, w, grad)[0]) < 1e-12
+    _assert_split_weight_gradient_matches(monkeypatch, case, "split-k")
