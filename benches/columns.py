@@ -1,16 +1,19 @@
 """col2im and im2col on their own, per benchmark case, against the measured copy bandwidth.
 
     PYTHONPATH=. python benches/columns.py [--case NAME ...] [--width W ...] [--source FILE]
-                                           [--json FILE]
+                                           [--planes-inner S ...] [--json FILE]
 
 Per case: col2im of the forward's columns ``(N C_out, K, L)`` into its output, with bias,
 and im2col of an output-sized image (the backward's grad_output) into columns of the same
 shape, each one launch. Bytes moved: the columns once and the image once. Samples are cut
 so the columns stay under --max-gb (the rate, not the size, is what this measures).
---width runs col2im at other COL2IM_WIDTHs; --source times another col2im.cu (say, an older
-commit's) in the same run, for a side-by-side comparison.
+--width runs col2im at other COL2IM_WIDTHs, --planes-inner at other
+PLANES_INNER_MIN_STRIDEs (a large one turns that row order off); --source times another
+col2im.cu (say, an older commit's with the same kernel signatures) in the same run, for a
+side-by-side comparison.
 """
 import argparse
+import itertools
 import json
 import math
 from pathlib import Path
@@ -46,6 +49,7 @@ def main():
     parser.add_argument("--case", action="append")
     parser.add_argument("--width", type=int, action="append")
     parser.add_argument("--source", action="append", default=[], help="another col2im.cu")
+    parser.add_argument("--planes-inner", type=int, action="append")
     parser.add_argument("--max-gb", type=float, default=8.0)
     parser.add_argument("--json")
     args = parser.parse_args()
@@ -53,21 +57,24 @@ def main():
     copy = bench.ceilings(device, torch.float32).bandwidth / 1e12
     print(f"copy bandwidth {copy:.2f} TB/s")
     rows = []
-    default_source, default_width = _cuda.SOURCE, _cuda.COL2IM_WIDTH
-    for source in [default_source, *map(Path, args.source)]:
-        for width in args.width or [default_width]:
-            _cuda.SOURCE, _cuda.COL2IM_WIDTH = source, width
-            _cuda._kernels.cache_clear()
-            print(f"--- {source.name} ({source}), COL2IM_WIDTH {width}")
-            print(f"{'case':<20} {'GB':>6} {'col2im ms':>10} {'TB/s':>6} {'%copy':>6} "
-                  f"{'im2col ms':>10} {'TB/s':>6} {'%copy':>6}")
-            for case in bench.select(args.case, True, device):
-                r = measure(case, device, int(args.max_gb * 1e9))
-                rows.append(dict(source=str(source), width=width, **r))
-                print(f"{r['case']:<20} {r['gb']:6.2f} {r['col2im_ms']:10.3f} {r['col2im_tbs']:6.2f} "
-                      f"{100 * r['col2im_tbs'] / copy:5.0f}% {r['im2col_ms']:10.3f} "
-                      f"{r['im2col_tbs']:6.2f} {100 * r['im2col_tbs'] / copy:5.0f}%", flush=True)
-    _cuda.SOURCE, _cuda.COL2IM_WIDTH = default_source, default_width
+    defaults = _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MIN_STRIDE
+    for source, width, planes_inner in itertools.product(
+            [defaults[0], *map(Path, args.source)], args.width or [defaults[1]],
+            args.planes_inner or [defaults[2]]):
+        _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MIN_STRIDE = \
+            source, width, planes_inner
+        _cuda._kernels.cache_clear()
+        print(f"--- {source.name} ({source}), COL2IM_WIDTH {width}, "
+              f"PLANES_INNER_MIN_STRIDE {planes_inner}")
+        print(f"{'case':<20} {'GB':>6} {'col2im ms':>10} {'TB/s':>6} {'%copy':>6} "
+              f"{'im2col ms':>10} {'TB/s':>6} {'%copy':>6}")
+        for case in bench.select(args.case, True, device):
+            r = measure(case, device, int(args.max_gb * 1e9))
+            rows.append(dict(source=str(source), width=width, planes_inner=planes_inner, **r))
+            print(f"{r['case']:<20} {r['gb']:6.2f} {r['col2im_ms']:10.3f} {r['col2im_tbs']:6.2f} "
+                  f"{100 * r['col2im_tbs'] / copy:5.0f}% {r['im2col_ms']:10.3f} "
+                  f"{r['im2col_tbs']:6.2f} {100 * r['im2col_tbs'] / copy:5.0f}%", flush=True)
+    _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MIN_STRIDE = defaults
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(copy_tbs=copy, rows=rows), f, indent=1)

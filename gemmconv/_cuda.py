@@ -31,6 +31,9 @@ SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
 COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
+# The fixed col2im numbers its rows planes innermost where an outer dim's stride is at least
+# this (col2im.cu's row_position): a warp's rows then share their stride phase.
+PLANES_INNER_MIN_STRIDE = 2
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -90,19 +93,24 @@ def col2im_span(g: Geometry, fixed: bool) -> int:
     return span if span <= MAX_SPAN else COL2IM_WIDTH
 
 
+def planes_inner(g: Geometry, fixed: bool) -> bool:
+    """Whether the fixed col2im numbers its rows with the plane varying fastest."""
+    return fixed and any(s >= PLANES_INNER_MIN_STRIDE for s in g.stride[:-1])
+
+
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
-             taps: tuple[int, ...] | None, span: int) -> dict:
+             taps: tuple[int, ...] | None, span: int, rows_planes_inner: bool) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
-    ``span`` of outputs per thread."""
+    ``span`` of outputs per thread and order of rows."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
-    width = "" if taps is None else f", {span}"
+    layout = "" if taps is None else f", {span}, {str(rows_planes_inner).lower()}"
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
-                 f"{width if op == 'col2im' else ''}{specialisation}>"
+                 f"{layout if op == 'col2im' else ''}{specialisation}>"
              for op in ("col2im", "im2col")}
     start = time.perf_counter()
     with cp.cuda.Device(device_index):
@@ -133,7 +141,8 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: i
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
-                      tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed))[op]
+                      tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
+                      planes_inner(g, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
     with on_device(like.device):

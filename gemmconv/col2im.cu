@@ -234,9 +234,29 @@ GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
          spans<V, I>(t, x);
 }
 
+// The plane of col2im's row number `row`, and the row's coordinates o[0..ND-2] in the outer
+// dims. Rows are numbered plane by plane, or with PlanesInner the plane varying fastest:
+// where an outer dim is strided, neighbouring rows of one plane have different stride
+// phases, so a warp that straddles two of them splits over different taps, whereas the
+// same row of neighbouring planes has the same phase.
+template <bool PlanesInner, typename I, int ND>
+GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
+  I plane = 0;
+  if constexpr (PlanesInner) {
+    plane = row % static_cast<I>(x.planes);
+    row /= static_cast<I>(x.planes);
+  }
+  for (int d = ND - 2; d >= 0; --d) {
+    o[d] = row % static_cast<I>(x.image[d]);
+    row /= static_cast<I>(x.image[d]);
+  }
+  return PlanesInner ? plane : row;
+}
+
 // Writes the image elements of one span of col2im. e is the flat index over
-// [planes][image[0..ND-2]...][spans].
-template <int V, typename T, typename I, int ND>
+// [planes][image[0..ND-2]...][spans], or with PlanesInner over
+// [image[0..ND-2]...][planes][spans].
+template <int V, bool PlanesInner, typename T, typename I, int ND>
 GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                           const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
@@ -245,11 +265,8 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   const I count = spans<V, I>(t, x);
   const I start = first_span<V, I>(t, x) + e % count * V;
   const I first = start - static_cast<I>(x.padding[ND - 1]);   // image position; may be < 0
-  I p = e / count, o[ND], q[ND], r[ND], offset = 0;
-  for (int d = ND - 2; d >= 0; --d) {
-    o[d] = p % static_cast<I>(x.image[d]);
-    p /= static_cast<I>(x.image[d]);
-  }
+  I o[ND], q[ND], r[ND], offset = 0;
+  const I p = row_position<PlanesInner>(x, e / count, o);
   for (int d = 0; d < ND - 1; ++d) {
     offset = offset * static_cast<I>(x.image[d]) + o[d];   // the row's, within its plane
     q[d] = 0;
@@ -307,12 +324,12 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-template <int V, typename T, typename I, int ND>
+template <int V, bool PlanesInner, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
   const I n = col2im_elements<V, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_element<V>(t, x, columns, bias, image, e);
+    col2im_element<V, PlanesInner>(t, x, columns, bias, image, e);
 }
 
 template <typename T, typename I, int ND>
@@ -327,7 +344,7 @@ __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const 
 template <typename T, typename I, int ND>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<1, T, I>(t, x, columns, bias, image);
+  col2im_all<1, false, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>
@@ -338,12 +355,12 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 
 // Spans of W outputs per thread along the innermost dim: index decoding and the outer dims'
 // tap tests are shared by all W, and with W a multiple of the stride the innermost tap
-// tests fold to constants (see first_span).
-template <typename T, typename I, int ND, int W, index_t... V>
+// tests fold to constants (see first_span). PlanesInner: see row_position.
+template <typename T, typename I, int ND, int W, bool PlanesInner, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_all<W, T, I>(taps, x, columns, bias, image);
+  col2im_all<W, PlanesInner, T, I>(taps, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND, index_t... V>

@@ -174,10 +174,7 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     columns ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out
     per output position against input position, which can be fewer bytes."""
     adjoint, w = _as_convolution(a, weight)
-    out = _backward(x, None, w, adjoint, [True, False, False])[0].view(a.output_shape)
-    if bias is not None:
-        out += bias.view(-1, *[1] * a.geometry.nd)
-    return out
+    return _backward(x, None, w, adjoint, [True, False, False], bias)[0].view(a.output_shape)
 
 
 def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -195,10 +192,12 @@ def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.T
 
 
 def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.Tensor,
-              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+              a: ConvTransposeArgs, need: List[bool],
+              bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
     """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
     only). Its input gradient is also the forward pass of the convolution ``a`` is the
-    adjoint of (see shapes.conv_args)."""
+    adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds: the gradient
+    starts as the bias and the GEMMs add to it, one pass over it fewer than adding after."""
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
@@ -208,6 +207,9 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
     grad_input = grad_out.new_empty((a.batch, groups, cin, cells)) if need[0] else empty()
+    if need[0] and bias is not None:
+        grad_input.view(a.batch, a.in_channels, cells).copy_(
+            bias.view(-1, 1).expand(a.in_channels, cells))
     grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
@@ -220,7 +222,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
                              out=workspace[:n * groups * m * band]).view(n, groups, m, band)
             if need[0]:
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
-                            grad_input[n0:n1, ..., i0 * inner:i1 * inner])
+                            grad_input[n0:n1, ..., i0 * inner:i1 * inner], bias is not None)
             if need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
@@ -357,11 +359,8 @@ def _conv_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
              stride: List[int], padding: List[int], dilation: List[int], groups: int,
              same: bool) -> torch.Tensor:
     a = _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same)
-    out = _backward(input, None, weight, a, [True, False, False])[0].view(
+    return _backward(input, None, weight, a, [True, False, False], bias)[0].view(
         a.batch, a.in_channels, *a.grid)
-    if bias is not None:
-        out += bias.view(-1, *[1] * a.geometry.nd)
-    return out
 
 
 @_conv_op.register_fake
