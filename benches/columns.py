@@ -8,7 +8,7 @@ and im2col of an output-sized image (the backward's grad_output) into columns of
 shape, each one launch. Bytes moved: the columns once and the image once. Samples are cut
 so the columns stay under --max-gb (the rate, not the size, is what this measures).
 --width runs col2im at other COL2IM_WIDTHs, --planes-inner at other
-PLANES_INNER_MIN_STRIDEs (a large one turns that row order off); --source times another
+PLANES_INNER_MAX_SPANSs (0 turns that row order off); --source times another
 col2im.cu (say, an older commit's with the same kernel signatures) in the same run, for a
 side-by-side comparison.
 """
@@ -57,15 +57,15 @@ def main():
     copy = bench.ceilings(device, torch.float32).bandwidth / 1e12
     print(f"copy bandwidth {copy:.2f} TB/s")
     rows = []
-    defaults = _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MIN_STRIDE
+    defaults = _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MAX_SPANS
     for source, width, planes_inner in itertools.product(
             [defaults[0], *map(Path, args.source)], args.width or [defaults[1]],
             args.planes_inner or [defaults[2]]):
-        _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MIN_STRIDE = \
+        _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MAX_SPANS = \
             source, width, planes_inner
         _cuda._kernels.cache_clear()
         print(f"--- {source.name} ({source}), COL2IM_WIDTH {width}, "
-              f"PLANES_INNER_MIN_STRIDE {planes_inner}")
+              f"PLANES_INNER_MAX_SPANS {planes_inner}")
         print(f"{'case':<20} {'GB':>6} {'col2im ms':>10} {'TB/s':>6} {'%copy':>6} "
               f"{'im2col ms':>10} {'TB/s':>6} {'%copy':>6}")
         for case in bench.select(args.case, True, device):
@@ -74,7 +74,7 @@ def main():
             print(f"{r['case']:<20} {r['gb']:6.2f} {r['col2im_ms']:10.3f} {r['col2im_tbs']:6.2f} "
                   f"{100 * r['col2im_tbs'] / copy:5.0f}% {r['im2col_ms']:10.3f} "
                   f"{r['im2col_tbs']:6.2f} {100 * r['im2col_tbs'] / copy:5.0f}%", flush=True)
-    _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MIN_STRIDE = defaults
+    _cuda.SOURCE, _cuda.COL2IM_WIDTH, _cuda.PLANES_INNER_MAX_SPANS = defaults
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(copy_tbs=copy, rows=rows), f, indent=1)

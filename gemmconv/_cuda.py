@@ -31,9 +31,11 @@ SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
 COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
-# The fixed col2im numbers its rows planes innermost where an outer dim's stride is at least
-# this (col2im.cu's row_position): a warp's rows then share their stride phase.
-PLANES_INNER_MIN_STRIDE = 2
+# The fixed col2im numbers its rows planes innermost (col2im.cu's row_position) where an
+# outer dim is strided and a row has at most this many spans: a warp then straddles rows,
+# which share their stride phase only in that order. Longer rows lose more than they gain
+# (measured on the H200, benches/NOTES.md).
+PLANES_INNER_MAX_SPANS = 32
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -93,9 +95,11 @@ def col2im_span(g: Geometry, fixed: bool) -> int:
     return span if span <= MAX_SPAN else COL2IM_WIDTH
 
 
-def planes_inner(g: Geometry, fixed: bool) -> bool:
-    """Whether the fixed col2im numbers its rows with the plane varying fastest."""
-    return fixed and any(s >= PLANES_INNER_MIN_STRIDE for s in g.stride[:-1])
+def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
+    """Whether col2im numbers the rows of an image ``width`` wide with the plane varying
+    fastest (see PLANES_INNER_MAX_SPANS)."""
+    return fixed and any(s > 1 for s in g.stride[:-1]) and \
+        -(-width // col2im_span(g, fixed)) + 1 <= PLANES_INNER_MAX_SPANS
 
 
 @functools.cache
@@ -131,9 +135,11 @@ def _struct_type(count: int) -> np.dtype:
     return np.dtype([(f"f{i}", "<i8") for i in range(count)])
 
 
-def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: int,
+def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], width: int, work: int,
             threads: Callable[[bool], int], largest_index: int, *tensors: torch.Tensor | None) -> None:
-    """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads."""
+    """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads. ``width``
+    is the image's innermost size, which sets col2im's layout; im2col passes its image's too,
+    so that a layer's forward and backward share one compiled module."""
     if work == 0:
         return
     fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
@@ -142,7 +148,7 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: i
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
                       tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
-                      planes_inner(g, fixed))[op]
+                      planes_inner(g, width, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
     with on_device(like.device):
@@ -172,7 +178,7 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     width = image[-1]
     rows = out.numel() // width if width else 0
     # A row's first span may start before it (col2im.cu's first_span): one more per row.
-    _launch("col2im", columns, g, extent, out.numel(),
+    _launch("col2im", columns, g, extent, width, out.numel(),
             lambda fixed: rows * (-(-width // col2im_span(g, fixed)) + 1),
             max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
@@ -185,7 +191,8 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     if stride is None:
         image_tensor, stride = image_tensor.contiguous(), math.prod(image)
     extent = g.extent_fields(planes, 1, stride, grid, image, padding)
-    _launch("im2col", image_tensor, g, extent, out.numel(), lambda fixed: out.numel() // g.taps,
+    _launch("im2col", image_tensor, g, extent, image[-1], out.numel(),
+            lambda fixed: out.numel() // g.taps,
             max(out.numel(), planes * stride), image_tensor, out)
 
 

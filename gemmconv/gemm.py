@@ -41,7 +41,7 @@ _DEFAULT_MATH = 0
 _COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
 _DATA_TYPE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 14}
 _INT_MAX = 2**31 - 1
-# 1 and 0 for alpha and beta, in the compute type's scalar type (cuBLAS reads them from the host).
+# alpha = 1 and beta = 0, in the compute type's scalar type (cuBLAS reads them from the host).
 _SCALARS = {t: (np.array(1, t), np.array(0, t)) for t in (np.float32, np.float64)}
 
 
@@ -90,24 +90,20 @@ def uses_tf32() -> bool:
     return _float32_precision == "tf32"
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
-           accumulate: bool = False) -> torch.Tensor:
-    """``out[i, j] = a[i, j] @ b[i, j]`` for ``a (B1, B2, m, k)``, ``b (B1, B2, k, n)``, or
-    with ``accumulate`` ``out[i, j] += a[i, j] @ b[i, j]``.
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``out[i, j] = a[i, j] @ b[i, j]`` for ``a (B1, B2, m, k)``, ``b (B1, B2, k, n)``.
 
     ``out (B1, B2, m, n)`` must be row-major in its last two dims; it may be float32 where
-    ``a`` and ``b`` are float16/bfloat16 (products accumulated and kept in float32). What
-    ``accumulate`` adds to is read in ``out``'s dtype and added in float32 or wider, so only
-    the product, never ``out``'s previous value, passes through TF32. Returns ``out``.
+    ``a`` and ``b`` are float16/bfloat16 (products accumulated and kept in float32).
+    Returns ``out``.
     """
     if out.numel() == 0:
         return out
     if a.shape[-1] == 0:
-        return out if accumulate else out.zero_()
+        return out.zero_()
     if not out.is_cuda:
-        product = torch.matmul(a.to(out.dtype), b.to(out.dtype))
-        return out.add_(product) if accumulate else out.copy_(product)
-    _cublas_matmul(a, b, out, accumulate)
+        return out.copy_(torch.matmul(a.to(out.dtype), b.to(out.dtype)))
+    _cublas_matmul(a, b, out)
     return out
 
 
@@ -135,7 +131,7 @@ def _batches(sizes: tuple[int, int], operands: tuple[torch.Tensor, ...]):
     return [([j * s2 for _, s2 in strides], b1, [s1 for s1, _ in strides]) for j in range(b2)]
 
 
-def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, accumulate: bool) -> None:
+def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     from . import _cuda
 
     m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
@@ -153,7 +149,6 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, accumula
         compute, (one, zero) = _COMPUTE_32F_FAST_TF32, _SCALARS[np.float32]
     else:
         compute, (one, zero) = _COMPUTE_32F, _SCALARS[np.float32]
-    beta = one if accumulate else zero
     sizes = (a.element_size(), b.element_size(), out.element_size())
     lib = _cuda.cublas()
     with _on(out.device):
@@ -170,7 +165,7 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, accumula
                 handle, op_b, op_a, n, m, k, one.ctypes.data,
                 pb, _DATA_TYPE[b.dtype], ld_b, strides[1],
                 pa, _DATA_TYPE[a.dtype], ld_a, strides[0],
-                beta.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
+                zero.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
                 count, compute, _GEMM_DEFAULT))
 
 

@@ -12,7 +12,9 @@ Backward: ``columns = im2col(grad_output)``; ``grad_input = weight @ columns``;
 ``grad_weight = sum over samples of input @ columns^T``; ``grad_bias`` sums grad_output.
 
 The operators are ``torch.library`` custom ops (``gemmconv::conv_transpose`` and its
-backward), so autograd, ``torch.compile`` and fake tensors see one opaque op each.
+backward), so autograd, ``torch.compile`` and fake tensors see one opaque op each. Eager
+calls on plain tensors run the same functions through one ``torch.autograd.Function``
+(``_Eager``), which costs a fraction of the ops' host-side dispatch.
 """
 import math
 from typing import List, Optional, Union
@@ -174,7 +176,10 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     columns ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out
     per output position against input position, which can be fewer bytes."""
     adjoint, w = _as_convolution(a, weight)
-    return _backward(x, None, w, adjoint, [True, False, False], bias)[0].view(a.output_shape)
+    out = _backward(x, None, w, adjoint, [True, False, False])[0].view(a.output_shape)
+    if bias is not None:
+        out += bias.view(-1, *[1] * a.geometry.nd)
+    return out
 
 
 def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -192,12 +197,10 @@ def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.T
 
 
 def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.Tensor,
-              a: ConvTransposeArgs, need: List[bool],
-              bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
+              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
     only). Its input gradient is also the forward pass of the convolution ``a`` is the
-    adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds: the gradient
-    starts as the bias and the GEMMs add to it, one pass over it fewer than adding after."""
+    adjoint of (see shapes.conv_args)."""
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
@@ -207,9 +210,6 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
     grad_input = grad_out.new_empty((a.batch, groups, cin, cells)) if need[0] else empty()
-    if need[0] and bias is not None:
-        grad_input.view(a.batch, a.in_channels, cells).copy_(
-            bias.view(-1, 1).expand(a.in_channels, cells))
     grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
@@ -222,7 +222,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
                              out=workspace[:n * groups * m * band]).view(n, groups, m, band)
             if need[0]:
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
-                            grad_input[n0:n1, ..., i0 * inner:i1 * inner], bias is not None)
+                            grad_input[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
@@ -231,6 +231,13 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
     grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
                  if need[2] else empty())
     return [grad_input, grad_weight, grad_bias]
+
+
+def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    if a.prefers_im2col():
+        return _backward_by_im2col(grad_out, x, weight, a, need)
+    return _backward(grad_out, x, weight, a, need)
 
 
 @torch.library.custom_op("gemmconv::conv_transpose", mutates_args=())
@@ -253,9 +260,7 @@ def _conv_transpose_backward_op(grad_output: torch.Tensor, input: torch.Tensor,
                                 output_padding: List[int], dilation: List[int], groups: int,
                                 output_mask: List[bool]) -> List[torch.Tensor]:
     a = _args_from_lists(input, weight, None, stride, padding, output_padding, dilation, groups)
-    if a.prefers_im2col():
-        return _backward_by_im2col(grad_output, input, weight, a, output_mask)
-    return _backward(grad_output, input, weight, a, output_mask)
+    return _conv_transpose_backward(grad_output, input, weight, a, output_mask)
 
 
 @_conv_transpose_backward_op.register_fake
@@ -284,6 +289,37 @@ def _register_autograd(op, backward_op) -> None:
 _register_autograd(_conv_transpose_op, _conv_transpose_backward_op)
 
 
+class _Eager(torch.autograd.Function):
+    """The custom ops' autograd without their dispatch, for plain tensors outside
+    torch.compile: ``apply(input, weight, bias, a, forward, backward)`` with the op's
+    checked arguments ``a``, ``forward(input, weight, bias, a)`` and
+    ``backward(grad_output, input, weight, a, output_mask)``, the functions the ops run.
+    The ops' Python dispatch and autograd wrappers cost about 90 us of host time a forward
+    and 380 a backward on the H200's host, where the first kernel waits for them."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, a, forward, backward):
+        ctx.save_for_backward(input, weight)
+        ctx.a, ctx.backward_fn = a, backward
+        return forward(input, weight, bias, a)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable   # as the ops: no formula for a second order
+    def backward(ctx, grad_output):
+        input, weight = ctx.saved_tensors
+        mask = list(ctx.needs_input_grad[:3])
+        grads = ctx.backward_fn(grad_output, input, weight, ctx.a, mask)
+        return (*(g if keep else None for g, keep in zip(grads, mask)), None, None, None)
+
+
+def _eager(*tensors: Optional[torch.Tensor]) -> bool:
+    """Whether a call may take _Eager: not while torch.compile traces it (which needs the
+    opaque ops), and only on plain CPU or CUDA tensors (fake and meta tensors need the ops'
+    fake implementations)."""
+    return not torch.compiler.is_compiling() and all(
+        t is None or type(t) is torch.Tensor and t.device.type in ("cpu", "cuda") for t in tensors)
+
+
 def _autocast(*tensors: Optional[torch.Tensor]):
     """The tensors as torch's autocast hands them to its convolutions: in the autocast
     dtype where autocast is on for their device, else unchanged."""
@@ -302,8 +338,12 @@ def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
                             output_padding, groups, dilation)
     g = a.geometry
     batched = input.unsqueeze(0) if a.unbatched else input
-    out = _conv_transpose_op(batched, weight, bias, list(g.stride), list(g.padding),
-                             list(a.output_padding), list(g.dilation), groups)
+    if _eager(input, weight, bias):
+        out = _Eager.apply(batched, weight, bias, a,
+                           _forward, _conv_transpose_backward)
+    else:
+        out = _conv_transpose_op(batched, weight, bias, list(g.stride), list(g.padding),
+                                 list(a.output_padding), list(g.dilation), groups)
     return out.squeeze(0) if a.unbatched else out
 
 
@@ -354,13 +394,31 @@ def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, sam
                      dilation, groups)
 
 
+def _conv_forward(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                  a: ConvTransposeArgs) -> torch.Tensor:
+    out = _backward(input, None, weight, a, [True, False, False])[0].view(
+        a.batch, a.in_channels, *a.grid)
+    if bias is not None:
+        out += bias.view(-1, *[1] * a.geometry.nd)
+    return out
+
+
+def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                   a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    empty = lambda: input.new_empty(0)
+    return [_forward(grad_output, weight, None, a) if need[0] else empty(),
+            _backward(input, grad_output, weight, a, [False, True, False])[1]
+            if need[1] else empty(),
+            _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid)))
+            if need[2] else empty()]
+
+
 @torch.library.custom_op("gemmconv::convolution", mutates_args=())
 def _conv_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
              stride: List[int], padding: List[int], dilation: List[int], groups: int,
              same: bool) -> torch.Tensor:
     a = _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same)
-    return _backward(input, None, weight, a, [True, False, False], bias)[0].view(
-        a.batch, a.in_channels, *a.grid)
+    return _conv_forward(input, weight, bias, a)
 
 
 @_conv_op.register_fake
@@ -374,12 +432,7 @@ def _conv_backward_op(grad_output: torch.Tensor, input: torch.Tensor, weight: to
                       stride: List[int], padding: List[int], dilation: List[int], groups: int,
                       same: bool, output_mask: List[bool]) -> List[torch.Tensor]:
     a = _conv_from_lists(input, weight, None, stride, padding, dilation, groups, same)
-    empty = lambda: input.new_empty(0)
-    return [_forward(grad_output, weight, None, a) if output_mask[0] else empty(),
-            _backward(input, grad_output, weight, a, [False, True, False])[1]
-            if output_mask[1] else empty(),
-            _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid)))
-            if output_mask[2] else empty()]
+    return _conv_backward(grad_output, input, weight, a, output_mask)
 
 
 @_conv_backward_op.register_fake
@@ -398,8 +451,12 @@ def _conv(nd: int, input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     a = conv_args(f"conv{nd}d", nd, input, weight, bias, stride, padding, dilation, groups)
     g = a.geometry
     batched = input.unsqueeze(0) if a.unbatched else input
-    out = _conv_op(batched, weight, bias, list(g.stride), list(g.padding), list(g.dilation),
-                   groups, padding == "same")
+    if _eager(input, weight, bias):
+        out = _Eager.apply(batched, weight, bias, a,
+                           _conv_forward, _conv_backward)
+    else:
+        out = _conv_op(batched, weight, bias, list(g.stride), list(g.padding), list(g.dilation),
+                       groups, padding == "same")
     return out.squeeze(0) if a.unbatched else out
 
 

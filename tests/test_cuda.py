@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import _cuda, cases, gemm, ops
+from gemmconv import _cuda, cases, ops
 from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
@@ -163,19 +163,6 @@ def test_float32_precision_policy_reaches_cublas():
         conv.fp32_precision = before
 
 
-
-def test_accumulating_matmul_adds_in_float32_under_tf32():
-    """What an accumulating product adds to (the im2col route's bias) must not pass through
-    TF32: 1 + k * 2**-20 keeps its last bits only in float32. Products of 0s and 1s over
-    four terms are exact in TF32, and their sums with it (below 8) exact in float32."""
-    gen = generator("accumulate")
-    a = torch.randint(0, 2, (2, 3, 64, 4), generator=gen).float().to(CUDA)
-    b = torch.randint(0, 2, (2, 3, 4, 48), generator=gen).float().to(CUDA)
-    start = 1 + torch.randint(1, 8, (2, 3, 64, 48), generator=gen).float().to(CUDA) * 2.0**-20
-    out = start.clone()
-    with gemmconv.float32_precision("tf32"):
-        gemm.matmul(a, b, out, accumulate=True)
-    assert torch.equal(out, start + (a.double() @ b.double()).float())
 
 def test_runs_on_the_current_stream():
     case = cases.BENCH[4].scaled(1 << 14)

@@ -85,6 +85,60 @@ def test_empty_batch_returns_empty_result_and_zero_grads():
     assert w.grad.shape == w.shape and not w.grad.any() and not b.grad.any()
 
 
+PATH_CASES = cases.EDGE[:6] + cases.random_cases(6, seed=31)
+CONVOLUTIONS = {1: gemmconv.conv1d, 2: gemmconv.conv2d, 3: gemmconv.conv3d}
+
+
+def _convolution_call(case):
+    """A convolution with the case's settings whose input is the case's input, when the
+    padded input holds the kernel (else None)."""
+    if any(s + 2 * p < d * (k - 1) + 1 for s, p, d, k in
+           zip(case.size, case.padding, case.dilation, case.kernel_size)):
+        return None
+    x, _, b = _leaves(case, "paths")
+    w = torch.randn(case.out_channels, case.in_channels // case.groups, *case.kernel_size,
+                    dtype=torch.float64, generator=generator(case.name, "w"), requires_grad=True)
+    kwargs = dict(stride=case.stride, padding=case.padding, dilation=case.dilation,
+                  groups=case.groups)
+    return CONVOLUTIONS[case.nd], (x, w, b), kwargs
+
+
+@pytest.mark.parametrize("conv", [False, True], ids=["conv_transpose", "conv"])
+@pytest.mark.parametrize("case", PATH_CASES, ids=lambda c: c.name)
+def test_eager_function_and_custom_op_agree_bitwise(monkeypatch, case, conv):
+    """Eager calls on plain tensors take ops._Eager; the custom ops (torch.compile, fake
+    tensors) run the same functions, so both give the same bits, forward and backward."""
+    call = _convolution_call(case) if conv else (OURS[case.nd], _leaves(case, "paths"), case.kwargs)
+    if call is None:
+        pytest.skip("the padded input is smaller than the kernel")
+    fn, leaves, kwargs = call
+    calls = []
+    for name in ("_conv_transpose_op", "_conv_op"):
+        real = getattr(ops, name)
+        monkeypatch.setattr(ops, name, lambda *a, real=real: calls.append(name) or real(*a))
+    runs = []
+    for eager in (True, False):
+        monkeypatch.setattr(ops, "_eager", lambda *t, eager=eager: eager)
+        out = fn(*leaves, **kwargs)
+        needed = [t for t in leaves if t is not None]
+        grads = torch.autograd.grad(out, needed, torch.ones_like(out)) if out.numel() else []
+        runs.append([out, *grads])
+    assert len(calls) == 1                         # the op ran once: in the second run
+    for eager_result, op_result in zip(*runs):
+        assert torch.equal(eager_result, op_result)
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_second_order_gradients_are_refused(monkeypatch, eager):
+    monkeypatch.setattr(ops, "_eager", lambda *t: eager)
+    case = cases.EDGE[0]
+    x, w, b = _leaves(case, "second-order")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    grad, = torch.autograd.grad(out.pow(2).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="differentiate twice|no autograd formula"):
+        grad.sum().backward()
+
+
 def test_unbatched_input_returns_unbatched_output():
     case = next(c for c in cases.EDGE if c.unbatched)
     x, w, b = _leaves(case, "unbatched")
