@@ -269,6 +269,11 @@ def _(grad_output, input, weight, stride, padding, output_padding, dilation, gro
     return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
 
 
+def _asked(grads: List[torch.Tensor], mask: List[bool]) -> tuple:
+    """The gradients autograd asked for, None in place of the others."""
+    return tuple(g if keep else None for g, keep in zip(grads, mask))
+
+
 def _register_autograd(op, backward_op) -> None:
     """Autograd for an op called as (input, weight, bias, *settings): its backward op takes
     (grad_output, input, weight, *settings, output_mask) and returns the three gradients."""
@@ -281,7 +286,7 @@ def _register_autograd(op, backward_op) -> None:
         input, weight = ctx.saved_tensors
         mask = list(ctx.needs_input_grad[:3])
         grads = backward_op(grad_output, input, weight, *ctx.settings, mask)
-        return (*(g if keep else None for g, keep in zip(grads, mask)), *[None] * len(ctx.settings))
+        return (*_asked(grads, mask), *[None] * len(ctx.settings))
 
     op.register_autograd(backward, setup_context=setup_context)
 
@@ -309,7 +314,7 @@ class _Eager(torch.autograd.Function):
         input, weight = ctx.saved_tensors
         mask = list(ctx.needs_input_grad[:3])
         grads = ctx.backward_fn(grad_output, input, weight, ctx.a, mask)
-        return (*(g if keep else None for g, keep in zip(grads, mask)), None, None, None)
+        return (*_asked(grads, mask), None, None, None)
 
 
 def _eager(*tensors: Optional[torch.Tensor]) -> bool:
@@ -318,6 +323,18 @@ def _eager(*tensors: Optional[torch.Tensor]) -> bool:
     fake implementations)."""
     return not torch.compiler.is_compiling() and all(
         t is None or type(t) is torch.Tensor and t.device.type in ("cpu", "cuda") for t in tensors)
+
+
+def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
+         bias: Optional[torch.Tensor], forward, backward, op, *settings) -> torch.Tensor:
+    """A checked call ``a``: ``forward``/``backward`` through _Eager where it may, else the
+    custom ``op(input, weight, bias, *settings)``; an unbatched input runs as a batch of one."""
+    batched = input.unsqueeze(0) if a.unbatched else input
+    if _eager(input, weight, bias):
+        out = _Eager.apply(batched, weight, bias, a, forward, backward)
+    else:
+        out = op(batched, weight, bias, *settings)
+    return out.squeeze(0) if a.unbatched else out
 
 
 def _autocast(*tensors: Optional[torch.Tensor]):
@@ -337,14 +354,8 @@ def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
     a = conv_transpose_args(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
                             output_padding, groups, dilation)
     g = a.geometry
-    batched = input.unsqueeze(0) if a.unbatched else input
-    if _eager(input, weight, bias):
-        out = _Eager.apply(batched, weight, bias, a,
-                           _forward, _conv_transpose_backward)
-    else:
-        out = _conv_transpose_op(batched, weight, bias, list(g.stride), list(g.padding),
-                                 list(a.output_padding), list(g.dilation), groups)
-    return out.squeeze(0) if a.unbatched else out
+    return _run(a, input, weight, bias, _forward, _conv_transpose_backward, _conv_transpose_op,
+                list(g.stride), list(g.padding), list(a.output_padding), list(g.dilation), groups)
 
 
 def conv_transpose1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
@@ -450,14 +461,8 @@ def _conv(nd: int, input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     input, weight, bias = _autocast(input, weight, bias)
     a = conv_args(f"conv{nd}d", nd, input, weight, bias, stride, padding, dilation, groups)
     g = a.geometry
-    batched = input.unsqueeze(0) if a.unbatched else input
-    if _eager(input, weight, bias):
-        out = _Eager.apply(batched, weight, bias, a,
-                           _conv_forward, _conv_backward)
-    else:
-        out = _conv_op(batched, weight, bias, list(g.stride), list(g.padding), list(g.dilation),
-                       groups, padding == "same")
-    return out.squeeze(0) if a.unbatched else out
+    return _run(a, input, weight, bias, _conv_forward, _conv_backward, _conv_op,
+                list(g.stride), list(g.padding), list(g.dilation), groups, padding == "same")
 
 
 def conv1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,

@@ -115,7 +115,7 @@ def test_eager_function_and_custom_op_agree_bitwise(monkeypatch, case, conv):
     calls = []
     for name in ("_conv_transpose_op", "_conv_op"):
         real = getattr(ops, name)
-        monkeypatch.setattr(ops, name, lambda *a, real=real: calls.append(name) or real(*a))
+        monkeypatch.setattr(ops, name, lambda *a, real=real: calls.append(real) or real(*a))
     runs = []
     for eager in (True, False):
         monkeypatch.setattr(ops, "_eager", lambda *t, eager=eager: eager)
