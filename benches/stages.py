@@ -1,6 +1,7 @@
 """Where the time goes, per benchmark case: cuBLAS, col2im and everything else.
 
     PYTHONPATH=. python benches/stages.py [--backward] [--limit BYTES ...] [--case NAME ...]
+                                          [--gathered 0/1 PER DIM]
 
 Runs each case under torch.profiler (CUPTI sees CuPy's kernels too), sums CUDA kernel time
 by stage, and reports col2im/im2col bandwidth (column bytes read + image bytes written, or
@@ -15,7 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import gemmconv
-from gemmconv import bench, cases, gemm
+from gemmconv import bench, cases, gemm, ops
 from gemmconv.shapes import conv_transpose_args
 
 
@@ -50,26 +51,30 @@ def profile_case(work: bench.Workload, repeats: int = 3) -> dict:
 
 
 def column_bytes(case: cases.Case, work: bench.Workload) -> tuple[int, int]:
-    """Bytes of the forward's column buffer (written + read) and of the image its column
-    kernel reads or writes: col2im's output, or on the stride-1 im2col route the input."""
+    """Bytes of the forward's column buffers (each written once and read once) and of the
+    images its column kernels read or write: im2col's input where the route gathers taps,
+    col2im's output unless the GEMM writes the output itself."""
     a = conv_transpose_args("", case.nd, work.x, work.w, None, case.stride, case.padding,
                             case.output_padding, case.groups, case.dilation)
-    taps = math.prod(case.kernel_size)
-    if a.prefers_im2col():
-        return (2 * case.batch * case.in_channels * taps * math.prod(case.output_size) * 4,
-                case.batch * case.in_channels * math.prod(case.size) * 4)
-    return (2 * case.batch * case.out_channels * taps * math.prod(case.size) * 4,
-            case.batch * case.out_channels * math.prod(case.output_size) * 4)
+    split = a.split(a.gathered_dims())
+    images = (case.batch * case.in_channels * math.prod(case.size) if split.gather else 0) + \
+        (0 if split.direct else case.batch * case.out_channels * math.prod(case.output_size))
+    return 2 * case.batch * split.column_elements(a.groups) * 4, images * 4
 
 
-def bare_gemm_ms(case: cases.Case, x: torch.Tensor, w: torch.Tensor) -> float:
-    g = case.groups
-    cin, m, cells = case.in_channels // g, case.out_channels // g * math.prod(case.kernel_size), \
-        math.prod(case.size)
+def bare_gemm_ms(case: cases.Case, a) -> float:
+    """One cuBLAS call of the forward's GEMM over all samples at once (no chunks), with the
+    shape of the route the case takes; NaN where its operands would take over 30 GB."""
+    split, g = a.split(a.gathered_dims()), case.groups
+    cells = math.prod(split.grid)
+    rows = split.gather_rows
+    m = case.out_channels if split.direct else split.scatter_rows
+    if 4 * case.batch * g * (rows + m) * cells > 30e9:
+        return float("nan")
+    x = torch.randn(case.batch, g, rows, cells, device="cuda")
     out = x.new_empty(case.batch, g, m, cells)
-    a = w.view(1, g, cin, m).transpose(-1, -2).expand(case.batch, -1, -1, -1)
-    b = x.view(case.batch, g, cin, cells)
-    return bench._timer(x.device, lambda: gemm.matmul(a, b, out), 5)
+    w = torch.randn(1, g, rows, m, device="cuda").transpose(-1, -2).expand(case.batch, -1, -1, -1)
+    return bench._timer(x.device, lambda: gemm.matmul(w, x, out), 5)
 
 
 def main():
@@ -79,7 +84,14 @@ def main():
     parser.add_argument("--backward", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--top", action="store_true", help="the four costliest kernels per case")
+    parser.add_argument("--gathered", help="force the forward's route: the dims whose taps "
+                        "im2col gathers, as 0/1 per dim (e.g. 01), on cases where it applies")
     args = parser.parse_args()
+    if args.gathered:
+        mask = tuple(c == "1" for c in args.gathered)
+        chosen = ops.ConvTransposeArgs.gathered_dims
+        ops.ConvTransposeArgs.gathered_dims = lambda a: mask if len(mask) == a.geometry.nd and \
+            all(s == 1 for s, d in zip(a.geometry.stride, mask) if d) else chosen(a)
     device = torch.device("cuda")
     ceiling = bench.ceilings(device, torch.float32)
     rows = []
@@ -89,8 +101,9 @@ def main():
         work = bench.Workload(case, torch.float32, device, args.backward)
         torch_ms = bench._timer(device, work.runner("torch"), 10)
         col_bytes, image_bytes = column_bytes(case, work)
-        bare = bare_gemm_ms(case, work.x.detach(), work.w.detach()) \
-            if case.batch * case.out_channels * math.prod(case.kernel_size) * math.prod(case.size) * 4 < 30e9 else float("nan")
+        bare = bare_gemm_ms(case, conv_transpose_args(
+            "", case.nd, work.x, work.w, None, case.stride, case.padding, case.output_padding,
+            case.groups, case.dilation))
         for limit in args.limit or [gemmconv.get_workspace_limit()]:
             before = gemmconv.get_workspace_limit()
             gemmconv.set_workspace_limit(limit)

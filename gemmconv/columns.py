@@ -30,7 +30,10 @@ def _window(g: Geometry, grid: Sequence[int], image: Sequence[int], padding: Seq
     extent = [max(r, p + i) - lo for r, p, i, lo in zip(g.reach(grid), padding, image, los)]
     image_region = (slice(None),) + tuple(slice(p - lo, p - lo + i)
                                           for p, i, lo in zip(padding, image, los))
-    taps = [(tap, (slice(None),) + tuple(slice(k * d - lo, k * d - lo + (n - 1) * s + 1, s)
+    # An empty grid (a band of output rows no tap reaches) gets empty slices, not ones that
+    # a negative stop would wrap around.
+    taps = [(tap, (slice(None),) + tuple(slice(k * d - lo, k * d - lo + (n - 1) * s + 1 if n
+                                               else k * d - lo, s)
                                           for k, d, n, s, lo in zip(tap, g.dilation, grid,
                                                                     g.stride, los)))
             for tap in itertools.product(*map(range, g.kernel_size))]

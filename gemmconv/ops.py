@@ -17,7 +17,7 @@ calls on plain tensors run the same functions through one ``torch.autograd.Funct
 (``_Eager``), which costs a fraction of the ops' host-side dispatch.
 """
 import math
-from typing import List, Optional, Union
+from typing import List, Optional, Sequence, Union
 
 import torch
 
@@ -51,27 +51,52 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
 
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-             a: ConvTransposeArgs) -> torch.Tensor:
-    if a.prefers_im2col():
+             a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None) -> torch.Tensor:
+    """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
+    before the GEMM (shapes.Split; by default the route that moves the fewest bytes)."""
+    split = a.split(a.gathered_dims() if gathered is None else gathered)
+    if split.direct:
         return _forward_by_im2col(x, weight, bias, a)
-    g, groups = a.geometry, a.groups
-    cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
-    inner = cells // a.grid[0]
-    x = x.contiguous().view(a.batch, groups, cin, cells)
-    weight_t = weight.contiguous().view(1, groups, cin, m).transpose(-1, -2)
+    groups, gather = a.groups, split.gather
+    rows, m, cells = split.gather_rows, split.scatter_rows, math.prod(split.grid)
+    inner = cells // split.grid[0]
+    weight_t = _split_weight(weight, a, split).transpose(-1, -2)
     out = x.new_empty(a.output_shape)
     planes = out.view(a.batch * a.out_channels, *a.image)
-    chunks = a.forward_chunks(_workspace_limit, x.element_size())
-    workspace = x.new_empty(max(((n1 - n0) * groups * m * (i1 - i0) * inner
+    x = x.contiguous()
+    chunks = a.forward_chunks(_workspace_limit, x.element_size(), split)
+    workspace = x.new_empty(max(((n1 - n0) * split.column_elements(groups) // split.grid[0] * (i1 - i0)
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
     for n0, n1, o0, o1, i0, i1 in chunks:
         n, band = n1 - n0, (i1 - i0) * inner
+        if gather:
+            gathered_columns = cols.im2col(
+                x[n0:n1].view(n * a.in_channels, *a.grid), gather, (i1 - i0, *split.grid[1:]),
+                padding=gather.band_padding(0, i0), out=workspace[n * groups * m * band:]
+                [:n * groups * rows * band]).view(n, groups, rows, band)
+        else:
+            gathered_columns = x.view(a.batch, groups, rows, cells)[n0:n1, ..., i0 * inner:i1 * inner]
         columns = workspace[:n * groups * m * band].view(n, groups, m, band)
-        gemm.matmul(weight_t.expand(n, -1, -1, -1), x[n0:n1, ..., i0 * inner:i1 * inner], columns)
-        cols.col2im(columns.view(n * a.out_channels, g.taps, band), bias, g, (i1 - i0, *a.grid[1:]),
-               (o1 - o0, *a.image[1:]), out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
-               padding=g.band_padding(o0, i0))
+        gemm.matmul(weight_t.expand(n, -1, -1, -1), gathered_columns, columns)
+        cols.col2im(columns.view(n * a.out_channels, split.scatter.taps, band), bias,
+                    split.scatter, (i1 - i0, *split.grid[1:]), (o1 - o0, *a.image[1:]),
+                    out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
+                    padding=split.scatter.band_padding(o0, i0))
     return out
+
+
+def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:
+    """The weight as the GEMM of ``split`` reads it: ``(1, G, C_in / G * Ka, C_out / G * Kb)``,
+    rows (input channel, gathered taps flipped), columns (output channel, other taps). With
+    nothing gathered this is a view of the weight."""
+    nd, groups = a.geometry.nd, a.groups
+    dims = range(nd)
+    kept = [d for d in dims if not split.gathered[d]]
+    taken = [d for d in dims if split.gathered[d]]
+    w = weight.flip([2 + d for d in taken]) if taken else weight
+    w = w.view(groups, a.in_channels // groups, a.out_channels // groups, *a.geometry.kernel_size)
+    w = w.permute(0, 1, *[3 + d for d in taken], 2, *[3 + d for d in kept])
+    return w.reshape(1, groups, split.gather_rows, split.scatter_rows)
 
 
 # Split-K for the weight gradient: a band's positions are cut into pieces of at least this

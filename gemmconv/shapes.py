@@ -12,6 +12,7 @@ has one.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
@@ -131,13 +132,49 @@ class ConvTransposeArgs:
         """Rows of one group's column matrix: ``C_out / groups * prod(kernel_size)``."""
         return self.out_channels // self.groups * self.geometry.taps
 
-    def forward_chunks(self, limit: int, element_size: int):
-        """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the forward pass whose
-        column buffers stay within ``limit`` bytes where any split can (one image row of one
-        sample is the least a chunk holds): whole samples where they fit, else bands of
-        image rows of one sample, each with the grid rows (and halo) it needs."""
-        g, rows = self.geometry, self.grid[0]
-        row_bytes = self.column_row_bytes(element_size)
+    def split(self, gathered: Sequence[bool]) -> "Split":
+        """The forward pass with the taps of the ``gathered`` dims (stride 1 only) gathered
+        from the input by im2col before the GEMM, and the other dims' taps summed into the
+        output by col2im after it (see :class:`Split`)."""
+        g, groups = self.geometry, self.groups
+        gathered = tuple(bool(d) for d in gathered)
+        check(len(gathered) == g.nd and all(s == 1 for s, d in zip(g.stride, gathered) if d),
+              lambda: f"only stride-1 dims can be gathered, got {gathered} at stride {g.stride}")
+        pick = lambda mine, other: tuple(m if d else o for m, o, d in zip(mine, other, gathered))
+        ones, zeros = (1,) * g.nd, (0,) * g.nd
+        conv = tuple(d * (k - 1) - p for d, k, p in zip(g.dilation, g.kernel_size, g.padding))
+        gather = Geometry(pick(g.kernel_size, ones), ones, pick(conv, zeros),
+                          pick(g.dilation, ones)) if any(gathered) else None
+        scatter = Geometry(pick(ones, g.kernel_size), pick(ones, g.stride), pick(zeros, g.padding),
+                           pick(ones, g.dilation))
+        return Split(gathered, gather, scatter, pick(self.image, self.grid),
+                     self.in_channels // groups * (gather.taps if gather else 1),
+                     self.out_channels // groups * scatter.taps)
+
+    def gathered_dims(self) -> tuple[bool, ...]:
+        """The forward pass's route, as the dims whose taps im2col gathers (:meth:`split`):
+        the one that moves the fewest column bytes. Routes that gather pay GATHER_MARGIN for
+        their extra pass; ties go to fewer gathered dims."""
+        g = self.geometry
+        free = [d for d in range(g.nd) if g.stride[d] == 1]
+        best, best_cost = (False,) * g.nd, math.inf
+        for count in range(len(free) + 1):
+            for dims in itertools.combinations(free, count):
+                gathered = tuple(d in dims for d in range(g.nd))
+                cost = self.split(gathered).column_elements(self.groups) / (GATHER_MARGIN if dims else 1)
+                if cost < best_cost:
+                    best, best_cost = gathered, cost
+        return best
+
+    def forward_chunks(self, limit: int, element_size: int, split: "Split | None" = None):
+        """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the forward pass
+        along ``split`` (nothing gathered by default; its grid's rows) whose buffers stay
+        within ``limit`` bytes where any split can (one image row of one sample is the least
+        a chunk holds): whole samples where they fit, else bands of image rows of one
+        sample, each with the grid rows (and halo) it needs."""
+        split = split or self.split((False,) * self.geometry.nd)
+        g, rows = split.scatter, split.grid[0]
+        row_bytes = split.column_elements(self.groups) // rows * element_size
         if row_bytes * rows <= limit:
             return [(n0, n1, 0, self.image[0], 0, rows)
                     for n0, n1, _, _ in row_chunks(self.batch, rows, row_bytes, limit)]
@@ -170,6 +207,50 @@ class ConvTransposeArgs:
         GEMM + col2im: C_in * prod(output) against C_out * prod(input), per tap."""
         return self.convolution is not None and \
             self.in_channels * math.prod(self.image) < 0.8 * self.out_channels * math.prod(self.grid)
+
+
+# Routes that gather taps by im2col before the GEMM run one pass more than GEMM + col2im;
+# they are taken where they move at most this fraction of its column bytes.
+GATHER_MARGIN = 0.8
+
+
+@dataclass(frozen=True)
+class Split:
+    """A forward pass that splits the kernel's taps between the two column kernels.
+
+    With the taps of the gathered dims (stride 1) taken by im2col and the rest by col2im,
+    a transposed convolution is, per sample and group (``Ka``, ``Kb`` the taps of the
+    gathered dims and of the others, ``L`` = prod(grid)):
+
+        gathered  (C_in / G * Ka, L)   = im2col(input) along ``gather``, flipped taps
+        columns   (C_out / G * Kb, L)  = weight^T @ gathered
+        output    (C_out, *image)      = col2im(columns) along ``scatter`` + bias
+
+    ``grid`` is the output size along the gathered dims and the input size along the
+    others; ``gather`` and ``scatter`` have kernel 1 along the dims the other one owns. The
+    column buffers then hold ``C_in / G * Ka + C_out / G * Kb`` rows per position, against
+    ``C_out / G * Ka * Kb`` with nothing gathered (``gather`` None): on a stride-1 3x3
+    layer with C_in = C_out, 6 rows a channel instead of 9.
+    """
+
+    gathered: tuple[bool, ...]
+    gather: Geometry | None
+    scatter: Geometry
+    grid: tuple[int, ...]
+    gather_rows: int
+    scatter_rows: int
+
+    @property
+    def direct(self) -> bool:
+        """Whether col2im has nothing left to do, so that the GEMM can write the output
+        itself: every dim gathered, or left with kernel 1, stride 1 and no padding."""
+        s = self.scatter
+        return all(k == 1 and t == 1 and p == 0 for k, t, p in zip(s.kernel_size, s.stride, s.padding))
+
+    def column_elements(self, groups: int) -> int:
+        """Elements of the column buffers (gathered, then columns unless direct) of one sample."""
+        rows = (self.gather_rows if self.gather else 0) + (0 if self.direct else self.scatter_rows)
+        return groups * rows * math.prod(self.grid)
 
 
 def row_chunks(batch: int, rows: int, row_bytes: int, limit: int):

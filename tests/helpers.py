@@ -27,3 +27,11 @@ def reference(case, x, w, b):
     back to x, w and b (for float64 leaves; see gemmconv.bench.reference otherwise)."""
     up = lambda t: None if t is None else t.double()        # differentiable back to t
     return TORCH[case.nd](up(x), up(w), up(b), **case.kwargs)
+
+
+def force_im2col_route(monkeypatch) -> None:
+    """Makes every stride-1 call take the im2col + GEMM route, forward and backward."""
+    from gemmconv import ops
+    monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
+    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a: (
+        (a.convolution is not None,) * a.geometry.nd))

@@ -1,4 +1,5 @@
 """GPU: the shared case table on CUDA, against float64 references. Marked ``cuda``."""
+import itertools
 import math
 
 import pytest
@@ -10,7 +11,7 @@ from gemmconv import _cuda, cases, ops
 from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
-from helpers import OURS, generator, reference, rel_error
+from helpers import OURS, force_im2col_route, generator, reference, rel_error
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -115,7 +116,7 @@ def test_specialised_kernels_over_bands(monkeypatch, case, dtype):
 def test_im2col_route(monkeypatch, case, dtype):
     """The stride-1 route as a convolution, forward and backward, forced, through the
     specialised kernels."""
-    monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
+    force_im2col_route(monkeypatch)
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     x, w, b = leaves = _leaves(case, "im2col-route", dtype)
     _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
@@ -251,3 +252,51 @@ def test_split_k_weight_gradient(monkeypatch, case, dtype):
     refs = reference64(case, x.detach(), w, None, grad_out)
     tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
     assert rel_error(torch.autograd.grad(out, w, grad_out.to(dtype))[0], refs[1]) < tolerance
+
+
+SPLIT_CASES = [c for c in cases.random_cases(24, seed=14) + cases.EDGE
+               if c.batch and not c.unbatched and 1 in c.stride] + \
+    [c.scaled(4096) for c in cases.BENCH if 1 in c.stride]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.name)
+def test_every_split_of_the_taps(monkeypatch, case, dtype):
+    """The forward along every route the strides allow (im2col of the gathered dims' taps,
+    GEMM, col2im of the rest) through the kernels compiled for each geometry, into a
+    poisoned output; float64 also in one-row bands."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, "split", str(dtype)))
+    a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
+                                **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    ref = reference64(case, x, w, b)[0]
+    tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
+    routes = [r for r in itertools.product((False, True), repeat=case.nd)
+              if all(s == 1 for s, d in zip(case.stride, r) if d)]
+    limits = (1 << 30, 1) if dtype == torch.float64 and case.name.startswith("random") else (1 << 30,)
+    for route in routes:
+        for limit in limits:
+            monkeypatch.setattr(ops, "_workspace_limit", limit)
+            _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+            assert rel_error(ops._forward(x, w, b, a, route), ref) < tolerance, (route, limit)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.name)
+def test_split_routes_in_training(monkeypatch, case, dtype):
+    """Forward and backward with every forward pass (including the stride-1 convolutions
+    the backward runs) gathering the taps of its first stride-1 dim."""
+    def first_stride_one(a):
+        return tuple(d == a.geometry.stride.index(1) if 1 in a.geometry.stride else False
+                     for d in range(a.geometry.nd))
+    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)
+    x, w, b = leaves = _leaves(case, "split-train", dtype)
+    _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
+    refs = reference64(case, x, w, b, grad_out)
+    tolerance = 1e-12 if dtype == torch.float64 else 5e-3
+    assert rel_error(out, refs[0]) < tolerance
+    needed = [t for t in leaves if t is not None]
+    for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(dtype)), refs[1:]):
+        assert rel_error(m, t) < tolerance

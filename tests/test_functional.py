@@ -1,4 +1,5 @@
 """CPU: gemmconv.conv_transpose{1,2,3}d against torch in float64 over the shared case table."""
+import itertools
 import math
 
 import pytest
@@ -6,7 +7,8 @@ import torch
 
 import gemmconv
 from gemmconv import cases, ops
-from helpers import OURS, TORCH, generator, reference, rel_error
+from gemmconv.shapes import ConvArgumentError
+from helpers import OURS, TORCH, force_im2col_route, generator, reference, rel_error
 
 CASES = cases.random_cases(300, seed=1) + cases.EDGE + [c.scaled(256) for c in cases.BENCH]
 
@@ -179,6 +181,7 @@ def test_chunked_work_gives_the_same_answer(monkeypatch, case, limit):
     row = case.out_channels * math.prod(case.kernel_size) * math.prod(case.size[1:]) * 8
     limit = {"sample": row * case.size[0], "row": 2 * row}.get(limit, limit)
     monkeypatch.setattr(ops, "_workspace_limit", limit)
+    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a: (False,) * a.geometry.nd)
     forward, backward = a.forward_chunks(limit, 8), a.backward_chunks(limit, 8)
     expected = {1 << 30: 1, row * case.size[0]: case.batch}.get(limit)
     if expected:
@@ -225,7 +228,7 @@ STRIDE_ONE = [c for c in CASES if all(s == 1 for s in c.stride)]
 def test_im2col_route_matches_torch(monkeypatch, case, limit):
     """The stride-1 route as a convolution (forward im2col + GEMM, backward on the same
     columns), forced, whole and in one-row bands."""
-    monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
+    force_im2col_route(monkeypatch)
     monkeypatch.setattr(ops, "_workspace_limit", limit)
     routes = []
     real = ops._forward_by_im2col
@@ -238,19 +241,79 @@ def test_im2col_route_matches_torch(monkeypatch, case, limit):
     _assert_same_gradients(case, out, ref, [x, w, b], "g")
 
 
+def _meta_args(case):
+    """A bench case's checked arguments at full size, on meta tensors (no memory)."""
+    x = torch.empty(case.batch, case.in_channels, *case.size, device="meta")
+    w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size,
+                    device="meta")
+    return ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None,
+                                   groups=case.groups,
+                                   **{k: v for k, v in case.kwargs.items() if k != "groups"})
+
+
 def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
-    def args(case):                                              # full size, no memory: meta
-        x = torch.empty(case.batch, case.in_channels, *case.size, device="meta")
-        w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size,
-                        device="meta")
-        return ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None,
-                                       groups=case.groups,
-                                       **{k: v for k, v in case.kwargs.items() if k != "groups"})
-    by_name = {c.name: args(c) for c in cases.BENCH}
+    by_name = {c.name: _meta_args(c) for c in cases.BENCH}
     assert by_name["2d-64to128"].prefers_im2col()                # C_in = C_out / 2
     assert by_name["3d-32to64"].prefers_im2col()
     assert not by_name["2d-1024"].prefers_im2col()               # C_in = C_out: more positions out
     assert not by_name["2d-strided-grouped"].prefers_im2col()    # stride 2x3: no such route
+
+
+def test_cost_model_splits_the_taps_where_that_moves_fewer_bytes():
+    """The forward's route (the dims whose taps im2col gathers) on the bench cases."""
+    by_name = {c.name: _meta_args(c) for c in cases.BENCH}
+    route = {name: a.gathered_dims() for name, a in by_name.items()}
+    # Strided everywhere: GEMM + col2im is the only route.
+    for name in ("2d-strided-grouped", "2d-stride5-dil2", "1d-strided", "3d-stride2-dil2"):
+        assert route[name] == (False,) * len(route[name])
+    # 1-D at stride 1: all or nothing. C_in = C_out / 2 makes im2col's columns the smaller.
+    assert route["1d-dil3"] == (True,) and by_name["1d-dil3"].split((True,)).direct
+    assert route["1d-65536"] == (False,)                         # C_in = C_out: no gain
+    # 3x3 with C_in = C_out: 3 + 3 column rows a channel instead of 9.
+    assert sum(route["2d-1024"]) == 1 and sum(route["2d-512x1024"]) == 1
+    assert route["2d-3x7-512"] == (True, False)                  # 3 + 7 beat 3 * 7 either way
+    assert route["3d-32to64"] in ((True, True, False), (True, False, True))
+    for name in ("2d-1024", "2d-3x7-512", "2d-64to128", "3d-3x5x7", "3d-64cube", "3d-32to64",
+                 "3d-96cube"):
+        a = by_name[name]
+        split, plain = a.split(route[name]), a.split((False,) * a.geometry.nd)
+        assert not split.direct
+        assert split.column_elements(a.groups) < 0.8 * plain.column_elements(a.groups)
+    with pytest.raises(ConvArgumentError, match="only stride-1 dims"):
+        by_name["2d-strided-grouped"].split((True, False))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.batch and not c.unbatched],
+                         ids=lambda c: c.name)
+def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
+    """The forward along every route the case's strides allow: taps of any subset of the
+    stride-1 dims gathered by im2col before the GEMM, the rest summed by col2im after it;
+    whole samples and one-row bands (with bands that no tap reaches)."""
+    x, w, b = _leaves(case, "split")
+    a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
+                                **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    ref = reference(case, x, w, b)
+    routes = [r for r in itertools.product((False, True), repeat=case.nd)
+              if all(s == 1 for s, d in zip(case.stride, r) if d)]
+    for route in routes:
+        for limit in (1 << 30, 1):
+            monkeypatch.setattr(ops, "_workspace_limit", limit)
+            assert rel_error(ops._forward(x, w, b, a, route), ref) < 1e-12, (route, limit)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if 1 in c.stride][:80], ids=lambda c: c.name)
+def test_split_routes_inside_the_backward_match_torch(monkeypatch, case):
+    """Forward and backward with every forward pass (including the convolutions the backward
+    runs, which have stride 1) gathering its first stride-1 dim."""
+    def first_stride_one(a):
+        return tuple(d == a.geometry.stride.index(1) if 1 in a.geometry.stride else False
+                     for d in range(a.geometry.nd))
+    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)
+    x, w, b = _leaves(case, "split-backward")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    ref = reference(case, x, w, b)
+    assert rel_error(out, ref) < 1e-12
+    _assert_same_gradients(case, out, ref, [x, w, b], "g")
 
 
 def _assert_split_weight_gradient_matches(monkeypatch, case, key):
