@@ -31,6 +31,7 @@ SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
 COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
+IM2COL_WIDTH = 4      # grid positions per thread along the innermost dim, in the fixed im2col
 # The fixed col2im numbers its rows planes innermost (col2im.cu's row_position) where an
 # outer dim is strided and a row has at most this many spans: a warp then straddles rows,
 # which share their stride phase only in that order. Longer rows lose more than they gain
@@ -113,8 +114,9 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else f", {span}, {str(rows_planes_inner).lower()}"
+    layouts = {"col2im": layout, "im2col": "" if taps is None else f", {IM2COL_WIDTH}"}
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
-                 f"{layout if op == 'col2im' else ''}{specialisation}>"
+                 f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
     start = time.perf_counter()
     with cp.cuda.Device(device_index):
@@ -191,8 +193,10 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     if stride is None:
         image_tensor, stride = image_tensor.contiguous(), math.prod(image)
     extent = g.extent_fields(planes, 1, stride, grid, image, padding)
+    width = grid[-1]
+    rows = out.numel() // g.taps // width if width else 0
     _launch("im2col", image_tensor, g, extent, image[-1], out.numel(),
-            lambda fixed: out.numel() // g.taps,
+            lambda fixed: rows * (-(-width // IM2COL_WIDTH) if fixed else width),
             max(out.numel(), planes * stride), image_tensor, out)
 
 

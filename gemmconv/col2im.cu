@@ -284,34 +284,63 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
     if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
 }
 
-// Copies every tap of one grid position into the columns, recursing over dims; `inside`
-// says whether the image position built so far lies in the image.
-template <int D, typename T, typename I, int ND>
-GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], const T* plane,
-                  T* out, I tap, I offset, bool inside, I cells) {
-  if constexpr (D == ND) {
-    out[tap * cells] = inside ? plane[offset] : Scalar<T>::store(0);
-  } else {
+// Copies every tap of `valid` (at most W) consecutive grid positions along the innermost dim
+// into the columns, recursing over dims; `inside` says whether the image position built so
+// far lies in the image.
+template <int D, int W, typename T, typename I, int ND>
+GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I valid,
+                  const T* plane, T* out, I tap, I offset, bool inside, I cells) {
 #pragma unroll
-    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
-      const I o = image_position(t, x, D, i[D], k);
-      spread<D + 1>(t, x, i, plane, out, tap * static_cast<I>(t.kernel[D]) + k,
-                    offset * static_cast<I>(x.image[D]) + o,
-                    inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
+  for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+    const I o = image_position(t, x, D, i[D], k);
+    const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
+    if constexpr (D < ND - 1) {
+      spread<D + 1, W>(t, x, i, valid, plane, out, next_tap,
+                       offset * static_cast<I>(x.image[D]) + o,
+                       inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
+    } else {
+      const T* row = plane + offset * static_cast<I>(x.image[D]);
+      T* column = out + next_tap * cells;
+#pragma unroll
+      for (int v = 0; v < W; ++v) {
+        const I ov = o + v * static_cast<I>(t.stride[D]);
+        if (v < valid)
+          column[v] = inside && ov >= 0 && ov < static_cast<I>(x.image[D]) ? row[ov]
+                                                                           : Scalar<T>::store(0);
+      }
     }
   }
 }
 
-// Writes every tap's column entry for one grid position: e is its flat index over
-// [planes][grid...]. One thread per position decodes the index once for all taps.
-template <typename T, typename I, int ND>
+// Number of threads im2col_element needs for a launch: one per span of W grid positions
+// along the innermost dim (the last span of a row may be shorter).
+template <int W, typename I, int ND>
+GC_FN I im2col_elements(const Extent<ND>& x) {
+  const I width = static_cast<I>(x.grid[ND - 1]);
+  return static_cast<I>(x.planes) * (product<I>(x.grid) / width) * ((width + W - 1) / W);
+}
+
+// Writes every tap's column entries for one span of W grid positions: e is its flat index
+// over [planes][grid[0..ND-2]...][spans]. The index is decoded once for all taps and all W,
+// which is what keeps a kernel with few taps from being bound by index arithmetic.
+template <int W, typename T, typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
+  const I width = static_cast<I>(x.grid[ND - 1]);
+  const I count = (width + W - 1) / W;
   I i[ND];
-  const I p = unflatten(e, x.grid, i);
-  const I cells = product<I>(x.grid);
-  spread<0>(t, x, i, image + p * static_cast<I>(x.plane_stride),
-            columns + p * product<I>(t.kernel) * cells + (e - p * cells), I(0), I(0), true, cells);
+  I row = e / count;
+  i[ND - 1] = e % count * W;
+  for (int d = ND - 2; d >= 0; --d) {
+    i[d] = row % static_cast<I>(x.grid[d]);
+    row /= static_cast<I>(x.grid[d]);
+  }
+  const I p = row, cells = product<I>(x.grid);
+  I cell = 0;
+  for (int d = 0; d < ND; ++d) cell = cell * static_cast<I>(x.grid[d]) + i[d];
+  const I valid = width - i[ND - 1] < W ? width - i[ND - 1] : I(W);
+  spread<0, W>(t, x, i, valid, image + p * static_cast<I>(x.plane_stride),
+               columns + p * product<I>(t.kernel) * cells + cell, I(0), I(0), true, cells);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -332,12 +361,12 @@ __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const 
     col2im_element<V, PlanesInner>(t, x, columns, bias, image, e);
 }
 
-template <typename T, typename I, int ND>
+template <int W, typename T, typename I, int ND>
 __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
                                   T* columns) {
-  const I n = static_cast<I>(x.planes) * product<I>(x.grid);
+  const I n = im2col_elements<W, I>(x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    im2col_element(t, x, image, columns, e);
+    im2col_element<W>(t, x, image, columns, e);
 }
 
 // The generic kernels serve small launches: one element per thread.
@@ -350,7 +379,7 @@ __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 template <typename T, typename I, int ND>
 __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ image,
                               T* __restrict__ columns) {
-  im2col_all<T, I>(t, x, image, columns);
+  im2col_all<1, T, I>(t, x, image, columns);
 }
 
 // Spans of W outputs per thread along the innermost dim: index decoding and the outer dims'
@@ -363,11 +392,12 @@ __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
   col2im_all<W, PlanesInner, T, I>(taps, x, columns, bias, image);
 }
 
-template <typename T, typename I, int ND, index_t... V>
+// Spans of W grid positions per thread along the innermost dim (see im2col_element).
+template <typename T, typename I, int ND, int W, index_t... V>
 __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  im2col_all<T, I>(taps, x, image, columns);
+  im2col_all<W, T, I>(taps, x, image, columns);
 }
 #endif
 

@@ -93,10 +93,11 @@ def band_rows(whole, band):
     return slice(start, start + band.shape[1])
 
 
+@pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "spans-of-3"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
-def test_host_im2col_matches_torch(harness, case, dtype, wide):
+def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     g, planes = _geometry(case), max(case.batch, 1) * case.out_channels
     image = torch.randn(planes + 1, *case.output_size,
                         generator=generator(case.name, "im2col", str(dtype))).to(dtype)[1:]
@@ -105,5 +106,5 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide):
     padding = g.band_padding(0, grid_rows[0])
     columns = torch.full((planes, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
     extent = g.extent_fields(planes, 1, image.stride(0), grid, case.output_size, padding)
-    _run(harness, 1, dtype, WIDE[wide], g, extent, image, None, columns)
+    _run(harness, op, dtype, WIDE[wide], g, extent, image, None, columns)
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
