@@ -31,7 +31,7 @@ SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
 COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
-IM2COL_WIDTH = 4      # grid positions per thread along the innermost dim, in the fixed im2col
+IM2COL_WIDTH = 4      # the most grid positions per im2col thread (col2im.cu's im2col_elements)
 # The fixed col2im numbers its rows planes innermost (col2im.cu's row_position) where an
 # outer dim is strided and a row has at most this many spans: a warp then straddles rows,
 # which share their stride phase only in that order. Longer rows lose more than they gain
@@ -96,6 +96,15 @@ def col2im_span(g: Geometry, fixed: bool) -> int:
     return span if span <= MAX_SPAN else COL2IM_WIDTH
 
 
+def im2col_span(grid_width: int, fixed: bool) -> int:
+    """Grid positions per im2col thread, 32 apart along the innermost dim: as many as a row
+    has room for in whole warps, up to IM2COL_WIDTH; one in the generic kernel."""
+    span = IM2COL_WIDTH if fixed else 1
+    while span > 1 and 32 * span > grid_width:
+        span //= 2
+    return span
+
+
 def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
     """Whether col2im numbers the rows of an image ``width`` wide with the plane varying
     fastest (see PLANES_INNER_MAX_SPANS)."""
@@ -105,16 +114,17 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
-             taps: tuple[int, ...] | None, span: int, rows_planes_inner: bool) -> dict:
+             taps: tuple[int, ...] | None, span: int, rows_planes_inner: bool,
+             im2col_positions: int) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
-    ``span`` of outputs per thread and order of rows."""
+    ``span`` of outputs per thread and order of rows, and im2col's positions per thread."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else f", {span}, {str(rows_planes_inner).lower()}"
-    layouts = {"col2im": layout, "im2col": "" if taps is None else f", {IM2COL_WIDTH}"}
+    layouts = {"col2im": layout, "im2col": "" if taps is None else f", {im2col_positions}"}
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
@@ -137,20 +147,21 @@ def _struct_type(count: int) -> np.dtype:
     return np.dtype([(f"f{i}", "<i8") for i in range(count)])
 
 
-def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], width: int, work: int,
+def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: int,
             threads: Callable[[bool], int], largest_index: int, *tensors: torch.Tensor | None) -> None:
-    """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads. ``width``
-    is the image's innermost size, which sets col2im's layout; im2col passes its image's too,
-    so that a layer's forward and backward share one compiled module."""
+    """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads. The
+    module is chosen by the innermost grid and image sizes in ``extent`` for both ops, so
+    that a layer's forward and backward share one compiled module."""
     if work == 0:
         return
     fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
     blocks = min(math.ceil(threads(fixed) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
+    grid_width, image_width = extent[2 + g.nd], extent[2 + 2 * g.nd]
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
                       tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
-                      planes_inner(g, width, fixed))[op]
+                      planes_inner(g, image_width, fixed), im2col_span(grid_width, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
     with on_device(like.device):
@@ -180,7 +191,7 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     width = image[-1]
     rows = out.numel() // width if width else 0
     # A row's first span may start before it (col2im.cu's first_span): one more per row.
-    _launch("col2im", columns, g, extent, width, out.numel(),
+    _launch("col2im", columns, g, extent, out.numel(),
             lambda fixed: rows * (-(-width // col2im_span(g, fixed)) + 1),
             max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
@@ -195,8 +206,9 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     extent = g.extent_fields(planes, 1, stride, grid, image, padding)
     width = grid[-1]
     rows = out.numel() // g.taps // width if width else 0
-    _launch("im2col", image_tensor, g, extent, image[-1], out.numel(),
-            lambda fixed: rows * (-(-width // IM2COL_WIDTH) if fixed else width),
+    span = lambda fixed: im2col_span(width, fixed)
+    _launch("im2col", image_tensor, g, extent, out.numel(),
+            lambda fixed: rows * (-(-width // (32 * span(fixed))) * 32 if span(fixed) > 1 else width),
             max(out.numel(), planes * stride), image_tensor, out)
 
 

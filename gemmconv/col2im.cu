@@ -284,53 +284,69 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
     if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
 }
 
-// Copies every tap of `valid` (at most W) consecutive grid positions along the innermost dim
-// into the columns, recursing over dims; `inside` says whether the image position built so
-// far lies in the image.
-template <int D, int W, typename T, typename I, int ND>
-GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I valid,
+// Copies every tap of up to W grid positions, Step apart along the innermost dim, into the
+// columns, recursing over dims; `room` is how many positions the row has from the first
+// one on, and `inside` says whether the image position built so far lies in the image.
+template <int D, int W, int Step, typename T, typename I, int ND>
+GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I room,
                   const T* plane, T* out, I tap, I offset, bool inside, I cells) {
 #pragma unroll
   for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
     const I o = image_position(t, x, D, i[D], k);
     const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
     if constexpr (D < ND - 1) {
-      spread<D + 1, W>(t, x, i, valid, plane, out, next_tap,
-                       offset * static_cast<I>(x.image[D]) + o,
-                       inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
+      spread<D + 1, W, Step>(t, x, i, room, plane, out, next_tap,
+                             offset * static_cast<I>(x.image[D]) + o,
+                             inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
     } else {
       const T* row = plane + offset * static_cast<I>(x.image[D]);
       T* column = out + next_tap * cells;
 #pragma unroll
       for (int v = 0; v < W; ++v) {
-        const I ov = o + v * static_cast<I>(t.stride[D]);
-        if (v < valid)
-          column[v] = inside && ov >= 0 && ov < static_cast<I>(x.image[D]) ? row[ov]
-                                                                           : Scalar<T>::store(0);
+        const I ov = o + v * Step * static_cast<I>(t.stride[D]);
+        if (v * Step < room)
+          column[v * Step] = inside && ov >= 0 && ov < static_cast<I>(x.image[D])
+                                 ? row[ov] : Scalar<T>::store(0);
       }
     }
   }
 }
 
-// Number of threads im2col_element needs for a launch: one per span of W grid positions
-// along the innermost dim (the last span of a row may be shorter).
+// im2col's threads. With W = 1, one per grid position. Otherwise each warp owns 32 W
+// consecutive positions of a row and lane l takes positions l, l + 32, ...: every store
+// instruction then writes 32 consecutive elements (a thread writing W neighbours would make
+// each instruction touch W times as many sectors, which measured slower than one position
+// per thread), while the index is decoded once for W positions.
+constexpr int kWarp = 32;
+
 template <int W, typename I, int ND>
 GC_FN I im2col_elements(const Extent<ND>& x) {
   const I width = static_cast<I>(x.grid[ND - 1]);
-  return static_cast<I>(x.planes) * (product<I>(x.grid) / width) * ((width + W - 1) / W);
+  if constexpr (W == 1) {
+    return static_cast<I>(x.planes) * product<I>(x.grid);
+  } else {
+    return static_cast<I>(x.planes) * (product<I>(x.grid) / width) *
+           ((width + kWarp * W - 1) / (kWarp * W)) * kWarp;
+  }
 }
 
-// Writes every tap's column entries for one span of W grid positions: e is its flat index
-// over [planes][grid[0..ND-2]...][spans]. The index is decoded once for all taps and all W,
-// which is what keeps a kernel with few taps from being bound by index arithmetic.
+// Writes every tap's column entries for the grid positions of im2col thread e (see
+// im2col_elements): e is its flat index over [planes][grid...], or with W > 1 over
+// [planes][grid[0..ND-2]...][spans of 32 W][32 lanes].
 template <int W, typename T, typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
   const I width = static_cast<I>(x.grid[ND - 1]);
-  const I count = (width + W - 1) / W;
-  I i[ND];
-  I row = e / count;
-  i[ND - 1] = e % count * W;
+  I i[ND], row;
+  if constexpr (W == 1) {
+    row = e / width;
+    i[ND - 1] = e % width;
+  } else {
+    const I count = (width + kWarp * W - 1) / (kWarp * W), lane = e % kWarp;
+    row = e / kWarp / count;
+    i[ND - 1] = e / kWarp % count * (kWarp * W) + lane;
+    if (i[ND - 1] >= width) return;
+  }
   for (int d = ND - 2; d >= 0; --d) {
     i[d] = row % static_cast<I>(x.grid[d]);
     row /= static_cast<I>(x.grid[d]);
@@ -338,9 +354,10 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
   const I p = row, cells = product<I>(x.grid);
   I cell = 0;
   for (int d = 0; d < ND; ++d) cell = cell * static_cast<I>(x.grid[d]) + i[d];
-  const I valid = width - i[ND - 1] < W ? width - i[ND - 1] : I(W);
-  spread<0, W>(t, x, i, valid, image + p * static_cast<I>(x.plane_stride),
-               columns + p * product<I>(t.kernel) * cells + cell, I(0), I(0), true, cells);
+  spread<0, W, W == 1 ? 1 : kWarp>(t, x, i, width - i[ND - 1],
+                                   image + p * static_cast<I>(x.plane_stride),
+                                   columns + p * product<I>(t.kernel) * cells + cell, I(0), I(0),
+                                   true, cells);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -392,7 +409,7 @@ __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
   col2im_all<W, PlanesInner, T, I>(taps, x, columns, bias, image);
 }
 
-// Spans of W grid positions per thread along the innermost dim (see im2col_element).
+// W grid positions per thread along the innermost dim, 32 apart (see im2col_elements).
 template <typename T, typename I, int ND, int W, index_t... V>
 __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {

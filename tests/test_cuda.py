@@ -1,4 +1,5 @@
 """GPU: the shared case table on CUDA, against float64 references. Marked ``cuda``."""
+import dataclasses
 import itertools
 import math
 
@@ -300,3 +301,22 @@ def test_split_routes_in_training(monkeypatch, case, dtype):
     needed = [t for t in leaves if t is not None]
     for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(dtype)), refs[1:]):
         assert rel_error(m, t) < tolerance
+
+
+LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1, size=(*c.size[:-1], 45 + 61 * i))
+             for i, c in enumerate(cases.random_cases(9, seed=15))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", LONG_ROWS, ids=lambda c: c.name)
+def test_im2col_over_long_rows(monkeypatch, case, dtype):
+    """The compiled im2col with several positions per thread, 32 apart (rows of 45 to 533
+    positions: whole warps and rows that end part-way through one), into poisoned columns."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    planes, grid, image = case.out_channels, case.size, case.output_size
+    pixels = torch.randn(planes, *image, generator=generator(case.name, "long")).to(dtype)
+    cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
+    _cuda.im2col(pixels.to(CUDA), cols, g, grid, g.padding)
+    assert _cuda.im2col_span(grid[-1], True) > 1 or grid[-1] < 64
+    assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))

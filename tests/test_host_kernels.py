@@ -6,6 +6,7 @@ per-element functions on the CPU. Its results must match the PyTorch path in
 gemmconv/columns.py over many geometries and all four dtypes.
 """
 import ctypes
+import dataclasses
 import math
 import os
 import shutil
@@ -93,10 +94,16 @@ def band_rows(whole, band):
     return slice(start, start + band.shape[1])
 
 
-@pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "spans-of-3"])
+# Rows long enough for whole warps of im2col positions, and rows that end part-way through.
+LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1,
+                                 size=(*c.size[:-1], 29 + 37 * i))
+             for i, c in enumerate(cases.random_cases(12, seed=4))]
+
+
+@pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "warp-spans-of-3"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", GEOMETRIES + LONG_ROWS, ids=lambda c: c.name)
 def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     g, planes = _geometry(case), max(case.batch, 1) * case.out_channels
     image = torch.randn(planes + 1, *case.output_size,

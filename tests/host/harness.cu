@@ -50,7 +50,7 @@ static void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const void* src, 
 // op 0 col2im with one output per element, 2 with spans of three, 3 with spans of six (spans
 // that are, or are not, multiples of the stride, and rows that end part-way through one),
 // 4 spans of three with rows numbered planes innermost; 1 im2col with one grid position per
-// element, 5 with spans of three (rows that end part-way through one).
+// element, 5 with three positions per thread, 32 apart (rows that end part-way through).
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
                 const void* bias, void* dst) {
@@ -100,7 +100,7 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 
 // op: 0 col2im (src = columns, dst = image), 2 and 3 the same in spans of three and six,
 // 4 in spans of three with planes innermost, 1 im2col (src = image, dst = columns), 5 the
-// same in spans of three.
+// same with three positions per thread.
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
 // Returns nonzero for a bad op, dtype or nd.
