@@ -31,7 +31,8 @@ SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
 COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
-IM2COL_WIDTH = 4      # the most grid positions per im2col thread (col2im.cu's im2col_elements)
+IM2COL_WIDTH = 4      # the most grid positions per im2col thread (col2im.cu's im2col_elements),
+IM2COL_SPAN_MAX_TAPS = 4   # where a kernel has at most this many taps (measured, NOTES.md)
 # The fixed col2im numbers its rows planes innermost (col2im.cu's row_position) where an
 # outer dim is strided and a row has at most this many spans: a warp then straddles rows,
 # which share their stride phase only in that order. Longer rows lose more than they gain
@@ -96,10 +97,12 @@ def col2im_span(g: Geometry, fixed: bool) -> int:
     return span if span <= MAX_SPAN else COL2IM_WIDTH
 
 
-def im2col_span(grid_width: int, fixed: bool) -> int:
+def im2col_span(g: Geometry, grid_width: int, fixed: bool) -> int:
     """Grid positions per im2col thread, 32 apart along the innermost dim: as many as a row
-    has room for in whole warps, up to IM2COL_WIDTH; one in the generic kernel."""
-    span = IM2COL_WIDTH if fixed else 1
+    has room for in whole warps, up to IM2COL_WIDTH, for kernels of few taps, whose threads
+    would otherwise spend more on decoding their index than on copying; one in the generic
+    kernel. (With more taps, several positions a thread measured slower on the H200.)"""
+    span = IM2COL_WIDTH if fixed and g.taps <= IM2COL_SPAN_MAX_TAPS else 1
     while span > 1 and 32 * span > grid_width:
         span //= 2
     return span
@@ -161,7 +164,7 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: i
     grid_width, image_width = extent[2 + g.nd], extent[2 + 2 * g.nd]
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
                       tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
-                      planes_inner(g, image_width, fixed), im2col_span(grid_width, fixed))[op]
+                      planes_inner(g, image_width, fixed), im2col_span(g, grid_width, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
     with on_device(like.device):
@@ -206,7 +209,7 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     extent = g.extent_fields(planes, 1, stride, grid, image, padding)
     width = grid[-1]
     rows = out.numel() // g.taps // width if width else 0
-    span = lambda fixed: im2col_span(width, fixed)
+    span = lambda fixed: im2col_span(g, width, fixed)
     _launch("im2col", image_tensor, g, extent, out.numel(),
             lambda fixed: rows * (-(-width // (32 * span(fixed))) * 32 if span(fixed) > 1 else width),
             max(out.numel(), planes * stride), image_tensor, out)
