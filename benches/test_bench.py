@@ -16,6 +16,10 @@ from gemmconv import bench
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 CASES = bench.select(None, True, DEVICE)
 TOLERANCE = 5e-3          # TF32 on both sides
+# torch's own TF32 weight gradients reach this on the largest cases (5.1e-3 on 2d-1024's
+# training step, H200, benches/results/bench-train.log): its error is recorded, and held
+# only to a looser bound that still catches a broken reference; ours is held to TOLERANCE.
+TORCH_TOLERANCE = 5e-2
 
 
 def _synchronised(fn):
@@ -37,5 +41,5 @@ def test_conv_transpose(benchmark, case, impl, backward):
     error = work.error(fn())
     benchmark.group = f"{case.name} {'training' if backward else 'forward'}"
     benchmark.extra_info.update(rel_error=error, case=case.name, impl=impl)
-    assert error < TOLERANCE
+    assert error < (TOLERANCE if impl == "gemmconv" else TORCH_TOLERANCE)
     benchmark.pedantic(fn, rounds=10 if DEVICE.type == "cuda" else 2, warmup_rounds=1)
