@@ -65,15 +65,17 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     planes = out.view(a.batch * a.out_channels, *a.image)
     x = x.contiguous()
     chunks = a.forward_chunks(_workspace_limit, x.element_size(), split)
-    workspace = x.new_empty(max(((n1 - n0) * split.column_elements(groups) // split.grid[0] * (i1 - i0)
+    row_elements = split.column_elements(groups) // split.grid[0]   # both buffers, a grid row
+    workspace = x.new_empty(max(((n1 - n0) * (i1 - i0) * row_elements
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
     for n0, n1, o0, o1, i0, i1 in chunks:
         n, band = n1 - n0, (i1 - i0) * inner
-        if gather:
+        if gather:             # the gathered columns follow the GEMM's output in the workspace
             gathered_columns = cols.im2col(
                 x[n0:n1].view(n * a.in_channels, *a.grid), gather, (i1 - i0, *split.grid[1:]),
-                padding=gather.band_padding(0, i0), out=workspace[n * groups * m * band:]
-                [:n * groups * rows * band]).view(n, groups, rows, band)
+                padding=gather.band_padding(0, i0),
+                out=workspace[n * groups * m * band:n * groups * (m + rows) * band],
+            ).view(n, groups, rows, band)
         else:
             gathered_columns = x.view(a.batch, groups, rows, cells)[n0:n1, ..., i0 * inner:i1 * inner]
         columns = workspace[:n * groups * m * band].view(n, groups, m, band)
