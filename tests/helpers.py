@@ -1,4 +1,5 @@
-"""Shared test helpers: the float64 reference and the error measure."""
+"""Shared test helpers: the float64 reference, the error measure and route forcing."""
+import itertools
 import zlib
 
 import torch
@@ -35,3 +36,21 @@ def force_im2col_route(monkeypatch) -> None:
     monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
     monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a: (
         (a.convolution is not None,) * a.geometry.nd))
+
+
+def allowed_routes(case) -> list[tuple[bool, ...]]:
+    """Every forward route the case's strides allow: each subset of its stride-1 dims as
+    the dims whose taps im2col gathers (shapes.Split)."""
+    return [r for r in itertools.product((False, True), repeat=case.nd)
+            if all(s == 1 for s, d in zip(case.stride, r) if d)]
+
+
+def gather_first_stride_one(monkeypatch) -> None:
+    """Makes every forward pass (the backward's stride-1 convolutions too) gather the taps of
+    its first stride-1 dim, if it has one."""
+    from gemmconv import ops
+
+    def first_stride_one(a):
+        stride = a.geometry.stride
+        return tuple(d == stride.index(1) if 1 in stride else False for d in range(len(stride)))
+    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)

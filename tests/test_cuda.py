@@ -1,6 +1,5 @@
 """GPU: the shared case table on CUDA, against float64 references. Marked ``cuda``."""
 import dataclasses
-import itertools
 import math
 
 import pytest
@@ -12,7 +11,8 @@ from gemmconv import _cuda, cases, ops
 from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
-from helpers import OURS, force_im2col_route, generator, reference, rel_error
+from helpers import (OURS, allowed_routes, force_im2col_route, gather_first_stride_one, generator,
+                     reference, rel_error)
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -36,6 +36,17 @@ def _poison_allocator(nbytes: int) -> None:
 def _leaves(case, key, dtype):
     tensors = case.tensors(dtype, CUDA, generator(case.name, key))
     return [None if t is None else t.requires_grad_() for t in tensors]
+
+
+def _assert_matches_float64(case, leaves, out, tolerance):
+    """``out`` and its gradients for a fresh grad_output, each against float64 torch."""
+    x, w, b = leaves
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
+    refs = reference64(case, x, w, b, grad_out)
+    assert rel_error(out, refs[0]) < tolerance
+    needed = [t for t in leaves if t is not None]
+    for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(out.dtype)), refs[1:]):
+        assert rel_error(m, t) < tolerance
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -102,13 +113,7 @@ def test_specialised_kernels_over_bands(monkeypatch, case, dtype):
     out = OURS[case.nd](x, w, b, **case.kwargs)
     if out.numel() == 0:
         return
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
-    refs = reference64(case, x, w, b, grad_out)
-    tolerance = 3e-2 if dtype == torch.bfloat16 else 5e-3
-    assert rel_error(out, refs[0]) < tolerance
-    needed = [t for t in leaves if t is not None]
-    for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(dtype)), refs[1:]):
-        assert rel_error(m, t) < tolerance
+    _assert_matches_float64(case, leaves, out, 3e-2 if dtype == torch.bfloat16 else 5e-3)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
@@ -125,12 +130,7 @@ def test_im2col_route(monkeypatch, case, dtype):
     tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
     if out.numel() == 0:
         return
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
-    refs = reference64(case, x, w, b, grad_out)
-    assert rel_error(out, refs[0]) < tolerance
-    needed = [t for t in leaves if t is not None]
-    for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(dtype)), refs[1:]):
-        assert rel_error(m, t) < tolerance
+    _assert_matches_float64(case, leaves, out, tolerance)
 
 
 @pytest.mark.parametrize("case", [c.scaled(1 << 16) for c in cases.BENCH[::3]], ids=lambda c: c.name)
@@ -272,10 +272,8 @@ def test_every_split_of_the_taps(monkeypatch, case, dtype):
                                 **{k: v for k, v in case.kwargs.items() if k != "groups"})
     ref = reference64(case, x, w, b)[0]
     tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
-    routes = [r for r in itertools.product((False, True), repeat=case.nd)
-              if all(s == 1 for s, d in zip(case.stride, r) if d)]
     limits = (1 << 30, 1) if dtype == torch.float64 and case.name.startswith("random") else (1 << 30,)
-    for route in routes:
+    for route in allowed_routes(case):
         for limit in limits:
             monkeypatch.setattr(ops, "_workspace_limit", limit)
             _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
@@ -287,20 +285,11 @@ def test_every_split_of_the_taps(monkeypatch, case, dtype):
 def test_split_routes_in_training(monkeypatch, case, dtype):
     """Forward and backward with every forward pass (including the stride-1 convolutions
     the backward runs) gathering the taps of its first stride-1 dim."""
-    def first_stride_one(a):
-        return tuple(d == a.geometry.stride.index(1) if 1 in a.geometry.stride else False
-                     for d in range(a.geometry.nd))
-    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)
+    gather_first_stride_one(monkeypatch)
     x, w, b = leaves = _leaves(case, "split-train", dtype)
     _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
     out = OURS[case.nd](x, w, b, **case.kwargs)
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
-    refs = reference64(case, x, w, b, grad_out)
-    tolerance = 1e-12 if dtype == torch.float64 else 5e-3
-    assert rel_error(out, refs[0]) < tolerance
-    needed = [t for t in leaves if t is not None]
-    for m, t in zip(torch.autograd.grad(out, needed, grad_out.to(dtype)), refs[1:]):
-        assert rel_error(m, t) < tolerance
+    _assert_matches_float64(case, leaves, out, 1e-12 if dtype == torch.float64 else 5e-3)
 
 
 LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1, size=(*c.size[:-1], 45 + 61 * i))

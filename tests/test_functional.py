@@ -1,5 +1,4 @@
 """CPU: gemmconv.conv_transpose{1,2,3}d against torch in float64 over the shared case table."""
-import itertools
 import math
 
 import pytest
@@ -8,7 +7,8 @@ import torch
 import gemmconv
 from gemmconv import cases, ops
 from gemmconv.shapes import ConvArgumentError
-from helpers import OURS, TORCH, force_im2col_route, generator, reference, rel_error
+from helpers import (OURS, TORCH, allowed_routes, force_im2col_route, gather_first_stride_one,
+                     generator, reference, rel_error)
 
 CASES = cases.random_cases(300, seed=1) + cases.EDGE + [c.scaled(256) for c in cases.BENCH]
 
@@ -293,9 +293,7 @@ def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
     a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
                                 **{k: v for k, v in case.kwargs.items() if k != "groups"})
     ref = reference(case, x, w, b)
-    routes = [r for r in itertools.product((False, True), repeat=case.nd)
-              if all(s == 1 for s, d in zip(case.stride, r) if d)]
-    for route in routes:
+    for route in allowed_routes(case):
         for limit in (1 << 30, 1):
             monkeypatch.setattr(ops, "_workspace_limit", limit)
             assert rel_error(ops._forward(x, w, b, a, route), ref) < 1e-12, (route, limit)
@@ -305,10 +303,7 @@ def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
 def test_split_routes_inside_the_backward_match_torch(monkeypatch, case):
     """Forward and backward with every forward pass (including the convolutions the backward
     runs, which have stride 1) gathering its first stride-1 dim."""
-    def first_stride_one(a):
-        return tuple(d == a.geometry.stride.index(1) if 1 in a.geometry.stride else False
-                     for d in range(a.geometry.nd))
-    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)
+    gather_first_stride_one(monkeypatch)
     x, w, b = _leaves(case, "split-backward")
     out = OURS[case.nd](x, w, b, **case.kwargs)
     ref = reference(case, x, w, b)
