@@ -12,6 +12,7 @@ has one.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -151,20 +152,16 @@ class ConvTransposeArgs:
                      self.in_channels // groups * (gather.taps if gather else 1),
                      self.out_channels // groups * scatter.taps)
 
+    def route_cost(self, gathered: Sequence[bool]) -> float:
+        """Column elements per sample of the route that gathers the taps of the ``gathered``
+        dims, those of routes that gather any over GATHER_MARGIN, for their extra pass."""
+        return self.split(gathered).column_elements(self.groups) / (GATHER_MARGIN if any(gathered) else 1)
+
     def gathered_dims(self) -> tuple[bool, ...]:
         """The forward pass's route, as the dims whose taps im2col gathers (:meth:`split`):
-        the one that moves the fewest column bytes. Routes that gather pay GATHER_MARGIN for
-        their extra pass; ties go to fewer gathered dims."""
-        g = self.geometry
-        free = [d for d in range(g.nd) if g.stride[d] == 1]
-        best, best_cost = (False,) * g.nd, math.inf
-        for count in range(len(free) + 1):
-            for dims in itertools.combinations(free, count):
-                gathered = tuple(d in dims for d in range(g.nd))
-                cost = self.split(gathered).column_elements(self.groups) / (GATHER_MARGIN if dims else 1)
-                if cost < best_cost:
-                    best, best_cost = gathered, cost
-        return best
+        the one of least :meth:`route_cost`, ties going to fewer gathered dims. Cached per
+        call shape: weighing up to eight routes costs tens of microseconds of host time."""
+        return _cheapest_route(self)
 
     def forward_chunks(self, limit: int, element_size: int, split: "Split | None" = None):
         """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the forward pass
@@ -203,10 +200,11 @@ class ConvTransposeArgs:
         return Geometry(g.kernel_size, g.stride, padding, g.dilation)
 
     def prefers_im2col(self) -> bool:
-        """Whether im2col + GEMM (possible at stride 1) writes fewer column bytes than
-        GEMM + col2im: C_in * prod(output) against C_out * prod(input), per tap."""
+        """Whether im2col + GEMM (possible at stride 1) costs less than GEMM + col2im (see
+        :meth:`route_cost`): C_in * prod(output) against C_out * prod(input), per tap."""
+        nd = self.geometry.nd
         return self.convolution is not None and \
-            self.in_channels * math.prod(self.image) < 0.8 * self.out_channels * math.prod(self.grid)
+            self.route_cost((True,) * nd) < self.route_cost((False,) * nd)
 
 
 # Routes that gather taps by im2col before the GEMM run one pass more than GEMM + col2im;
@@ -251,6 +249,15 @@ class Split:
         """Elements of the column buffers (gathered, then columns unless direct) of one sample."""
         rows = (self.gather_rows if self.gather else 0) + (0 if self.direct else self.scatter_rows)
         return groups * rows * math.prod(self.grid)
+
+
+@functools.lru_cache(maxsize=256)
+def _cheapest_route(a: ConvTransposeArgs) -> tuple[bool, ...]:
+    g = a.geometry
+    free = [d for d in range(g.nd) if g.stride[d] == 1]
+    routes = [tuple(d in dims for d in range(g.nd))
+              for count in range(len(free) + 1) for dims in itertools.combinations(free, count)]
+    return min(routes, key=a.route_cost)       # min keeps the first of equals: fewer gathered
 
 
 def row_chunks(batch: int, rows: int, row_bytes: int, limit: int):
