@@ -50,12 +50,10 @@ def profile_case(work: bench.Workload, repeats: int = 3) -> dict:
     return totals
 
 
-def column_bytes(case: cases.Case, work: bench.Workload) -> tuple[int, int]:
+def column_bytes(case: cases.Case, a) -> tuple[int, int]:
     """Bytes of the forward's column buffers (each written once and read once) and of the
     images its column kernels read or write: im2col's input where the route gathers taps,
     col2im's output unless the GEMM writes the output itself."""
-    a = conv_transpose_args("", case.nd, work.x, work.w, None, case.stride, case.padding,
-                            case.output_padding, case.groups, case.dilation)
     split = a.split(a.gathered_dims())
     images = (case.batch * case.in_channels * math.prod(case.size) if split.gather else 0) + \
         (0 if split.direct else case.batch * case.out_channels * math.prod(case.output_size))
@@ -100,10 +98,10 @@ def main():
     for case in bench.select(args.case, True, device):
         work = bench.Workload(case, torch.float32, device, args.backward)
         torch_ms = bench._timer(device, work.runner("torch"), 10)
-        col_bytes, image_bytes = column_bytes(case, work)
-        bare = bare_gemm_ms(case, conv_transpose_args(
-            "", case.nd, work.x, work.w, None, case.stride, case.padding, case.output_padding,
-            case.groups, case.dilation))
+        a = conv_transpose_args("", case.nd, work.x, work.w, None, case.stride, case.padding,
+                                case.output_padding, case.groups, case.dilation)
+        col_bytes, image_bytes = column_bytes(case, a)
+        bare = bare_gemm_ms(case, a)
         for limit in args.limit or [gemmconv.get_workspace_limit()]:
             before = gemmconv.get_workspace_limit()
             gemmconv.set_workspace_limit(limit)
