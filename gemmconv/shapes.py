@@ -134,21 +134,33 @@ class ConvTransposeArgs:
         return self.out_channels // self.groups * self.geometry.taps
 
     def split(self, gathered: Sequence[bool]) -> "Split":
-        """The forward pass with the taps of the ``gathered`` dims (stride 1 only) gathered
-        from the input by im2col before the GEMM, and the other dims' taps summed into the
-        output by col2im after it (see :class:`Split`)."""
+        """The forward pass with the taps of the ``gathered`` dims gathered from the input by
+        im2col before the GEMM, and the other dims' taps summed into the output by col2im
+        after it (see :class:`Split`). A dim can be gathered where its dilation is a
+        multiple of its stride (at stride 1, always)."""
         g, groups = self.geometry, self.groups
         gathered = tuple(bool(d) for d in gathered)
-        check(len(gathered) == g.nd and all(s == 1 for s, d in zip(g.stride, gathered) if d),
-              lambda: f"only stride-1 dims can be gathered, got {gathered} at stride {g.stride}")
+        check(len(gathered) == g.nd and all(gatherable(g, d) for d in range(g.nd) if gathered[d]),
+              lambda: f"only dims whose dilation is a multiple of their stride can be gathered, "
+              f"got {gathered} at stride {g.stride}, dilation {g.dilation}")
         pick = lambda mine, other: tuple(m if d else o for m, o, d in zip(mine, other, gathered))
-        ones, zeros = (1,) * g.nd, (0,) * g.nd
-        conv = tuple(d * (k - 1) - p for d, k, p in zip(g.dilation, g.kernel_size, g.padding))
-        gather = Geometry(pick(g.kernel_size, ones), ones, pick(conv, zeros),
-                          pick(g.dilation, ones)) if any(gathered) else None
-        scatter = Geometry(pick(ones, g.kernel_size), pick(ones, g.stride), pick(zeros, g.padding),
+        ones = (1,) * g.nd
+        # Along such a dim every tap lands on image positions s * m - p, at phase position
+        # m = i + k * d / s: im2col gathers a stride-1 convolution of the input onto the
+        # phase positions, and col2im puts them s apart with kernel 1 (bias alone between).
+        # Phase positions start at p // s, so col2im pads p % s; at stride 1 they are the
+        # image's positions and col2im copies.
+        first = [p // s for p, s in zip(g.padding, g.stride)]
+        phases = [(i - 1 + p) // s + 1 - m for i, p, s, m in
+                  zip(self.image, g.padding, g.stride, first)]
+        step = [d // s for d, s in zip(g.dilation, g.stride)]
+        conv = [e * (k - 1) - m for e, k, m in zip(step, g.kernel_size, first)]
+        gather = Geometry(pick(g.kernel_size, ones), ones, pick(conv, (0,) * g.nd),
+                          pick(step, ones)) if any(gathered) else None
+        scatter = Geometry(pick(ones, g.kernel_size), g.stride,
+                           pick([p % s for p, s in zip(g.padding, g.stride)], g.padding),
                            pick(ones, g.dilation))
-        return Split(gathered, gather, scatter, pick(self.image, self.grid),
+        return Split(gathered, gather, scatter, pick(phases, self.grid),
                      self.in_channels // groups * (gather.taps if gather else 1),
                      self.out_channels // groups * scatter.taps)
 
@@ -216,7 +228,8 @@ GATHER_MARGIN = 0.8
 class Split:
     """A forward pass that splits the kernel's taps between the two column kernels.
 
-    With the taps of the gathered dims (stride 1) taken by im2col and the rest by col2im,
+    With the taps of the gathered dims (dilation a multiple of the stride) taken by im2col
+    and the rest by col2im,
     a transposed convolution is, per sample and group (``Ka``, ``Kb`` the taps of the
     gathered dims and of the others, ``L`` = prod(grid)):
 
@@ -224,8 +237,10 @@ class Split:
         columns   (C_out / G * Kb, L)  = weight^T @ gathered
         output    (C_out, *image)      = col2im(columns) along ``scatter`` + bias
 
-    ``grid`` is the output size along the gathered dims and the input size along the
-    others; ``gather`` and ``scatter`` have kernel 1 along the dims the other one owns. The
+    ``grid`` is the number of phase positions along the gathered dims (the output size at
+    stride 1; at stride s, the output positions that taps reach, s apart) and the input size
+    along the others; ``gather`` and ``scatter`` have kernel 1 along the dims the other one
+    owns, and ``scatter`` keeps every dim's stride. The
     column buffers then hold ``C_in / G * Ka + C_out / G * Kb`` rows per position, against
     ``C_out / G * Ka * Kb`` with nothing gathered (``gather`` None): on a stride-1 3x3
     layer with C_in = C_out, 6 rows a channel instead of 9.
@@ -254,10 +269,15 @@ class Split:
 @functools.lru_cache(maxsize=256)
 def _cheapest_route(a: ConvTransposeArgs) -> tuple[bool, ...]:
     g = a.geometry
-    free = [d for d in range(g.nd) if g.stride[d] == 1]
+    free = [d for d in range(g.nd) if gatherable(g, d)]
     routes = [tuple(d in dims for d in range(g.nd))
               for count in range(len(free) + 1) for dims in itertools.combinations(free, count)]
     return min(routes, key=a.route_cost)       # min keeps the first of equals: fewer gathered
+
+
+def gatherable(g: Geometry, dim: int) -> bool:
+    """Whether a forward route can gather the taps of ``dim`` by im2col (:meth:`ConvTransposeArgs.split`)."""
+    return g.dilation[dim] % g.stride[dim] == 0
 
 
 def row_chunks(batch: int, rows: int, row_bytes: int, limit: int):

@@ -39,10 +39,11 @@ def force_im2col_route(monkeypatch) -> None:
 
 
 def allowed_routes(case) -> list[tuple[bool, ...]]:
-    """Every forward route the case's strides allow: each subset of its stride-1 dims as
-    the dims whose taps im2col gathers (shapes.Split)."""
+    """Every forward route the case's strides allow: each subset of the dims whose dilation
+    is a multiple of their stride (all stride-1 dims among them) as the dims whose taps
+    im2col gathers (shapes.Split)."""
     return [r for r in itertools.product((False, True), repeat=case.nd)
-            if all(s == 1 for s, d in zip(case.stride, r) if d)]
+            if all(d % s == 0 for s, d, taken in zip(case.stride, case.dilation, r) if taken)]
 
 
 def gather_first_stride_one(monkeypatch) -> None:

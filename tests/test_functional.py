@@ -263,9 +263,15 @@ def test_cost_model_splits_the_taps_where_that_moves_fewer_bytes():
     """The forward's route (the dims whose taps im2col gathers) on the bench cases."""
     by_name = {c.name: _meta_args(c) for c in cases.BENCH}
     route = {name: a.gathered_dims() for name, a in by_name.items()}
-    # Strided everywhere: GEMM + col2im is the only route.
-    for name in ("2d-strided-grouped", "2d-stride5-dil2", "1d-strided", "3d-stride2-dil2"):
+    # Strided, dilation not a multiple of the stride: GEMM + col2im is the only route.
+    for name in ("2d-stride5-dil2", "3d-strided-grouped", "3d-stride2-grouped"):
         assert route[name] == (False,) * len(route[name])
+    # Stride 2, dilation 2: every tap lands on odd positions. Gathering them onto those
+    # (phase) positions moves fewer bytes, except in 1-D, where C_in * K + C_out rows a
+    # position against C_out * K do not clear the margin.
+    assert route["3d-stride2-dil2"] in ((False, True, True), (True, False, True), (True, True, False))
+    assert route["2d-strided-grouped"] == (True, False)          # stride 3 along W
+    assert route["1d-strided"] == (False,)
     # 1-D at stride 1: all or nothing. C_in = C_out / 2 makes im2col's columns the smaller.
     assert route["1d-dil3"] == (True,) and by_name["1d-dil3"].split((True,)).direct
     assert route["1d-65536"] == (False,)                         # C_in = C_out: no gain
@@ -274,21 +280,22 @@ def test_cost_model_splits_the_taps_where_that_moves_fewer_bytes():
     assert route["2d-3x7-512"] == (True, False)                  # 3 + 7 beat 3 * 7 either way
     assert route["3d-32to64"] in ((True, True, False), (True, False, True))
     for name in ("2d-1024", "2d-3x7-512", "2d-64to128", "3d-3x5x7", "3d-64cube", "3d-32to64",
-                 "3d-96cube"):
+                 "3d-96cube", "3d-stride2-dil2", "2d-strided-grouped"):
         a = by_name[name]
         split, plain = a.split(route[name]), a.split((False,) * a.geometry.nd)
         assert not split.direct
         assert split.column_elements(a.groups) < 0.8 * plain.column_elements(a.groups)
-    with pytest.raises(ConvArgumentError, match="only stride-1 dims"):
-        by_name["2d-strided-grouped"].split((True, False))
+    with pytest.raises(ConvArgumentError, match="dilation is a multiple of their stride"):
+        by_name["2d-strided-grouped"].split((False, True))
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.batch and not c.unbatched],
                          ids=lambda c: c.name)
 def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
     """The forward along every route the case's strides allow: taps of any subset of the
-    stride-1 dims gathered by im2col before the GEMM, the rest summed by col2im after it;
-    whole samples and one-row bands (with bands that no tap reaches)."""
+    dims whose dilation is a multiple of their stride gathered by im2col before the GEMM,
+    the rest summed by col2im after it; whole samples and one-row bands (with bands that no
+    tap reaches)."""
     x, w, b = _leaves(case, "split")
     a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
                                 **{k: v for k, v in case.kwargs.items() if k != "groups"})
