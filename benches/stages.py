@@ -17,7 +17,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import gemmconv
 from gemmconv import bench, cases, gemm, ops
-from gemmconv.shapes import conv_transpose_args
+from gemmconv.shapes import conv_transpose_args, gatherable
 
 
 def stage(name: str) -> str:
@@ -89,7 +89,7 @@ def main():
         mask = tuple(c == "1" for c in args.gathered)
         chosen = ops.ConvTransposeArgs.gathered_dims
         ops.ConvTransposeArgs.gathered_dims = lambda a: mask if len(mask) == a.geometry.nd and \
-            all(s == 1 for s, d in zip(a.geometry.stride, mask) if d) else chosen(a)
+            all(gatherable(a.geometry, d) for d in range(len(mask)) if mask[d]) else chosen(a)
     device = torch.device("cuda")
     ceiling = bench.ceilings(device, torch.float32)
     rows = []

@@ -54,36 +54,31 @@ def cupy():
     return cupy
 
 
-@contextlib.contextmanager
 def on_device(device: torch.device):
-    """Makes ``device`` and PyTorch's current stream on it CuPy's current ones."""
-    cp = cupy()
-    with _on(cp, device.index):
-        with _external_stream(cp, torch.cuda.current_stream(device).cuda_stream):
-            yield cp
+    """Makes ``device`` current where it is not (switching costs microseconds a call, and
+    most calls are on the current device)."""
+    return contextlib.nullcontext() if torch.cuda.current_device() == device.index \
+        else torch.cuda.device(device)
 
 
-def _on(cp, index: int):
-    # Switching devices costs microseconds a launch; most calls are on the current one.
-    return contextlib.nullcontext() if cp.cuda.runtime.getDevice() == index else cp.cuda.Device(index)
+@functools.cache
+def driver() -> ctypes.CDLL:
+    """The CUDA driver. Kernels are launched with cuLaunchKernel on torch's current stream:
+    a launch through CuPy's wrapper and stream context cost tens of microseconds of host
+    time, which on small problems the GPU spends waiting (benches/NOTES.md)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    u, p = ctypes.c_uint, ctypes.c_void_p
+    lib.cuLaunchKernel.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
+    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    return lib
 
 
-class _StreamHandle:
-    """The CUDA stream protocol (``__cuda_stream__``) for a raw stream pointer."""
-
-    def __init__(self, pointer: int):
-        self.pointer = pointer
-
-    def __cuda_stream__(self):
-        return 0, self.pointer
-
-
-@functools.lru_cache(maxsize=64)
-def _external_stream(cp, pointer: int):
-    # CuPy's view of a stream only wraps its handle, so one per handle can be kept.
-    if hasattr(cp.cuda.Stream, "from_external"):
-        return cp.cuda.Stream.from_external(_StreamHandle(pointer))
-    return cp.cuda.ExternalStream(pointer)
+def _launch_status(code: int) -> None:
+    if code != 0:
+        name = ctypes.c_char_p()
+        driver().cuGetErrorName(code, ctypes.byref(name))
+        raise RuntimeError(f"gemmconv: cuLaunchKernel failed with {code} "
+                           f"({(name.value or b'unknown').decode()})")
 
 
 def col2im_span(g: Geometry, fixed: bool) -> int:
@@ -135,7 +130,9 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     with cp.cuda.Device(device_index):
         module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
                               name_expressions=tuple(names.values()))
-        kernels = {op: module.get_function(name) for op, name in names.items()}
+        # CUfunction handles for cuLaunchKernel; the module stays loaded while cached here.
+        kernels = {op: module.get_function(name).kernel.ptr for op, name in names.items()}
+    kernels["module"] = module
     compile_seconds += time.perf_counter() - start
     return kernels
 
@@ -166,9 +163,14 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: i
                       tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
                       planes_inner(g, image_width, fixed), im2col_span(g, grid_width, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
-    args = (*structs, *(np.uint64(0 if t is None else t.data_ptr()) for t in tensors))
+    pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
+    # cuLaunchKernel reads each argument through a pointer to its value.
+    params = (ctypes.c_void_p * (len(structs) + len(pointers)))(
+        *(s.ctypes.data for s in structs), *(ctypes.addressof(p) for p in pointers))
     with on_device(like.device):
-        kernel((blocks,), (BLOCK,), args)
+        stream = torch.cuda.current_stream(like.device).cuda_stream
+        _launch_status(driver().cuLaunchKernel(kernel, blocks, 1, 1, BLOCK, 1, 1, 0, stream,
+                                               params, None))
 
 
 def plane_stride(image: torch.Tensor) -> int | None:
