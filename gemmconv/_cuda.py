@@ -23,7 +23,7 @@ from .shapes import Geometry
 SOURCE = Path(__file__).with_name("col2im.cu")
 CPP_TYPES = {torch.float32: "float", torch.float64: "double",
              torch.float16: "gemmconv::half_t", torch.bfloat16: "gemmconv::bfloat16_t"}
-BLOCK = 256           # col2im.cu's kBlock: the staged col2im is built for blocks of this size
+BLOCK = 256
 MAX_BLOCKS = 1 << 20  # the kernels loop over the rest
 # Launches of at least this many elements use kernels compiled for the layer's taps (one
 # NVRTC compile per layer and dtype, cached); smaller ones share the generic kernels.

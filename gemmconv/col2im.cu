@@ -253,20 +253,18 @@ GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
   return PlanesInner ? plane : row;
 }
 
-// The sums of one span of col2im, thread e: e is the flat index over
+// Writes the image elements of one span of col2im. e is the flat index over
 // [planes][image[0..ND-2]...][spans], or with PlanesInner over
-// [image[0..ND-2]...][planes][spans]. Returns the offset of the span's image row and sets
-// `first` to the span's first position in it (may be < 0; the span may also run past the
-// row's end: only positions inside the row are written).
+// [image[0..ND-2]...][planes][spans].
 template <int V, bool PlanesInner, typename T, typename I, int ND>
-GC_FN I col2im_span(const Taps<ND>& t, const Extent<ND>& x, const T* columns, const T* bias,
-                    I e, typename Scalar<T>::Acc (&acc)[V], I& first) {
+GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
+                          const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
   const I width = static_cast<I>(x.image[ND - 1]);
   const I stride = static_cast<I>(t.stride[ND - 1]);
   const I count = spans<V, I>(t, x);
   const I start = first_span<V, I>(t, x) + e % count * V;
-  first = start - static_cast<I>(x.padding[ND - 1]);
+  const I first = start - static_cast<I>(x.padding[ND - 1]);   // image position; may be < 0
   I o[ND], q[ND], r[ND], offset = 0;
   const I p = row_position<PlanesInner>(x, e / count, o);
   for (int d = 0; d < ND - 1; ++d) {
@@ -277,41 +275,14 @@ GC_FN I col2im_span(const Taps<ND>& t, const Extent<ND>& x, const T* columns, co
   q[ND - 1] = floor_div(start, stride);
   r[ND - 1] = V % stride == 0 ? I(0) : start - q[ND - 1] * stride;
   const I cells = product<I>(x.grid);
+  Acc acc[V];
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
   for (int v = 0; v < V; ++v) acc[v] = init;
   gather<0, V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
-  return p * static_cast<I>(x.plane_stride) + offset * width;
-}
-
-// Writes the image elements of col2im's span e (see col2im_span) itself.
-template <int V, bool PlanesInner, typename T, typename I, int ND>
-GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
-                          const T* bias, T* image, I e) {
-  typename Scalar<T>::Acc acc[V];
-  I first;
-  T* row = image + col2im_span<V, PlanesInner>(t, x, columns, bias, e, acc, first);
-  const I width = static_cast<I>(x.image[ND - 1]);
+  T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
   for (int v = 0; v < V; ++v)
     if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
 }
-
-constexpr int kWarp = 32;
-
-// A thread writing its own V neighbours makes every warp store instruction touch V times
-// the sectors it fills, which costs most where stores dominate (strided spans, many outputs
-// bias-only). So a warp's 32 spans pass through shared memory, and its j-th store writes
-// slots 32 j + lane: slot s is element s % V of the span of lane s / V, which, for
-// neighbouring spans of one row, makes each store 32 consecutive elements.
-template <int V>
-GC_FN void staged_slot(int j, int lane, int& owner, int& element) {
-  const int slot = j * kWarp + lane;
-  owner = slot / V;
-  element = slot % V;
-}
-
-// Shared-memory index of slot s, skewed a word every 32 so that lanes writing V apart and
-// lanes reading consecutive slots both hit distinct banks.
-GC_FN int staged_index(int slot) { return slot + slot / kWarp; }
 
 // Copies every tap of up to W grid positions, Step apart along the innermost dim, into the
 // columns, recursing over dims; `room` is how many positions the row has from the first
@@ -346,6 +317,8 @@ GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I ro
 // instruction then writes 32 consecutive elements (a thread writing W neighbours would make
 // each instruction touch W times as many sectors, which measured slower than one position
 // per thread), while the index is decoded once for W positions.
+constexpr int kWarp = 32;
+
 template <int W, typename I, int ND>
 GC_FN I im2col_elements(const Extent<ND>& x) {
   const I width = static_cast<I>(x.grid[ND - 1]);
@@ -397,44 +370,12 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-// Threads per block of the kernels that stage stores through shared memory (_cuda.BLOCK).
-constexpr int kBlock = 256;
-
 template <int V, bool PlanesInner, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
   const I n = col2im_elements<V, I>(t, x);
-  if constexpr (V == 1) {
-    for (I e = first_element<I>(); e < n; e += element_step<I>())
-      col2im_element<V, PlanesInner>(t, x, columns, bias, image, e);
-  } else {
-    // Whole warps run every iteration (lanes past the end own nothing), as the shuffles
-    // need; the step is a multiple of 32.
-    typedef typename Scalar<T>::Acc Acc;
-    __shared__ Acc stage[kBlock / kWarp][kWarp * V + V];
-    const int lane = threadIdx.x % kWarp;
-    Acc* own = stage[threadIdx.x / kWarp];
-    const I width = static_cast<I>(x.image[ND - 1]);
-    for (I base = first_element<I>() - lane; base < n; base += element_step<I>()) {
-      Acc acc[V] = {};
-      I first = width, row = 0;
-      if (base + lane < n)
-        row = col2im_span<V, PlanesInner>(t, x, columns, bias, base + lane, acc, first);
-#pragma unroll
-      for (int v = 0; v < V; ++v) own[staged_index(lane * V + v)] = acc[v];
-      __syncwarp();
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        int owner, element;
-        staged_slot<V>(j, lane, owner, element);
-        const I at = __shfl_sync(0xffffffffu, first, owner) + element;
-        const I offset = __shfl_sync(0xffffffffu, row, owner);
-        if (at >= 0 && at < width)
-          image[offset + at] = Scalar<T>::store(own[staged_index(j * kWarp + lane)]);
-      }
-      __syncwarp();
-    }
-  }
+  for (I e = first_element<I>(); e < n; e += element_step<I>())
+    col2im_element<V, PlanesInner>(t, x, columns, bias, image, e);
 }
 
 template <int W, typename T, typename I, int ND>
@@ -462,7 +403,7 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 // tap tests are shared by all W, and with W a multiple of the stride the innermost tap
 // tests fold to constants (see first_span). PlanesInner: see row_position.
 template <typename T, typename I, int ND, int W, bool PlanesInner, index_t... V>
-__global__ void __launch_bounds__(kBlock) col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
+__global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
   col2im_all<W, PlanesInner, T, I>(taps, x, columns, bias, image);

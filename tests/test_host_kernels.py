@@ -67,9 +67,8 @@ def _band(case, planes, dtype):
     return g, whole, whole[:, o0:o1], (i1 - i0, *case.size[1:]), g.band_padding(o0, i0)
 
 
-@pytest.mark.parametrize("vector", [0, 2, 3, 4, 6, 7],
-                         ids=["one-per-thread", "spans-of-3", "spans-of-6", "spans-of-3-planes-inner",
-                              "warp-staged-spans-of-3", "warp-staged-spans-of-5-planes-inner"])
+@pytest.mark.parametrize("vector", [0, 2, 3, 4], ids=["one-per-thread", "spans-of-3", "spans-of-6",
+                                                    "spans-of-3-planes-inner"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)

@@ -40,34 +40,6 @@ static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
                                    static_cast<const T*>(bias), static_cast<T*>(dst), e);
 }
 
-// The kernels' col2im with stores staged through a warp (col2im.cu's col2im_all, V > 1):
-// 32 spans at a time, each store slot written from the span staged_slot names.
-template <int V, bool PlanesInner, typename T, typename I, int ND>
-static void col2im_staged(const Taps<ND>& t, const Extent<ND>& x, const void* src,
-                          const void* bias, void* dst) {
-  const I n = col2im_elements<V, I>(t, x), width = static_cast<I>(x.image[ND - 1]);
-  for (I base = 0; base < n; base += kWarp) {
-    typename Scalar<T>::Acc acc[kWarp][V] = {};
-    I first[kWarp], row[kWarp];
-    for (int lane = 0; lane < kWarp; ++lane) {
-      first[lane] = width;
-      row[lane] = 0;
-      if (base + lane < n)
-        row[lane] = col2im_span<V, PlanesInner>(t, x, static_cast<const T*>(src),
-                                                static_cast<const T*>(bias), base + lane,
-                                                acc[lane], first[lane]);
-    }
-    for (int j = 0; j < V; ++j)
-      for (int lane = 0; lane < kWarp; ++lane) {
-        int owner, element;
-        staged_slot<V>(j, lane, owner, element);
-        const I at = first[owner] + element;
-        if (at >= 0 && at < width)
-          static_cast<T*>(dst)[row[owner] + at] = Scalar<T>::store(acc[owner][element]);
-      }
-  }
-}
-
 template <int W, typename T, typename I, int ND>
 static void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const void* src, void* dst) {
   const I n = im2col_elements<W, I>(x);
@@ -77,8 +49,7 @@ static void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const void* src, 
 
 // op 0 col2im with one output per element, 2 with spans of three, 3 with spans of six (spans
 // that are, or are not, multiples of the stride, and rows that end part-way through one),
-// 4 spans of three with rows numbered planes innermost, 6 and 7 spans of three and of five
-// (planes innermost) with stores staged as through a warp; 1 im2col with one grid position per
+// 4 spans of three with rows numbered planes innermost; 1 im2col with one grid position per
 // element, 5 with three positions per thread, 32 apart (rows that end part-way through).
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
@@ -95,10 +66,6 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
     col2im_all<6, false, T, I>(t, x, src, bias, dst);
   } else if (op == 4) {
     col2im_all<3, true, T, I>(t, x, src, bias, dst);
-  } else if (op == 6) {
-    col2im_staged<3, false, T, I>(t, x, src, bias, dst);
-  } else if (op == 7) {
-    col2im_staged<5, true, T, I>(t, x, src, bias, dst);
   } else if (op == 1) {
     im2col_all<1, T, I>(t, x, src, dst);
   } else {
@@ -132,9 +99,8 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 }  // namespace gemmconv
 
 // op: 0 col2im (src = columns, dst = image), 2 and 3 the same in spans of three and six,
-// 4 in spans of three with planes innermost, 6 and 7 in spans of three, and of five with
-// planes innermost, with stores staged through warps of 32 spans as the kernels do; 1 im2col
-// (src = image, dst = columns), 5 the same with three positions per thread.
+// 4 in spans of three with planes innermost, 1 im2col (src = image, dst = columns), 5 the
+// same with three positions per thread.
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
 // Returns nonzero for a bad op, dtype or nd.
@@ -142,7 +108,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 7) return 1;
+  if (op < 0 || op > 5) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
