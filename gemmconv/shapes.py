@@ -137,9 +137,11 @@ class ConvTransposeArgs:
         """The forward pass with the taps of the ``gathered`` dims gathered from the input by
         im2col before the GEMM, and the other dims' taps summed into the output by col2im
         after it (see :class:`Split`). A dim can be gathered where its dilation is a
-        multiple of its stride (at stride 1, always)."""
+        multiple of its stride (at stride 1, always). Cached per call shape and route."""
+        return _split(self, tuple(bool(d) for d in gathered))
+
+    def _split(self, gathered: tuple[bool, ...]) -> "Split":
         g, groups = self.geometry, self.groups
-        gathered = tuple(bool(d) for d in gathered)
         check(len(gathered) == g.nd and all(gatherable(g, d) for d in range(g.nd) if gathered[d]),
               lambda: f"only dims whose dilation is a multiple of their stride can be gathered, "
               f"got {gathered} at stride {g.stride}, dilation {g.dilation}")
@@ -264,6 +266,11 @@ class Split:
         """Elements of the column buffers (gathered, then columns unless direct) of one sample."""
         rows = (self.gather_rows if self.gather else 0) + (0 if self.direct else self.scatter_rows)
         return groups * rows * math.prod(self.grid)
+
+
+@functools.lru_cache(maxsize=256)
+def _split(a: ConvTransposeArgs, gathered: tuple[bool, ...]) -> Split:
+    return a._split(gathered)
 
 
 @functools.lru_cache(maxsize=256)
