@@ -231,9 +231,8 @@ class Split:
     """A forward pass that splits the kernel's taps between the two column kernels.
 
     With the taps of the gathered dims (dilation a multiple of the stride) taken by im2col
-    and the rest by col2im,
-    a transposed convolution is, per sample and group (``Ka``, ``Kb`` the taps of the
-    gathered dims and of the others, ``L`` = prod(grid)):
+    and the rest by col2im, a transposed convolution is, per sample and group (``Ka``,
+    ``Kb`` the taps of the gathered dims and of the others, ``L`` = prod(grid)):
 
         gathered  (C_in / G * Ka, L)   = im2col(input) along ``gather``, flipped taps
         columns   (C_out / G * Kb, L)  = weight^T @ gathered
@@ -242,10 +241,10 @@ class Split:
     ``grid`` is the number of phase positions along the gathered dims (the output size at
     stride 1; at stride s, the output positions that taps reach, s apart) and the input size
     along the others; ``gather`` and ``scatter`` have kernel 1 along the dims the other one
-    owns, and ``scatter`` keeps every dim's stride. The
-    column buffers then hold ``C_in / G * Ka + C_out / G * Kb`` rows per position, against
-    ``C_out / G * Ka * Kb`` with nothing gathered (``gather`` None): on a stride-1 3x3
-    layer with C_in = C_out, 6 rows a channel instead of 9.
+    owns, and ``scatter`` keeps every dim's stride. The column buffers then hold
+    ``C_in / G * Ka + C_out / G * Kb`` rows per position, against ``C_out / G * Ka * Kb``
+    with nothing gathered (``gather`` None): on a stride-1 3x3 layer with C_in = C_out, 6
+    rows a channel instead of 9.
     """
 
     gathered: tuple[bool, ...]
@@ -283,7 +282,8 @@ def _cheapest_route(a: ConvTransposeArgs) -> tuple[bool, ...]:
 
 
 def gatherable(g: Geometry, dim: int) -> bool:
-    """Whether a forward route can gather the taps of ``dim`` by im2col (:meth:`ConvTransposeArgs.split`)."""
+    """Whether a forward route can gather the taps of ``dim`` by im2col
+    (:meth:`ConvTransposeArgs.split`)."""
     return g.dilation[dim] % g.stride[dim] == 0
 
 
