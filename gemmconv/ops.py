@@ -203,16 +203,7 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     columns ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out
     per output position against input position, which can be fewer bytes."""
     adjoint, w = _as_convolution(a, weight)
-    out = _backward(x, None, w, adjoint, [True, False, False])[0].view(a.output_shape)
-    if bias is not None:
-        # A one-tap col2im adds the bias in place at the copy rate (each thread reads only
-        # the elements it writes); torch's broadcast add ran at 2.6 of 4.2 TB/s (NOTES.md).
-        planes = out.view(a.batch * a.out_channels, 1, math.prod(a.image))
-        cols.col2im(planes, bias, _ONE_TAP, planes.shape[2:], planes.shape[2:], out=planes[:, 0])
-    return out
-
-
-_ONE_TAP = Geometry((1,), (1,), (0,), (1,))
+    return _conv_forward(x, w, bias, adjoint)
 
 
 def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -443,8 +434,14 @@ def _conv_forward(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torc
     out = _backward(input, None, weight, a, [True, False, False])[0].view(
         a.batch, a.in_channels, *a.grid)
     if bias is not None:
-        out += bias.view(-1, *[1] * a.geometry.nd)
+        # A one-tap col2im adds the bias in place at the copy rate (each thread reads only
+        # the elements it writes); torch's broadcast add ran at 2.6 of 4.2 TB/s (NOTES.md).
+        planes = out.view(a.batch * a.in_channels, 1, math.prod(a.grid))
+        cols.col2im(planes, bias, _ONE_TAP, planes.shape[2:], planes.shape[2:], out=planes[:, 0])
     return out
+
+
+_ONE_TAP = Geometry((1,), (1,), (0,), (1,))
 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
