@@ -21,6 +21,7 @@ CALLS = [
     (2, (2, 8, 16, 16), (8, 8, 3, 3), {}),
     (3, (2, 8, 6, 6, 6), (8, 2, 3, 3, 3), dict(stride=2, padding=1, groups=4)),
     (1, (2, 8, 64), (8, 8, 5), dict(dilation=3)),
+    (1, (2, 8, 64), (8, 16, 3), dict(stride=2, padding=1, dilation=2)),
 ]
 
 

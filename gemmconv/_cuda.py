@@ -33,6 +33,7 @@ COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
 IM2COL_WIDTH = 4      # the most grid positions per im2col thread (col2im.cu's im2col_elements),
 IM2COL_SPAN_MAX_TAPS = 4   # where a kernel has at most this many taps (measured, NOTES.md)
+IM2COL_DECODE_TAPS = 6     # decoding a thread's index costs about as much as copying this many taps
 # The fixed col2im numbers its rows planes innermost (col2im.cu's row_position) where an
 # outer dim is strided and a row has at most this many spans: a warp then straddles rows,
 # which share their stride phase only in that order. Longer rows lose more than they gain
@@ -93,14 +94,17 @@ def col2im_span(g: Geometry, fixed: bool) -> int:
 
 
 def im2col_span(g: Geometry, grid_width: int, fixed: bool) -> int:
-    """Grid positions per im2col thread, 32 apart along the innermost dim: as many as a row
-    has room for in whole warps, up to IM2COL_WIDTH, for kernels of few taps, whose threads
-    would otherwise spend more on decoding their index than on copying; one in the generic
-    kernel. (With more taps, several positions a thread measured slower on the H200.)"""
-    span = IM2COL_WIDTH if fixed and g.taps <= IM2COL_SPAN_MAX_TAPS else 1
-    while span > 1 and 32 * span > grid_width:
-        span //= 2
-    return span
+    """Grid positions per im2col thread, 32 apart along the innermost dim; one in the
+    generic kernel. For kernels of few taps the span up to IM2COL_WIDTH that costs the
+    fewest warp instructions a row: a thread decodes its index once for its span, and a
+    row's last warp issues its span's copies whether or not its lanes fall in the row (a
+    row of 96 takes spans of three, where two would leave half a warp idle). (With more
+    taps, several positions a thread measured slower on the H200.)"""
+    if not fixed or g.taps > IM2COL_SPAN_MAX_TAPS:
+        return 1
+    lanes = lambda span: -(-grid_width // (32 * span)) * 32 * span   # launched per row
+    return min(range(IM2COL_WIDTH, 0, -1),
+               key=lambda span: lanes(span) * (IM2COL_DECODE_TAPS / span + g.taps))
 
 
 def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:

@@ -115,3 +115,14 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     extent = g.extent_fields(planes, 1, image.stride(0), grid, case.output_size, padding)
     _run(harness, op, dtype, WIDE[wide], g, extent, image, None, columns)
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
+
+
+@pytest.mark.parametrize("width, span", [(96, 3), (260, 3), (64, 2), (1024, 4), (533, 4), (20, 1)])
+def test_im2col_span_keeps_warps_busy(width, span):
+    """The fixed im2col's positions per thread for a three-tap kernel: rows of 96 or 260
+    take spans of three, which fill their last warp where spans of two or four leave much of
+    it idle; long rows keep the longest span, short ones one position a thread."""
+    from gemmconv import _cuda
+    g = Geometry((3, 1), (1, 1), (1, 0), (1, 1))
+    assert _cuda.im2col_span(g, width, True) == span
+    assert _cuda.im2col_span(g, width, False) == 1
