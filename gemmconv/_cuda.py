@@ -207,18 +207,20 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
 
 def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tuple[int, ...],
            padding: tuple[int, ...]) -> None:
-    """Contiguous ``out (P, K, *grid)`` = im2col of ``image_tensor (P, *image)``."""
+    """``out`` = im2col of ``image_tensor (P, *image)``: contiguous ``(P, K, L)``, or blocks
+    ``(P / C, C, K, L)``, each contiguous, any distance apart (see col2im.cu's column_plane)."""
     planes, image = image_tensor.shape[0], tuple(image_tensor.shape[1:])
     stride = plane_stride(image_tensor)
     if stride is None:
         image_tensor, stride = image_tensor.contiguous(), math.prod(image)
-    extent = g.extent_fields(planes, 1, stride, grid, image, padding)
+    block, gap = (out.shape[1], out.stride(0) - out[0].numel()) if out.dim() == 4 else (1, 0)
+    extent = g.extent_fields(planes, block, stride, grid, image, padding, gap)
     width = grid[-1]
     rows = out.numel() // g.taps // width if width else 0
     span = lambda fixed: im2col_span(g, width, fixed)
     _launch("im2col", image_tensor, g, extent, out.numel(),
             lambda fixed: rows * (-(-width // (32 * span(fixed))) * 32 if span(fixed) > 1 else width),
-            max(out.numel(), planes * stride), image_tensor, out)
+            max(out.numel() + planes // block * gap, planes * stride), image_tensor, out)
 
 
 @functools.cache

@@ -1,7 +1,9 @@
 // Column buffers <-> images, the data movement behind convolution-type operators.
 //
 //   image   [planes][image...]            plane = sample * channels + channel
-//   columns [planes][taps...][grid...]    grid = the positions a kernel is applied at
+//   columns [planes][taps...][grid...]    grid = the positions a kernel is applied at;
+//                                         after every `channels` planes, column_gap free
+//                                         elements (see column_plane)
 //
 // Along every spatial dim, tap k at grid position i touches the image at
 //   i * stride - padding + k * dilation                (may fall outside the image)
@@ -62,8 +64,9 @@ GC_FN constexpr Taps<ND> make_taps() {
 template <int ND>
 struct Extent {
   index_t planes;        // samples * channels
-  index_t channels;      // the bias index is plane % channels
+  index_t channels;      // the bias index is plane % channels; planes per column block
   index_t plane_stride;  // elements from one image plane to the next
+  index_t column_gap;    // elements the columns skip after every `channels` planes
   index_t grid[ND];
   index_t image[ND];
   index_t padding[ND];
@@ -141,6 +144,14 @@ struct Scalar<bfloat16_t> {
 // ---------------------------------------------------------------------------------------
 // Index mappings, one function each. I is the index type: int where every index of the
 // launch fits in 31 bits (cheaper division), long long otherwise.
+
+// Offset of plane p's columns. A gap after each block of `channels` planes leaves room for
+// rows the caller writes itself: the forward of a convolution puts two rows of ones after
+// each sample's and group's columns, so that its GEMM adds the bias (ops.py).
+template <typename I, int ND>
+GC_FN I column_plane(const Extent<ND>& x, I p, I plane_size) {
+  return p * plane_size + p / static_cast<I>(x.channels) * static_cast<I>(x.column_gap);
+}
 
 // Image position touched by tap k at grid position i along dim d (outside the image: the
 // caller tests it).
@@ -278,7 +289,8 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   Acc acc[V];
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
   for (int v = 0; v < V; ++v) acc[v] = init;
-  gather<0, V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
+  gather<0, V>(t, x, q, r, columns + column_plane(x, p, product<I>(t.kernel) * cells), I(0),
+               I(0), cells, acc);
   T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
   for (int v = 0; v < V; ++v)
     if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
@@ -356,8 +368,8 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
   for (int d = 0; d < ND; ++d) cell = cell * static_cast<I>(x.grid[d]) + i[d];
   spread<0, W, W == 1 ? 1 : kWarp>(t, x, i, width - i[ND - 1],
                                    image + p * static_cast<I>(x.plane_stride),
-                                   columns + p * product<I>(t.kernel) * cells + cell, I(0), I(0),
-                                   true, cells);
+                                   columns + column_plane(x, p, product<I>(t.kernel) * cells) + cell,
+                                   I(0), I(0), true, cells);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ tap. The CUDA kernels compute the same sums as a gather, one thread per output e
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Optional, Sequence
 
 import torch
@@ -77,20 +78,25 @@ def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
            padding: Optional[Sequence[int]] = None,
            out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The columns ``(P, K, L)`` of ``image_tensor (P, *image)``: zero where a tap falls
-    outside the image. Writes every element of ``out`` (contiguous, new if None)."""
+    outside the image. Writes every element of ``out`` (new if None): contiguous ``(P, K, L)``,
+    or ``(P / C, C, K, L)`` blocks of C planes, each block contiguous, any distance apart
+    (room between them for rows of the caller's own). Returns ``out``."""
     planes, image, grid = image_tensor.shape[0], tuple(image_tensor.shape[1:]), tuple(grid)
     padding = tuple(g.padding if padding is None else padding)
     if out is None:
-        out = image_tensor.new_empty((planes, g.taps, *grid))
-    out = out.view(planes, g.taps, *grid)
+        out = image_tensor.new_empty((planes, g.taps, math.prod(grid)))
+    elif out.dim() < 3:
+        out = out.view(planes, g.taps, -1)
     if image_tensor.is_cuda:
         from . import _cuda
         _cuda.im2col(image_tensor, out, g, grid, padding)
-        return out.view(planes, g.taps, -1)
+        return out
 
     extent, image_region, taps = _window(g, grid, image, padding)
     buffer = image_tensor.new_zeros((planes, *extent))
     buffer[image_region] = image_tensor
+    blocks = out if out.dim() == 4 else out.unsqueeze(0)          # (P / C, C, K, L)
+    cells = blocks.view(*blocks.shape[:3], *grid)
     for t, (_, region) in enumerate(taps):
-        out[:, t] = buffer[region]
-    return out.view(planes, g.taps, -1)
+        cells[:, :, t] = buffer[region].view(*blocks.shape[:2], *grid)
+    return out

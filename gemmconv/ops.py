@@ -221,29 +221,41 @@ def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.T
 
 
 def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.Tensor,
-              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+              a: ConvTransposeArgs, need: List[bool],
+              bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
     """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
     only). Its input gradient is also the forward pass of the convolution ``a`` is the
-    adjoint of (see shapes.conv_args)."""
+    adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds through the GEMM:
+    each sample's and group's columns get two rows of ones, the weight two columns that sum
+    to the bias (_bias_columns). That costs two rows in the columns where adding the bias
+    to the output afterwards would read and write the whole output once more."""
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
+    ones = 0 if bias is None else 2
+    assert not (ones and need[1]), "the bias rows serve the input gradient alone"
     grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
     x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
     weight = weight.contiguous().view(1, groups, cin, m)
+    if ones:
+        weight = torch.cat([weight, _bias_columns(bias, groups)], -1)
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
     grad_input = grad_out.new_empty((a.batch, groups, cin, cells)) if need[0] else empty()
     grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
-        chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
-        workspace = grad_out.new_empty(max(((n1 - n0) * a.out_channels * g.taps * (i1 - i0) * inner
+        chunks = a.backward_chunks(_workspace_limit, grad_out.element_size(), ones)
+        workspace = grad_out.new_empty(max(((n1 - n0) * groups * (m + ones) * (i1 - i0) * inner
                                             for n0, n1, i0, i1 in chunks), default=0))
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
-            columns = cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
-                             (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
-                             out=workspace[:n * groups * m * band]).view(n, groups, m, band)
+            blocks = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
+            cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
+                        (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
+                        out=blocks[:, :m].unflatten(1, (a.out_channels // groups, g.taps)))
+            if ones:
+                blocks[:, m:].fill_(1)
+            columns = blocks.view(n, groups, m + ones, band)
             if need[0]:
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
                             grad_input[n0:n1, ..., i0 * inner:i1 * inner])
@@ -255,6 +267,18 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
     grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
                  if need[2] else empty())
     return [grad_input, grad_weight, grad_bias]
+
+
+def _bias_columns(bias: torch.Tensor, groups: int) -> torch.Tensor:
+    """``bias (C,)`` as two weight columns ``(1, G, C / G, 2)`` that sum to it, for two rows
+    of ones. Where float32 products run on TF32, which keeps 10 of float32's 23 mantissa
+    bits, the first column is the bias with its 13 low bits cleared (exact in TF32) and the
+    second the rest, so that their sum carries the bias to float32 accuracy."""
+    bias = bias.contiguous()
+    high = bias
+    if bias.dtype == torch.float32 and bias.is_cuda and gemm.uses_tf32():
+        high = (bias.view(torch.int32) & -(1 << 13)).view(torch.float32)
+    return torch.stack([high, bias - high], -1).view(1, groups, -1, 2)
 
 
 def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -431,17 +455,8 @@ def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, sam
 
 def _conv_forward(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                   a: ConvTransposeArgs) -> torch.Tensor:
-    out = _backward(input, None, weight, a, [True, False, False])[0].view(
+    return _backward(input, None, weight, a, [True, False, False], bias)[0].view(
         a.batch, a.in_channels, *a.grid)
-    if bias is not None:
-        # A one-tap col2im adds the bias in place at the copy rate (each thread reads only
-        # the elements it writes); torch's broadcast add ran at 2.6 of 4.2 TB/s (NOTES.md).
-        planes = out.view(a.batch * a.in_channels, 1, math.prod(a.grid))
-        cols.col2im(planes, bias, _ONE_TAP, planes.shape[2:], planes.shape[2:], out=planes[:, 0])
-    return out
-
-
-_ONE_TAP = Geometry((1,), (1,), (0,), (1,))
 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,

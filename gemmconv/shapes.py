@@ -101,9 +101,9 @@ class Geometry:
 
     @staticmethod
     def extent_fields(planes: int, channels: int, plane_stride: int, grid: Sequence[int],
-                      image: Sequence[int], padding: Sequence[int]) -> list[int]:
+                      image: Sequence[int], padding: Sequence[int], column_gap: int = 0) -> list[int]:
         """The kernels' ``Extent<ND>`` as a flat list of int64s."""
-        return [planes, channels, plane_stride, *grid, *image, *padding]
+        return [planes, channels, plane_stride, column_gap, *grid, *image, *padding]
 
 
 @dataclass(frozen=True)
@@ -195,13 +195,16 @@ class ConvTransposeArgs:
                  *g.grid_rows(o, min(o + height, self.image[0]), rows))
                 for n in range(self.batch) for o in range(0, self.image[0], height)]
 
-    def backward_chunks(self, limit: int, element_size: int):
-        """(samples n0:n1, grid rows i0:i1) chunks of im2col(grad_output) within ``limit``."""
-        return row_chunks(self.batch, self.grid[0], self.column_row_bytes(element_size), limit)
+    def backward_chunks(self, limit: int, element_size: int, extra_rows: int = 0):
+        """(samples n0:n1, grid rows i0:i1) chunks of im2col(grad_output) within ``limit``,
+        its columns having ``extra_rows`` more rows per group (the convolution's bias)."""
+        return row_chunks(self.batch, self.grid[0],
+                          self.column_row_bytes(element_size, extra_rows), limit)
 
-    def column_row_bytes(self, element_size: int) -> int:
+    def column_row_bytes(self, element_size: int, extra_rows: int = 0) -> int:
         """Column-buffer bytes for one grid row (outermost dim) of one sample."""
-        return self.out_channels * self.geometry.taps * math.prod(self.grid[1:]) * element_size
+        rows = self.out_channels * self.geometry.taps + self.groups * extra_rows
+        return rows * math.prod(self.grid[1:]) * element_size
 
     @property
     def convolution(self) -> Geometry | None:

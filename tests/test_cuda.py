@@ -309,3 +309,40 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
     _cuda.im2col(pixels.to(CUDA), cols, g, grid, g.padding)
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_bias_through_tf32_gemm_keeps_float32_accuracy(monkeypatch, nd):
+    """The im2col route adds the bias in its GEMM, through rows of ones. Inputs and weights
+    on a grid of eighths make every TF32 product and sum exact, so what is left is the
+    bias's own error: float32 rounding with its TF32-exact high part and remainder, where a
+    single TF32 bias column would be off by about 2^-11 of it."""
+    force_im2col_route(monkeypatch)
+    gen = generator("tf32-bias", str(nd))
+    eighths = lambda *shape: (torch.randint(-8, 9, shape, generator=gen) / 8).to(CUDA)
+    x, w = eighths(2, 6, *[9] * nd), eighths(6, 4, *[3] * nd)
+    b = (1000 + torch.rand(4, generator=gen, dtype=torch.float64) * 100).to(CUDA)
+    with gemmconv.float32_precision("tf32"):
+        for ours, theirs, weight in ((OURS[nd], getattr(F, f"conv_transpose{nd}d"), w),
+                                     (getattr(gemmconv, f"conv{nd}d"), getattr(F, f"conv{nd}d"),
+                                      w.transpose(0, 1).contiguous())):
+            _poison_allocator(2 * 4 * 11 ** nd * 4)
+            out = ours(x, weight, b.float())
+            ref = theirs(x.double(), weight.double(), b)
+            assert rel_error(out, ref) < 1e-6, ours.__name__
+
+
+def test_im2col_into_blocks_leaves_the_gaps(monkeypatch):
+    """im2col into blocks of planes with room after each, on the generic and the compiled
+    kernels: the columns match the PyTorch path and the room stays poisoned."""
+    for specialize in (1 << 40, 0):
+        monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", specialize)
+        g = Geometry((2, 2), (1, 2), (1, 0), (2, 1))     # four taps: warp spans when compiled
+        planes, block, grid, image = 12, 3, (7, 70), (9, 140)
+        pixels = torch.randn(planes, *image, generator=generator("gaps", str(specialize)))
+        cells, gap = math.prod(grid), 2 * math.prod(grid) + 5
+        buffer = torch.full((planes // block, block * g.taps * cells + gap), float("nan"), device=CUDA)
+        blocks = buffer[:, :block * g.taps * cells].unflatten(1, (block, g.taps, cells))
+        _cuda.im2col(pixels.to(CUDA), blocks, g, grid, g.padding)
+        assert torch.equal(blocks.reshape(planes, g.taps, cells).cpu(), im2col(pixels, g, grid))
+        assert buffer[:, block * g.taps * cells:].isnan().all()

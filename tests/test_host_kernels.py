@@ -126,3 +126,28 @@ def test_im2col_span_keeps_warps_busy(width, span):
     g = Geometry((3, 1), (1, 1), (1, 0), (1, 1))
     assert _cuda.im2col_span(g, width, True) == span
     assert _cuda.im2col_span(g, width, False) == 1
+
+
+@pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "warp-spans-of-3"])
+@pytest.mark.parametrize("case", GEOMETRIES[:40] + LONG_ROWS[:4], ids=lambda c: c.name)
+def test_host_im2col_leaves_gaps_between_blocks(harness, case, op):
+    """im2col into blocks of C planes with free room after each (the convolution forward's
+    rows of ones): the kernel and the PyTorch path write the same columns as into a
+    contiguous buffer, and neither touches the room between blocks."""
+    g, block = _geometry(case), case.out_channels
+    planes = max(case.batch, 1) * block
+    image = torch.randn(planes, *case.output_size, generator=generator(case.name, "gaps"))
+    cells = math.prod(case.size)
+    gap = 2 * cells + 3
+    contiguous = im2col(image, g, case.size)
+    for run in ("torch", "kernel"):
+        buffer = torch.full((planes // block, block * g.taps * cells + gap), float("nan"))
+        blocks = buffer[:, :block * g.taps * cells].unflatten(1, (block, g.taps, cells))
+        if run == "torch":
+            im2col(image, g, case.size, out=blocks)
+        else:
+            extent = g.extent_fields(planes, block, image.stride(0), case.size, case.output_size,
+                                     g.padding, gap)
+            _run(harness, op, torch.float32, 0, g, extent, image, None, buffer)
+        assert torch.equal(blocks.reshape(planes, g.taps, cells), contiguous), run
+        assert buffer[:, block * g.taps * cells:].isnan().all(), run
