@@ -346,3 +346,24 @@ def test_grouped_weight_gradient_as_one_dense_product(monkeypatch, case):
 def test_split_k_weight_gradient(monkeypatch, case):
     """The weight gradient's positions cut into pieces (with a left-over tail) and summed."""
     _assert_split_weight_gradient_matches(monkeypatch, case, "split-k")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("in_channels", [3, 5, 6, 8])
+def test_convolution_bias_rides_in_the_gemm(monkeypatch, dtype, in_channels):
+    """conv1d's bias goes through its GEMM as rows of ones: the product's inner dim grows
+    from C_in * k to a whole 16 bytes of weight row (cuBLAS's aligned kernels), and the
+    output still matches torch with the bias added."""
+    inner = []
+    matmul = gemmconv.gemm.matmul
+    monkeypatch.setattr(gemmconv.gemm, "matmul",
+                        lambda a, b, out: inner.append(a.shape[-1]) or matmul(a, b, out))
+    gen = torch.Generator().manual_seed(in_channels)
+    x, w, b = (torch.randn(*s, generator=gen, dtype=torch.float64)
+               for s in ((2, in_channels, 30), (4, in_channels, 5), (4,)))
+    out = gemmconv.conv1d(x.to(dtype), w.to(dtype), b.to(dtype), padding=1)
+    (rows,), size = inner, x.to(dtype).element_size()
+    assert rows * size % 16 == 0 and in_channels * 5 + 2 <= rows < in_channels * 5 + 2 + 16 // size
+    tolerance = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 2e-2)
+    ref = torch.nn.functional.conv1d(x, w, b, padding=1)
+    assert (out.double() - ref).norm() / ref.norm() < tolerance
