@@ -2,8 +2,8 @@
 //
 //   image   [planes][image...]            plane = sample * channels + channel
 //   columns [planes][taps...][grid...]    grid = the positions a kernel is applied at;
-//                                         after every `channels` planes, column_gap free
-//                                         elements (see column_plane)
+//                                         im2col may leave column_gap elements free after
+//                                         every `channels` planes (see column_plane)
 //
 // Along every spatial dim, tap k at grid position i touches the image at
 //   i * stride - padding + k * dilation                (may fall outside the image)
@@ -66,7 +66,7 @@ struct Extent {
   index_t planes;        // samples * channels
   index_t channels;      // the bias index is plane % channels; planes per column block
   index_t plane_stride;  // elements from one image plane to the next
-  index_t column_gap;    // elements the columns skip after every `channels` planes
+  index_t column_gap;    // elements im2col's columns skip after every `channels` planes
   index_t grid[ND];
   index_t image[ND];
   index_t padding[ND];
@@ -145,10 +145,11 @@ struct Scalar<bfloat16_t> {
 // Index mappings, one function each. I is the index type: int where every index of the
 // launch fits in 31 bits (cheaper division), long long otherwise.
 
-// Offset of plane p's columns. A gap after each block of `channels` planes leaves room for
-// rows the caller writes itself: the forward of a convolution puts two rows of ones after
-// each sample's and group's columns, so that its GEMM adds the bias (ops.py).
-// The test spares the launches without gaps (all but that one) a division per thread.
+// Offset of plane p's columns in im2col's output. A gap after each block of `channels`
+// planes leaves room for rows the caller writes itself: the forward of a convolution puts
+// rows of ones after each sample's and group's columns, so that its GEMM adds the bias
+// (ops.py). col2im reads contiguous columns. The test spares the launches without gaps (all
+// but that one) a division per thread.
 template <typename I, int ND>
 GC_FN I column_plane(const Extent<ND>& x, I p, I plane_size) {
   const I gap = static_cast<I>(x.column_gap);
@@ -291,8 +292,7 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   Acc acc[V];
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
   for (int v = 0; v < V; ++v) acc[v] = init;
-  gather<0, V>(t, x, q, r, columns + column_plane(x, p, product<I>(t.kernel) * cells), I(0),
-               I(0), cells, acc);
+  gather<0, V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
   T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
   for (int v = 0; v < V; ++v)
     if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
