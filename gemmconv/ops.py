@@ -209,14 +209,11 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
 def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                         a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     """The backward of _forward_by_im2col, on the same smaller columns: the convolution's
-    input gradient is GEMM + col2im, its weight gradient runs on im2col(input)."""
+    backward (_conv_backward), its weight gradient brought back to our layout."""
     adjoint, w = _as_convolution(a, weight)
-    empty = lambda: grad_out.new_empty(0)
-    grad_input = _forward(grad_out, w, None, adjoint) if need[0] else empty()
-    grad_weight = (_from_convolution_weight(
-        _backward(x, grad_out, w, adjoint, [False, True, False])[1], a) if need[1] else empty())
-    grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
-                 if need[2] else empty())
+    grad_input, grad_weight, grad_bias = _conv_backward(grad_out, x, w, adjoint, need)
+    if need[1]:
+        grad_weight = _from_convolution_weight(grad_weight, a)
     return [grad_input, grad_weight, grad_bias]
 
 
