@@ -39,6 +39,10 @@ IM2COL_DECODE_TAPS = 6     # decoding a thread's index costs about as much as co
 # which share their stride phase only in that order. Longer rows lose more than they gain
 # (measured on the H200, benches/NOTES.md).
 PLANES_INNER_MAX_SPANS = 32
+# Several spans per fixed col2im thread, 32 apart along a row (col2im_spans), only where a
+# row's spans fill at least this share of the lanes of its runs of 32 x spans: idle lanes
+# still issue the run's instructions (2-D rows filling 67-68% measured 13-18% slower).
+COL2IM_RUN_FILL = 0.75
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -107,6 +111,28 @@ def im2col_span(g: Geometry, grid_width: int, fixed: bool) -> int:
                key=lambda span: lanes(span) * (IM2COL_DECODE_TAPS / span + g.taps))
 
 
+def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
+    """Spans per fixed col2im thread, 32 apart along a row of an image ``width`` wide
+    (col2im.cu's col2im_element): a warp then decodes its row and tests the outer dims' taps
+    once for all its spans. One where the outer dims have a single tap (nothing to share
+    but the decode, which measured slower: the split routes' col2im), or rows are numbered
+    planes innermost (rows too short for a run). Otherwise four where an output receives at
+    most about one column entry (prod(kernel / stride) <= 1), kernels whose threads do
+    little but decode and store; two where the innermost stride is 1; else one: with an
+    innermost stride spans hold up to eight outputs (col2im_span), and more of them a
+    thread cost registers and occupancy (34 -> 53 registers, 18% slower, on
+    2d-strided-grouped's). And only where a row's spans fill COL2IM_RUN_FILL of its runs'
+    lanes. Measured on the H200, benches/NOTES.md (change 33)."""
+    if not fixed or math.prod(g.kernel_size[:-1]) == 1 or planes_inner(g, width, fixed):
+        return 1
+    count = -(-width // col2im_span(g, fixed))   # a row's spans, give or take a first partial one
+    light = math.prod(k / s for k, s in zip(g.kernel_size, g.stride)) <= 1
+    for spans in (4, 2) if light else (2,) if g.stride[-1] == 1 else ():
+        if count >= COL2IM_RUN_FILL * -(-count // (32 * spans)) * 32 * spans:
+            return spans
+    return 1
+
+
 def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
     """Whether col2im numbers the rows of an image ``width`` wide with the plane varying
     fastest (see PLANES_INNER_MAX_SPANS)."""
@@ -116,16 +142,18 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
-             taps: tuple[int, ...] | None, span: int, rows_planes_inner: bool,
-             im2col_positions: int) -> dict:
+             taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
+             rows_planes_inner: bool, im2col_positions: int) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
-    ``span`` of outputs per thread and order of rows, and im2col's positions per thread."""
+    ``span`` of outputs, its spans per thread and order of rows, and im2col's positions per
+    thread."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
-    layout = "" if taps is None else f", {span}, {str(rows_planes_inner).lower()}"
+    layout = "" if taps is None else \
+        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}"
     layouts = {"col2im": layout, "im2col": "" if taps is None else f", {im2col_positions}"}
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
@@ -151,10 +179,11 @@ def _struct_type(count: int) -> np.dtype:
     return np.dtype([(f"f{i}", "<i8") for i in range(count)])
 
 
-def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: int,
-            threads: Callable[[bool], int], largest_index: int, *tensors: torch.Tensor | None) -> None:
+def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
+            widths: tuple[int, int], work: int, threads: Callable[[bool], int],
+            largest_index: int, *tensors: torch.Tensor | None) -> None:
     """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads. The
-    module is chosen by the innermost grid and image sizes in ``extent`` for both ops, so
+    module is chosen by the innermost grid and image sizes, ``widths``, for both ops, so
     that a layer's forward and backward share one compiled module."""
     if work == 0:
         return
@@ -162,10 +191,11 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int], work: i
     blocks = min(math.ceil(threads(fixed) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
-    grid_width, image_width = extent[2 + g.nd], extent[2 + 2 * g.nd]
+    grid_width, image_width = widths
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
                       tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
-                      planes_inner(g, image_width, fixed), im2col_span(g, grid_width, fixed))[op]
+                      col2im_spans(g, image_width, fixed), planes_inner(g, image_width, fixed),
+                      im2col_span(g, grid_width, fixed))[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
     # cuLaunchKernel reads each argument through a pointer to its value.
@@ -200,8 +230,11 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     width = image[-1]
     rows = out.numel() // width if width else 0
     # A row's first span may start before it (col2im.cu's first_span): one more per row.
-    _launch("col2im", columns, g, extent, out.numel(),
-            lambda fixed: rows * (-(-width // col2im_span(g, fixed)) + 1),
+    spans = lambda fixed: -(-width // col2im_span(g, fixed)) + 1
+    run = lambda fixed: 32 * col2im_spans(g, width, fixed)       # spans a warp takes at once
+    _launch("col2im", columns, g, extent, (grid[-1], width), out.numel(),
+            lambda fixed: rows * (spans(fixed) if run(fixed) == 32 else
+                                  -(-spans(fixed) // run(fixed)) * 32),
             max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
 
@@ -218,7 +251,7 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     width = grid[-1]
     rows = out.numel() // g.taps // width if width else 0
     span = lambda fixed: im2col_span(g, width, fixed)
-    _launch("im2col", image_tensor, g, extent, out.numel(),
+    _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(),
             lambda fixed: rows * (-(-width // (32 * span(fixed))) * 32 if span(fixed) > 1 else width),
             max(out.numel() + planes // block * gap, planes * stride), image_tensor, out)
 

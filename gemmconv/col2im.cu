@@ -194,30 +194,42 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
   return flat;
 }
 
-// Adds, for V image positions along the innermost dim, every column entry that lands on
-// each. Positions are given per dim as padded coordinates q * stride + r (see
-// grid_position), the innermost one being the first of the V, which follow it at r + 1,
-// r + 2, ... Recurses over dims so that 1-D, 2-D and 3-D share the code; tap and cell are the
+// A warp's lanes; im2col and col2im threads that own several runs of positions take them
+// 32 apart, so that each load or store instruction still covers consecutive positions.
+constexpr int kWarp = 32;
+
+// Adds, for J spans of V image positions along the innermost dim, every column entry that
+// lands on each. Positions are given per dim as padded coordinates q * stride + r (see
+// grid_position), the innermost one being the first of the first span; the V positions of a
+// span follow it at r + 1, r + 2, ..., and span j starts kWarp * V * j after span 0.
+// Recurses over dims so that 1-D, 2-D and 3-D share the code; tap and cell are the
 // row-major indices built so far over the taps and the grid. No early exits: with the taps
 // known at compile time the loops unroll into predicated loads that can all be in flight at
-// once, and the outer dims' tap tests serve all V.
-template <int D, int V, typename T, typename I, int ND, typename Acc>
+// once, and the outer dims' tap tests serve all J V positions.
+template <int D, int V, int J, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
-                  const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[V]) {
+                  const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[J][V]) {
 #pragma unroll
   for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
     const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
     if constexpr (D < ND - 1) {
       const I i = grid_position(t, x, D, q[D], r[D], k);
       if (i >= 0)
-        gather<D + 1, V>(t, x, q, r, plane_columns, next_tap,
-                         cell * static_cast<I>(x.grid[D]) + i, cells, acc);
+        gather<D + 1, V, J>(t, x, q, r, plane_columns, next_tap,
+                            cell * static_cast<I>(x.grid[D]) + i, cells, acc);
     } else {
       const T* row = plane_columns + next_tap * cells + cell * static_cast<I>(x.grid[D]);
+      const I stride = static_cast<I>(t.stride[D]);
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-        const I i = grid_position(t, x, D, q[D], r[D] + v, k);
-        if (i >= 0) acc[v] += Scalar<T>::load(row[i]);
+      for (int j = 0; j < J; ++j) {
+        // Compile-time where r is (spans on multiples of the stride, see first_span).
+        const I c = r[D] + static_cast<I>(j) * (kWarp * V);
+        const I qj = j == 0 ? q[D] : q[D] + c / stride, rj = j == 0 ? r[D] : c % stride;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const I i = grid_position(t, x, D, qj, rj + v, k);
+          if (i >= 0) acc[j][v] += Scalar<T>::load(row[i]);
+        }
       }
     }
   }
@@ -241,11 +253,13 @@ GC_FN I spans(const Taps<ND>& t, const Extent<ND>& x) {
           first_span<V, I>(t, x) + V - 1) / V;
 }
 
-// Number of threads col2im_element needs for a launch.
-template <int V, typename I, int ND>
+// Number of threads col2im_element needs for a launch: one per span, or with J > 1 whole
+// warps per run of kWarp * J spans of a row.
+template <int V, int J, typename I, int ND>
 GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
-  return static_cast<I>(x.planes) * (product<I>(x.image) / static_cast<I>(x.image[ND - 1])) *
-         spans<V, I>(t, x);
+  const I rows = static_cast<I>(x.planes) * (product<I>(x.image) / static_cast<I>(x.image[ND - 1]));
+  const I count = spans<V, I>(t, x);
+  return J == 1 ? rows * count : rows * ((count + kWarp * J - 1) / (kWarp * J)) * kWarp;
 }
 
 // The plane of col2im's row number `row`, and the row's coordinates o[0..ND-2] in the outer
@@ -267,20 +281,32 @@ GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
   return PlanesInner ? plane : row;
 }
 
-// Writes the image elements of one span of col2im. e is the flat index over
-// [planes][image[0..ND-2]...][spans], or with PlanesInner over
-// [image[0..ND-2]...][planes][spans].
-template <int V, bool PlanesInner, typename T, typename I, int ND>
+// Writes the image elements of col2im thread e's spans. With J == 1, e is the flat index
+// over [planes][image[0..ND-2]...][spans], or with PlanesInner over
+// [image[0..ND-2]...][planes][spans]. With J > 1, the spans of each row come in runs of
+// kWarp * J, a warp each, lane l taking spans l, l + kWarp, ...: the warp then decodes its
+// row, and tests its outer dims' taps, once for J spans. Spans past the row's end write
+// nothing.
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                           const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
   const I width = static_cast<I>(x.image[ND - 1]);
   const I stride = static_cast<I>(t.stride[ND - 1]);
   const I count = spans<V, I>(t, x);
-  const I start = first_span<V, I>(t, x) + e % count * V;
+  I span, row_number;
+  if constexpr (J == 1) {
+    span = e % count;
+    row_number = e / count;
+  } else {
+    const I runs = (count + kWarp * J - 1) / (kWarp * J);
+    span = e / kWarp % runs * (kWarp * J) + e % kWarp;
+    row_number = e / kWarp / runs;
+  }
+  const I start = first_span<V, I>(t, x) + span * V;
   const I first = start - static_cast<I>(x.padding[ND - 1]);   // image position; may be < 0
   I o[ND], q[ND], r[ND], offset = 0;
-  const I p = row_position<PlanesInner>(x, e / count, o);
+  const I p = row_position<PlanesInner>(x, row_number, o);
   for (int d = 0; d < ND - 1; ++d) {
     offset = offset * static_cast<I>(x.image[d]) + o[d];   // the row's, within its plane
     q[d] = 0;
@@ -289,13 +315,18 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   q[ND - 1] = floor_div(start, stride);
   r[ND - 1] = V % stride == 0 ? I(0) : start - q[ND - 1] * stride;
   const I cells = product<I>(x.grid);
-  Acc acc[V];
+  Acc acc[J][V];
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
-  for (int v = 0; v < V; ++v) acc[v] = init;
-  gather<0, V>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells, acc);
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) acc[j][v] = init;
+  gather<0, V, J>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells,
+                  acc);
   T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
-  for (int v = 0; v < V; ++v)
-    if (first + v >= 0 && first + v < width) row[first + v] = Scalar<T>::store(acc[v]);
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) {
+      const I position = first + j * (kWarp * V) + v;
+      if (position >= 0 && position < width) row[position] = Scalar<T>::store(acc[j][v]);
+    }
 }
 
 // Copies every tap of up to W grid positions, Step apart along the innermost dim, into the
@@ -331,7 +362,6 @@ GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I ro
 // instruction then writes 32 consecutive elements (a thread writing W neighbours would make
 // each instruction touch W times as many sectors, which measured slower than one position
 // per thread), while the index is decoded once for W positions.
-constexpr int kWarp = 32;
 
 template <int W, typename I, int ND>
 GC_FN I im2col_elements(const Extent<ND>& x) {
@@ -384,12 +414,12 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-template <int V, bool PlanesInner, typename T, typename I, int ND>
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
-  const I n = col2im_elements<V, I>(t, x);
+  const I n = col2im_elements<V, J, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_element<V, PlanesInner>(t, x, columns, bias, image, e);
+    col2im_element<V, J, PlanesInner>(t, x, columns, bias, image, e);
 }
 
 template <int W, typename T, typename I, int ND>
@@ -404,7 +434,7 @@ __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const 
 template <typename T, typename I, int ND>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<1, false, T, I>(t, x, columns, bias, image);
+  col2im_all<1, 1, false, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>
@@ -413,14 +443,15 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
   im2col_all<1, T, I>(t, x, image, columns);
 }
 
-// Spans of W outputs per thread along the innermost dim: index decoding and the outer dims'
-// tap tests are shared by all W, and with W a multiple of the stride the innermost tap
-// tests fold to constants (see first_span). PlanesInner: see row_position.
-template <typename T, typename I, int ND, int W, bool PlanesInner, index_t... V>
+// Spans of W outputs along the innermost dim, J spans per thread: index decoding and the
+// outer dims' tap tests are shared by all J W outputs, and with W a multiple of the stride
+// the innermost tap tests fold to constants (see first_span). PlanesInner: see
+// row_position.
+template <typename T, typename I, int ND, int W, int J, bool PlanesInner, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_all<W, PlanesInner, T, I>(taps, x, columns, bias, image);
+  col2im_all<W, J, PlanesInner, T, I>(taps, x, columns, bias, image);
 }
 
 // W grid positions per thread along the innermost dim, 32 apart (see im2col_elements).

@@ -296,19 +296,63 @@ LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1, size=(*c.siz
              for i, c in enumerate(cases.random_cases(9, seed=15))]
 
 
+def _record_layouts(monkeypatch) -> list:
+    """The layouts (col2im's span, spans per thread, row order, im2col's positions per
+    thread) of the compiled kernels each launch asks for, in launch order."""
+    compiled, layouts = _cuda._kernels, []
+
+    def record(device, dtype, nd, index, taps, *layout):
+        layouts.append(layout)
+        return compiled(device, dtype, nd, index, taps, *layout)
+    monkeypatch.setattr(_cuda, "_kernels", record)
+    return layouts
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case", LONG_ROWS, ids=lambda c: c.name)
 def test_im2col_over_long_rows(monkeypatch, case, dtype):
     """The compiled im2col with several positions per thread, 32 apart (rows of 45 to 533
-    positions: whole warps and rows that end part-way through one), into poisoned columns."""
+    positions: whole warps and rows that end part-way through one), into poisoned columns,
+    with the positions per thread chosen for the grid's innermost width."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    layouts = _record_layouts(monkeypatch)
     g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
     planes, grid, image = case.out_channels, case.size, case.output_size
     pixels = torch.randn(planes, *image, generator=generator(case.name, "long")).to(dtype)
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
     _cuda.im2col(pixels.to(CUDA), cols, g, grid, g.padding)
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
+    assert layouts[-1][-1] == _cuda.im2col_span(g, grid[-1], True)
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
+
+
+# (kernel, stride, padding, dilation, grid, spans per col2im thread): outer taps and long
+# rows, whole runs of 32 x spans and rows that end part-way through one.
+COL2IM_RUNS = [((3, 3), (1, 1), (0, 0), (1, 1), (5, 510), 2),
+               ((3, 3), (1, 1), (1, 0), (1, 1), (4, 398), 2),
+               ((3, 3), (3, 3), (1, 2), (1, 1), (4, 256), 4),
+               ((3, 3), (5, 5), (1, 1), (2, 2), (3, 127), 4),
+               ((2, 2, 3), (1, 1, 1), (0, 1, 1), (1, 2, 1), (3, 2, 256), 2)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("kernel, stride, padding, dilation, grid, spans", COL2IM_RUNS)
+def test_col2im_runs_of_spans(monkeypatch, kernel, stride, padding, dilation, grid, spans, dtype):
+    """The compiled col2im with several spans per thread, 32 apart along a row, into a
+    poisoned image, against the PyTorch path in float64; the spans are chosen for the
+    image's innermost width."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    layouts = _record_layouts(monkeypatch)
+    g = Geometry(kernel, stride, padding, dilation)
+    planes, channels, image = 6, 3, g.image_size(grid, (0,) * len(grid))
+    gen = generator("runs", str(kernel), str(grid))
+    columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen, dtype=torch.float64)
+    bias = torch.randn(channels, generator=gen, dtype=torch.float64)
+    out = torch.full((planes, *image), float("nan"), dtype=dtype, device=CUDA)
+    _cuda.col2im(columns.to(CUDA, dtype), bias.to(CUDA, dtype), out, g, grid, g.padding)
+    assert layouts[-1][1] == spans == _cuda.col2im_spans(g, image[-1], True)
+    ref = col2im(columns.to(dtype).double(), bias.to(dtype).double(), g, grid, image)
+    assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])

@@ -50,6 +50,14 @@ def _run(lib, op, dtype, wide, g, extent, src, bias, dst):
 
 
 GEOMETRIES = cases.random_cases(120, seed=3) + cases.EDGE
+
+# Rows long enough for whole warps of im2col positions and runs of col2im spans, and rows
+# that end part-way through them.
+LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1,
+                                 size=(*c.size[:-1], 29 + 37 * i))
+             for i, c in enumerate(cases.random_cases(12, seed=4))]
+
+
 WIDE = {"int32": 0, "int64": 1}
 
 
@@ -67,11 +75,12 @@ def _band(case, planes, dtype):
     return g, whole, whole[:, o0:o1], (i1 - i0, *case.size[1:]), g.band_padding(o0, i0)
 
 
-@pytest.mark.parametrize("vector", [0, 2, 3, 4], ids=["one-per-thread", "spans-of-3", "spans-of-6",
-                                                    "spans-of-3-planes-inner"])
+@pytest.mark.parametrize("vector", [0, 2, 3, 4, 6, 7],
+                         ids=["one-per-thread", "spans-of-3", "spans-of-6", "spans-of-3-planes-inner",
+                              "2-spans-of-3-per-thread", "4-spans-of-6-per-thread"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", GEOMETRIES + LONG_ROWS, ids=lambda c: c.name)
 def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
     planes = max(case.batch, 1) * case.out_channels
     g, whole, band, grid, padding = _band(case, planes, dtype)
@@ -92,12 +101,6 @@ def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
 def band_rows(whole, band):
     start = (band.data_ptr() - whole.data_ptr()) // (whole.element_size() * whole[0, 0].numel())
     return slice(start, start + band.shape[1])
-
-
-# Rows long enough for whole warps of im2col positions, and rows that end part-way through.
-LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1,
-                                 size=(*c.size[:-1], 29 + 37 * i))
-             for i, c in enumerate(cases.random_cases(12, seed=4))]
 
 
 @pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "warp-spans-of-3"])
@@ -126,6 +129,24 @@ def test_im2col_span_keeps_warps_busy(width, span):
     g = Geometry((3, 1), (1, 1), (1, 0), (1, 1))
     assert _cuda.im2col_span(g, width, True) == span
     assert _cuda.im2col_span(g, width, False) == 1
+
+
+@pytest.mark.parametrize("kernel, stride, width, spans", [
+    ((3, 3), (1, 1), 1026, 2),        # outer taps, rows of 257 spans: 80% of five runs of 64
+    ((3, 3), (1, 1), 518, 1),         # 130 spans: 68% of three runs
+    ((1, 3), (1, 1), 1026, 1),        # no outer taps (a split route's col2im W)
+    ((3, 3), (5, 5), 638, 4),         # about one column entry an output: 128 spans, two runs
+    ((3, 5), (2, 3), 766, 1),         # strided innermost, more entries an output
+    ((3,), (1,), 65538, 1),           # 1-D
+    ((3, 3, 3), (1, 1, 1), 66, 1),    # 17 spans: a run would idle most of its lanes
+])
+def test_col2im_spans_per_thread(kernel, stride, width, spans):
+    """The fixed col2im's spans per thread (runs of 32 x spans along a row), where their
+    measured gains were: rows with outer taps to share and lanes to fill."""
+    from gemmconv import _cuda
+    g = Geometry(kernel, stride, (0,) * len(kernel), (1,) * len(kernel))
+    assert _cuda.col2im_spans(g, width, True) == spans
+    assert _cuda.col2im_spans(g, width, False) == 1
 
 
 @pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "warp-spans-of-3"])

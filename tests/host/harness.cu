@@ -24,20 +24,22 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
-template __global__ void col2im_fixed<float, int, 2, 4, false, 3, 3, 1, 1, 1, 1>(
+template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 3, 3, 1, 1, 1, 1>(
     const Extent<2>, const float*, const float*, float*);
-template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, true, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
+template __global__ void col2im_fixed<float, int, 2, 5, 4, false, 3, 3, 5, 5, 2, 2>(
+    const Extent<2>, const float*, const float*, float*);
+template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, 1, true, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
     const Extent<3>, const bfloat16_t*, const bfloat16_t*, bfloat16_t*);
 template __global__ void im2col_fixed<half_t, long long, 3, 4, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const half_t*, half_t*);
 
-template <int V, bool PlanesInner, typename T, typename I, int ND>
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
                        const void* bias, void* dst) {
-  const I n = col2im_elements<V, I>(t, x);
+  const I n = col2im_elements<V, J, I>(t, x);
   for (I e = 0; e < n; ++e)
-    col2im_element<V, PlanesInner>(t, x, static_cast<const T*>(src),
-                                   static_cast<const T*>(bias), static_cast<T*>(dst), e);
+    col2im_element<V, J, PlanesInner>(t, x, static_cast<const T*>(src),
+                                      static_cast<const T*>(bias), static_cast<T*>(dst), e);
 }
 
 template <int W, typename T, typename I, int ND>
@@ -49,8 +51,10 @@ static void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const void* src, 
 
 // op 0 col2im with one output per element, 2 with spans of three, 3 with spans of six (spans
 // that are, or are not, multiples of the stride, and rows that end part-way through one),
-// 4 spans of three with rows numbered planes innermost; 1 im2col with one grid position per
-// element, 5 with three positions per thread, 32 apart (rows that end part-way through).
+// 4 spans of three with rows numbered planes innermost, 6 two spans of three per thread and
+// 7 four spans of six per thread, 32 spans apart (rows that end part-way through a run);
+// 1 im2col with one grid position per element, 5 with three positions per thread, 32 apart
+// (rows that end part-way through).
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
                 const void* bias, void* dst) {
@@ -59,13 +63,17 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
   std::memcpy(&t, taps, sizeof t);
   std::memcpy(&x, extent, sizeof x);
   if (op == 0) {
-    col2im_all<1, false, T, I>(t, x, src, bias, dst);
+    col2im_all<1, 1, false, T, I>(t, x, src, bias, dst);
   } else if (op == 2) {
-    col2im_all<3, false, T, I>(t, x, src, bias, dst);
+    col2im_all<3, 1, false, T, I>(t, x, src, bias, dst);
   } else if (op == 3) {
-    col2im_all<6, false, T, I>(t, x, src, bias, dst);
+    col2im_all<6, 1, false, T, I>(t, x, src, bias, dst);
   } else if (op == 4) {
-    col2im_all<3, true, T, I>(t, x, src, bias, dst);
+    col2im_all<3, 1, true, T, I>(t, x, src, bias, dst);
+  } else if (op == 6) {
+    col2im_all<3, 2, false, T, I>(t, x, src, bias, dst);
+  } else if (op == 7) {
+    col2im_all<6, 4, false, T, I>(t, x, src, bias, dst);
   } else if (op == 1) {
     im2col_all<1, T, I>(t, x, src, dst);
   } else {
@@ -99,8 +107,8 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 }  // namespace gemmconv
 
 // op: 0 col2im (src = columns, dst = image), 2 and 3 the same in spans of three and six,
-// 4 in spans of three with planes innermost, 1 im2col (src = image, dst = columns), 5 the
-// same with three positions per thread.
+// 4 in spans of three with planes innermost, 6 and 7 two spans of three and four of six per
+// thread, 1 im2col (src = image, dst = columns), 5 the same with three positions per thread.
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
 // Returns nonzero for a bad op, dtype or nd.
@@ -108,7 +116,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 5) return 1;
+  if (op < 0 || op > 7) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
