@@ -13,7 +13,7 @@ import functools
 import math
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -140,6 +140,23 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
         -(-width // col2im_span(g, fixed)) + 1 <= PLANES_INNER_MAX_SPANS
 
 
+class Layout(NamedTuple):
+    """How the threads of one launch share out the work (all one in the generic kernels):
+    col2im's outputs per span, spans per thread and row order, im2col's positions per
+    thread."""
+    span: int
+    spans_per_thread: int
+    planes_inner: bool
+    im2col_positions: int
+
+
+def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layout:
+    """The layout of a launch over grid rows ``grid_width`` and image rows ``image_width``
+    wide (the innermost sizes)."""
+    return Layout(col2im_span(g, fixed), col2im_spans(g, image_width, fixed),
+                  planes_inner(g, image_width, fixed), im2col_span(g, grid_width, fixed))
+
+
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
@@ -180,22 +197,20 @@ def _struct_type(count: int) -> np.dtype:
 
 
 def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
-            widths: tuple[int, int], work: int, threads: Callable[[bool], int],
+            widths: tuple[int, int], work: int, threads: Callable[[Layout], int],
             largest_index: int, *tensors: torch.Tensor | None) -> None:
-    """Launches ``op`` over ``work`` output elements with ``threads(fixed)`` threads. The
-    module is chosen by the innermost grid and image sizes, ``widths``, for both ops, so
-    that a layer's forward and backward share one compiled module."""
+    """Launches ``op`` over ``work`` output elements with ``threads(layout)`` threads. The
+    layout, and so the module, is chosen by the innermost grid and image sizes,
+    ``widths``, for both ops, so that a layer's forward and backward share one module."""
     if work == 0:
         return
     fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
-    blocks = min(math.ceil(threads(fixed) / BLOCK), MAX_BLOCKS)
+    shares = layout(g, *widths, fixed)
+    blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
-    grid_width, image_width = widths
     kernel = _kernels(like.device.index, like.dtype, g.nd, index,
-                      tuple(g.taps_fields()) if fixed else None, col2im_span(g, fixed),
-                      col2im_spans(g, image_width, fixed), planes_inner(g, image_width, fixed),
-                      im2col_span(g, grid_width, fixed))[op]
+                      tuple(g.taps_fields()) if fixed else None, *shares)[op]
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
     pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
     # cuLaunchKernel reads each argument through a pointer to its value.
@@ -229,12 +244,12 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     bias = None if bias is None else bias.contiguous()
     width = image[-1]
     rows = out.numel() // width if width else 0
-    # A row's first span may start before it (col2im.cu's first_span): one more per row.
-    spans = lambda fixed: -(-width // col2im_span(g, fixed)) + 1
-    run = lambda fixed: 32 * col2im_spans(g, width, fixed)       # spans a warp takes at once
-    _launch("col2im", columns, g, extent, (grid[-1], width), out.numel(),
-            lambda fixed: rows * (spans(fixed) if run(fixed) == 32 else
-                                  -(-spans(fixed) // run(fixed)) * 32),
+
+    def threads(shares: Layout) -> int:
+        # A row's first span may start before it (col2im.cu's first_span): one more per row.
+        spans, run = -(-width // shares.span) + 1, 32 * shares.spans_per_thread
+        return rows * (spans if run == 32 else -(-spans // run) * 32)
+    _launch("col2im", columns, g, extent, (grid[-1], width), out.numel(), threads,
             max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
 
 
@@ -250,9 +265,11 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
     extent = g.extent_fields(planes, block, stride, grid, image, padding, gap)
     width = grid[-1]
     rows = out.numel() // g.taps // width if width else 0
-    span = lambda fixed: im2col_span(g, width, fixed)
-    _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(),
-            lambda fixed: rows * (-(-width // (32 * span(fixed))) * 32 if span(fixed) > 1 else width),
+
+    def threads(shares: Layout) -> int:
+        span = shares.im2col_positions
+        return rows * (-(-width // (32 * span)) * 32 if span > 1 else width)
+    _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
             max(out.numel() + planes // block * gap, planes * stride), image_tensor, out)
 
 
