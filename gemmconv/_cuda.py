@@ -233,14 +233,21 @@ def plane_stride(image: torch.Tensor) -> int | None:
     return image.stride(0)
 
 
+def _reach(t: torch.Tensor) -> int:
+    """Elements from ``t``'s first to one past its last, whatever its strides."""
+    return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
+
+
 def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, g: Geometry,
-           grid: tuple[int, ...], padding: tuple[int, ...]) -> None:
-    """``out (P, *image)`` = col2im of contiguous ``columns (P, K, L)``, plus bias."""
-    planes, image = columns.shape[0], tuple(out.shape[1:])
-    channels = 1 if bias is None else bias.shape[0]
+           padding: tuple[int, ...]) -> None:
+    """``out (P, *image)`` = col2im of ``columns (S, C, K, *grid)`` (any strides, the
+    innermost 1), plus ``bias (C,)``."""
+    image = tuple(out.shape[1:])
     stride = plane_stride(out)
     assert stride is not None, "col2im writes contiguous planes"
-    extent = g.extent_fields(planes, channels, stride, grid, image, padding)
+    assert columns.stride(-1) == 1 or columns.shape[-1] <= 1, "columns' grid rows are contiguous"
+    grid = tuple(columns.shape[3:])
+    extent = g.extent_fields(columns, stride, image, padding)
     bias = None if bias is None else bias.contiguous()
     width = image[-1]
     rows = out.numel() // width if width else 0
@@ -249,20 +256,22 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
         # A row's first span may start before it (col2im.cu's first_span): one more per row.
         spans, run = -(-width // shares.span) + 1, 32 * shares.spans_per_thread
         return rows * (spans if run == 32 else -(-spans // run) * 32)
+    planes = columns.shape[0] * columns.shape[1]
     _launch("col2im", columns, g, extent, (grid[-1], width), out.numel(), threads,
-            max(columns.numel(), planes * stride), columns.contiguous(), bias, out)
+            max(_reach(columns), planes * stride), columns, bias, out)
 
 
-def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tuple[int, ...],
+def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
            padding: tuple[int, ...]) -> None:
-    """``out`` = im2col of ``image_tensor (P, *image)``: contiguous ``(P, K, L)``, or blocks
-    ``(P / C, C, K, L)``, each contiguous, any distance apart (see col2im.cu's column_plane)."""
+    """``out (S, C, K, *grid)`` (any strides, the innermost 1) = im2col of
+    ``image_tensor (P, *image)``."""
     planes, image = image_tensor.shape[0], tuple(image_tensor.shape[1:])
     stride = plane_stride(image_tensor)
     if stride is None:
         image_tensor, stride = image_tensor.contiguous(), math.prod(image)
-    block, gap = (out.shape[1], out.stride(0) - out[0].numel()) if out.dim() == 4 else (1, 0)
-    extent = g.extent_fields(planes, block, stride, grid, image, padding, gap)
+    assert out.stride(-1) == 1 or out.shape[-1] <= 1, "columns' grid rows are contiguous"
+    grid = tuple(out.shape[3:])
+    extent = g.extent_fields(out, stride, image, padding)
     width = grid[-1]
     rows = out.numel() // g.taps // width if width else 0
 
@@ -270,7 +279,7 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry, grid: tup
         span = shares.im2col_positions
         return rows * (-(-width // (32 * span)) * 32 if span > 1 else width)
     _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
-            max(out.numel() + planes // block * gap, planes * stride), image_tensor, out)
+            max(_reach(out), planes * stride), image_tensor, out)
 
 
 @functools.cache

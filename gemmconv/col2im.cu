@@ -1,9 +1,9 @@
 // Column buffers <-> images, the data movement behind convolution-type operators.
 //
 //   image   [planes][image...]            plane = sample * channels + channel
-//   columns [planes][taps...][grid...]    grid = the positions a kernel is applied at;
-//                                         im2col may leave column_gap elements free after
-//                                         every `channels` planes (see column_plane)
+//   columns [samples][channels][taps...][grid...]    grid = the positions a kernel is
+//                                         applied at; any strides but the innermost grid
+//                                         dim's, which is 1 (see column_plane)
 //
 // Along every spatial dim, tap k at grid position i touches the image at
 //   i * stride - padding + k * dilation                (may fall outside the image)
@@ -63,13 +63,16 @@ GC_FN constexpr Taps<ND> make_taps() {
 // host can lay the struct out as a flat array (gemmconv/shapes.py).
 template <int ND>
 struct Extent {
-  index_t planes;        // samples * channels
-  index_t channels;      // the bias index is plane % channels; planes per column block
-  index_t plane_stride;  // elements from one image plane to the next
-  index_t column_gap;    // elements im2col's columns skip after every `channels` planes
+  index_t planes;          // samples * channels
+  index_t channels;        // the bias index is plane % channels
+  index_t plane_stride;    // elements from one image plane to the next
+  index_t column_sample;   // elements from one sample's columns to the next,
+  index_t column_channel;  // one channel's to the next,
+  index_t column_tap;      // one tap's to the next,
   index_t grid[ND];
   index_t image[ND];
   index_t padding[ND];
+  index_t column_grid[ND];  // and along each grid dim (the innermost is 1 and not read)
 };
 
 template <typename I, int ND>
@@ -145,15 +148,17 @@ struct Scalar<bfloat16_t> {
 // Index mappings, one function each. I is the index type: int where every index of the
 // launch fits in 31 bits (cheaper division), long long otherwise.
 
-// Offset of plane p's columns in im2col's output. A gap after each block of `channels`
-// planes leaves room for rows the caller writes itself: the forward of a convolution puts
-// rows of ones after each sample's and group's columns, so that its GEMM adds the bias
-// (ops.py). col2im reads contiguous columns. The test spares the launches without gaps (all
-// but that one) a division per thread.
+// Offset of plane p's columns. Besides (planes, taps, grid) back to back, columns may lie
+// in any order: the forward of a convolution leaves room after each sample's and group's
+// columns for rows of ones that add the bias in its GEMM, and the row-products route
+// (ops.py) keeps the grid's outermost dim outermost, so that consecutive rows' columns
+// overlap as GEMM operands. Channels back to back (all layouts but those) spare the
+// division.
 template <typename I, int ND>
-GC_FN I column_plane(const Extent<ND>& x, I p, I plane_size) {
-  const I gap = static_cast<I>(x.column_gap);
-  return p * plane_size + (gap ? p / static_cast<I>(x.channels) * gap : I(0));
+GC_FN I column_plane(const Extent<ND>& x, I p) {
+  const I channels = static_cast<I>(x.channels), channel = static_cast<I>(x.column_channel);
+  return static_cast<I>(x.column_sample) == channels * channel
+             ? p * channel : p / channels * static_cast<I>(x.column_sample) + p % channels * channel;
 }
 
 // Image position touched by tap k at grid position i along dim d (outside the image: the
@@ -202,13 +207,13 @@ constexpr int kWarp = 32;
 // lands on each. Positions are given per dim as padded coordinates q * stride + r (see
 // grid_position), the innermost one being the first of the first span; the V positions of a
 // span follow it at r + 1, r + 2, ..., and span j starts kWarp * V * j after span 0.
-// Recurses over dims so that 1-D, 2-D and 3-D share the code; tap and cell are the
-// row-major indices built so far over the taps and the grid. No early exits: with the taps
-// known at compile time the loops unroll into predicated loads that can all be in flight at
-// once, and the outer dims' tap tests serve all J V positions.
+// Recurses over dims so that 1-D, 2-D and 3-D share the code; tap is the row-major index
+// built so far over the taps, and cell the columns' offset of the grid position so far. No
+// early exits: with the taps known at compile time the loops unroll into predicated loads
+// that can all be in flight at once, and the outer dims' tap tests serve all J V positions.
 template <int D, int V, int J, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
-                  const T* plane_columns, I tap, I cell, I cells, Acc (&acc)[J][V]) {
+                  const T* plane_columns, I tap, I cell, Acc (&acc)[J][V]) {
 #pragma unroll
   for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
     const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
@@ -216,9 +221,9 @@ GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], cons
       const I i = grid_position(t, x, D, q[D], r[D], k);
       if (i >= 0)
         gather<D + 1, V, J>(t, x, q, r, plane_columns, next_tap,
-                            cell * static_cast<I>(x.grid[D]) + i, cells, acc);
+                            cell + i * static_cast<I>(x.column_grid[D]), acc);
     } else {
-      const T* row = plane_columns + next_tap * cells + cell * static_cast<I>(x.grid[D]);
+      const T* row = plane_columns + next_tap * static_cast<I>(x.column_tap) + cell;
       const I stride = static_cast<I>(t.stride[D]);
 #pragma unroll
       for (int j = 0; j < J; ++j) {
@@ -314,13 +319,11 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   }
   q[ND - 1] = floor_div(start, stride);
   r[ND - 1] = V % stride == 0 ? I(0) : start - q[ND - 1] * stride;
-  const I cells = product<I>(x.grid);
   Acc acc[J][V];
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) acc[j][v] = init;
-  gather<0, V, J>(t, x, q, r, columns + p * product<I>(t.kernel) * cells, I(0), I(0), cells,
-                  acc);
+  gather<0, V, J>(t, x, q, r, columns + column_plane(x, p), I(0), I(0), acc);
   T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) {
@@ -334,7 +337,7 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
 // one on, and `inside` says whether the image position built so far lies in the image.
 template <int D, int W, int Step, typename T, typename I, int ND>
 GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I room,
-                  const T* plane, T* out, I tap, I offset, bool inside, I cells) {
+                  const T* plane, T* out, I tap, I offset, bool inside) {
 #pragma unroll
   for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
     const I o = image_position(t, x, D, i[D], k);
@@ -342,10 +345,10 @@ GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I ro
     if constexpr (D < ND - 1) {
       spread<D + 1, W, Step>(t, x, i, room, plane, out, next_tap,
                              offset * static_cast<I>(x.image[D]) + o,
-                             inside && o >= 0 && o < static_cast<I>(x.image[D]), cells);
+                             inside && o >= 0 && o < static_cast<I>(x.image[D]));
     } else {
       const T* row = plane + offset * static_cast<I>(x.image[D]);
-      T* column = out + next_tap * cells;
+      T* column = out + next_tap * static_cast<I>(x.column_tap);
 #pragma unroll
       for (int v = 0; v < W; ++v) {
         const I ov = o + v * Step * static_cast<I>(t.stride[D]);
@@ -395,13 +398,12 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
     i[d] = row % static_cast<I>(x.grid[d]);
     row /= static_cast<I>(x.grid[d]);
   }
-  const I p = row, cells = product<I>(x.grid);
-  I cell = 0;
-  for (int d = 0; d < ND; ++d) cell = cell * static_cast<I>(x.grid[d]) + i[d];
+  const I p = row;
+  I cell = i[ND - 1];
+  for (int d = 0; d < ND - 1; ++d) cell += i[d] * static_cast<I>(x.column_grid[d]);
   spread<0, W, W == 1 ? 1 : kWarp>(t, x, i, width - i[ND - 1],
                                    image + p * static_cast<I>(x.plane_stride),
-                                   columns + column_plane(x, p, product<I>(t.kernel) * cells) + cell,
-                                   I(0), I(0), true, cells);
+                                   columns + column_plane(x, p) + cell, I(0), I(0), true);
 }
 
 // ---------------------------------------------------------------------------------------

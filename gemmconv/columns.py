@@ -3,8 +3,10 @@
 Shapes, stated once (``P`` planes = samples * channels, ``K`` = prod(kernel_size),
 ``L`` = prod(grid)):
 
-    columns  (P, K, L)     entry [p, k, i]: tap k of the kernel at grid position i
-    image    (P, *image)   planes may be any stride apart; each plane is contiguous
+    columns  (P, K, L)               entry [p, k, i]: tap k of the kernel at grid position i
+             or (S, C, K, *grid)     the same for plane p = s * C + c, in any strides but
+                                     the innermost grid dim's (1)
+    image    (P, *image)             planes may be any stride apart; each plane is contiguous
 
 ``padding`` defaults to the geometry's; a band of rows passes its own (see
 :meth:`gemmconv.shapes.Geometry.band_padding`), which may be negative.
@@ -23,20 +25,26 @@ import torch
 from .shapes import Geometry
 
 
+def blocks(columns: torch.Tensor, channels: int, taps: int, grid: Sequence[int]) -> torch.Tensor:
+    """``columns`` as a view ``(S, C, K, *grid)``: as it is where it has that many dims,
+    else ``(P, K, L)`` or ``(S, C, K, L)`` with ``channels`` planes a block."""
+    if columns.dim() == 3:
+        columns = columns.view(columns.shape[0] // channels, channels, taps, columns.shape[-1])
+    return columns if columns.dim() == 3 + len(grid) else columns.unflatten(3, tuple(grid))
+
+
 def _window(g: Geometry, grid: Sequence[int], image: Sequence[int], padding: Sequence[int]):
     """A buffer covering every position the taps touch and the whole image: its extent,
-    the image's slices in it, and per tap the slices that tap touches across the grid.
+    the image's slices in it, and per tap the slices that tap touches across the grid (the
+    spatial dims' only).
     Buffer index r is image position r - padding + lo."""
     los = [min(0, p) for p in padding]
     extent = [max(r, p + i) - lo for r, p, i, lo in zip(g.reach(grid), padding, image, los)]
-    image_region = (slice(None),) + tuple(slice(p - lo, p - lo + i)
-                                          for p, i, lo in zip(padding, image, los))
+    image_region = tuple(slice(p - lo, p - lo + i) for p, i, lo in zip(padding, image, los))
     # An empty grid (a band of output rows no tap reaches) gets empty slices, not ones that
     # a negative stop would wrap around.
-    taps = [(tap, (slice(None),) + tuple(slice(k * d - lo, k * d - lo + (n - 1) * s + 1 if n
-                                               else k * d - lo, s)
-                                          for k, d, n, s, lo in zip(tap, g.dilation, grid,
-                                                                    g.stride, los)))
+    taps = [(tap, tuple(slice(k * d - lo, k * d - lo + (n - 1) * s + 1 if n else k * d - lo, s)
+                        for k, d, n, s, lo in zip(tap, g.dilation, grid, g.stride, los)))
             for tap in itertools.product(*map(range, g.kernel_size))]
     return extent, image_region, taps
 
@@ -48,55 +56,57 @@ def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
 def col2im(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
            grid: Sequence[int], image: Sequence[int], out: Optional[torch.Tensor] = None,
            padding: Optional[Sequence[int]] = None) -> torch.Tensor:
-    """Sums ``columns (P, K, L)`` into ``image (P, *image)``, adding ``bias[p % C]``.
+    """Sums ``columns`` into ``image (P, *image)``, adding ``bias[p % C]``.
 
-    ``bias`` is ``(C,)`` with ``C`` dividing ``P``, or None. Writes every element of ``out``
-    (new if None) and returns it.
+    ``bias`` is ``(C,)`` or None; ``C`` divides ``P``, and is the block size of columns
+    given as ``(S, C, K, *grid)``. Writes every element of ``out`` (new if None) and
+    returns it.
     """
-    planes, grid, image = columns.shape[0], tuple(grid), tuple(image)
+    grid, image = tuple(grid), tuple(image)
     padding = tuple(g.padding if padding is None else padding)
+    columns = blocks(columns, 1 if bias is None else bias.shape[0], g.taps, grid)
+    planes = columns.shape[0] * columns.shape[1]
     if out is None:
         out = columns.new_empty((planes, *image))
     if columns.is_cuda:
         from . import _cuda
-        _cuda.col2im(columns, bias, out, g, grid, padding)
+        _cuda.col2im(columns, bias, out, g, padding)
         return out
 
     extent, image_region, taps = _window(g, grid, image, padding)
-    cols = columns.view(planes, *g.kernel_size, *grid)
-    buffer = columns.new_zeros((planes, *extent), dtype=_accumulation_dtype(columns.dtype))
+    cols = columns.unflatten(2, g.kernel_size)
+    buffer = columns.new_zeros((*columns.shape[:2], *extent),
+                               dtype=_accumulation_dtype(columns.dtype))
     for tap, region in taps:
-        buffer[region] += cols[(slice(None),) + tap]
-    result = buffer[image_region]
+        buffer[(..., *region)] += cols[(slice(None), slice(None), *tap)]
+    result = buffer[(..., *image_region)]
     if bias is not None:
-        c = bias.shape[0]
-        result = result.reshape(planes // c, c, *image) + bias.view(c, *[1] * g.nd)
-    return out.copy_(result.view(out.shape))
+        result = result + bias.view(-1, *[1] * g.nd)
+    return out.copy_(result.reshape(out.shape))
 
 
 def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
            padding: Optional[Sequence[int]] = None,
            out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """The columns ``(P, K, L)`` of ``image_tensor (P, *image)``: zero where a tap falls
-    outside the image. Writes every element of ``out`` (new if None): contiguous ``(P, K, L)``,
-    or ``(P / C, C, K, L)`` blocks of C planes, each block contiguous, any distance apart
-    (room between them for rows of the caller's own). Returns ``out``."""
+    """The columns of ``image_tensor (P, *image)``: zero where a tap falls outside the
+    image. Writes every element of ``out`` (new ``(P, K, L)`` if None), which may also be
+    ``(S, C, K, L)`` or ``(S, C, K, *grid)`` in any strides (see the module's shapes: room
+    between blocks for rows of the caller's own, or another order). Returns ``out``."""
     planes, image, grid = image_tensor.shape[0], tuple(image_tensor.shape[1:]), tuple(grid)
     padding = tuple(g.padding if padding is None else padding)
     if out is None:
         out = image_tensor.new_empty((planes, g.taps, math.prod(grid)))
     elif out.dim() < 3:
         out = out.view(planes, g.taps, -1)
+    view = blocks(out, 1, g.taps, grid)
     if image_tensor.is_cuda:
         from . import _cuda
-        _cuda.im2col(image_tensor, out, g, grid, padding)
+        _cuda.im2col(image_tensor, view, g, padding)
         return out
 
     extent, image_region, taps = _window(g, grid, image, padding)
-    buffer = image_tensor.new_zeros((planes, *extent))
-    buffer[image_region] = image_tensor
-    blocks = out if out.dim() == 4 else out.unsqueeze(0)          # (P / C, C, K, L)
-    cells = blocks.view(*blocks.shape[:3], *grid)
+    buffer = image_tensor.new_zeros((*view.shape[:2], *extent))
+    buffer[(..., *image_region)] = image_tensor.view(*view.shape[:2], *image)
     for t, (_, region) in enumerate(taps):
-        cells[:, :, t] = buffer[region].view(*blocks.shape[:2], *grid)
+        view[:, :, t] = buffer[(..., *region)]
     return out

@@ -100,10 +100,15 @@ class Geometry:
         return [*self.kernel_size, *self.stride, *self.dilation]
 
     @staticmethod
-    def extent_fields(planes: int, channels: int, plane_stride: int, grid: Sequence[int],
-                      image: Sequence[int], padding: Sequence[int], column_gap: int = 0) -> list[int]:
-        """The kernels' ``Extent<ND>`` as a flat list of int64s."""
-        return [planes, channels, plane_stride, column_gap, *grid, *image, *padding]
+    def extent_fields(columns: torch.Tensor, plane_stride: int, image: Sequence[int],
+                      padding: Sequence[int]) -> list[int]:
+        """The kernels' ``Extent<ND>`` as a flat list of int64s, for ``columns (S, C, K,
+        *grid)`` of any strides (the innermost grid dim's 1) and image planes
+        ``plane_stride`` elements apart."""
+        samples, channels, _, *grid = columns.shape
+        strides = columns.stride()
+        return [samples * channels, channels, plane_stride, *strides[:3], *grid, *image,
+                *padding, *strides[3:]]
 
 
 @dataclass(frozen=True)

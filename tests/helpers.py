@@ -55,3 +55,12 @@ def gather_first_stride_one(monkeypatch) -> None:
         stride = a.geometry.stride
         return tuple(d == stride.index(1) if 1 in stride else False for d in range(len(stride)))
     monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)
+
+
+def rows_outermost(samples: int, channels: int, taps: int, grid, device="cpu"):
+    """A NaN buffer ``(grid[0], C, K, S, *grid[1:])`` and its view as columns
+    ``(S, C, K, *grid)``: the row-products route's layout, where the grid's outer dim is
+    outermost and the samples sit next to the inner grid dims."""
+    buffer = torch.full((grid[0], channels, taps, samples, *grid[1:]), float("nan"),
+                        device=device)
+    return buffer, buffer.movedim(3, 0).movedim(1, 3)

@@ -12,7 +12,7 @@ from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
 from helpers import (OURS, allowed_routes, force_im2col_route, gather_first_stride_one, generator,
-                     reference, rel_error)
+                     reference, rel_error, rows_outermost)
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -94,7 +94,7 @@ def test_kernels_write_every_element(case, dtype):
 
     pixels = torch.randn(planes, *image, generator=gen).to(dtype)
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
-    _cuda.im2col(pixels.to(CUDA), cols, g, grid, g.padding)
+    im2col(pixels.to(CUDA), g, grid, out=cols.view(planes, g.taps, -1))
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
 
 
@@ -320,7 +320,7 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
     planes, grid, image = case.out_channels, case.size, case.output_size
     pixels = torch.randn(planes, *image, generator=generator(case.name, "long")).to(dtype)
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
-    _cuda.im2col(pixels.to(CUDA), cols, g, grid, g.padding)
+    im2col(pixels.to(CUDA), g, grid, out=cols.view(planes, g.taps, -1))
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
     assert layouts[-1][-1] == _cuda.im2col_span(g, grid[-1], True)
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
@@ -349,7 +349,7 @@ def test_col2im_runs_of_spans(monkeypatch, kernel, stride, padding, dilation, gr
     columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen, dtype=torch.float64)
     bias = torch.randn(channels, generator=gen, dtype=torch.float64)
     out = torch.full((planes, *image), float("nan"), dtype=dtype, device=CUDA)
-    _cuda.col2im(columns.to(CUDA, dtype), bias.to(CUDA, dtype), out, g, grid, g.padding)
+    col2im(columns.to(CUDA, dtype), bias.to(CUDA, dtype), g, grid, image, out=out)
     assert layouts[-1][1] == spans == _cuda.col2im_spans(g, image[-1], True)
     ref = col2im(columns.to(dtype).double(), bias.to(dtype).double(), g, grid, image)
     assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
@@ -387,6 +387,36 @@ def test_im2col_into_blocks_leaves_the_gaps(monkeypatch):
         cells, gap = math.prod(grid), 2 * math.prod(grid) + 5
         buffer = torch.full((planes // block, block * g.taps * cells + gap), float("nan"), device=CUDA)
         blocks = buffer[:, :block * g.taps * cells].unflatten(1, (block, g.taps, cells))
-        _cuda.im2col(pixels.to(CUDA), blocks, g, grid, g.padding)
+        im2col(pixels.to(CUDA), g, grid, out=blocks)
         assert torch.equal(blocks.reshape(planes, g.taps, cells).cpu(), im2col(pixels, g, grid))
         assert buffer[:, block * g.taps * cells:].isnan().all()
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation, grid", [
+    ((3, 3), (1, 1), (0, 1), (1, 1), (6, 200)),
+    ((1, 3), (1, 1), (0, 2), (1, 2), (9, 77)),
+    ((3, 5), (2, 3), (1, 2), (2, 1), (5, 64)),
+    ((3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), (4, 6, 40)),
+    ((1, 2, 3), (1, 2, 1), (0, 1, 1), (1, 1, 2), (3, 5, 33))])
+def test_columns_in_any_order(monkeypatch, kernel, stride, padding, dilation, grid):
+    """col2im and im2col, generic and compiled, on columns whose grid rows are outermost
+    and samples next to the inner grid dims (the row-products route's layout), in poisoned
+    buffers: the same results as the PyTorch path on contiguous columns."""
+    g = Geometry(kernel, stride, padding, dilation)
+    samples, channels, image = 3, 4, g.image_size(grid, (0,) * len(grid))
+    gen = generator("any-order", str(kernel), str(grid))
+    for specialize in (1 << 40, 0):
+        monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", specialize)
+        pixels = torch.randn(samples * channels, *image, generator=gen)
+        _, view = rows_outermost(samples, channels, g.taps, grid, CUDA)
+        im2col(pixels.to(CUDA), g, grid, out=view)
+        assert torch.equal(view.reshape(-1, g.taps, math.prod(grid)).cpu(),
+                           im2col(pixels, g, grid))
+
+        view.copy_(torch.randn(view.shape, generator=gen))
+        bias = torch.randn(channels, generator=gen)
+        out = torch.full((samples * channels, *image), float("nan"), device=CUDA)
+        col2im(view, bias.to(CUDA), g, grid, image, out=out)
+        ref = col2im(view.reshape(-1, g.taps, math.prod(grid)).cpu().double(), bias.double(),
+                     g, grid, image)
+        assert rel_error(out, ref) < 1e-6

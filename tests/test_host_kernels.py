@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from gemmconv import cases
-from gemmconv.columns import col2im, im2col
+from gemmconv.columns import blocks, col2im, im2col
 from gemmconv.shapes import Geometry
-from helpers import generator, rel_error
+from helpers import generator, rel_error, rows_outermost
 
 ROOT = Path(__file__).resolve().parents[1]
 DTYPES = {torch.float32: (0, 1e-6), torch.float64: (1, 1e-14), torch.float16: (2, 2e-3),
@@ -87,8 +87,8 @@ def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
     gen = generator(case.name, "col2im", str(dtype))
     columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen).to(dtype)
     bias = torch.randn(case.out_channels, generator=gen).to(dtype) if case.bias else None
-    extent = g.extent_fields(planes, case.out_channels, band.stride(0), grid, band.shape[1:],
-                             padding)
+    extent = g.extent_fields(blocks(columns, case.out_channels, g.taps, grid), band.stride(0),
+                             band.shape[1:], padding)
     _run(harness, vector, dtype, WIDE[wide], g, extent, columns, bias, band)
     ref = col2im(columns.double(), None if bias is None else bias.double(), g, grid,
                  band.shape[1:], padding=padding)
@@ -115,7 +115,8 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     grid = (grid_rows[1] - grid_rows[0], *case.size[1:])
     padding = g.band_padding(0, grid_rows[0])
     columns = torch.full((planes, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
-    extent = g.extent_fields(planes, 1, image.stride(0), grid, case.output_size, padding)
+    extent = g.extent_fields(blocks(columns, 1, g.taps, grid), image.stride(0),
+                             case.output_size, padding)
     _run(harness, op, dtype, WIDE[wide], g, extent, image, None, columns)
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
 
@@ -163,12 +164,42 @@ def test_host_im2col_leaves_gaps_between_blocks(harness, case, op):
     contiguous = im2col(image, g, case.size)
     for run in ("torch", "kernel"):
         buffer = torch.full((planes // block, block * g.taps * cells + gap), float("nan"))
-        blocks = buffer[:, :block * g.taps * cells].unflatten(1, (block, g.taps, cells))
+        view = buffer[:, :block * g.taps * cells].unflatten(1, (block, g.taps, cells))
         if run == "torch":
-            im2col(image, g, case.size, out=blocks)
+            im2col(image, g, case.size, out=view)
         else:
-            extent = g.extent_fields(planes, block, image.stride(0), case.size, case.output_size,
-                                     g.padding, gap)
+            extent = g.extent_fields(blocks(view, block, g.taps, case.size), image.stride(0),
+                                     case.output_size, g.padding)
             _run(harness, op, torch.float32, 0, g, extent, image, None, buffer)
-        assert torch.equal(blocks.reshape(planes, g.taps, cells), contiguous), run
+        assert torch.equal(view.reshape(planes, g.taps, cells), contiguous), run
         assert buffer[:, block * g.taps * cells:].isnan().all(), run
+
+
+@pytest.mark.parametrize("op", [0, 2, 6, 1, 5], ids=["col2im", "col2im-spans-of-3",
+                                                    "col2im-2-spans-per-thread", "im2col",
+                                                    "im2col-warp-spans-of-3"])
+@pytest.mark.parametrize("case", [c for c in GEOMETRIES + LONG_ROWS if c.nd > 1][:64],
+                         ids=lambda c: c.name)
+def test_host_columns_in_any_order(harness, case, op):
+    """Both kernels on columns whose grid rows are outermost and samples next to the
+    inner grid dims (channels, taps and samples in between): the same sums and copies as
+    on contiguous columns, and im2col writes every entry of the view."""
+    g, channels = _geometry(case), case.out_channels
+    samples = max(case.batch, 1)
+    gen = generator(case.name, "any-order", str(op))
+    buffer, view = rows_outermost(samples, channels, g.taps, case.size)
+    extent = lambda: g.extent_fields(view, math.prod(case.output_size), case.output_size,
+                                     g.padding)
+    if op in (1, 5):
+        image = torch.randn(samples * channels, *case.output_size, generator=gen)
+        _run(harness, op, torch.float32, 0, g, extent(), image, None, buffer)
+        assert torch.equal(view.reshape(-1, g.taps, math.prod(case.size)),
+                           im2col(image, g, case.size))
+    else:
+        view.copy_(torch.randn(view.shape, generator=gen))
+        bias = torch.randn(channels, generator=gen) if case.bias else None
+        image = torch.full((samples * channels, *case.output_size), float("nan"))
+        _run(harness, op, torch.float32, 0, g, extent(), buffer, bias, image)
+        ref = col2im(view.reshape(-1, g.taps, math.prod(case.size)).double(),
+                     None if bias is None else bias.double(), g, case.size, case.output_size)
+        assert rel_error(image, ref) < 1e-6
