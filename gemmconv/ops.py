@@ -51,10 +51,14 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
 
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-             a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None) -> torch.Tensor:
+             a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None,
+             rows: Optional[bool] = None) -> torch.Tensor:
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
-    before the GEMM (shapes.Split; by default the route that moves the fewest bytes)."""
+    before the GEMM (shapes.Split), by row products where ``rows`` (_forward_by_rows); by
+    default the route that moves the fewest bytes."""
     split = a.split(a.gathered_dims() if gathered is None else gathered)
+    if a.by_rows(split) if rows is None else rows:
+        return _forward_by_rows(x, weight, bias, a, split)
     if split.direct:
         return _forward_by_im2col(x, weight, bias, a)
     groups, gather = a.groups, split.gather
@@ -84,6 +88,56 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                     split.scatter, (i1 - i0, *split.grid[1:]), (o1 - o0, *a.image[1:]),
                     out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                     padding=split.scatter.band_padding(o0, i0))
+    return out
+
+
+def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                     a: ConvTransposeArgs, split) -> torch.Tensor:
+    """The forward along ``split`` (one group, :attr:`shapes.Split.overlaps`) with the outer
+    dim's ``k0`` taps carried by the GEMM rather than gathered. Per band of ``R`` grid rows
+    (``Ka'`` = the inner gathered taps, ``L'`` = prod(inner grid), ``K = k0 C_in Ka'``):
+
+        gathered  (R + k0 - 1, C_in Ka', N, L')   im2col of the input, outer dim outermost
+        columns   (R, C_out Kb, N, L')            row r = weight (C_out Kb, K) @ gathered[r : r + k0]
+        output    (N, C_out, *image)              col2im(columns) along ``scatter`` + bias
+
+    Rows of ``gathered`` lie ``C_in Ka' N L'`` apart, so rows r to r + k0 - 1 are one
+    ``K x N L'`` matrix, and neighbouring rows' matrices overlap: the outer taps cost no
+    column bytes, and each product is N L' columns wide (per-sample products of one row
+    each, ``L'`` wide, run cuBLAS's batched GEMM far below its rate; NOTES change 28)."""
+    gather, scatter, k0 = split.gather, split.scatter, split.gather.kernel_size[0]
+    inner_gather = Geometry((1, *gather.kernel_size[1:]), gather.stride, gather.padding,
+                            gather.dilation)
+    cin, cout, kb = a.in_channels, a.out_channels, scatter.taps
+    ka, m, inner = inner_gather.taps, split.scatter_rows, split.grid[1:]
+    k, positions = k0 * cin * ka, math.prod(inner)
+    # (ci, k0, ka) rows, as _split_weight gives them, reordered to (k0, ci, ka).
+    w = _split_weight(weight, a, split).view(cin, k0, ka, m).transpose(0, 1).reshape(k, m).t()
+    out = x.new_empty(a.output_shape)
+    planes = out.view(a.batch * cout, *a.image)
+    x = x.contiguous()
+    chunks = a.row_product_chunks(_workspace_limit, x.element_size(), split)
+    per_row, halo = split.overlap_row_elements
+    workspace = x.new_empty(max(((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
+                                 for n0, n1, _, _, i0, i1 in chunks), default=0))
+    for n0, n1, o0, o1, i0, i1 in chunks:
+        n, r = n1 - n0, i1 - i0
+        if r == 0:   # image rows that no tap reaches: the bias alone
+            cols.col2im(x.new_empty(n * cout, kb, 0), bias, scatter, (0, *inner),
+                        (o1 - o0, *a.image[1:]), out=planes[n0 * cout:n1 * cout, o0:o1],
+                        padding=scatter.band_padding(o0, i0))
+            continue
+        width = n * positions                          # columns of each row product
+        gathered = workspace[:(r + k0 - 1) * cin * ka * width].view(r + k0 - 1, cin, ka, n, *inner)
+        cols.im2col(x[n0:n1].view(n * cin, *a.grid), inner_gather, (r + k0 - 1, *inner),
+                    padding=inner_gather.band_padding(0, i0), out=gathered.movedim(3, 0).movedim(1, 3))
+        operands = gathered.as_strided((1, r, k, width), (0, cin * ka * width, width, 1),
+                                       gathered.storage_offset())
+        products = workspace[gathered.numel():gathered.numel() + r * m * width].view(1, r, m, width)
+        gemm.matmul(w.view(1, 1, m, k).expand(1, r, m, k), operands, products)
+        cols.col2im(products.view(r, cout, kb, n, *inner).movedim(3, 0).movedim(1, 3), bias,
+                    scatter, (r, *inner), (o1 - o0, *a.image[1:]),
+                    out=planes[n0 * cout:n1 * cout, o0:o1], padding=scatter.band_padding(o0, i0))
     return out
 
 

@@ -182,6 +182,10 @@ class ConvTransposeArgs:
         call shape: weighing up to eight routes costs tens of microseconds of host time."""
         return _cheapest_route(self)
 
+    def by_rows(self, split: "Split") -> bool:
+        """Whether the forward along ``split`` runs as row products (ops._forward_by_rows)."""
+        return False
+
     def forward_chunks(self, limit: int, element_size: int, split: "Split | None" = None):
         """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the forward pass
         along ``split`` (nothing gathered by default; its grid's rows) whose buffers stay
@@ -199,6 +203,24 @@ class ConvTransposeArgs:
         return [(n, n + 1, o, min(o + height, self.image[0]),
                  *g.grid_rows(o, min(o + height, self.image[0]), rows))
                 for n in range(self.batch) for o in range(0, self.image[0], height)]
+
+    def row_product_chunks(self, limit: int, element_size: int, split: "Split"):
+        """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the row-products
+        forward along ``split`` (:attr:`Split.overlaps`; ops._forward_by_rows) whose buffers
+        stay within ``limit`` bytes where any can (one grid row, with its halo, of one sample
+        is the least a chunk holds): bands of image rows of as many samples as fit, all
+        samples where they do, as every sample widens the row products."""
+        g, rows = split.scatter, split.grid[0]
+        inner = math.prod(split.grid[1:]) * element_size
+        per_row, halo = split.overlap_row_elements
+        height = lambda n: (limit // (n * inner) - halo) // per_row     # grid rows a band
+        n = self.batch
+        while n > 1 and height(n) < 1:
+            n = -(-n // 2)
+        step = max(1, min(rows, height(n))) * g.stride[0]
+        return [(n0, min(n0 + n, self.batch), o, min(o + step, self.image[0]),
+                 *g.grid_rows(o, min(o + step, self.image[0]), rows))
+                for n0 in range(0, self.batch, n) for o in range(0, self.image[0], step)]
 
     def backward_chunks(self, limit: int, element_size: int, extra_rows: int = 0):
         """(samples n0:n1, grid rows i0:i1) chunks of im2col(grad_output) within ``limit``,
@@ -268,6 +290,22 @@ class Split:
         itself: every dim gathered, or left with kernel 1, stride 1 and no padding."""
         s = self.scatter
         return all(k == 1 and t == 1 and p == 0 for k, t, p in zip(s.kernel_size, s.stride, s.padding))
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether the outer dim's taps can ride on overlapping GEMM operands instead of
+        im2col (ops._forward_by_rows): it is gathered with its taps one phase position
+        apart, and not the only dim."""
+        return len(self.grid) > 1 and self.gather is not None and self.gathered[0] and \
+            self.gather.dilation[0] == 1
+
+    @property
+    def overlap_row_elements(self) -> tuple[int, int]:
+        """Buffer elements the row-products forward holds per grid row and per sample and
+        inner grid position (its im2col's rows without the outer taps, and the GEMM's
+        output rows), and for the halo of each band (the outer taps' extra input rows)."""
+        rows = self.gather_rows // self.gather.kernel_size[0]
+        return rows + self.scatter_rows, (self.gather.kernel_size[0] - 1) * rows
 
     def column_elements(self, groups: int) -> int:
         """Elements of the column buffers (gathered, then columns unless direct) of one sample."""
