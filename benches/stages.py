@@ -54,24 +54,40 @@ def column_bytes(case: cases.Case, a) -> tuple[int, int]:
     """Bytes of the forward's column buffers (each written once and read once) and of the
     images its column kernels read or write: im2col's input where the route gathers taps,
     col2im's output unless the GEMM writes the output itself."""
-    split = a.split(a.gathered_dims())
+    gathered, rows = a.route()
+    split = a.split(gathered)
+    direct = split.direct and not rows
     images = (case.batch * case.in_channels * math.prod(case.size) if split.gather else 0) + \
-        (0 if split.direct else case.batch * case.out_channels * math.prod(case.output_size))
-    return 2 * case.batch * split.column_elements(a.groups) * 4, images * 4
+        (0 if direct else case.batch * case.out_channels * math.prod(case.output_size))
+    elements = split.overlap_row_elements[0] * math.prod(split.grid) * case.batch if rows \
+        else case.batch * split.column_elements(a.groups)
+    return 2 * elements * 4, images * 4
 
 
 def bare_gemm_ms(case: cases.Case, a) -> float:
     """One cuBLAS call of the forward's GEMM over all samples at once (no chunks), with the
-    shape of the route the case takes; NaN where its operands would take over 30 GB."""
-    split, g = a.split(a.gathered_dims()), case.groups
+    shape of the route the case takes (row products on overlapping operands, as the route
+    runs them); NaN where its operands would take over 30 GB."""
+    (gathered, rows), g = a.route(), case.groups
+    split = a.split(gathered)
     cells = math.prod(split.grid)
-    rows = split.gather_rows
-    m = case.out_channels if split.direct else split.scatter_rows
-    if 4 * case.batch * g * (rows + m) * cells > 30e9:
+    k = split.gather_rows
+    m = case.out_channels if split.direct and not rows else split.scatter_rows
+    if rows:
+        k0, r = split.gather.kernel_size[0], split.grid[0]
+        width = case.batch * cells // r
+        if 4 * (k // k0 * (r + k0 - 1) + m * r) * width > 30e9:
+            return float("nan")
+        x = torch.randn(r + k0 - 1, k // k0, width, device="cuda")
+        operands = x.as_strided((1, r, k, width), (0, k // k0 * width, width, 1))
+        out = x.new_empty(1, r, m, width)
+        w = torch.randn(m, k, device="cuda").expand(1, r, m, k)
+        return bench._timer(x.device, lambda: gemm.matmul(w, operands, out), 5)
+    if 4 * case.batch * g * (k + m) * cells > 30e9:
         return float("nan")
-    x = torch.randn(case.batch, g, rows, cells, device="cuda")
+    x = torch.randn(case.batch, g, k, cells, device="cuda")
     out = x.new_empty(case.batch, g, m, cells)
-    w = torch.randn(1, g, rows, m, device="cuda").transpose(-1, -2).expand(case.batch, -1, -1, -1)
+    w = torch.randn(1, g, k, m, device="cuda").transpose(-1, -2).expand(case.batch, -1, -1, -1)
     return bench._timer(x.device, lambda: gemm.matmul(w, x, out), 5)
 
 
@@ -83,12 +99,13 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--top", action="store_true", help="the four costliest kernels per case")
     parser.add_argument("--gathered", help="force the forward's route: the dims whose taps "
-                        "im2col gathers, as 0/1 per dim (e.g. 01), on cases where it applies")
+                        "im2col gathers, as 0/1 per dim (e.g. 01), by split kernels, on cases "
+                        "where it applies")
     args = parser.parse_args()
     if args.gathered:
         mask = tuple(c == "1" for c in args.gathered)
-        chosen = ops.ConvTransposeArgs.gathered_dims
-        ops.ConvTransposeArgs.gathered_dims = lambda a: mask if len(mask) == a.geometry.nd and \
+        chosen = ops.ConvTransposeArgs.route
+        ops.ConvTransposeArgs.route = lambda a: (mask, False) if len(mask) == a.geometry.nd and \
             all(gatherable(a.geometry, d) for d in range(len(mask)) if mask[d]) else chosen(a)
     device = torch.device("cuda")
     ceiling = bench.ceilings(device, torch.float32)

@@ -52,12 +52,14 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
              a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None,
-             rows: Optional[bool] = None) -> torch.Tensor:
+             rows: bool = False) -> torch.Tensor:
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
     before the GEMM (shapes.Split), by row products where ``rows`` (_forward_by_rows); by
-    default the route that moves the fewest bytes."""
-    split = a.split(a.gathered_dims() if gathered is None else gathered)
-    if a.by_rows(split) if rows is None else rows:
+    default the route that moves the fewest bytes (ConvTransposeArgs.route)."""
+    if gathered is None:
+        gathered, rows = a.route()
+    split = a.split(gathered)
+    if rows:
         return _forward_by_rows(x, weight, bias, a, split)
     if split.direct:
         return _forward_by_im2col(x, weight, bias, a)

@@ -182,9 +182,21 @@ class ConvTransposeArgs:
         call shape: weighing up to eight routes costs tens of microseconds of host time."""
         return _cheapest_route(self)
 
-    def by_rows(self, split: "Split") -> bool:
-        """Whether the forward along ``split`` runs as row products (ops._forward_by_rows)."""
-        return False
+    def rows_cost(self, gathered: Sequence[bool]) -> float:
+        """Column elements per sample of the row-products forward along the split that
+        gathers the ``gathered`` dims (ops._forward_by_rows): as :meth:`route_cost`, its
+        outer dim's taps costing nothing."""
+        split = self.split(gathered)
+        return split.overlap_row_elements[0] * math.prod(split.grid) / (
+            GATHER_MARGIN if any(gathered[1:]) else 1)
+
+    def route(self) -> tuple[tuple[bool, ...], bool]:
+        """The forward pass's route: the dims whose taps im2col gathers (:meth:`split`), and
+        whether it runs as row products. Row products where some split allows them
+        (:attr:`Split.overlaps`, one group, at least ROWS_MIN_PRODUCTS grid rows) and the
+        cheapest such moves fewer bytes than :meth:`gathered_dims`'s route
+        (:meth:`rows_cost` against :meth:`route_cost`). Cached per call shape."""
+        return _route(self)
 
     def forward_chunks(self, limit: int, element_size: int, split: "Split | None" = None):
         """(samples n0:n1, image rows o0:o1, grid rows i0:i1) chunks of the forward pass
@@ -254,6 +266,9 @@ class ConvTransposeArgs:
 # Routes that gather taps by im2col before the GEMM run one pass more than GEMM + col2im;
 # they are taken where they move at most this fraction of its column bytes.
 GATHER_MARGIN = 0.8
+# Row products need this many grid rows: 3d-3x5x7's 18 measured 20% slower than its split
+# route on the H200, the cases with 66 to 1026 rows 4-18% faster (benches/NOTES.md).
+ROWS_MIN_PRODUCTS = 32
 
 
 @dataclass(frozen=True)
@@ -294,10 +309,10 @@ class Split:
     @property
     def overlaps(self) -> bool:
         """Whether the outer dim's taps can ride on overlapping GEMM operands instead of
-        im2col (ops._forward_by_rows): it is gathered with its taps one phase position
-        apart, and not the only dim."""
+        im2col (ops._forward_by_rows): it has several taps, one phase position apart, and
+        is gathered, and not the only dim."""
         return len(self.grid) > 1 and self.gather is not None and self.gathered[0] and \
-            self.gather.dilation[0] == 1
+            self.gather.dilation[0] == 1 and self.gather.kernel_size[0] > 1
 
     @property
     def overlap_row_elements(self) -> tuple[int, int]:
@@ -319,12 +334,24 @@ def _split(a: ConvTransposeArgs, gathered: tuple[bool, ...]) -> Split:
 
 
 @functools.lru_cache(maxsize=256)
-def _cheapest_route(a: ConvTransposeArgs) -> tuple[bool, ...]:
-    g = a.geometry
+def _route(a: ConvTransposeArgs) -> tuple[tuple[bool, ...], bool]:
+    best = _cheapest_route(a)
+    routes = [r for r in _routes(a.geometry) if a.groups == 1 and r[0] and
+              a.split(r).overlaps and a.split(r).grid[0] >= ROWS_MIN_PRODUCTS]
+    rows = min(routes, key=a.rows_cost, default=None)
+    return (rows, True) if rows and a.rows_cost(rows) < a.route_cost(best) else (best, False)
+
+
+def _routes(g: Geometry) -> list[tuple[bool, ...]]:
+    """Every split's gathered dims, fewest gathered first."""
     free = [d for d in range(g.nd) if gatherable(g, d)]
-    routes = [tuple(d in dims for d in range(g.nd))
-              for count in range(len(free) + 1) for dims in itertools.combinations(free, count)]
-    return min(routes, key=a.route_cost)       # min keeps the first of equals: fewer gathered
+    return [tuple(d in dims for d in range(g.nd))
+            for count in range(len(free) + 1) for dims in itertools.combinations(free, count)]
+
+
+@functools.lru_cache(maxsize=256)
+def _cheapest_route(a: ConvTransposeArgs) -> tuple[bool, ...]:
+    return min(_routes(a.geometry), key=a.route_cost)   # min keeps the first of equals: fewer gathered
 
 
 def gatherable(g: Geometry, dim: int) -> bool:

@@ -34,16 +34,19 @@ def force_im2col_route(monkeypatch) -> None:
     """Makes every stride-1 call take the im2col + GEMM route, forward and backward."""
     from gemmconv import ops
     monkeypatch.setattr(ops.ConvTransposeArgs, "prefers_im2col", lambda a: a.convolution is not None)
-    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a: (
-        (a.convolution is not None,) * a.geometry.nd))
+    monkeypatch.setattr(ops.ConvTransposeArgs, "route", lambda a: (
+        (a.convolution is not None,) * a.geometry.nd, False))
 
 
-def allowed_routes(case) -> list[tuple[bool, ...]]:
+def allowed_routes(case, a=None) -> list[tuple[tuple[bool, ...], bool]]:
     """Every forward route the case's strides allow: each subset of the dims whose dilation
     is a multiple of their stride (all stride-1 dims among them) as the dims whose taps
-    im2col gathers (shapes.Split)."""
-    return [r for r in itertools.product((False, True), repeat=case.nd)
-            if all(d % s == 0 for s, d, taken in zip(case.stride, case.dilation, r) if taken)]
+    im2col gathers (shapes.Split), by split kernels (False) and, where its checked
+    arguments ``a`` allow them, by row products (True; ops._forward_by_rows)."""
+    splits = [r for r in itertools.product((False, True), repeat=case.nd)
+              if all(d % s == 0 for s, d, taken in zip(case.stride, case.dilation, r) if taken)]
+    return [(r, False) for r in splits] + [
+        (r, True) for r in splits if a is not None and a.groups == 1 and a.split(r).overlaps]
 
 
 def gather_first_stride_one(monkeypatch) -> None:
@@ -54,7 +57,7 @@ def gather_first_stride_one(monkeypatch) -> None:
     def first_stride_one(a):
         stride = a.geometry.stride
         return tuple(d == stride.index(1) if 1 in stride else False for d in range(len(stride)))
-    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", first_stride_one)
+    monkeypatch.setattr(ops.ConvTransposeArgs, "route", lambda a: (first_stride_one(a), False))
 
 
 def rows_outermost(samples: int, channels: int, taps: int, grid, device="cpu"):

@@ -181,7 +181,7 @@ def test_chunked_work_gives_the_same_answer(monkeypatch, case, limit):
     row = case.out_channels * math.prod(case.kernel_size) * math.prod(case.size[1:]) * 8
     limit = {"sample": row * case.size[0], "row": 2 * row}.get(limit, limit)
     monkeypatch.setattr(ops, "_workspace_limit", limit)
-    monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a: (False,) * a.geometry.nd)
+    monkeypatch.setattr(ops.ConvTransposeArgs, "route", lambda a: ((False,) * a.geometry.nd, False))
     forward, backward = a.forward_chunks(limit, 8), a.backward_chunks(limit, 8)
     expected = {1 << 30: 1, row * case.size[0]: case.batch}.get(limit)
     if expected:
@@ -289,6 +289,29 @@ def test_cost_model_splits_the_taps_where_that_moves_fewer_bytes():
         by_name["2d-strided-grouped"].split((False, True))
 
 
+def test_cost_model_takes_row_products_where_they_move_fewer_bytes():
+    """The forward by row products (ops._forward_by_rows) on the bench cases: where the
+    outer dim's taps can ride on the GEMM (stride-1 or phase outer dim with several taps,
+    one group, 32 grid rows or more) and that moves fewer bytes than the split route."""
+    by_name = {c.name: _meta_args(c) for c in cases.BENCH}
+    route = {name: a.route() for name, a in by_name.items()}
+    rows = {name for name, (_, by_rows) in route.items() if by_rows}
+    assert rows == {"2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded",
+                    "3d-64cube", "3d-32to64", "3d-96cube"}
+    for name in rows:
+        a, (gathered, _) = by_name[name], route[name]
+        assert a.split(gathered).overlaps and a.rows_cost(gathered) < a.route_cost(a.gathered_dims())
+    # 3x3 with C_in = C_out: the W taps summed by col2im (64 + 3 * 64 rows a position) tie
+    # with gathering them (3 * 64 + 64), which costs a pass more.
+    assert route["2d-1024"] == ((True, False), True)
+    assert route["2d-64to128"] == ((True, True), True)           # C_in = C_out / 2
+    assert by_name["3d-3x5x7"].split((True, True, False)).overlaps
+    assert route["3d-3x5x7"] == ((False, False, True), False)    # 18 rows: too few products
+    assert not by_name["2d-strided-grouped"].split((True, False)).overlaps or \
+        by_name["2d-strided-grouped"].groups > 1
+    assert not by_name["1d-dil3"].split((True,)).overlaps          # one dim: products of one row
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c.batch and not c.unbatched],
                          ids=lambda c: c.name)
 def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
@@ -300,10 +323,11 @@ def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
     a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
                                 **{k: v for k, v in case.kwargs.items() if k != "groups"})
     ref = reference(case, x, w, b)
-    for route in allowed_routes(case):
+    for route, rows in allowed_routes(case, a):
         for limit in (1 << 30, 1):
             monkeypatch.setattr(ops, "_workspace_limit", limit)
-            assert rel_error(ops._forward(x, w, b, a, route), ref) < 1e-12, (route, limit)
+            out = ops._forward(x, w, b, a, route, rows)
+            assert rel_error(out, ref) < 1e-12, (route, rows, limit)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if 1 in c.stride][:80], ids=lambda c: c.name)
