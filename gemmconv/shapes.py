@@ -103,12 +103,13 @@ class Geometry:
     def extent_fields(columns: torch.Tensor, plane_stride: int, image: Sequence[int],
                       padding: Sequence[int]) -> list[int]:
         """The kernels' ``Extent<ND>`` as a flat list of int64s, for ``columns (S, C, K,
-        *grid)`` of any strides (the innermost grid dim's 1) and image planes
-        ``plane_stride`` elements apart."""
-        samples, channels, _, *grid = columns.shape
+        *grid)`` of any strides where each channel's taps lie back to back (the innermost
+        grid dim's stride 1) and image planes ``plane_stride`` elements apart."""
+        samples, channels, taps, *grid = columns.shape
         strides = columns.stride()
-        return [samples * channels, channels, plane_stride, *strides[:3], *grid, *image,
-                *padding, *strides[3:]]
+        assert channels == 1 or strides[1] == taps * strides[2], "a channel's taps back to back"
+        return [samples * channels, channels, plane_stride, strides[0], strides[2], *grid,
+                *image, *padding, *strides[3:]]
 
 
 @dataclass(frozen=True)
