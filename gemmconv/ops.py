@@ -52,14 +52,14 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
              a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None,
-             rows: bool = False) -> torch.Tensor:
+             by_rows: bool = False) -> torch.Tensor:
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
-    before the GEMM (shapes.Split), by row products where ``rows`` (_forward_by_rows); by
-    default the route that moves the fewest bytes (ConvTransposeArgs.route)."""
+    before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows);
+    by default the route that moves the fewest bytes (ConvTransposeArgs.route)."""
     if gathered is None:
-        gathered, rows = a.route()
+        gathered, by_rows = a.route()
     split = a.split(gathered)
-    if rows:
+    if by_rows:
         return _forward_by_rows(x, weight, bias, a, split)
     if split.direct:
         return _forward_by_im2col(x, weight, bias, a)
@@ -123,12 +123,7 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     workspace = x.new_empty(max(((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
     for n0, n1, o0, o1, i0, i1 in chunks:
-        n, r = n1 - n0, i1 - i0
-        if r == 0:   # image rows that no tap reaches: the bias alone
-            cols.col2im(x.new_empty(n * cout, kb, 0), bias, scatter, (0, *inner),
-                        (o1 - o0, *a.image[1:]), out=planes[n0 * cout:n1 * cout, o0:o1],
-                        padding=scatter.band_padding(o0, i0))
-            continue
+        n, r = n1 - n0, i1 - i0      # r = 0 where no tap reaches the band: col2im adds the bias
         width = n * positions                          # columns of each row product
         gathered = workspace[:(r + k0 - 1) * cin * ka * width].view(r + k0 - 1, cin, ka, n, *inner)
         cols.im2col(x[n0:n1].view(n * cin, *a.grid), inner_gather, (r + k0 - 1, *inner),
