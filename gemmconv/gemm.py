@@ -6,9 +6,10 @@ handle, so it runs on torch's current stream and inside CUDA-graph capture.
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
 ``expand``), and each matrix may be row- or column-major with any leading dimension, so
-transposes, group slices and weight sharing across samples cost no copies. On CUDA it issues
-as few strided-batched cuBLAS calls as the strides allow: one when both batch dims fold into
-one stride, otherwise one per entry of the smaller batch dim.
+transposes, group slices and weight sharing across samples cost no copies (but see "Weight
+layout" below). On CUDA it issues as few strided-batched cuBLAS calls as the strides allow:
+one when both batch dims fold into one stride, otherwise one per entry of the smaller batch
+dim.
 
 Precision policy, explicit in every cuBLAS call through its compute type (torch's global
 flags are read, never changed):
@@ -20,10 +21,22 @@ flags are read, never changed):
 * float64: float64 throughout.
 
 The CPU has no TF32: CPU products are plain float32/float64 ``torch.matmul``.
+
+Weight layout: cuBLAS picks its kernel by heuristics from the shape and the operands'
+layouts, and on the convolution routes' products the layout of ``a`` (the weight) alone
+moved the time by up to 45%, either way depending on the shape (benches/NOTES.md, change
+38). A weight is small, so its layout is ours to choose. The first product of each shape
+(of at least LAYOUT_TRIAL_FLOPS) times ``a`` as passed and copied into the other layout,
+waits for the timings, and keeps the faster; every product of that shape, the first
+included, then runs on the kept layout, so results repeat bit for bit within a process.
+Under ``torch.use_deterministic_algorithms`` (the choice could differ between processes
+where the two are close) and during CUDA-graph capture (nothing can be waited for), ``a``
+runs as passed unless a choice is already kept.
 """
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Iterator, Literal
 
 import numpy as np
@@ -41,6 +54,12 @@ _DEFAULT_MATH = 0
 _COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
 _DATA_TYPE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 14}
 _INT_MAX = 2**31 - 1
+
+LAYOUT_TRIAL_FLOPS = 1 << 32       # products this large (about 10 us) choose a's layout
+LAYOUT_TRIAL_ELEMENTS = 1 << 22    # when a's distinct matrices hold at most this many elements
+LAYOUT_TRIALS = 2                  # runs of each layout; the fastest of each counts
+LAYOUT_GAIN = 0.95                 # the copy is kept where it takes at most this share of the time
+_kept_layouts: dict[tuple, bool] = {}   # product's shape and strides -> a copied or not
 # alpha = 1 and beta = 0, in the compute type's scalar type (cuBLAS reads them from the host).
 _SCALARS = {t: (np.array(1, t), np.array(0, t)) for t in (np.float32, np.float64)}
 
@@ -103,8 +122,61 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         return out.zero_()
     if not out.is_cuda:
         return out.copy_(torch.matmul(a.to(out.dtype), b.to(out.dtype)))
-    _cublas_matmul(a, b, out)
+    _cublas_matmul(_kept_layout(a, b, out), b, out)
     return out
+
+
+def _distinct(a: torch.Tensor) -> torch.Tensor | None:
+    """``a``'s distinct matrices (its broadcast batch dims cut to 1) where another layout of
+    them is worth a trial: row- or column-major, neither a vector, small enough to copy."""
+    layout = _layout(a)
+    if layout is None or min(a.shape[-2:]) <= 1:
+        return None
+    distinct = a[tuple(slice(0, 1) if s == 0 else slice(None) for s in a.stride()[:-2])]
+    return distinct if distinct.numel() <= LAYOUT_TRIAL_ELEMENTS else None
+
+
+def _other_layout(a: torch.Tensor, distinct: torch.Tensor) -> torch.Tensor:
+    """``a`` copied from row- into column-major or back, still broadcast like ``a``."""
+    if _layout(distinct)[0] == _OP_T:
+        return distinct.contiguous().expand(a.shape)
+    return distinct.transpose(-1, -2).contiguous().transpose(-1, -2).expand(a.shape)
+
+
+def _kept_layout(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``a`` in the layout kept for this product's shape (see the module docs), timing both
+    layouts first where none is kept yet."""
+    m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
+    distinct = _distinct(a) if 2 * m * n * k * math.prod(out.shape[:-2]) >= LAYOUT_TRIAL_FLOPS \
+        else None
+    if distinct is None:
+        return a
+    key = (out.device, a.dtype, b.dtype, out.dtype, uses_tf32(), *(
+        (tuple(t.shape), t.stride()) for t in (a, b, out)))
+    copy = _kept_layouts.get(key)
+    if copy is None:
+        if torch.are_deterministic_algorithms_enabled() or torch.cuda.is_current_stream_capturing():
+            return a
+        copy = _kept_layouts[key] = _other_is_faster(a, _other_layout(a, distinct), b, out)
+    return _other_layout(a, distinct) if copy else a
+
+
+def _other_is_faster(a: torch.Tensor, other: torch.Tensor, b: torch.Tensor,
+                     out: torch.Tensor) -> bool:
+    """Whether ``other @ b`` runs in at most LAYOUT_GAIN of the time of ``a @ b`` (each the
+    fastest of LAYOUT_TRIALS runs, taken in turns, into ``out``). Waits for the GPU."""
+    runs = []
+    with _on(out.device):
+        for _ in range(LAYOUT_TRIALS):
+            for operand in (a, other):
+                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                start.record()
+                _cublas_matmul(operand, b, out)
+                end.record()
+                runs.append((operand is other, start, end))
+        runs[-1][2].synchronize()
+    best = [min(s.elapsed_time(e) for copied, s, e in runs if copied == c) for c in (False, True)]
+    return best[1] <= LAYOUT_GAIN * best[0]
 
 
 def _layout(t: torch.Tensor) -> tuple[int, int] | None:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import _cuda, cases, ops
+from gemmconv import _cuda, cases, gemm, ops
 from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
@@ -164,6 +164,40 @@ def test_float32_precision_policy_reaches_cublas():
     finally:
         conv.fp32_precision = before
 
+
+
+def _weight_product(dtype, key):
+    """A weight shared by a batch, column-major as the routes pass it, a batch of operands,
+    their float64 product, and a poisoned output."""
+    gen = generator("weight-layout", key)
+    w = torch.randn(3, 40, 24, generator=gen, dtype=torch.float64)
+    b = torch.randn(6, 3, 40, 50, generator=gen, dtype=torch.float64)
+    a = w.to(CUDA, dtype).transpose(-1, -2).unsqueeze(0).expand(6, -1, -1, -1)
+    out = torch.full((6, 3, 24, 50), float("nan"), dtype=dtype, device=CUDA)
+    return a, b.to(CUDA, dtype), out, torch.matmul(w.transpose(-1, -2), b)
+
+
+@pytest.mark.parametrize("faster", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_weight_in_either_layout(monkeypatch, faster, dtype):
+    monkeypatch.setattr(gemm, "_kept_layouts", {})
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    monkeypatch.setattr(gemm, "_other_is_faster", lambda *args: faster)
+    a, b, out, ref = _weight_product(dtype, f"{faster}{dtype}")
+    with gemmconv.float32_precision("ieee"):
+        gemm.matmul(a, b, out)
+    assert rel_error(out, ref) < (1e-14 if dtype == torch.float64 else 1e-6)
+    assert list(gemm._kept_layouts.values()) == [faster]
+
+
+def test_layout_timed_on_the_gpu_then_kept(monkeypatch):
+    monkeypatch.setattr(gemm, "_kept_layouts", {})
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    a, b, out, ref = _weight_product(torch.float32, "timed")
+    first = gemm.matmul(a, b, out).clone()
+    assert len(gemm._kept_layouts) == 1 and rel_error(first, ref) < 5e-3
+    out.fill_(float("nan"))
+    assert torch.equal(gemm.matmul(a, b, out), first)      # the kept layout, bit for bit
 
 
 def test_runs_on_the_current_stream():

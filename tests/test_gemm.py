@@ -57,6 +57,80 @@ def test_broadcast_weight_loops_over_the_smaller_batch_dim():
     assert single_group == [([0, 0, 0], 8, [0, 36, 90])]
 
 
+def _column_major_weight(batch=8, groups=3, m=5, k=4):
+    """A weight as the convolution routes pass it: (groups, m, k) column-major matrices,
+    shared by every sample of the batch."""
+    w = torch.randn(groups, k, m, dtype=torch.float64).transpose(-1, -2)
+    return w.unsqueeze(0).expand(batch, -1, -1, -1)
+
+
+def test_other_layout_copies_between_row_and_column_major_keeping_the_broadcast():
+    a = _column_major_weight()
+    assert gemm._layout(a)[0] == gemm._OP_T
+    row_major = gemm._other_layout(a, gemm._distinct(a))
+    assert torch.equal(row_major, a)
+    assert gemm._layout(row_major) == (gemm._OP_N, 4)
+    assert row_major.stride()[:2] == (0, 20)          # one copy, shared by the batch
+    assert row_major.untyped_storage().nbytes() == 3 * 5 * 4 * 8
+    back = gemm._other_layout(row_major, gemm._distinct(row_major))
+    assert torch.equal(back, a) and gemm._layout(back) == (gemm._OP_T, 5)
+
+
+def test_vectors_strided_and_large_operands_keep_their_layout(monkeypatch):
+    assert gemm._distinct(_column_major_weight(m=1)) is None
+    assert gemm._distinct(torch.empty(1, 1, 6, 8)[..., ::2, ::2]) is None
+    a = _column_major_weight()
+    assert gemm._distinct(a).shape == (1, 3, 5, 4)
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_ELEMENTS", 3 * 5 * 4 - 1)
+    assert gemm._distinct(a) is None
+
+
+@pytest.fixture
+def trials(monkeypatch):
+    """gemm._kept_layout on the CPU: no stream capture, every product large enough, and a
+    recorded stand-in for the timing that answers `faster`."""
+    calls = []
+    monkeypatch.setattr(gemm, "_kept_layouts", {})
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+
+    def timed(faster):
+        monkeypatch.setattr(gemm, "_other_is_faster",
+                            lambda a, other, b, out: calls.append(other.stride()) or faster)
+        return calls
+    return timed
+
+
+@pytest.mark.parametrize("faster", [False, True])
+def test_layout_is_timed_once_per_shape_and_then_kept(trials, faster):
+    calls = trials(faster)
+    a, b = _column_major_weight(), torch.randn(8, 3, 4, 6, dtype=torch.float64)
+    out = torch.empty(8, 3, 5, 6, dtype=torch.float64)
+    for _ in range(3):
+        kept = gemm._kept_layout(a, b, out)
+        assert torch.equal(kept, a)
+        assert gemm._layout(kept)[0] == (gemm._OP_N if faster else gemm._OP_T)
+    assert calls == [(0, 20, 4, 1)]                      # a row-major copy, timed once
+    gemm._kept_layout(a[:, :2], b[:, :2], out[:, :2])   # another shape: timed again
+    assert len(calls) == 2
+
+
+def test_layout_is_not_timed_for_small_products_or_deterministic_algorithms(trials, monkeypatch):
+    calls = trials(True)
+    a, b = _column_major_weight(), torch.randn(8, 3, 4, 6, dtype=torch.float64)
+    out = torch.empty(8, 3, 5, 6, dtype=torch.float64)
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 2 * 8 * 3 * 5 * 6 * 4 + 1)
+    assert gemm._kept_layout(a, b, out) is a
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert gemm._kept_layout(a, b, out) is a
+    finally:
+        torch.use_deterministic_algorithms(before)
+    assert calls == [] and gemm._kept_layouts == {}
+
+
 def test_precision_policy_setting_and_context():
     assert gemmconv.get_float32_precision() == "torch"
     with gemmconv.float32_precision("ieee"):
