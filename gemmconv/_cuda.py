@@ -143,11 +143,12 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 class Layout(NamedTuple):
     """How the threads of one launch share out the work (all one in the generic kernels):
     col2im's outputs per span, spans per thread and row order, im2col's positions per
-    thread."""
+    thread (32 apart) and their runs copied as one access (see im2col_pack)."""
     span: int
     spans_per_thread: int
     planes_inner: bool
     im2col_positions: int
+    im2col_pack: int = 1
 
 
 def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layout:
@@ -160,18 +161,19 @@ def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layou
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
-             rows_planes_inner: bool, im2col_positions: int) -> dict:
+             rows_planes_inner: bool, im2col_positions: int, im2col_pack: int) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
     ``span`` of outputs, its spans per thread and order of rows, and im2col's positions per
-    thread."""
+    thread and runs."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else \
         f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}"
-    layouts = {"col2im": layout, "im2col": "" if taps is None else f", {im2col_positions}"}
+    layouts = {"col2im": layout,
+               "im2col": "" if taps is None else f", {im2col_positions}, {im2col_pack}"}
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
@@ -198,14 +200,18 @@ def _struct_type(count: int) -> np.dtype:
 
 def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
             widths: tuple[int, int], work: int, threads: Callable[[Layout], int],
-            largest_index: int, *tensors: torch.Tensor | None) -> None:
+            largest_index: int, *tensors: torch.Tensor | None, pack: int = 1) -> None:
     """Launches ``op`` over ``work`` output elements with ``threads(layout)`` threads. The
     layout, and so the module, is chosen by the innermost grid and image sizes,
-    ``widths``, for both ops, so that a layer's forward and backward share one module."""
+    ``widths``, for both ops, so that a layer's forward and backward share one module; an
+    im2col whose runs of ``pack`` positions can be copied as one access takes a module of
+    its own (the fixed kernels only)."""
     if work == 0:
         return
     fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
     shares = layout(g, *widths, fixed)
+    if fixed and pack > 1:
+        shares = shares._replace(im2col_positions=1, im2col_pack=pack)
     blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
@@ -277,9 +283,28 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
 
     def threads(shares: Layout) -> int:
         span = shares.im2col_positions
-        return rows * (-(-width // (32 * span)) * 32 if span > 1 else width)
+        return rows * (-(-width // (32 * span)) * 32 if span > 1 else width // shares.im2col_pack)
     _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
-            max(_reach(out), planes * stride), image_tensor, out)
+            max(_reach(out), planes * stride), image_tensor, out,
+            pack=im2col_pack(g, image_tensor, out, padding))
+
+
+PACK_BYTES = 16   # the widest load and store a thread issues
+
+
+def im2col_pack(g: Geometry, image: torch.Tensor, out: torch.Tensor,
+                padding: tuple[int, ...]) -> int:
+    """Grid positions an im2col thread copies as one PACK_BYTES access (col2im.cu's spread),
+    or 1. Only where every tap reads whole aligned runs of an image row: one tap at stride
+    1 along the innermost dim (the row products' reorder, and 3-D kernels of width 1), and
+    every offset, size and address involved a multiple of the run."""
+    pack = PACK_BYTES // image.element_size()
+    if g.kernel_size[-1] != 1 or g.stride[-1] != 1:
+        return 1
+    sizes = (padding[-1], image.shape[-1], out.shape[-1], *image.stride()[:-1],
+             *out.stride()[:-1])
+    aligned = all(t.data_ptr() % PACK_BYTES == 0 for t in (image, out))
+    return pack if aligned and all(s % pack == 0 for s in sizes) else 1
 
 
 @functools.cache

@@ -143,6 +143,14 @@ struct Scalar<bfloat16_t> {
   }
 };
 
+// P elements moved as one access (16 bytes where P * sizeof(T) is): a thread copying
+// single 4-byte elements reached about 55% of the copy bandwidth on a pure reorder, one
+// moving 16 bytes at a time about 90% (NOTES change 39).
+template <typename T, int P>
+struct alignas(sizeof(T) * P) Packed {
+  T v[P];
+};
+
 // ---------------------------------------------------------------------------------------
 // Index mappings, one function each. I is the index type: int where every index of the
 // launch fits in 31 bits (cheaper division), long long otherwise.
@@ -341,7 +349,10 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
 // Copies every tap of up to W grid positions, Step apart along the innermost dim, into the
 // columns, recursing over dims; `room` is how many positions the row has from the first
 // one on, and `inside` says whether the image position built so far lies in the image.
-template <int D, int W, int Step, typename T, typename I, int ND>
+// With P > 1 (and W = 1) the position is the first of P, copied as one access: the caller
+// guarantees one tap at stride 1 along the innermost dim and every offset, size and address
+// a multiple of P elements, so the P image elements lie all inside the row or all outside.
+template <int D, int W, int Step, int P, typename T, typename I, int ND>
 GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I room,
                   const T* plane, T* out, I tap, I offset, bool inside) {
 #pragma unroll
@@ -349,34 +360,43 @@ GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I ro
     const I o = image_position(t, x, D, i[D], k);
     const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
     if constexpr (D < ND - 1) {
-      spread<D + 1, W, Step>(t, x, i, room, plane, out, next_tap,
-                             offset * static_cast<I>(x.image[D]) + o,
-                             inside && o >= 0 && o < static_cast<I>(x.image[D]));
+      spread<D + 1, W, Step, P>(t, x, i, room, plane, out, next_tap,
+                                offset * static_cast<I>(x.image[D]) + o,
+                                inside && o >= 0 && o < static_cast<I>(x.image[D]));
     } else {
       const T* row = plane + offset * static_cast<I>(x.image[D]);
       T* column = out + next_tap * static_cast<I>(x.column_tap);
+      if constexpr (P > 1) {
+        static_assert(W == 1, "packed positions are one run per thread");
+        Packed<T, P> value{};
+        if (inside && o >= 0 && o < static_cast<I>(x.image[D]))
+          value = *reinterpret_cast<const Packed<T, P>*>(row + o);
+        *reinterpret_cast<Packed<T, P>*>(column) = value;
+      } else {
 #pragma unroll
-      for (int v = 0; v < W; ++v) {
-        const I ov = o + v * Step * static_cast<I>(t.stride[D]);
-        if (v * Step < room)
-          column[v * Step] = inside && ov >= 0 && ov < static_cast<I>(x.image[D])
-                                 ? row[ov] : Scalar<T>::store(0);
+        for (int v = 0; v < W; ++v) {
+          const I ov = o + v * Step * static_cast<I>(t.stride[D]);
+          if (v * Step < room)
+            column[v * Step] = inside && ov >= 0 && ov < static_cast<I>(x.image[D])
+                                   ? row[ov] : Scalar<T>::store(0);
+        }
       }
     }
   }
 }
 
-// im2col's threads. With W = 1, one per grid position. Otherwise each warp owns 32 W
-// consecutive positions of a row and lane l takes positions l, l + 32, ...: every store
-// instruction then writes 32 consecutive elements (a thread writing W neighbours would make
-// each instruction touch W times as many sectors, which measured slower than one position
-// per thread), while the index is decoded once for W positions.
+// im2col's threads. With W = 1, one per grid position, or per run of P (see spread).
+// Otherwise each warp owns 32 W consecutive positions of a row and lane l takes positions
+// l, l + 32, ...: every store instruction then writes 32 consecutive elements (a thread
+// writing W neighbours would make each instruction touch W times as many sectors, which
+// measured slower than one position per thread), while the index is decoded once for W
+// positions.
 
-template <int W, typename I, int ND>
+template <int W, int P, typename I, int ND>
 GC_FN I im2col_elements(const Extent<ND>& x) {
   const I width = static_cast<I>(x.grid[ND - 1]);
   if constexpr (W == 1) {
-    return static_cast<I>(x.planes) * product<I>(x.grid);
+    return static_cast<I>(x.planes) * product<I>(x.grid) / P;
   } else {
     return static_cast<I>(x.planes) * (product<I>(x.grid) / width) *
            ((width + kWarp * W - 1) / (kWarp * W)) * kWarp;
@@ -384,16 +404,16 @@ GC_FN I im2col_elements(const Extent<ND>& x) {
 }
 
 // Writes every tap's column entries for the grid positions of im2col thread e (see
-// im2col_elements): e is its flat index over [planes][grid...], or with W > 1 over
-// [planes][grid[0..ND-2]...][spans of 32 W][32 lanes].
-template <int W, typename T, typename I, int ND>
+// im2col_elements): e is its flat index over [planes][grid...] (grid's innermost in runs of
+// P), or with W > 1 over [planes][grid[0..ND-2]...][spans of 32 W][32 lanes].
+template <int W, int P, typename T, typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
   const I width = static_cast<I>(x.grid[ND - 1]);
   I i[ND], row;
   if constexpr (W == 1) {
-    row = e / width;
-    i[ND - 1] = e % width;
+    row = e / (width / P);
+    i[ND - 1] = e % (width / P) * P;
   } else {
     const I count = (width + kWarp * W - 1) / (kWarp * W), lane = e % kWarp;
     row = e / kWarp / count;
@@ -407,7 +427,7 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
   const I p = row;
   I cell = i[ND - 1];
   for (int d = 0; d < ND - 1; ++d) cell += i[d] * static_cast<I>(x.column_grid[d]);
-  spread<0, W, W == 1 ? 1 : kWarp>(t, x, i, width - i[ND - 1],
+  spread<0, W, W == 1 ? 1 : kWarp, P>(t, x, i, width - i[ND - 1],
                                    image + p * static_cast<I>(x.plane_stride),
                                    columns + column_plane(t, x, p) + cell, I(0), I(0), true);
 }
@@ -430,12 +450,12 @@ __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const 
     col2im_element<V, J, PlanesInner>(t, x, columns, bias, image, e);
 }
 
-template <int W, typename T, typename I, int ND>
+template <int W, int P, typename T, typename I, int ND>
 __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
                                   T* columns) {
-  const I n = im2col_elements<W, I>(x);
+  const I n = im2col_elements<W, P, I>(x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    im2col_element<W>(t, x, image, columns, e);
+    im2col_element<W, P>(t, x, image, columns, e);
 }
 
 // The generic kernels serve small launches: one element per thread.
@@ -448,7 +468,7 @@ __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 template <typename T, typename I, int ND>
 __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ image,
                               T* __restrict__ columns) {
-  im2col_all<1, T, I>(t, x, image, columns);
+  im2col_all<1, 1, T, I>(t, x, image, columns);
 }
 
 // Spans of W outputs along the innermost dim, J spans per thread: index decoding and the
@@ -462,12 +482,13 @@ __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
   col2im_all<W, J, PlanesInner, T, I>(taps, x, columns, bias, image);
 }
 
-// W grid positions per thread along the innermost dim, 32 apart (see im2col_elements).
-template <typename T, typename I, int ND, int W, index_t... V>
+// W grid positions per thread along the innermost dim, 32 apart, or runs of P positions
+// copied as one access (see im2col_elements and spread).
+template <typename T, typename I, int ND, int W, int P, index_t... V>
 __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  im2col_all<W, T, I>(taps, x, image, columns);
+  im2col_all<W, P, T, I>(taps, x, image, columns);
 }
 #endif
 

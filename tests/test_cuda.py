@@ -455,3 +455,30 @@ def test_columns_in_any_order(monkeypatch, kernel, stride, padding, dilation, gr
         ref = col2im(view.reshape(-1, g.taps, math.prod(grid)).cpu().double(), bias.double(),
                      g, grid, image)
         assert rel_error(out, ref) < 1e-6
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+@pytest.mark.parametrize("kernel, stride, padding, dilation, grid", [
+    ((1, 1), (1, 1), (1, 0), (1, 1), (66, 256)),           # the row products' reorder
+    ((3, 1), (1, 1), (2, 8), (2, 1), (9, 96)),
+    ((1, 5, 1), (1, 1, 1), (0, 2, 0), (1, 1, 1), (4, 12, 64))])
+@pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
+def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, grid, rows_first):
+    """im2col copying 16-byte runs (one tap along the innermost dim), compiled, into poisoned
+    columns of both layouts: the PyTorch path's copy, exactly."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    g = Geometry(kernel, stride, padding, dilation)
+    samples, channels = 3, 4
+    image = (*grid[:-1], grid[-1] - 16)
+    pixels = torch.randn(samples * channels, *image, generator=generator("packed", str(kernel)),
+                         dtype=torch.float64).to(dtype)
+    if rows_first:
+        buffer, view = rows_outermost(samples, channels, g.taps, grid, CUDA)
+        buffer = buffer.to(dtype)
+        view = buffer.movedim(3, 0).movedim(1, 3)
+    else:
+        view = torch.full((samples, channels, g.taps, *grid), float("nan"), dtype=dtype,
+                          device=CUDA)
+    assert _cuda.im2col_pack(g, pixels.to(CUDA), view, padding) == 16 // pixels.element_size()
+    im2col(pixels.to(CUDA), g, grid, out=view)
+    assert torch.equal(view.reshape(-1, g.taps, math.prod(grid)).cpu(), im2col(pixels, g, grid))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gemmconv import cases
+from gemmconv import _cuda, cases
 from gemmconv.columns import blocks, col2im, im2col
 from gemmconv.shapes import Geometry
 from helpers import generator, rel_error, rows_outermost
@@ -119,6 +119,54 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
                              case.output_size, padding)
     _run(harness, op, dtype, WIDE[wide], g, extent, image, None, columns)
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
+
+
+# Geometries whose innermost dim has one tap at stride 1 (kernel, stride, padding,
+# dilation): the im2col whose runs of 16 bytes go as one access (_cuda.im2col_pack).
+PACKED = [((1,), (1,), (8,), (1,)), ((3, 1), (1, 1), (1, 8), (2, 1)),
+          ((2, 1), (2, 1), (0, 0), (1, 1)), ((1, 3, 1), (1, 1, 1), (1, 1, 16), (1, 2, 1))]
+
+
+@pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("geometry", PACKED, ids=str)
+def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first):
+    g = Geometry(*geometry)
+    samples, channels = 2, 3
+    image_size = (5, 4, 16)[-g.nd:]
+    grid = (*(7, 3)[:g.nd - 1], 32)[-g.nd:]
+    image = torch.randn(samples * channels, *image_size,
+                        generator=generator(str(geometry), "packed", str(dtype))).to(dtype)
+    if rows_first:
+        if g.nd == 1:
+            pytest.skip("rows outermost leave a 1-D grid's rows strided")
+        buffer = rows_outermost(samples, channels, g.taps, grid)[0].to(dtype)
+        view = buffer.movedim(3, 0).movedim(1, 3)
+    else:
+        buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
+        view = blocks(buffer, 1, g.taps, grid)
+    assert _cuda.im2col_pack(g, image, view, g.padding) == 16 // image.element_size()
+    extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
+    _run(harness, 8, dtype, 0, g, extent, image, None, buffer)
+    assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
+
+
+def test_packed_im2col_only_where_runs_are_whole_and_aligned():
+    g = Geometry(*PACKED[1])
+    image, columns = torch.zeros(6, 4, 16), torch.zeros(6, 3, 7, 32)
+    assert _cuda.im2col_pack(g, image, columns, g.padding) == 4
+    assert _cuda.im2col_pack(g, image.double(), columns.double(), g.padding) == 2
+    assert _cuda.im2col_pack(g, image, columns, (1, 2)) == 1                 # unaligned padding
+    assert _cuda.im2col_pack(g, torch.zeros(6, 4, 18), columns, g.padding) == 1   # row width
+    assert _cuda.im2col_pack(g, image, torch.zeros(6, 3, 7, 30), g.padding) == 1  # grid width
+    assert _cuda.im2col_pack(g, image, torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32),
+                             g.padding) == 1                                 # address
+    assert _cuda.im2col_pack(g, torch.zeros(6, 4, 20)[..., :16], columns, g.padding) == 4
+    assert _cuda.im2col_pack(g, torch.zeros(6, 4, 18)[..., :16], columns, g.padding) == 1
+    assert _cuda.im2col_pack(Geometry((3, 3), (1, 1), (1, 8), (1, 1)), image, columns,
+                             (1, 8)) == 1                                   # three taps a row
+    assert _cuda.im2col_pack(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), image, columns,
+                             (1, 8)) == 1                                   # strided rows
 
 
 @pytest.mark.parametrize("width, span", [(96, 3), (260, 3), (64, 2), (1024, 4), (533, 4), (20, 1)])
