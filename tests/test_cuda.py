@@ -332,8 +332,8 @@ LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1, size=(*c.siz
 
 
 def _record_layouts(monkeypatch) -> list:
-    """The layouts (col2im's span, spans per thread, row order, im2col's positions per
-    thread) of the compiled kernels each launch asks for, in launch order."""
+    """The layouts (fields of _cuda.Layout) of the compiled kernels each launch asks for, in
+    launch order."""
     compiled, layouts = _cuda._kernels, []
 
     def record(device, dtype, nd, index, taps, *layout):
@@ -357,7 +357,7 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
     im2col(pixels.to(CUDA), g, grid, out=cols.view(planes, g.taps, -1))
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
-    assert layouts[-1][-1] == _cuda.im2col_span(g, grid[-1], True)
+    assert _cuda.Layout(*layouts[-1]).im2col_positions == _cuda.im2col_span(g, grid[-1], True)
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
 
 
