@@ -43,6 +43,7 @@ PLANES_INNER_MAX_SPANS = 32
 # row's spans fill at least this share of the lanes of its runs of 32 x spans: idle lanes
 # still issue the run's instructions (2-D rows filling 67-68% measured 13-18% slower).
 COL2IM_RUN_FILL = 0.75
+PACK_BYTES = 16   # the widest load and store an im2col thread issues (im2col_pack)
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -287,9 +288,6 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
     _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
             max(_reach(out), planes * stride), image_tensor, out,
             pack=im2col_pack(g, image_tensor, out, padding))
-
-
-PACK_BYTES = 16   # the widest load and store a thread issues
 
 
 def im2col_pack(g: Geometry, image: torch.Tensor, out: torch.Tensor,

@@ -42,6 +42,7 @@ from typing import Iterator, Literal
 import numpy as np
 import torch
 
+from . import _cuda
 from .shapes import check
 
 Float32Precision = Literal["torch", "tf32", "ieee"]
@@ -166,7 +167,7 @@ def _other_is_faster(a: torch.Tensor, other: torch.Tensor, b: torch.Tensor,
     """Whether ``other @ b`` runs in at most LAYOUT_GAIN of the time of ``a @ b`` (each the
     fastest of LAYOUT_TRIALS runs, taken in turns, into ``out``). Waits for the GPU."""
     runs = []
-    with _on(out.device):
+    with _cuda.on_device(out.device):
         for _ in range(LAYOUT_TRIALS):
             for operand in (a, other):
                 start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
@@ -204,8 +205,6 @@ def _batches(sizes: tuple[int, int], operands: tuple[torch.Tensor, ...]):
 
 
 def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    from . import _cuda
-
     m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
     layouts = [_layout(t) for t in (a, b)]
     a, b = (t if lay else t.contiguous() for t, lay in zip((a, b), layouts))
@@ -223,7 +222,7 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         compute, (one, zero) = _COMPUTE_32F, _SCALARS[np.float32]
     sizes = (a.element_size(), b.element_size(), out.element_size())
     lib = _cuda.cublas()
-    with _on(out.device):
+    with _cuda.on_device(out.device):
         # torch's handle for this device, bound to its current stream with a workspace that
         # CUDA-graph capture accepts. The default math mode leaves the choice of TF32 to
         # the compute type alone; torch sets its own mode again before its next call.
@@ -239,12 +238,6 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
                 pa, _DATA_TYPE[a.dtype], ld_a, strides[0],
                 zero.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
                 count, compute, _GEMM_DEFAULT))
-
-
-def _on(device: torch.device):
-    # Switching devices costs microseconds a call; most calls are on the current one.
-    return contextlib.nullcontext() if torch.cuda.current_device() == device.index \
-        else torch.cuda.device(device)
 
 
 def _status(code: int) -> None:
