@@ -1,7 +1,7 @@
 """Where the time goes, per benchmark case: cuBLAS, col2im and everything else.
 
     PYTHONPATH=. python benches/stages.py [--backward] [--limit BYTES ...] [--case NAME ...]
-                                          [--gathered 0/1 PER DIM]
+                                          [--gathered 0/1 PER DIM [--rows]]
 
 Runs each case under torch.profiler (CUPTI sees CuPy's kernels too), sums CUDA kernel time
 by stage, and reports col2im/im2col bandwidth (column bytes read + image bytes written, or
@@ -110,12 +110,21 @@ def main():
     parser.add_argument("--gathered", help="force the forward's route: the dims whose taps "
                         "im2col gathers, as 0/1 per dim (e.g. 01), by split kernels, on cases "
                         "where it applies")
+    parser.add_argument("--rows", action="store_true", help="with --gathered, as row products "
+                        "(where that split allows them)")
     args = parser.parse_args()
     if args.gathered:
         mask = tuple(c == "1" for c in args.gathered)
         chosen = ops.ConvTransposeArgs.route
-        ops.ConvTransposeArgs.route = lambda a: (mask, False) if len(mask) == a.geometry.nd and \
-            all(gatherable(a.geometry, d) for d in range(len(mask)) if mask[d]) else chosen(a)
+
+        def forced(a):
+            g = a.geometry
+            if len(mask) != g.nd or not all(gatherable(g, d) for d in range(g.nd) if mask[d]):
+                return chosen(a)
+            if args.rows and not (a.groups == 1 and a.split(mask).overlaps):
+                return chosen(a)
+            return mask, args.rows
+        ops.ConvTransposeArgs.route = forced
     device = torch.device("cuda")
     ceiling = bench.ceilings(device, torch.float32)
     rows = []

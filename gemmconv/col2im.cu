@@ -346,33 +346,87 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
     }
 }
 
+// One PACK_BYTES store, written as the vector store instruction itself on the device: built
+// from registers of a window with 64-bit indices, the compiler split it into four 4-byte
+// stores (CUDA 13), which halved im2col's rate.
+template <typename T, int P>
+GC_FN void store_run(T* at, const Packed<T, P>& value) {
+  static_assert(sizeof(Packed<T, P>) == 16, "runs of 16 bytes");
+#ifdef __CUDA_ARCH__
+  union {
+    Packed<T, P> run;
+    unsigned word[4];
+  } bits{value};
+  asm("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(at), "r"(bits.word[0]),
+      "r"(bits.word[1]), "r"(bits.word[2]), "r"(bits.word[3]) : "memory");
+#else
+  *reinterpret_cast<Packed<T, P>*>(at) = value;
+#endif
+}
+
+// The innermost dim's taps at stride 1 for a run of P grid positions from i (a multiple of
+// P) on, each tap's P entries stored as one access. Every tap reads its P image elements
+// from one window of whole aligned runs of the row, loaded once for all taps: tap k starts
+// at Shift + k * dilation elements into the window, Shift being (i - padding) mod P, known
+// at compile time so that the window stays in registers. The caller guarantees that every
+// size and address involved is a multiple of P and that the window is at most
+// kMaxWindowRuns runs, so each run lies all inside the row or all outside it.
+constexpr int kMaxWindowRuns = 8;
+
+template <int P, int Shift, typename T, typename I, int ND>
+GC_FN void spread_runs(const Taps<ND>& t, const Extent<ND>& x, I i, const T* row, T* out,
+                       I tap, bool inside) {
+  constexpr int D = ND - 1;
+  const I width = static_cast<I>(x.image[D]), kernel = static_cast<I>(t.kernel[D]);
+  const I dilation = static_cast<I>(t.dilation[D]);
+  const I start = i - static_cast<I>(x.padding[D]) - Shift;   // a multiple of P
+  const I runs = (Shift + (kernel - 1) * dilation + 2 * P - 1) / P;
+  Packed<T, P> window[kMaxWindowRuns];
+#pragma unroll
+  for (int j = 0; j < kMaxWindowRuns; ++j) {
+    const I o = start + j * P;
+    window[j] = Packed<T, P>{};
+    if (j < runs && inside && o >= 0 && o < width)
+      window[j] = *reinterpret_cast<const Packed<T, P>*>(row + o);
+  }
+  // A loop bounded by a constant: bounded by the kernel size, it was left rolled (and the
+  // window in local memory) on some instantiations.
+#pragma unroll
+  for (int k = 0; k < (kMaxWindowRuns - 1) * P + 1; ++k) {
+    if (k >= kernel) break;
+    Packed<T, P> value;
+#pragma unroll
+    for (int v = 0; v < P; ++v) {
+      const int at = Shift + k * static_cast<int>(dilation) + v;
+      value.v[v] = window[at / P].v[at % P];
+    }
+    store_run(out + (tap * kernel + k) * static_cast<I>(x.column_tap), value);
+  }
+}
+
 // Copies every tap of up to W grid positions, Step apart along the innermost dim, into the
 // columns, recursing over dims; `room` is how many positions the row has from the first
 // one on, and `inside` says whether the image position built so far lies in the image.
-// With P > 1 (and W = 1) the position is the first of P, copied as one access: the caller
-// guarantees one tap at stride 1 along the innermost dim and every offset, size and address
-// a multiple of P elements, so the P image elements lie all inside the row or all outside.
-template <int D, int W, int Step, int P, typename T, typename I, int ND>
+// With P > 1 (and W = 1) the position is the first of a run of P (see spread_runs).
+template <int D, int W, int Step, int P, int Shift, typename T, typename I, int ND>
 GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I room,
                   const T* plane, T* out, I tap, I offset, bool inside) {
+  if constexpr (D == ND - 1 && P > 1) {
+    static_assert(W == 1, "packed positions are one run per thread");
+    spread_runs<P, Shift>(t, x, i[D], plane + offset * static_cast<I>(x.image[D]), out, tap,
+                          inside);
+  } else {
 #pragma unroll
-  for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
-    const I o = image_position(t, x, D, i[D], k);
-    const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
-    if constexpr (D < ND - 1) {
-      spread<D + 1, W, Step, P>(t, x, i, room, plane, out, next_tap,
-                                offset * static_cast<I>(x.image[D]) + o,
-                                inside && o >= 0 && o < static_cast<I>(x.image[D]));
-    } else {
-      const T* row = plane + offset * static_cast<I>(x.image[D]);
-      T* column = out + next_tap * static_cast<I>(x.column_tap);
-      if constexpr (P > 1) {
-        static_assert(W == 1, "packed positions are one run per thread");
-        Packed<T, P> value{};
-        if (inside && o >= 0 && o < static_cast<I>(x.image[D]))
-          value = *reinterpret_cast<const Packed<T, P>*>(row + o);
-        *reinterpret_cast<Packed<T, P>*>(column) = value;
+    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+      const I o = image_position(t, x, D, i[D], k);
+      const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
+      if constexpr (D < ND - 1) {
+        spread<D + 1, W, Step, P, Shift>(t, x, i, room, plane, out, next_tap,
+                                         offset * static_cast<I>(x.image[D]) + o,
+                                         inside && o >= 0 && o < static_cast<I>(x.image[D]));
       } else {
+        const T* row = plane + offset * static_cast<I>(x.image[D]);
+        T* column = out + next_tap * static_cast<I>(x.column_tap);
 #pragma unroll
         for (int v = 0; v < W; ++v) {
           const I ov = o + v * Step * static_cast<I>(t.stride[D]);
@@ -383,6 +437,21 @@ GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I ro
       }
     }
   }
+}
+
+// Calls f(Constant<S>{}) for the S in [0, P) that equals s: a run-time value made a
+// compile-time one, at one uniform branch per thread.
+template <int S>
+struct Constant {
+  static constexpr int value = S;
+};
+
+template <int P, int S = 0, typename F>
+GC_FN void with_constant(int s, const F& f) {
+  if constexpr (S + 1 < P) {
+    if (s != S) return with_constant<P, S + 1>(s, f);
+  }
+  f(Constant<S>{});
 }
 
 // im2col's threads. With W = 1, one per grid position, or per run of P (see spread).
@@ -405,8 +474,12 @@ GC_FN I im2col_elements(const Extent<ND>& x) {
 
 // Writes every tap's column entries for the grid positions of im2col thread e (see
 // im2col_elements): e is its flat index over [planes][grid...] (grid's innermost in runs of
-// P), or with W > 1 over [planes][grid[0..ND-2]...][spans of 32 W][32 lanes].
-template <int W, int P, typename T, typename I, int ND>
+// P), or with W > 1 over [planes][grid[0..ND-2]...][spans of 32 W][32 lanes]. With
+// SamplesInner the planes are split, [channels][grid[0]][samples][grid[1..]...]: in the row
+// products' layout, where the samples lie between the outer grid dim and the inner ones,
+// a warp's writes then run on from one sample's columns to the next instead of jumping to
+// another outer grid row's.
+template <int W, int P, bool SamplesInner, typename T, typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
   const I width = static_cast<I>(x.grid[ND - 1]);
@@ -420,16 +493,32 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
     i[ND - 1] = e / kWarp % count * (kWarp * W) + lane;
     if (i[ND - 1] >= width) return;
   }
+  const I channels = static_cast<I>(x.channels);
+  I sample = 0;
   for (int d = ND - 2; d >= 0; --d) {
+    if (SamplesInner && d == 0) {
+      const I samples = static_cast<I>(x.planes) / channels;
+      sample = row % samples;
+      row /= samples;
+    }
     i[d] = row % static_cast<I>(x.grid[d]);
     row /= static_cast<I>(x.grid[d]);
   }
-  const I p = row;
+  const I p = SamplesInner ? sample * channels + row : row;
   I cell = i[ND - 1];
   for (int d = 0; d < ND - 1; ++d) cell += i[d] * static_cast<I>(x.column_grid[d]);
-  spread<0, W, W == 1 ? 1 : kWarp, P>(t, x, i, width - i[ND - 1],
-                                   image + p * static_cast<I>(x.plane_stride),
-                                   columns + column_plane(t, x, p) + cell, I(0), I(0), true);
+  const T* plane = image + p * static_cast<I>(x.plane_stride);
+  T* out = columns + column_plane(t, x, p) + cell;
+  const I room = width - i[ND - 1];
+  constexpr int Step = W == 1 ? 1 : kWarp;
+  if constexpr (P > 1) {
+    const I padding = static_cast<I>(x.padding[ND - 1]);
+    with_constant<P>(static_cast<int>(((-padding) % P + P) % P), [&](auto shift) {
+      spread<0, W, Step, P, decltype(shift)::value>(t, x, i, room, plane, out, I(0), I(0), true);
+    });
+  } else {
+    spread<0, W, Step, 1, 0>(t, x, i, room, plane, out, I(0), I(0), true);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -450,12 +539,12 @@ __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const 
     col2im_element<V, J, PlanesInner>(t, x, columns, bias, image, e);
 }
 
-template <int W, int P, typename T, typename I, int ND>
+template <int W, int P, bool SamplesInner, typename T, typename I, int ND>
 __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
                                   T* columns) {
   const I n = im2col_elements<W, P, I>(x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    im2col_element<W, P>(t, x, image, columns, e);
+    im2col_element<W, P, SamplesInner>(t, x, image, columns, e);
 }
 
 // The generic kernels serve small launches: one element per thread.
@@ -468,7 +557,7 @@ __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 template <typename T, typename I, int ND>
 __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ image,
                               T* __restrict__ columns) {
-  im2col_all<1, 1, T, I>(t, x, image, columns);
+  im2col_all<1, 1, false, T, I>(t, x, image, columns);
 }
 
 // Spans of W outputs along the innermost dim, J spans per thread: index decoding and the
@@ -483,12 +572,12 @@ __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
 }
 
 // W grid positions per thread along the innermost dim, 32 apart, or runs of P positions
-// copied as one access (see im2col_elements and spread).
-template <typename T, typename I, int ND, int W, int P, index_t... V>
+// copied as one access (see im2col_elements and spread); SamplesInner: see im2col_element.
+template <typename T, typename I, int ND, int W, int P, bool SamplesInner, index_t... V>
 __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  im2col_all<W, P, T, I>(taps, x, image, columns);
+  im2col_all<W, P, SamplesInner, T, I>(taps, x, image, columns);
 }
 #endif
 

@@ -357,7 +357,9 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
     im2col(pixels.to(CUDA), g, grid, out=cols.view(planes, g.taps, -1))
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
-    assert _cuda.Layout(*layouts[-1]).im2col_positions == _cuda.im2col_span(g, grid[-1], True)
+    packed = _cuda.im2col_pack(g, pixels.to(CUDA), cols, g.padding) > 1   # runs instead
+    assert _cuda.Layout(*layouts[-1]).im2col_positions == \
+        (1 if packed else _cuda.im2col_span(g, grid[-1], True))
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
 
 
@@ -461,11 +463,15 @@ def test_columns_in_any_order(monkeypatch, kernel, stride, padding, dilation, gr
 @pytest.mark.parametrize("kernel, stride, padding, dilation, grid", [
     ((1, 1), (1, 1), (1, 0), (1, 1), (66, 256)),           # the row products' reorder
     ((3, 1), (1, 1), (2, 8), (2, 1), (9, 96)),
-    ((1, 5, 1), (1, 1, 1), (0, 2, 0), (1, 1, 1), (4, 12, 64))])
+    ((1, 5, 1), (1, 1, 1), (0, 2, 0), (1, 1, 1), (4, 12, 64)),
+    ((3, 5), (1, 1), (2, 4), (1, 1), (34, 264)),            # taps as 2d-64to128 gathers
+    ((1, 7), (1, 1), (0, 3), (1, 1), (8, 64)),              # shifted windows...
+    ((7,), (1,), (6,), (1,), (96,)),
+    ((5,), (1,), (13,), (3,), (200,))])                    # ...and a dilated one
 @pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
 def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, grid, rows_first):
-    """im2col copying 16-byte runs (one tap along the innermost dim), compiled, into poisoned
-    columns of both layouts: the PyTorch path's copy, exactly."""
+    """im2col copying 16-byte runs from a window of the row (stride 1 along the innermost
+    dim), compiled, into poisoned columns of both layouts: the PyTorch path's copy, exactly."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     g = Geometry(kernel, stride, padding, dilation)
     samples, channels = 3, 4
@@ -473,6 +479,8 @@ def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, gr
     pixels = torch.randn(samples * channels, *image, generator=generator("packed", str(kernel)),
                          dtype=torch.float64).to(dtype)
     if rows_first:
+        if g.nd == 1:
+            pytest.skip("rows outermost leave a 1-D grid's rows strided")
         buffer, view = rows_outermost(samples, channels, g.taps, grid, CUDA)
         buffer = buffer.to(dtype)
         view = buffer.movedim(3, 0).movedim(1, 3)
@@ -480,5 +488,7 @@ def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, gr
         view = torch.full((samples, channels, g.taps, *grid), float("nan"), dtype=dtype,
                           device=CUDA)
     assert _cuda.im2col_pack(g, pixels.to(CUDA), view, padding) == 16 // pixels.element_size()
+    layouts = _record_layouts(monkeypatch)
     im2col(pixels.to(CUDA), g, grid, out=view)
+    assert _cuda.Layout(*layouts[-1]).im2col_samples_inner == rows_first
     assert torch.equal(view.reshape(-1, g.taps, math.prod(grid)).cpu(), im2col(pixels, g, grid))

@@ -103,7 +103,9 @@ def band_rows(whole, band):
     return slice(start, start + band.shape[1])
 
 
-@pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "warp-spans-of-3"])
+@pytest.mark.parametrize("op", [1, 5, 9, 10], ids=["one-per-thread", "warp-spans-of-3",
+                                                    "one-per-thread-samples-inner",
+                                                    "warp-spans-of-3-samples-inner"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES + LONG_ROWS, ids=lambda c: c.name)
@@ -115,25 +117,30 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     grid = (grid_rows[1] - grid_rows[0], *case.size[1:])
     padding = g.band_padding(0, grid_rows[0])
     columns = torch.full((planes, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
-    extent = g.extent_fields(blocks(columns, 1, g.taps, grid), image.stride(0),
+    extent = g.extent_fields(blocks(columns, case.out_channels, g.taps, grid), image.stride(0),
                              case.output_size, padding)
     _run(harness, op, dtype, WIDE[wide], g, extent, image, None, columns)
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
 
 
-# Geometries whose innermost dim has one tap at stride 1 (kernel, stride, padding,
-# dilation): the im2col whose runs of 16 bytes go as one access (_cuda.im2col_pack).
+# Geometries at stride 1 along the innermost dim (kernel, stride, padding, dilation): the
+# im2col whose taps copy runs of 16 bytes as one access from a window of the row
+# (_cuda.im2col_pack). The innermost padding makes every shift of the window in float32
+# ((i - padding) mod 4), and the taps reach over one to five runs.
 PACKED = [((1,), (1,), (8,), (1,)), ((3, 1), (1, 1), (1, 8), (2, 1)),
-          ((2, 1), (2, 1), (0, 0), (1, 1)), ((1, 3, 1), (1, 1, 1), (1, 1, 16), (1, 2, 1))]
+          ((2, 1), (2, 1), (0, 0), (1, 1)), ((1, 3, 1), (1, 1, 1), (1, 1, 16), (1, 2, 1)),
+          ((5,), (1,), (4,), (1,)), ((3, 5), (1, 1), (1, 3), (1, 1)), ((7,), (1,), (6,), (1,)),
+          ((2, 5), (1, 1), (0, 13), (1, 3)), ((3, 3, 3), (2, 1, 1), (1, 1, 1), (1, 1, 1))]
 
 
+@pytest.mark.parametrize("op", [8, 11], ids=["planes-outer", "samples-inner"])
 @pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("geometry", PACKED, ids=str)
-def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first):
+def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, op):
     g = Geometry(*geometry)
     samples, channels = 2, 3
-    image_size = (5, 4, 16)[-g.nd:]
+    image_size = (5, 4, 24)[-g.nd:]
     grid = (*(7, 3)[:g.nd - 1], 32)[-g.nd:]
     image = torch.randn(samples * channels, *image_size,
                         generator=generator(str(geometry), "packed", str(dtype))).to(dtype)
@@ -144,10 +151,10 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first):
         view = buffer.movedim(3, 0).movedim(1, 3)
     else:
         buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
-        view = blocks(buffer, 1, g.taps, grid)
+        view = blocks(buffer, channels, g.taps, grid)
     assert _cuda.im2col_pack(g, image, view, g.padding) == 16 // image.element_size()
     extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
-    _run(harness, 8, dtype, 0, g, extent, image, None, buffer)
+    _run(harness, op, dtype, 0, g, extent, image, None, buffer)
     assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
 
 
@@ -156,17 +163,29 @@ def test_packed_im2col_only_where_runs_are_whole_and_aligned():
     image, columns = torch.zeros(6, 4, 16), torch.zeros(6, 3, 7, 32)
     assert _cuda.im2col_pack(g, image, columns, g.padding) == 4
     assert _cuda.im2col_pack(g, image.double(), columns.double(), g.padding) == 2
-    assert _cuda.im2col_pack(g, image, columns, (1, 2)) == 1                 # unaligned padding
+    assert _cuda.im2col_pack(g, image, columns, (1, 3)) == 4            # the window shifts
     assert _cuda.im2col_pack(g, torch.zeros(6, 4, 18), columns, g.padding) == 1   # row width
     assert _cuda.im2col_pack(g, image, torch.zeros(6, 3, 7, 30), g.padding) == 1  # grid width
     assert _cuda.im2col_pack(g, image, torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32),
                              g.padding) == 1                                 # address
     assert _cuda.im2col_pack(g, torch.zeros(6, 4, 20)[..., :16], columns, g.padding) == 4
     assert _cuda.im2col_pack(g, torch.zeros(6, 4, 18)[..., :16], columns, g.padding) == 1
-    assert _cuda.im2col_pack(Geometry((3, 3), (1, 1), (1, 8), (1, 1)), image, columns,
-                             (1, 8)) == 1                                   # three taps a row
+    taps = lambda k, d, p: _cuda.im2col_pack(Geometry((3, k), (1, 1), (1, p), (1, d)), image,
+                                             columns, (1, p))
+    assert taps(3, 1, 8) == taps(29, 1, 0) == taps(8, 4, 0) == taps(7, 4, 4) == 4
+    assert taps(30, 1, 0) == taps(8, 4, 3) == taps(9, 4, 0) == 1         # over eight runs
     assert _cuda.im2col_pack(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), image, columns,
                              (1, 8)) == 1                                   # strided rows
+
+
+def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():
+    _, rows = rows_outermost(3, 4, 5, (6, 7, 8))
+    assert _cuda.im2col_samples_inner(rows)
+    assert not _cuda.im2col_samples_inner(torch.zeros(3, 4, 5, 6, 7, 8))
+    assert not _cuda.im2col_samples_inner(rows_outermost(1, 4, 5, (6, 7, 8))[1])   # one sample
+    _, rows = rows_outermost(3, 1, 1, (1, 8))            # sizes of one: their strides are moot
+    assert _cuda.im2col_samples_inner(rows)
+    assert not _cuda.im2col_samples_inner(torch.zeros(8, 3, 1, 5).movedim(0, -1))   # 1-D
 
 
 @pytest.mark.parametrize("width, span", [(96, 3), (260, 3), (64, 2), (1024, 4), (533, 4), (20, 1)])
@@ -198,7 +217,9 @@ def test_col2im_spans_per_thread(kernel, stride, width, spans):
     assert _cuda.col2im_spans(g, width, False) == 1
 
 
-@pytest.mark.parametrize("op", [1, 5], ids=["one-per-thread", "warp-spans-of-3"])
+@pytest.mark.parametrize("op", [1, 5, 9, 10], ids=["one-per-thread", "warp-spans-of-3",
+                                                    "one-per-thread-samples-inner",
+                                                    "warp-spans-of-3-samples-inner"])
 @pytest.mark.parametrize("case", GEOMETRIES[:40] + LONG_ROWS[:4], ids=lambda c: c.name)
 def test_host_im2col_leaves_gaps_between_blocks(harness, case, op):
     """im2col into blocks of C planes with free room after each (the convolution forward's
