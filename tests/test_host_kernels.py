@@ -179,13 +179,17 @@ def test_packed_im2col_only_where_runs_are_whole_and_aligned():
 
 
 def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():
-    _, rows = rows_outermost(3, 4, 5, (6, 7, 8))
-    assert _cuda.im2col_samples_inner(rows)
-    assert not _cuda.im2col_samples_inner(torch.zeros(3, 4, 5, 6, 7, 8))
-    assert not _cuda.im2col_samples_inner(rows_outermost(1, 4, 5, (6, 7, 8))[1])   # one sample
-    _, rows = rows_outermost(3, 1, 1, (1, 8))            # sizes of one: their strides are moot
-    assert _cuda.im2col_samples_inner(rows)
-    assert not _cuda.im2col_samples_inner(torch.zeros(8, 3, 1, 5).movedim(0, -1))   # 1-D
+    g, one = Geometry((1, 3, 1), (1,) * 3, (0,) * 3, (1,) * 3), Geometry((1,) * 3, (1,) * 3, (0,) * 3, (1,) * 3)
+    _, rows = rows_outermost(3, 4, 3, (6, 7, 8))
+    assert _cuda.im2col_samples_inner(g, rows)
+    assert not _cuda.im2col_samples_inner(one, rows_outermost(3, 4, 1, (6, 7, 8))[1])  # a reorder
+    assert not _cuda.im2col_samples_inner(g, torch.zeros(3, 4, 3, 6, 7, 8))
+    assert not _cuda.im2col_samples_inner(g, rows_outermost(1, 4, 3, (6, 7, 8))[1])   # one sample
+    g2 = Geometry((3, 3), (1, 1), (0, 0), (1, 1))
+    _, rows = rows_outermost(3, 1, 9, (1, 8))            # sizes of one: their strides are moot
+    assert _cuda.im2col_samples_inner(g2, rows)
+    assert not _cuda.im2col_samples_inner(Geometry((3,), (1,), (0,), (1,)),
+                                          torch.zeros(8, 3, 3, 5).movedim(0, -1))     # 1-D
 
 
 @pytest.mark.parametrize("width, span", [(96, 3), (260, 3), (64, 2), (1024, 4), (533, 4), (20, 1)])
