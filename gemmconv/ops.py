@@ -66,7 +66,6 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     groups, gather = a.groups, split.gather
     rows, m, cells = split.gather_rows, split.scatter_rows, math.prod(split.grid)
     inner = cells // split.grid[0]
-    weight_t = _split_weight(weight, a, split).transpose(-1, -2)
     out = x.new_empty(a.output_shape)
     planes = out.view(a.batch * a.out_channels, *a.image)
     x = x.contiguous()
@@ -74,6 +73,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     row_elements = split.column_elements(groups) // split.grid[0]   # both buffers, a grid row
     workspace = x.new_empty(max(((n1 - n0) * (i1 - i0) * row_elements
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
+    weight_t = None
     for n0, n1, o0, o1, i0, i1 in chunks:
         n, band = n1 - n0, (i1 - i0) * inner
         if gather:             # the gathered columns follow the GEMM's output in the workspace
@@ -84,6 +84,8 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
             ).view(n, groups, rows, band)
         else:
             gathered_columns = x.view(a.batch, groups, rows, cells)[n0:n1, ..., i0 * inner:i1 * inner]
+        if weight_t is None:   # regrouped once the first gather is queued: the GPU starts meanwhile
+            weight_t = _split_weight(weight, a, split).transpose(-1, -2)
         columns = workspace[:n * groups * m * band].view(n, groups, m, band)
         gemm.matmul(weight_t.expand(n, -1, -1, -1), gathered_columns, columns)
         cols.col2im(columns.view(n * a.out_channels, split.scatter.taps, band), bias,
@@ -113,8 +115,6 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     cin, cout, kb = a.in_channels, a.out_channels, scatter.taps
     ka, m, inner = inner_gather.taps, split.scatter_rows, split.grid[1:]
     k, positions = k0 * cin * ka, math.prod(inner)
-    # (ci, k0, ka) rows, as _split_weight gives them, reordered to (k0, ci, ka).
-    w = _split_weight(weight, a, split).view(cin, k0, ka, m).transpose(0, 1).reshape(k, m).t()
     out = x.new_empty(a.output_shape)
     planes = out.view(a.batch * cout, *a.image)
     x = x.contiguous()
@@ -122,12 +122,16 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     per_row, halo = split.overlap_row_elements
     workspace = x.new_empty(max(((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
+    w = None
     for n0, n1, o0, o1, i0, i1 in chunks:
         n, r = n1 - n0, i1 - i0      # r = 0 where no tap reaches the band: col2im adds the bias
         width = n * positions                          # columns of each row product
         gathered = workspace[:(r + k0 - 1) * cin * ka * width].view(r + k0 - 1, cin, ka, n, *inner)
         cols.im2col(x[n0:n1].view(n * cin, *a.grid), inner_gather, (r + k0 - 1, *inner),
                     padding=inner_gather.band_padding(0, i0), out=gathered.movedim(3, 0).movedim(1, 3))
+        if w is None:   # regrouped once the first gather is queued: the GPU starts meanwhile
+            # (ci, k0, ka) rows, as _split_weight gives them, reordered to (k0, ci, ka).
+            w = _split_weight(weight, a, split).view(cin, k0, ka, m).transpose(0, 1).reshape(k, m).t()
         operands = gathered.as_strided((1, r, k, width), (0, cin * ka * width, width, 1),
                                        gathered.storage_offset())
         products = workspace[gathered.numel():gathered.numel() + r * m * width].view(1, r, m, width)
