@@ -16,7 +16,7 @@ for step in $steps; do
              2>&1 | tee "$OUT/tests.log" | tail -25 ;;
     overhead) python3 benches/overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
     columns) python3 benches/columns.py --json "$OUT/columns.json" 2>&1 | tee "$OUT/columns.log" ;;
-    stages) python3 benches/stages.py --top --limit 1073741824 --json "$OUT/stages.json" 2>&1 | tee "$OUT/stages.log" ;;
+    stages) python3 benches/stages.py --top --json "$OUT/stages.json" 2>&1 | tee "$OUT/stages.log" ;;
     bench) python3 -m gemmconv bench --full --json "$OUT/fwd.json" --png "$OUT/fwd.png" 2>&1 | tee "$OUT/bench-fwd.log" ;;
     bench-backward) python3 -m gemmconv bench --full --backward --repeats 10 --json "$OUT/train.json" \
              --png "$OUT/train.png" 2>&1 | tee "$OUT/bench-train.log" ;;
