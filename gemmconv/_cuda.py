@@ -43,8 +43,8 @@ PLANES_INNER_MAX_SPANS = 32
 # row's spans fill at least this share of the lanes of its runs of 32 x spans: idle lanes
 # still issue the run's instructions (2-D rows filling 67-68% measured 13-18% slower).
 COL2IM_RUN_FILL = 0.75
-PACK_BYTES = 16   # the widest load and store an im2col thread issues (im2col_pack),
-WINDOW_RUNS = 8   # from a window of at most this many runs of PACK_BYTES (col2im.cu's kMaxWindowRuns)
+PACK_BYTES = 16   # the widest store (and load) an im2col thread issues (im2col_pack),
+WINDOW_RUNS = 8   # loads from a window of at most this many runs (col2im.cu's kMaxWindowRuns)
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
 compile_seconds = 0.0
@@ -145,13 +145,15 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 class Layout(NamedTuple):
     """How the threads of one launch share out the work (all one in the generic kernels):
     col2im's outputs per span, spans per thread and row order, im2col's positions per
-    thread (32 apart), their runs copied as one access (see im2col_pack) and its order of
-    threads (see im2col_samples_inner)."""
+    thread (32 apart), their runs stored as one access (see im2col_pack), read from a
+    window of the image row (im2col_windowed), and its order of threads (see
+    im2col_samples_inner)."""
     span: int
     spans_per_thread: int
     planes_inner: bool
     im2col_positions: int
     im2col_pack: int = 1
+    im2col_windowed: bool = False
     im2col_samples_inner: bool = False
 
 
@@ -166,7 +168,7 @@ def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layou
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
              rows_planes_inner: bool, im2col_positions: int, im2col_pack: int,
-             im2col_samples_inner: bool) -> dict:
+             im2col_windowed: bool, im2col_samples_inner: bool) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
     ``span`` of outputs, its spans per thread and order of rows, and im2col's positions per
@@ -179,6 +181,7 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
         f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}"
     layouts = {"col2im": layout,
                "im2col": "" if taps is None else f", {im2col_positions}, {im2col_pack}, "
+                                                 f"{str(im2col_windowed).lower()}, "
                                                  f"{str(im2col_samples_inner).lower()}"}
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
@@ -207,18 +210,19 @@ def _struct_type(count: int) -> np.dtype:
 def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
             widths: tuple[int, int], work: int, threads: Callable[[Layout], int],
             largest_index: int, *tensors: torch.Tensor | None, pack: int = 1,
-            samples_inner: bool = False) -> None:
+            windowed: bool = False, samples_inner: bool = False) -> None:
     """Launches ``op`` over ``work`` output elements with ``threads(layout)`` threads. The
     layout, and so the module, is chosen by the innermost grid and image sizes,
     ``widths``, for both ops, so that a layer's forward and backward share one module; an
-    im2col whose runs of ``pack`` positions can be copied as one access, or that orders
-    its threads ``samples_inner``, takes a module of its own (the fixed kernels only)."""
+    im2col whose runs of ``pack`` positions can be stored as one access (read from a
+    window of the image row where ``windowed``), or that orders its threads
+    ``samples_inner``, takes a module of its own (the fixed kernels only)."""
     if work == 0:
         return
     fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
     shares = layout(g, *widths, fixed)
     if fixed and pack > 1:
-        shares = shares._replace(im2col_positions=1, im2col_pack=pack)
+        shares = shares._replace(im2col_positions=1, im2col_pack=pack, im2col_windowed=windowed)
     if fixed and samples_inner:
         shares = shares._replace(im2col_samples_inner=True)
     blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
@@ -295,25 +299,31 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
         return rows * (-(-width // (32 * span)) * 32 if span > 1 else width // shares.im2col_pack)
     _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
             max(_reach(out), planes * stride), image_tensor, out,
-            pack=im2col_pack(g, image_tensor, out, padding),
+            pack=im2col_pack(out), windowed=im2col_windowed(g, image_tensor, padding),
             samples_inner=im2col_samples_inner(g, out))
 
 
-def im2col_pack(g: Geometry, image: torch.Tensor, out: torch.Tensor,
-                padding: tuple[int, ...]) -> int:
-    """Grid positions an im2col thread copies as one PACK_BYTES access per tap (col2im.cu's
-    spread_runs), or 1. Only at stride 1 along the innermost dim, where the taps' reach
-    fits a window of WINDOW_RUNS aligned runs of the image row, and every size, stride and
-    address involved is a multiple of the run, so that each run of the row lies all inside
-    it or all outside."""
+def im2col_pack(out: torch.Tensor) -> int:
+    """Grid positions an im2col thread stores as one PACK_BYTES access per tap (col2im.cu's
+    spread_runs and spread_elements), or 1: where the grid's innermost size, every stride
+    of the columns ``out`` and their address are multiples of the run."""
+    pack = PACK_BYTES // out.element_size()
+    sizes = (out.shape[-1], *out.stride()[:-1])
+    return pack if out.data_ptr() % PACK_BYTES == 0 and all(s % pack == 0 for s in sizes) else 1
+
+
+def im2col_windowed(g: Geometry, image: torch.Tensor, padding: tuple[int, ...]) -> bool:
+    """Whether those runs can be read from a window of whole aligned runs of the image row,
+    loaded once for all the innermost dim's taps (col2im.cu's spread_runs), rather than
+    element by element: at stride 1 along the innermost dim, where the taps' reach fits a
+    window of WINDOW_RUNS runs, and the row's width, the image's strides and its address
+    are multiples of the run, so that each run of the row lies all inside it or all
+    outside."""
     pack = PACK_BYTES // image.element_size()
-    shift = -padding[-1] % pack
-    reach = shift + (g.kernel_size[-1] - 1) * g.dilation[-1]
-    if g.stride[-1] != 1 or -(-reach // pack) + 1 > WINDOW_RUNS:   # the window's runs
-        return 1
-    sizes = (image.shape[-1], out.shape[-1], *image.stride()[:-1], *out.stride()[:-1])
-    aligned = all(t.data_ptr() % PACK_BYTES == 0 for t in (image, out))
-    return pack if aligned and all(s % pack == 0 for s in sizes) else 1
+    reach = -padding[-1] % pack + (g.kernel_size[-1] - 1) * g.dilation[-1]
+    sizes = (image.shape[-1], *image.stride()[:-1])
+    return g.stride[-1] == 1 and -(-reach // pack) + 1 <= WINDOW_RUNS and \
+        image.data_ptr() % PACK_BYTES == 0 and all(s % pack == 0 for s in sizes)
 
 
 def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:

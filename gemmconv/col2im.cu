@@ -404,17 +404,45 @@ GC_FN void spread_runs(const Taps<ND>& t, const Extent<ND>& x, I i, const T* row
   }
 }
 
+// The innermost dim's taps for a run of P grid positions from i (a multiple of P) on, at
+// any stride, where the image row does not allow whole runs: each tap's P entries are
+// loaded one by one (mostly from L1, the taps' reads overlapping) and stored as one access.
+// The caller guarantees the columns' sizes and addresses are multiples of P.
+template <int P, typename T, typename I, int ND>
+GC_FN void spread_elements(const Taps<ND>& t, const Extent<ND>& x, I i, const T* row, T* out,
+                           I tap, bool inside) {
+  constexpr int D = ND - 1;
+  const I width = static_cast<I>(x.image[D]), kernel = static_cast<I>(t.kernel[D]);
+#pragma unroll
+  for (I k = 0; k < kernel; ++k) {
+    Packed<T, P> value;
+#pragma unroll
+    for (int v = 0; v < P; ++v) {
+      const I o = image_position(t, x, D, i + v, k);
+      value.v[v] = inside && o >= 0 && o < width ? row[o] : Scalar<T>::store(0);
+    }
+    store_run(out + (tap * kernel + k) * static_cast<I>(x.column_tap), value);
+  }
+}
+
+// Shift of a run whose image elements are loaded one by one (spread_elements).
+constexpr int kElementwise = -1;
+
 // Copies every tap of up to W grid positions, Step apart along the innermost dim, into the
 // columns, recursing over dims; `room` is how many positions the row has from the first
 // one on, and `inside` says whether the image position built so far lies in the image.
-// With P > 1 (and W = 1) the position is the first of a run of P (see spread_runs).
+// With P > 1 (and W = 1) the position is the first of a run of P, copied from a window of
+// the row (spread_runs) or, with Shift = kElementwise, element by element (spread_elements).
 template <int D, int W, int Step, int P, int Shift, typename T, typename I, int ND>
 GC_FN void spread(const Taps<ND>& t, const Extent<ND>& x, const I (&i)[ND], I room,
                   const T* plane, T* out, I tap, I offset, bool inside) {
   if constexpr (D == ND - 1 && P > 1) {
     static_assert(W == 1, "packed positions are one run per thread");
-    spread_runs<P, Shift>(t, x, i[D], plane + offset * static_cast<I>(x.image[D]), out, tap,
-                          inside);
+    const T* row = plane + offset * static_cast<I>(x.image[D]);
+    if constexpr (Shift == kElementwise)
+      spread_elements<P>(t, x, i[D], row, out, tap, inside);
+    else
+      spread_runs<P, Shift>(t, x, i[D], row, out, tap, inside);
   } else {
 #pragma unroll
     for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
@@ -479,7 +507,7 @@ GC_FN I im2col_elements(const Extent<ND>& x) {
 // products' layout, where the samples lie between the outer grid dim and the inner ones,
 // a warp's writes then run on from one sample's columns to the next instead of jumping to
 // another outer grid row's.
-template <int W, int P, bool SamplesInner, typename T, typename I, int ND>
+template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
   const I width = static_cast<I>(x.grid[ND - 1]);
@@ -511,11 +539,13 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
   T* out = columns + column_plane(t, x, p) + cell;
   const I room = width - i[ND - 1];
   constexpr int Step = W == 1 ? 1 : kWarp;
-  if constexpr (P > 1) {
+  if constexpr (P > 1 && Windowed) {
     const I padding = static_cast<I>(x.padding[ND - 1]);
     with_constant<P>(static_cast<int>(((-padding) % P + P) % P), [&](auto shift) {
       spread<0, W, Step, P, decltype(shift)::value>(t, x, i, room, plane, out, I(0), I(0), true);
     });
+  } else if constexpr (P > 1) {
+    spread<0, W, Step, P, kElementwise>(t, x, i, room, plane, out, I(0), I(0), true);
   } else {
     spread<0, W, Step, 1, 0>(t, x, i, room, plane, out, I(0), I(0), true);
   }
@@ -539,12 +569,12 @@ __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const 
     col2im_element<V, J, PlanesInner>(t, x, columns, bias, image, e);
 }
 
-template <int W, int P, bool SamplesInner, typename T, typename I, int ND>
+template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
 __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
                                   T* columns) {
   const I n = im2col_elements<W, P, I>(x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    im2col_element<W, P, SamplesInner>(t, x, image, columns, e);
+    im2col_element<W, P, Windowed, SamplesInner>(t, x, image, columns, e);
 }
 
 // The generic kernels serve small launches: one element per thread.
@@ -557,7 +587,7 @@ __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 template <typename T, typename I, int ND>
 __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ image,
                               T* __restrict__ columns) {
-  im2col_all<1, 1, false, T, I>(t, x, image, columns);
+  im2col_all<1, 1, false, false, T, I>(t, x, image, columns);
 }
 
 // Spans of W outputs along the innermost dim, J spans per thread: index decoding and the
@@ -572,12 +602,14 @@ __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
 }
 
 // W grid positions per thread along the innermost dim, 32 apart, or runs of P positions
-// copied as one access (see im2col_elements and spread); SamplesInner: see im2col_element.
-template <typename T, typename I, int ND, int W, int P, bool SamplesInner, index_t... V>
+// stored as one access, read from a window of the row where Windowed, else element by
+// element (see im2col_elements and spread); SamplesInner: see im2col_element.
+template <typename T, typename I, int ND, int W, int P, bool Windowed, bool SamplesInner,
+          index_t... V>
 __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  im2col_all<W, P, SamplesInner, T, I>(taps, x, image, columns);
+  im2col_all<W, P, Windowed, SamplesInner, T, I>(taps, x, image, columns);
 }
 #endif
 

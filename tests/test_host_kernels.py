@@ -125,7 +125,7 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
 
 # Geometries at stride 1 along the innermost dim (kernel, stride, padding, dilation): the
 # im2col whose taps copy runs of 16 bytes as one access from a window of the row
-# (_cuda.im2col_pack). The innermost padding makes every shift of the window in float32
+# (_cuda.im2col_pack and im2col_windowed). The innermost padding makes every shift of the window in float32
 # ((i - padding) mod 4), and the taps reach over one to five runs.
 PACKED = [((1,), (1,), (8,), (1,)), ((3, 1), (1, 1), (1, 8), (2, 1)),
           ((2, 1), (2, 1), (0, 0), (1, 1)), ((1, 3, 1), (1, 1, 1), (1, 1, 16), (1, 2, 1)),
@@ -152,7 +152,40 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, 
     else:
         buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
         view = blocks(buffer, channels, g.taps, grid)
-    assert _cuda.im2col_pack(g, image, view, g.padding) == 16 // image.element_size()
+    assert _cuda.im2col_pack(view) == 16 // image.element_size()
+    assert _cuda.im2col_windowed(g, image, g.padding)
+    extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
+    _run(harness, op, dtype, 0, g, extent, image, None, buffer)
+    assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
+
+
+# Any geometry: runs of 16 bytes stored as one access, their image elements loaded one by
+# one (_cuda.im2col_windowed false): strides, dilations, and image rows of any width.
+ELEMENTWISE = PACKED + [((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 3, 5), (1, 2, 3), (0, 1, 2), (1, 1, 2)),
+                        ((1, 4), (3, 1), (2, 5), (1, 2))]
+
+
+@pytest.mark.parametrize("op", [12, 13], ids=["planes-outer", "samples-inner"])
+@pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("geometry", ELEMENTWISE, ids=str)
+def test_host_elementwise_runs_match_torch(harness, geometry, dtype, rows_first, op):
+    g = Geometry(*geometry)
+    samples, channels = 2, 3
+    image_size = (5, 6, 21)[-g.nd:]
+    grid = (*(7, 3)[:g.nd - 1], 16)[-g.nd:]
+    image = torch.randn(samples * channels + 1, *image_size,
+                        generator=generator(str(geometry), "runs", str(dtype))).to(dtype)[1:]
+    if rows_first:
+        if g.nd == 1:
+            pytest.skip("rows outermost leave a 1-D grid's rows strided")
+        buffer = rows_outermost(samples, channels, g.taps, grid)[0].to(dtype)
+        view = buffer.movedim(3, 0).movedim(1, 3)
+    else:
+        buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
+        view = blocks(buffer, channels, g.taps, grid)
+    assert _cuda.im2col_pack(view) == 16 // image.element_size()
+    assert not _cuda.im2col_windowed(g, image, g.padding)       # odd rows, and an odd address
     extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
     _run(harness, op, dtype, 0, g, extent, image, None, buffer)
     assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
@@ -161,21 +194,22 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, 
 def test_packed_im2col_only_where_runs_are_whole_and_aligned():
     g = Geometry(*PACKED[1])
     image, columns = torch.zeros(6, 4, 16), torch.zeros(6, 3, 7, 32)
-    assert _cuda.im2col_pack(g, image, columns, g.padding) == 4
-    assert _cuda.im2col_pack(g, image.double(), columns.double(), g.padding) == 2
-    assert _cuda.im2col_pack(g, image, columns, (1, 3)) == 4            # the window shifts
-    assert _cuda.im2col_pack(g, torch.zeros(6, 4, 18), columns, g.padding) == 1   # row width
-    assert _cuda.im2col_pack(g, image, torch.zeros(6, 3, 7, 30), g.padding) == 1  # grid width
-    assert _cuda.im2col_pack(g, image, torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32),
-                             g.padding) == 1                                 # address
-    assert _cuda.im2col_pack(g, torch.zeros(6, 4, 20)[..., :16], columns, g.padding) == 4
-    assert _cuda.im2col_pack(g, torch.zeros(6, 4, 18)[..., :16], columns, g.padding) == 1
-    taps = lambda k, d, p: _cuda.im2col_pack(Geometry((3, k), (1, 1), (1, p), (1, d)), image,
-                                             columns, (1, p))
-    assert taps(3, 1, 8) == taps(29, 1, 0) == taps(8, 4, 0) == taps(7, 4, 4) == 4
-    assert taps(30, 1, 0) == taps(8, 4, 3) == taps(9, 4, 0) == 1         # over eight runs
-    assert _cuda.im2col_pack(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), image, columns,
-                             (1, 8)) == 1                                   # strided rows
+    assert _cuda.im2col_pack(columns) == 4 and _cuda.im2col_pack(columns.double()) == 2
+    assert _cuda.im2col_pack(torch.zeros(6, 3, 7, 30)) == 1                        # grid width
+    assert _cuda.im2col_pack(torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32)) == 1  # address
+    assert _cuda.im2col_pack(torch.zeros(6, 3, 7, 36)[..., :32]) == 4
+    assert _cuda.im2col_pack(torch.zeros(6, 3, 7, 34)[..., :32]) == 1              # row stride
+    assert _cuda.im2col_windowed(g, image, g.padding)
+    assert _cuda.im2col_windowed(g, image.double(), g.padding)
+    assert _cuda.im2col_windowed(g, image, (1, 3))                     # the window shifts
+    assert not _cuda.im2col_windowed(g, torch.zeros(6, 4, 18), g.padding)       # row width
+    assert not _cuda.im2col_windowed(g, torch.zeros(6 * 4 * 16 + 1)[1:].view(6, 4, 16), g.padding)
+    assert _cuda.im2col_windowed(g, torch.zeros(6, 4, 20)[..., :16], g.padding)
+    assert not _cuda.im2col_windowed(g, torch.zeros(6, 4, 18)[..., :16], g.padding)
+    taps = lambda k, d, p: _cuda.im2col_windowed(Geometry((3, k), (1, 1), (1, p), (1, d)), image, (1, p))
+    assert taps(3, 1, 8) and taps(29, 1, 0) and taps(8, 4, 0) and taps(7, 4, 4)
+    assert not (taps(30, 1, 0) or taps(8, 4, 3) or taps(9, 4, 0))          # over eight runs
+    assert not _cuda.im2col_windowed(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), image, (1, 8))  # strided
 
 
 def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():

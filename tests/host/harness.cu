@@ -30,14 +30,16 @@ template __global__ void col2im_fixed<float, int, 2, 5, 4, false, 3, 3, 5, 5, 2,
     const Extent<2>, const float*, const float*, float*);
 template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, 1, true, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
     const Extent<3>, const bfloat16_t*, const bfloat16_t*, bfloat16_t*);
-template __global__ void im2col_fixed<half_t, long long, 3, 4, 1, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
+template __global__ void im2col_fixed<half_t, long long, 3, 4, 1, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const half_t*, half_t*);
-template __global__ void im2col_fixed<float, int, 2, 1, 4, true, 3, 1, 1, 1, 1, 1>(
+template __global__ void im2col_fixed<float, int, 2, 1, 4, true, true, 3, 1, 1, 1, 1, 1>(
     const Extent<2>, const float*, float*);
-template __global__ void im2col_fixed<float, long long, 2, 1, 4, false, 3, 5, 1, 1, 1, 2>(
+template __global__ void im2col_fixed<float, long long, 2, 1, 4, true, false, 3, 5, 1, 1, 1, 2>(
     const Extent<2>, const float*, float*);
-template __global__ void im2col_fixed<half_t, int, 1, 1, 8, false, 5, 1, 3>(
+template __global__ void im2col_fixed<half_t, int, 1, 1, 8, true, false, 5, 1, 3>(
     const Extent<1>, const half_t*, half_t*);
+template __global__ void im2col_fixed<float, int, 3, 1, 4, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
+    const Extent<3>, const float*, float*);
 
 template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
@@ -48,20 +50,21 @@ static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
                                       static_cast<const T*>(bias), static_cast<T*>(dst), e);
 }
 
-template <int W, int P, bool SamplesInner, typename T, typename I, int ND>
+template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
 static void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const void* src, void* dst) {
   const I n = im2col_elements<W, P, I>(x);
   for (I e = 0; e < n; ++e)
-    im2col_element<W, P, SamplesInner>(t, x, static_cast<const T*>(src), static_cast<T*>(dst), e);
+    im2col_element<W, P, Windowed, SamplesInner>(t, x, static_cast<const T*>(src),
+                                                  static_cast<T*>(dst), e);
 }
 
-template <int W, int P, typename T, typename I, int ND>
+template <int W, int P, bool Windowed, typename T, typename I, int ND>
 static void im2col_ordered(bool samples_inner, const Taps<ND>& t, const Extent<ND>& x,
                            const void* src, void* dst) {
   if (samples_inner)
-    im2col_all<W, P, true, T, I>(t, x, src, dst);
+    im2col_all<W, P, Windowed, true, T, I>(t, x, src, dst);
   else
-    im2col_all<W, P, false, T, I>(t, x, src, dst);
+    im2col_all<W, P, Windowed, false, T, I>(t, x, src, dst);
 }
 
 // op 0 col2im with one output per element, 2 with spans of three, 3 with spans of six (spans
@@ -70,7 +73,8 @@ static void im2col_ordered(bool samples_inner, const Taps<ND>& t, const Extent<N
 // 7 four spans of six per thread, 32 spans apart (rows that end part-way through a run);
 // 1 im2col with one grid position per element, 5 with three positions per thread, 32 apart
 // (rows that end part-way through), 8 with runs of 16 bytes per thread (the caller meets
-// spread_runs's conditions); 9, 10 and 11 as 1, 5 and 8 with samples inner.
+// spread_runs's conditions), 12 the same loading the image element by element (the caller
+// meets spread_elements's); 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner.
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
                 const void* bias, void* dst) {
@@ -91,11 +95,13 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
   } else if (op == 7) {
     col2im_all<6, 4, false, T, I>(t, x, src, bias, dst);
   } else if (op == 1 || op == 9) {
-    im2col_ordered<1, 1, T, I>(op == 9, t, x, src, dst);
+    im2col_ordered<1, 1, false, T, I>(op == 9, t, x, src, dst);
   } else if (op == 8 || op == 11) {
-    im2col_ordered<1, 16 / sizeof(T), T, I>(op == 11, t, x, src, dst);
+    im2col_ordered<1, 16 / sizeof(T), true, T, I>(op == 11, t, x, src, dst);
+  } else if (op == 12 || op == 13) {
+    im2col_ordered<1, 16 / sizeof(T), false, T, I>(op == 13, t, x, src, dst);
   } else {
-    im2col_ordered<3, 1, T, I>(op == 10, t, x, src, dst);
+    im2col_ordered<3, 1, false, T, I>(op == 10, t, x, src, dst);
   }
 }
 
@@ -127,7 +133,8 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 // op: 0 col2im (src = columns, dst = image), 2 and 3 the same in spans of three and six,
 // 4 in spans of three with planes innermost, 6 and 7 two spans of three and four of six per
 // thread, 1 im2col (src = image, dst = columns), 5 the same with three positions per thread,
-// 8 with 16-byte runs; 9, 10 and 11 as 1, 5 and 8 with samples inner.
+// 8 with 16-byte runs from windows of the row, 12 with 16-byte runs loaded element by
+// element; 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner.
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
 // Returns nonzero for a bad op, dtype or nd.
@@ -135,7 +142,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 11) return 1;
+  if (op < 0 || op > 13) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
