@@ -357,7 +357,7 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
     im2col(pixels.to(CUDA), g, grid, out=cols.view(planes, g.taps, -1))
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
-    packed = _cuda.im2col_pack(cols) > 1   # runs instead
+    packed = _cuda.im2col_pack(g, cols) > 1   # runs instead
     assert _cuda.Layout(*layouts[-1]).im2col_positions == \
         (1 if packed else _cuda.im2col_span(g, grid[-1], True))
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
@@ -487,7 +487,7 @@ def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, gr
     else:
         view = torch.full((samples, channels, g.taps, *grid), float("nan"), dtype=dtype,
                           device=CUDA)
-    assert _cuda.im2col_pack(view) == 16 // pixels.element_size()
+    assert _cuda.im2col_pack(g, view) == 16 // pixels.element_size()
     assert _cuda.im2col_windowed(g, pixels.to(CUDA), padding)
     layouts = _record_layouts(monkeypatch)
     im2col(pixels.to(CUDA), g, grid, out=view)
@@ -497,15 +497,15 @@ def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, gr
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
 @pytest.mark.parametrize("kernel, stride, padding, dilation, grid, width", [
-    ((3, 3), (1, 1), (1, 1), (1, 1), (9, 96), 98),          # rows not a whole number of runs
-    ((3, 5, 7), (1, 1, 1), (1, 2, 3), (1, 1, 1), (4, 6, 64), 70),
-    ((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (5, 6, 48), 95),   # strided
-    ((3, 2), (1, 3), (0, 2), (2, 2), (7, 32), 97)])
+    ((3, 3), (1, 1), (1, 1), (1, 1), (9, 96), 99),          # rows not a whole number of runs
+    ((3, 5, 7), (1, 1, 1), (1, 2, 3), (1, 1, 1), (4, 6, 64), 71),
+    ((3, 3, 3), (2, 2, 1), (1, 1, 1), (1, 1, 1), (5, 6, 48), 95),   # outer dims strided
+    ((3, 2), (1, 1), (0, 2), (2, 3), (7, 32), 97)])
 @pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
 def test_im2col_runs_element_by_element(monkeypatch, dtype, kernel, stride, padding, dilation,
                                         grid, width, rows_first):
     """im2col storing 16-byte runs whose image elements it loads one by one (image rows
-    that are not whole runs, strides), compiled, into poisoned columns of both layouts."""
+    that are not whole runs), compiled, into poisoned columns of both layouts."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     g = Geometry(kernel, stride, padding, dilation)
     samples, channels = 3, 4

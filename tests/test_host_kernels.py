@@ -152,7 +152,7 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, 
     else:
         buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
         view = blocks(buffer, channels, g.taps, grid)
-    assert _cuda.im2col_pack(view) == 16 // image.element_size()
+    assert _cuda.im2col_pack(g, view) == 16 // image.element_size()
     assert _cuda.im2col_windowed(g, image, g.padding)
     extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
     _run(harness, op, dtype, 0, g, extent, image, None, buffer)
@@ -160,7 +160,8 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, 
 
 
 # Any geometry: runs of 16 bytes stored as one access, their image elements loaded one by
-# one (_cuda.im2col_windowed false): strides, dilations, and image rows of any width.
+# one (_cuda.im2col_windowed false): dilations, image rows of any width, and strides (which
+# the kernels take, though _cuda.im2col_pack leaves strided runs out).
 ELEMENTWISE = PACKED + [((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 3, 5), (1, 2, 3), (0, 1, 2), (1, 1, 2)),
                         ((1, 4), (3, 1), (2, 5), (1, 2))]
 
@@ -184,7 +185,7 @@ def test_host_elementwise_runs_match_torch(harness, geometry, dtype, rows_first,
     else:
         buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
         view = blocks(buffer, channels, g.taps, grid)
-    assert _cuda.im2col_pack(view) == 16 // image.element_size()
+    assert _cuda.im2col_pack(g, view) == (16 // image.element_size() if g.stride[-1] == 1 else 1)
     assert not _cuda.im2col_windowed(g, image, g.padding)       # odd rows, and an odd address
     extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
     _run(harness, op, dtype, 0, g, extent, image, None, buffer)
@@ -194,11 +195,12 @@ def test_host_elementwise_runs_match_torch(harness, geometry, dtype, rows_first,
 def test_packed_im2col_only_where_runs_are_whole_and_aligned():
     g = Geometry(*PACKED[1])
     image, columns = torch.zeros(6, 4, 16), torch.zeros(6, 3, 7, 32)
-    assert _cuda.im2col_pack(columns) == 4 and _cuda.im2col_pack(columns.double()) == 2
-    assert _cuda.im2col_pack(torch.zeros(6, 3, 7, 30)) == 1                        # grid width
-    assert _cuda.im2col_pack(torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32)) == 1  # address
-    assert _cuda.im2col_pack(torch.zeros(6, 3, 7, 36)[..., :32]) == 4
-    assert _cuda.im2col_pack(torch.zeros(6, 3, 7, 34)[..., :32]) == 1              # row stride
+    assert _cuda.im2col_pack(g, columns) == 4 and _cuda.im2col_pack(g, columns.double()) == 2
+    assert _cuda.im2col_pack(g, torch.zeros(6, 3, 7, 30)) == 1                        # grid width
+    assert _cuda.im2col_pack(g, torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32)) == 1
+    assert _cuda.im2col_pack(g, torch.zeros(6, 3, 7, 36)[..., :32]) == 4
+    assert _cuda.im2col_pack(g, torch.zeros(6, 3, 7, 34)[..., :32]) == 1              # row stride
+    assert _cuda.im2col_pack(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), columns) == 1  # strided
     assert _cuda.im2col_windowed(g, image, g.padding)
     assert _cuda.im2col_windowed(g, image.double(), g.padding)
     assert _cuda.im2col_windowed(g, image, (1, 3))                     # the window shifts
