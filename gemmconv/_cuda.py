@@ -43,7 +43,7 @@ PLANES_INNER_MAX_SPANS = 32
 # row's spans fill at least this share of the lanes of its runs of 32 x spans: idle lanes
 # still issue the run's instructions (2-D rows filling 67-68% measured 13-18% slower).
 COL2IM_RUN_FILL = 0.75
-PACK_BYTES = 16   # the widest store (and load) an im2col thread issues (im2col_pack),
+PACK_BYTES = 16   # the widest store (and load) an im2col thread issues (im2col_pack)
 WINDOW_RUNS = 8   # loads from a window of at most this many runs (col2im.cu's kMaxWindowRuns)
 
 # Seconds spent compiling kernels in this process (reported apart from timings).

@@ -348,7 +348,8 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
 
 // One PACK_BYTES store, written as the vector store instruction itself on the device: built
 // from registers of a window with 64-bit indices, the compiler split it into four 4-byte
-// stores (CUDA 13), which halved im2col's rate.
+// stores (CUDA 13), which halved im2col's rate. (The columns are global memory, whose
+// generic addresses are its global ones.)
 template <typename T, int P>
 GC_FN void store_run(T* at, const Packed<T, P>& value) {
   static_assert(sizeof(Packed<T, P>) == 16, "runs of 16 bytes");

@@ -26,8 +26,8 @@ from . import gemm
 from .shapes import (ConvTransposeArgs, Geometry, IntOrTuple, blocks, check, conv_args,
                      conv_transpose_args, expand, fold_geometry, row_chunks)
 
-# 4 GiB: on the H200 the stride-1 2-D cases ran 3-12% faster than at 1 GiB (fewer, larger
-# chunks), and cuDNN's own algorithms take up to about as much (benches/NOTES.md).
+# 4 GiB: on the H200 forwards ran up to 12% faster than at 1 GiB (fewer, larger chunks;
+# none slower), and torch's cuDNN calls take up to about as much (benches/NOTES.md).
 _workspace_limit = 4 << 30
 
 
