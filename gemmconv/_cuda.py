@@ -297,36 +297,37 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
     def threads(shares: Layout) -> int:
         span = shares.im2col_positions
         return rows * (-(-width // (32 * span)) * 32 if span > 1 else width // shares.im2col_pack)
+    windowed = im2col_windowed(g, image_tensor, padding)
     _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
             max(_reach(out), planes * stride), image_tensor, out,
-            pack=im2col_pack(g, out), windowed=im2col_windowed(g, image_tensor, padding),
+            pack=im2col_pack(g, out, windowed), windowed=windowed,
             samples_inner=im2col_samples_inner(g, out))
 
 
-def im2col_pack(g: Geometry, out: torch.Tensor) -> int:
+def im2col_pack(g: Geometry, out: torch.Tensor, windowed: bool) -> int:
     """Grid positions an im2col thread stores as one PACK_BYTES access per tap (col2im.cu's
-    spread_runs and spread_elements), or 1: at stride 1 along the innermost dim, where the
-    grid's innermost size, every stride of the columns ``out`` and their address are
-    multiples of the run. (The kernels take any stride, but strided runs, loaded element by
-    element, measured 4-8% slower than one position a thread on the H200.)"""
+    spread_runs and spread_elements), or 1: where the grid's innermost size, every stride
+    of the columns ``out`` and their address are multiples of the run, at stride 1 along
+    the innermost dim or where the image rows allow ``windowed`` runs. (The kernels take
+    any stride, but strided runs loaded element by element measured 4-8% slower than one
+    position a thread on the H200.)"""
     pack = PACK_BYTES // out.element_size()
     sizes = (out.shape[-1], *out.stride()[:-1])
     aligned = out.data_ptr() % PACK_BYTES == 0 and all(s % pack == 0 for s in sizes)
-    return pack if g.stride[-1] == 1 and aligned else 1
+    return pack if aligned and (g.stride[-1] == 1 or windowed) else 1
 
 
 def im2col_windowed(g: Geometry, image: torch.Tensor, padding: tuple[int, ...]) -> bool:
     """Whether those runs can be read from a window of whole aligned runs of the image row,
     loaded once for all the innermost dim's taps (col2im.cu's spread_runs), rather than
-    element by element: at stride 1 along the innermost dim, where the taps' reach fits a
-    window of WINDOW_RUNS runs, and the row's width, the image's strides and its address
-    are multiples of the run, so that each run of the row lies all inside it or all
-    outside."""
+    element by element: where the reach of a run's positions and taps fits a window of
+    WINDOW_RUNS runs, and the row's width, the image's strides and its address are
+    multiples of the run, so that each run of the row lies all inside it or all outside."""
     pack = PACK_BYTES // image.element_size()
-    reach = -padding[-1] % pack + (g.kernel_size[-1] - 1) * g.dilation[-1]
+    reach = -padding[-1] % pack + (pack - 1) * g.stride[-1] + (g.kernel_size[-1] - 1) * g.dilation[-1]
     sizes = (image.shape[-1], *image.stride()[:-1])
-    return g.stride[-1] == 1 and -(-reach // pack) + 1 <= WINDOW_RUNS and \
-        image.data_ptr() % PACK_BYTES == 0 and all(s % pack == 0 for s in sizes)
+    return -(-(reach + 1) // pack) <= WINDOW_RUNS and image.data_ptr() % PACK_BYTES == 0 and \
+        all(s % pack == 0 for s in sizes)
 
 
 def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:

@@ -365,13 +365,13 @@ GC_FN void store_run(T* at, const Packed<T, P>& value) {
 #endif
 }
 
-// The innermost dim's taps at stride 1 for a run of P grid positions from i (a multiple of
-// P) on, each tap's P entries stored as one access. Every tap reads its P image elements
-// from one window of whole aligned runs of the row, loaded once for all taps: tap k starts
-// at Shift + k * dilation elements into the window, Shift being (i - padding) mod P, known
-// at compile time so that the window stays in registers. The caller guarantees that every
-// size and address involved is a multiple of P and that the window is at most
-// kMaxWindowRuns runs, so each run lies all inside the row or all outside it.
+// The innermost dim's taps for a run of P grid positions from i (a multiple of P) on, each
+// tap's P entries stored as one access. Every tap reads its P image elements from one
+// window of whole aligned runs of the row, loaded once for all taps: position v of tap k is
+// Shift + v * stride + k * dilation elements into the window, Shift being (i * stride -
+// padding) mod P, known at compile time so that the window stays in registers. The caller
+// guarantees that every size and address involved is a multiple of P and that the window
+// is at most kMaxWindowRuns runs, so each run lies all inside the row or all outside it.
 constexpr int kMaxWindowRuns = 8;
 
 template <int P, int Shift, typename T, typename I, int ND>
@@ -379,9 +379,9 @@ GC_FN void spread_runs(const Taps<ND>& t, const Extent<ND>& x, I i, const T* row
                        I tap, bool inside) {
   constexpr int D = ND - 1;
   const I width = static_cast<I>(x.image[D]), kernel = static_cast<I>(t.kernel[D]);
-  const I dilation = static_cast<I>(t.dilation[D]);
-  const I start = i - static_cast<I>(x.padding[D]) - Shift;   // a multiple of P
-  const I runs = (Shift + (kernel - 1) * dilation + 2 * P - 1) / P;
+  const I stride = static_cast<I>(t.stride[D]), dilation = static_cast<I>(t.dilation[D]);
+  const I start = i * stride - static_cast<I>(x.padding[D]) - Shift;   // a multiple of P
+  const I runs = (Shift + (P - 1) * stride + (kernel - 1) * dilation + P) / P;
   Packed<T, P> window[kMaxWindowRuns];
 #pragma unroll
   for (int j = 0; j < kMaxWindowRuns; ++j) {
@@ -398,7 +398,7 @@ GC_FN void spread_runs(const Taps<ND>& t, const Extent<ND>& x, I i, const T* row
     Packed<T, P> value;
 #pragma unroll
     for (int v = 0; v < P; ++v) {
-      const int at = Shift + k * static_cast<int>(dilation) + v;
+      const int at = Shift + v * static_cast<int>(stride) + k * static_cast<int>(dilation);
       value.v[v] = window[at / P].v[at % P];
     }
     store_run(out + (tap * kernel + k) * static_cast<I>(x.column_tap), value);

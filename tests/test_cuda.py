@@ -355,9 +355,10 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
     planes, grid, image = case.out_channels, case.size, case.output_size
     pixels = torch.randn(planes, *image, generator=generator(case.name, "long")).to(dtype)
     cols = torch.full((planes, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
-    im2col(pixels.to(CUDA), g, grid, out=cols.view(planes, g.taps, -1))
+    on_gpu = pixels.to(CUDA)
+    im2col(on_gpu, g, grid, out=cols.view(planes, g.taps, -1))
     assert _cuda.im2col_span(g, grid[-1], True) > 1 or grid[-1] < 64 or g.taps > 4
-    packed = _cuda.im2col_pack(g, cols) > 1   # runs instead
+    packed = _cuda.im2col_pack(g, cols, _cuda.im2col_windowed(g, on_gpu, g.padding)) > 1  # runs
     assert _cuda.Layout(*layouts[-1]).im2col_positions == \
         (1 if packed else _cuda.im2col_span(g, grid[-1], True))
     assert torch.equal(cols.view(planes, g.taps, -1).cpu(), im2col(pixels, g, grid))
@@ -467,11 +468,13 @@ def test_columns_in_any_order(monkeypatch, kernel, stride, padding, dilation, gr
     ((3, 5), (1, 1), (2, 4), (1, 1), (34, 264)),            # taps as 2d-64to128 gathers
     ((1, 7), (1, 1), (0, 3), (1, 1), (8, 64)),              # shifted windows...
     ((7,), (1,), (6,), (1,), (96,)),
-    ((5,), (1,), (13,), (3,), (200,))])                    # ...and a dilated one
+    ((5,), (1,), (13,), (3,), (200,)),                     # ...a dilated one
+    ((3, 3), (1, 2), (1, 1), (1, 1), (9, 80)),              # and strided ones
+    ((3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1), (4, 6, 48))])
 @pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
 def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, grid, rows_first):
-    """im2col copying 16-byte runs from a window of the row (stride 1 along the innermost
-    dim), compiled, into poisoned columns of both layouts: the PyTorch path's copy, exactly."""
+    """im2col copying 16-byte runs from a window of the row, compiled, into poisoned
+    columns of both layouts: the PyTorch path's copy, exactly."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     g = Geometry(kernel, stride, padding, dilation)
     samples, channels = 3, 4
@@ -487,8 +490,8 @@ def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, gr
     else:
         view = torch.full((samples, channels, g.taps, *grid), float("nan"), dtype=dtype,
                           device=CUDA)
-    assert _cuda.im2col_pack(g, view) == 16 // pixels.element_size()
     assert _cuda.im2col_windowed(g, pixels.to(CUDA), padding)
+    assert _cuda.im2col_pack(g, view, True) == 16 // pixels.element_size()
     layouts = _record_layouts(monkeypatch)
     im2col(pixels.to(CUDA), g, grid, out=view)
     assert _cuda.Layout(*layouts[-1]).im2col_samples_inner == (rows_first and g.taps > 1)

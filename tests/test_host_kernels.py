@@ -123,14 +123,16 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
 
 
-# Geometries at stride 1 along the innermost dim (kernel, stride, padding, dilation): the
-# im2col whose taps copy runs of 16 bytes as one access from a window of the row
-# (_cuda.im2col_pack and im2col_windowed). The innermost padding makes every shift of the window in float32
-# ((i - padding) mod 4), and the taps reach over one to five runs.
+# Geometries (kernel, stride, padding, dilation) whose im2col copies runs of 16 bytes as one
+# access per tap from a window of the row (_cuda.im2col_pack and im2col_windowed). The
+# innermost padding makes every shift of the window in float32 ((i * stride - padding)
+# mod 4), and a run's positions and taps reach over one to seven runs.
 PACKED = [((1,), (1,), (8,), (1,)), ((3, 1), (1, 1), (1, 8), (2, 1)),
           ((2, 1), (2, 1), (0, 0), (1, 1)), ((1, 3, 1), (1, 1, 1), (1, 1, 16), (1, 2, 1)),
           ((5,), (1,), (4,), (1,)), ((3, 5), (1, 1), (1, 3), (1, 1)), ((7,), (1,), (6,), (1,)),
-          ((2, 5), (1, 1), (0, 13), (1, 3)), ((3, 3, 3), (2, 1, 1), (1, 1, 1), (1, 1, 1))]
+          ((2, 5), (1, 1), (0, 13), (1, 3)), ((3, 3, 3), (2, 1, 1), (1, 1, 1), (1, 1, 1)),
+          ((3,), (2,), (1,), (1,)), ((1, 5), (1, 3), (0, 4), (1, 1)),
+          ((2, 3), (2, 2), (1, 3), (1, 2))]
 
 
 @pytest.mark.parametrize("op", [8, 11], ids=["planes-outer", "samples-inner"])
@@ -140,7 +142,7 @@ PACKED = [((1,), (1,), (8,), (1,)), ((3, 1), (1, 1), (1, 8), (2, 1)),
 def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, op):
     g = Geometry(*geometry)
     samples, channels = 2, 3
-    image_size = (5, 4, 24)[-g.nd:]
+    image_size = (5, 4, 56)[-g.nd:]
     grid = (*(7, 3)[:g.nd - 1], 32)[-g.nd:]
     image = torch.randn(samples * channels, *image_size,
                         generator=generator(str(geometry), "packed", str(dtype))).to(dtype)
@@ -152,8 +154,8 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, 
     else:
         buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
         view = blocks(buffer, channels, g.taps, grid)
-    assert _cuda.im2col_pack(g, view) == 16 // image.element_size()
     assert _cuda.im2col_windowed(g, image, g.padding)
+    assert _cuda.im2col_pack(g, view, True) == 16 // image.element_size()
     extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
     _run(harness, op, dtype, 0, g, extent, image, None, buffer)
     assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
@@ -185,8 +187,8 @@ def test_host_elementwise_runs_match_torch(harness, geometry, dtype, rows_first,
     else:
         buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
         view = blocks(buffer, channels, g.taps, grid)
-    assert _cuda.im2col_pack(g, view) == (16 // image.element_size() if g.stride[-1] == 1 else 1)
     assert not _cuda.im2col_windowed(g, image, g.padding)       # odd rows, and an odd address
+    assert _cuda.im2col_pack(g, view, False) == (16 // image.element_size() if g.stride[-1] == 1 else 1)
     extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
     _run(harness, op, dtype, 0, g, extent, image, None, buffer)
     assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
@@ -195,12 +197,14 @@ def test_host_elementwise_runs_match_torch(harness, geometry, dtype, rows_first,
 def test_packed_im2col_only_where_runs_are_whole_and_aligned():
     g = Geometry(*PACKED[1])
     image, columns = torch.zeros(6, 4, 16), torch.zeros(6, 3, 7, 32)
-    assert _cuda.im2col_pack(g, columns) == 4 and _cuda.im2col_pack(g, columns.double()) == 2
-    assert _cuda.im2col_pack(g, torch.zeros(6, 3, 7, 30)) == 1                        # grid width
-    assert _cuda.im2col_pack(g, torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32)) == 1
-    assert _cuda.im2col_pack(g, torch.zeros(6, 3, 7, 36)[..., :32]) == 4
-    assert _cuda.im2col_pack(g, torch.zeros(6, 3, 7, 34)[..., :32]) == 1              # row stride
-    assert _cuda.im2col_pack(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), columns) == 1  # strided
+    pack = lambda columns, g=g, windowed=False: _cuda.im2col_pack(g, columns, windowed)
+    assert pack(columns) == 4 and pack(columns.double()) == 2
+    assert pack(torch.zeros(6, 3, 7, 30)) == 1                                      # grid width
+    assert pack(torch.zeros(6 * 3 * 7 * 32 + 1)[1:].view(6, 3, 7, 32)) == 1         # address
+    assert pack(torch.zeros(6, 3, 7, 36)[..., :32]) == 4
+    assert pack(torch.zeros(6, 3, 7, 34)[..., :32]) == 1                            # row stride
+    strided = Geometry((3, 1), (1, 2), (1, 8), (1, 1))
+    assert pack(columns, strided) == 1 and pack(columns, strided, True) == 4      # from windows
     assert _cuda.im2col_windowed(g, image, g.padding)
     assert _cuda.im2col_windowed(g, image.double(), g.padding)
     assert _cuda.im2col_windowed(g, image, (1, 3))                     # the window shifts
@@ -211,7 +215,9 @@ def test_packed_im2col_only_where_runs_are_whole_and_aligned():
     taps = lambda k, d, p: _cuda.im2col_windowed(Geometry((3, k), (1, 1), (1, p), (1, d)), image, (1, p))
     assert taps(3, 1, 8) and taps(29, 1, 0) and taps(8, 4, 0) and taps(7, 4, 4)
     assert not (taps(30, 1, 0) or taps(8, 4, 3) or taps(9, 4, 0))          # over eight runs
-    assert not _cuda.im2col_windowed(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), image, (1, 8))  # strided
+    assert _cuda.im2col_windowed(strided, image, (1, 8))               # three positions a run apart
+    assert _cuda.im2col_windowed(Geometry((3, 3), (1, 9), (1, 8), (1, 2)), image, (1, 8))
+    assert not _cuda.im2col_windowed(Geometry((3, 3), (1, 10), (1, 8), (1, 2)), image, (1, 8))
 
 
 def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():

@@ -40,6 +40,8 @@ template __global__ void im2col_fixed<half_t, int, 1, 1, 8, true, false, 5, 1, 3
     const Extent<1>, const half_t*, half_t*);
 template __global__ void im2col_fixed<float, int, 3, 1, 4, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const float*, float*);
+template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, 3, 5, 7, 2, 2, 2, 1, 1, 1>(
+    const Extent<3>, const float*, float*);
 
 template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
