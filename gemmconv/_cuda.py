@@ -144,8 +144,7 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 
 class Layout(NamedTuple):
     """How the threads of one launch share out the work (all one in the generic kernels):
-    col2im's outputs per span, spans per thread, row order and spans loaded and stored as
-    one run (see col2im_runs), im2col's positions per
+    col2im's outputs per span, spans per thread and row order, im2col's positions per
     thread (32 apart), their runs stored as one access (see im2col_pack), read from a
     window of the image row (im2col_windowed), and its order of threads (see
     im2col_samples_inner)."""
@@ -156,7 +155,6 @@ class Layout(NamedTuple):
     im2col_pack: int = 1
     im2col_windowed: bool = False
     im2col_samples_inner: bool = False
-    col2im_runs: bool = False
 
 
 def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layout:
@@ -170,18 +168,17 @@ def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layou
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
              rows_planes_inner: bool, im2col_positions: int, im2col_pack: int,
-             im2col_windowed: bool, im2col_samples_inner: bool, col2im_runs: bool) -> dict:
+             im2col_windowed: bool, im2col_samples_inner: bool) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
-    ``span`` of outputs, its spans per thread, order of rows and runs, and im2col's
-    positions per thread, runs and order of threads."""
+    ``span`` of outputs, its spans per thread and order of rows, and im2col's positions per
+    thread, runs and order of threads."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else \
-        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}, " \
-        f"{str(col2im_runs).lower()}"
+        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}"
     layouts = {"col2im": layout,
                "im2col": "" if taps is None else f", {im2col_positions}, {im2col_pack}, "
                                                  f"{str(im2col_windowed).lower()}, "
@@ -213,14 +210,13 @@ def _struct_type(count: int) -> np.dtype:
 def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
             widths: tuple[int, int], work: int, threads: Callable[[Layout], int],
             largest_index: int, *tensors: torch.Tensor | None, pack: int = 1,
-            windowed: bool = False, samples_inner: bool = False, runs: bool = False) -> None:
+            windowed: bool = False, samples_inner: bool = False) -> None:
     """Launches ``op`` over ``work`` output elements with ``threads(layout)`` threads. The
     layout, and so the module, is chosen by the innermost grid and image sizes,
     ``widths``, for both ops, so that a layer's forward and backward share one module; an
     im2col whose runs of ``pack`` positions can be stored as one access (read from a
     window of the image row where ``windowed``), or that orders its threads
-    ``samples_inner``, takes a module of its own, as does a col2im whose spans are ``runs``
-    (the fixed kernels only)."""
+    ``samples_inner``, takes a module of its own (the fixed kernels only)."""
     if work == 0:
         return
     fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
@@ -229,8 +225,6 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
         shares = shares._replace(im2col_positions=1, im2col_pack=pack, im2col_windowed=windowed)
     if fixed and samples_inner:
         shares = shares._replace(im2col_samples_inner=True)
-    if fixed and runs:
-        shares = shares._replace(col2im_runs=True)
     blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
@@ -283,24 +277,7 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
         return rows * (spans if run == 32 else -(-spans // run) * 32)
     planes = columns.shape[0] * columns.shape[1]
     _launch("col2im", columns, g, extent, (grid[-1], width), out.numel(), threads,
-            max(_reach(columns), planes * stride), columns, bias, out,
-            runs=col2im_runs(g, columns, out, padding))
-
-
-def col2im_runs(g: Geometry, columns: torch.Tensor, out: torch.Tensor,
-                padding: tuple[int, ...]) -> bool:
-    """Whether the fixed col2im loads and stores each span as one PACK_BYTES run
-    (col2im.cu's col2im_element): with one tap at stride 1 along the innermost dim (the
-    row products' reorder), spans of one run (col2im_span), and the padding, the
-    innermost sizes, every other stride of ``columns (S, C, K, *grid)`` and ``out (P,
-    *image)`` and their addresses multiples of the run."""
-    pack = PACK_BYTES // out.element_size()
-    if g.kernel_size[-1] != 1 or g.stride[-1] != 1 or col2im_span(g, True) != pack:
-        return False
-    sizes = (padding[-1], columns.shape[-1], out.shape[-1], *columns.stride()[:-1],
-             *out.stride()[:-1])
-    return all(t.data_ptr() % PACK_BYTES == 0 for t in (columns, out)) and \
-        all(s % pack == 0 for s in sizes)
+            max(_reach(columns), planes * stride), columns, bias, out)
 
 
 def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,

@@ -151,25 +151,6 @@ struct alignas(sizeof(T) * P) Packed {
   T v[P];
 };
 
-// One PACK_BYTES store, written as the vector store instruction itself on the device: built
-// from registers of a window with 64-bit indices, the compiler split it into four 4-byte
-// stores (CUDA 13), which halved im2col's rate. (The columns are global memory, whose
-// generic addresses are its global ones.)
-template <typename T, int P>
-GC_FN void store_run(T* at, const Packed<T, P>& value) {
-  static_assert(sizeof(Packed<T, P>) == 16, "runs of 16 bytes");
-#ifdef __CUDA_ARCH__
-  union {
-    Packed<T, P> run;
-    unsigned word[4];
-  } bits{value};
-  asm("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(at), "r"(bits.word[0]),
-      "r"(bits.word[1]), "r"(bits.word[2]), "r"(bits.word[3]) : "memory");
-#else
-  *reinterpret_cast<Packed<T, P>*>(at) = value;
-#endif
-}
-
 // ---------------------------------------------------------------------------------------
 // Index mappings, one function each. I is the index type: int where every index of the
 // launch fits in 31 bits (cheaper division), long long otherwise.
@@ -244,7 +225,7 @@ constexpr int kWarp = 32;
 // of col2im's rate, NOTES change 38). No early exits: with the taps known at compile time
 // the loops unroll into predicated loads that can all be in flight at once, and the outer
 // dims' tap tests serve all J V positions.
-template <int D, int V, int J, bool Runs, typename T, typename I, int ND, typename Acc>
+template <int D, int V, int J, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
                   const T* columns, I tap, I cell, Acc (&acc)[J][V]) {
 #pragma unroll
@@ -253,7 +234,7 @@ GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], cons
     if constexpr (D < ND - 1) {
       const I i = grid_position(t, x, D, q[D], r[D], k);
       if (i >= 0)
-        gather<D + 1, V, J, Runs>(t, x, q, r, columns, next_tap,
+        gather<D + 1, V, J>(t, x, q, r, columns, next_tap,
                             cell + i * static_cast<I>(x.column_grid[D]), acc);
     } else {
       const I row = next_tap * static_cast<I>(x.column_tap) + cell;
@@ -263,19 +244,10 @@ GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], cons
         // Compile-time where r is (spans on multiples of the stride, see first_span).
         const I c = r[D] + static_cast<I>(j) * (kWarp * V);
         const I qj = j == 0 ? q[D] : q[D] + c / stride, rj = j == 0 ? r[D] : c % stride;
-        if constexpr (Runs) {   // the span's V entries are one aligned run (col2im_element)
-          const I i = grid_position(t, x, D, qj, rj, k);
-          if (i >= 0) {
-            const Packed<T, V> run = *reinterpret_cast<const Packed<T, V>*>(columns + row + i);
 #pragma unroll
-            for (int v = 0; v < V; ++v) acc[j][v] += Scalar<T>::load(run.v[v]);
-          }
-        } else {
-#pragma unroll
-          for (int v = 0; v < V; ++v) {
-            const I i = grid_position(t, x, D, qj, rj + v, k);
-            if (i >= 0) acc[j][v] += Scalar<T>::load(columns[row + i]);
-          }
+        for (int v = 0; v < V; ++v) {
+          const I i = grid_position(t, x, D, qj, rj + v, k);
+          if (i >= 0) acc[j][v] += Scalar<T>::load(columns[row + i]);
         }
       }
     }
@@ -333,10 +305,8 @@ GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
 // [image[0..ND-2]...][planes][spans]. With J > 1, the spans of each row come in runs of
 // kWarp * J, a warp each, lane l taking spans l, l + kWarp, ...: the warp then decodes its
 // row, and tests its outer dims' taps, once for J spans. Spans past the row's end write
-// nothing. With Runs, each span is one 16-byte run of the image row, and of the columns'
-// rows, loaded and stored as one access: the caller guarantees one tap at stride 1 along
-// the innermost dim, and every size, stride, address and the padding a multiple of V.
-template <int V, int J, bool PlanesInner, bool Runs, typename T, typename I, int ND>
+// nothing.
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                           const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
@@ -367,21 +337,32 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) acc[j][v] = init;
-  gather<0, V, J, Runs>(t, x, q, r, columns, I(0), column_plane(t, x, p), acc);
+  gather<0, V, J>(t, x, q, r, columns, I(0), column_plane(t, x, p), acc);
   T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
-  for (int j = 0; j < J; ++j) {
-    if constexpr (Runs) {
-      const I position = first + j * (kWarp * V);
-      Packed<T, V> run;
-      for (int v = 0; v < V; ++v) run.v[v] = Scalar<T>::store(acc[j][v]);
-      if (position >= 0 && position < width) store_run(row + position, run);
-    } else {
-      for (int v = 0; v < V; ++v) {
-        const I position = first + j * (kWarp * V) + v;
-        if (position >= 0 && position < width) row[position] = Scalar<T>::store(acc[j][v]);
-      }
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) {
+      const I position = first + j * (kWarp * V) + v;
+      if (position >= 0 && position < width) row[position] = Scalar<T>::store(acc[j][v]);
     }
-  }
+}
+
+// One PACK_BYTES store, written as the vector store instruction itself on the device: built
+// from registers of a window with 64-bit indices, the compiler split it into four 4-byte
+// stores (CUDA 13), which halved im2col's rate. (The columns are global memory, whose
+// generic addresses are its global ones.)
+template <typename T, int P>
+GC_FN void store_run(T* at, const Packed<T, P>& value) {
+  static_assert(sizeof(Packed<T, P>) == 16, "runs of 16 bytes");
+#ifdef __CUDA_ARCH__
+  union {
+    Packed<T, P> run;
+    unsigned word[4];
+  } bits{value};
+  asm("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(at), "r"(bits.word[0]),
+      "r"(bits.word[1]), "r"(bits.word[2]), "r"(bits.word[3]) : "memory");
+#else
+  *reinterpret_cast<Packed<T, P>*>(at) = value;
+#endif
 }
 
 // The innermost dim's taps for a run of P grid positions from i (a multiple of P) on, each
@@ -581,12 +562,12 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-template <int V, int J, bool PlanesInner, bool Runs, typename T, typename I, int ND>
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
   const I n = col2im_elements<V, J, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_element<V, J, PlanesInner, Runs>(t, x, columns, bias, image, e);
+    col2im_element<V, J, PlanesInner>(t, x, columns, bias, image, e);
 }
 
 template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
@@ -601,7 +582,7 @@ __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const 
 template <typename T, typename I, int ND>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<1, 1, false, false, T, I>(t, x, columns, bias, image);
+  col2im_all<1, 1, false, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>
@@ -613,13 +594,12 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 // Spans of W outputs along the innermost dim, J spans per thread: index decoding and the
 // outer dims' tap tests are shared by all J W outputs, and with W a multiple of the stride
 // the innermost tap tests fold to constants (see first_span). PlanesInner: see
-// row_position; Runs: see col2im_element.
-template <typename T, typename I, int ND, int W, int J, bool PlanesInner, bool Runs,
-          index_t... V>
+// row_position.
+template <typename T, typename I, int ND, int W, int J, bool PlanesInner, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_all<W, J, PlanesInner, Runs, T, I>(taps, x, columns, bias, image);
+  col2im_all<W, J, PlanesInner, T, I>(taps, x, columns, bias, image);
 }
 
 // W grid positions per thread along the innermost dim, 32 apart, or runs of P positions

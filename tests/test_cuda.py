@@ -498,34 +498,6 @@ def test_packed_im2col(monkeypatch, dtype, kernel, stride, padding, dilation, gr
     assert torch.equal(view.reshape(-1, g.taps, math.prod(grid)).cpu(), im2col(pixels, g, grid))
 
 
-@pytest.mark.parametrize("kernel, stride, padding, dilation, grid", [
-    ((1, 1), (1, 1), (0, 0), (1, 1), (66, 256)),            # the row products' reorder
-    ((3, 1), (2, 1), (1, 4), (1, 1), (9, 96)),
-    ((2, 3, 1), (1, 2, 1), (1, 1, 8), (2, 1, 3), (4, 6, 64))])
-@pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
-def test_col2im_runs(monkeypatch, kernel, stride, padding, dilation, grid, rows_first):
-    """col2im loading and storing 16-byte runs (one tap at stride 1 along the innermost
-    dim), compiled, from columns of both layouts into a poisoned image, with the bias,
-    against the PyTorch path in float64."""
-    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
-    g = Geometry(kernel, stride, padding, dilation)
-    samples, channels, image = 3, 4, g.image_size(grid, (0,) * len(grid))
-    gen = generator("col2im-runs", str(kernel))
-    if rows_first:
-        _, view = rows_outermost(samples, channels, g.taps, grid, CUDA)
-    else:
-        view = torch.empty(samples, channels, g.taps, *grid, device=CUDA)
-    view.copy_(torch.randn(view.shape, generator=gen))
-    bias = torch.randn(channels, generator=gen)
-    out = torch.full((samples * channels, *image), float("nan"), device=CUDA)
-    layouts = _record_layouts(monkeypatch)
-    col2im(view, bias.to(CUDA), g, grid, image, out=out)
-    assert _cuda.Layout(*layouts[-1]).col2im_runs
-    ref = col2im(view.reshape(-1, g.taps, math.prod(grid)).cpu().double(), bias.double(), g,
-                 grid, image)
-    assert rel_error(out, ref) < 1e-6
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
 @pytest.mark.parametrize("kernel, stride, padding, dilation, grid, width", [
     ((3, 3), (1, 1), (1, 1), (1, 1), (9, 96), 99),          # rows not a whole number of runs

@@ -98,51 +98,6 @@ def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
     assert whole[outside].isnan().all()                       # nothing written outside the band
 
 
-# Geometries with one tap at stride 1 along the innermost dim (kernel, stride, padding,
-# dilation): the col2im that loads and stores each span as one 16-byte run
-# (_cuda.col2im_runs), with taps, strides and dilations in the outer dims.
-RUNS = [((1,), (1,), (8,), (1,)), ((1, 1), (1, 1), (0, 0), (1, 1)), ((3, 1), (2, 1), (1, 16), (1, 1)),
-        ((2, 3, 1), (1, 2, 1), (1, 1, 8), (2, 1, 3))]
-
-
-@pytest.mark.parametrize("op", [14, 15], ids=["one-span", "two-spans-per-thread"])
-@pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("geometry", RUNS, ids=str)
-def test_host_col2im_runs_match_torch(harness, geometry, dtype, rows_first, op):
-    g = Geometry(*geometry)
-    samples, channels = 2, 3
-    grid = (*(7, 3)[:g.nd - 1], 48)[-g.nd:]
-    image = (*g.image_size(grid, (0,) * g.nd)[:-1], 32)
-    gen = generator(str(geometry), "col2im-runs", str(dtype))
-    if rows_first and g.nd == 1:
-        pytest.skip("rows outermost leave a 1-D grid's rows strided")
-    shape = rows_outermost(samples, channels, g.taps, grid)[0].shape if rows_first else \
-        (samples * channels, g.taps, math.prod(grid))
-    buffer = torch.randn(shape, generator=gen).to(dtype)
-    view = buffer.movedim(3, 0).movedim(1, 3) if rows_first else blocks(buffer, channels, g.taps, grid)
-    bias = torch.randn(channels, generator=gen).to(dtype)
-    out = torch.full((samples * channels, *image), float("nan"), dtype=dtype)
-    assert _cuda.col2im_runs(g, view, out, g.padding) == (16 // out.element_size() == 4)
-    extent = g.extent_fields(view, out.stride(0), image, g.padding)
-    _run(harness, op, dtype, 0, g, extent, buffer, bias, out)
-    ref = col2im(view.reshape(samples * channels, g.taps, -1).double(), bias.double(), g, grid, image)
-    assert rel_error(out, ref) < DTYPES[dtype][1]
-
-
-def test_col2im_runs_only_where_spans_are_whole_aligned_runs():
-    g = Geometry((3, 1), (1, 1), (1, 8), (1, 1))
-    columns, out = torch.zeros(2, 3, 3, 5, 32), torch.zeros(6, 7, 32)
-    assert _cuda.col2im_runs(g, columns, out, (1, 8))
-    assert not _cuda.col2im_runs(g, columns.double(), out.double(), (1, 8))   # spans of 4, runs of 2
-    assert not _cuda.col2im_runs(g, columns, out, (1, 6))                      # padding
-    assert not _cuda.col2im_runs(g, columns, torch.zeros(6, 7, 30), (1, 8))   # image width
-    assert not _cuda.col2im_runs(g, torch.zeros(2, 3, 3, 5, 30), out, (1, 8))  # grid width
-    assert not _cuda.col2im_runs(g, columns, torch.zeros(6 * 7 * 32 + 1)[1:].view(6, 7, 32), (1, 8))
-    assert not _cuda.col2im_runs(Geometry((3, 3), (1, 1), (1, 8), (1, 1)), columns, out, (1, 8))
-    assert not _cuda.col2im_runs(Geometry((3, 1), (1, 2), (1, 8), (1, 1)), columns, out, (1, 8))
-
-
 def band_rows(whole, band):
     start = (band.data_ptr() - whole.data_ptr()) // (whole.element_size() * whole[0, 0].numel())
     return slice(start, start + band.shape[1])
