@@ -123,6 +123,26 @@ def test_host_im2col_matches_torch(harness, case, dtype, wide, op):
     assert torch.equal(columns, im2col(image, g, grid, padding=padding))   # a copy: exact
 
 
+def _poisoned_columns(g, samples, channels, grid, dtype, rows_first):
+    """A NaN column buffer in the contiguous layout or the row products' (rows outermost),
+    and its view ``(S, C, K, *grid)``."""
+    if rows_first:
+        if g.nd == 1:
+            pytest.skip("rows outermost leave a 1-D grid's rows strided")
+        buffer = rows_outermost(samples, channels, g.taps, grid)[0].to(dtype)
+        return buffer, buffer.movedim(3, 0).movedim(1, 3)
+    buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
+    return buffer, blocks(buffer, channels, g.taps, grid)
+
+
+def _im2col_exactly(harness, op, g, image, grid, buffer, view):
+    """Runs im2col op ``op`` of the harness from ``image (P, *image)`` into ``view`` (over
+    ``buffer``): it must equal the PyTorch path's copy exactly."""
+    extent = g.extent_fields(view, image.stride(0), image.shape[1:], g.padding)
+    _run(harness, op, image.dtype, 0, g, extent, image, None, buffer)
+    assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
+
+
 # Geometries (kernel, stride, padding, dilation) whose im2col copies runs of 16 bytes as one
 # access per tap from a window of the row (_cuda.im2col_pack and im2col_windowed). The
 # innermost padding makes every shift of the window in float32 ((i * stride - padding)
@@ -146,19 +166,10 @@ def test_host_packed_im2col_matches_torch(harness, geometry, dtype, rows_first, 
     grid = (*(7, 3)[:g.nd - 1], 32)[-g.nd:]
     image = torch.randn(samples * channels, *image_size,
                         generator=generator(str(geometry), "packed", str(dtype))).to(dtype)
-    if rows_first:
-        if g.nd == 1:
-            pytest.skip("rows outermost leave a 1-D grid's rows strided")
-        buffer = rows_outermost(samples, channels, g.taps, grid)[0].to(dtype)
-        view = buffer.movedim(3, 0).movedim(1, 3)
-    else:
-        buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
-        view = blocks(buffer, channels, g.taps, grid)
+    buffer, view = _poisoned_columns(g, samples, channels, grid, dtype, rows_first)
     assert _cuda.im2col_windowed(g, image, g.padding)
     assert _cuda.im2col_pack(g, view, True) == 16 // image.element_size()
-    extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
-    _run(harness, op, dtype, 0, g, extent, image, None, buffer)
-    assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
+    _im2col_exactly(harness, op, g, image, grid, buffer, view)
 
 
 # Any geometry: runs of 16 bytes stored as one access, their image elements loaded one by
@@ -179,19 +190,10 @@ def test_host_elementwise_runs_match_torch(harness, geometry, dtype, rows_first,
     grid = (*(7, 3)[:g.nd - 1], 16)[-g.nd:]
     image = torch.randn(samples * channels + 1, *image_size,
                         generator=generator(str(geometry), "runs", str(dtype))).to(dtype)[1:]
-    if rows_first:
-        if g.nd == 1:
-            pytest.skip("rows outermost leave a 1-D grid's rows strided")
-        buffer = rows_outermost(samples, channels, g.taps, grid)[0].to(dtype)
-        view = buffer.movedim(3, 0).movedim(1, 3)
-    else:
-        buffer = torch.full((samples * channels, g.taps, math.prod(grid)), float("nan"), dtype=dtype)
-        view = blocks(buffer, channels, g.taps, grid)
+    buffer, view = _poisoned_columns(g, samples, channels, grid, dtype, rows_first)
     assert not _cuda.im2col_windowed(g, image, g.padding)       # odd rows, and an odd address
     assert _cuda.im2col_pack(g, view, False) == (16 // image.element_size() if g.stride[-1] == 1 else 1)
-    extent = g.extent_fields(view, image.stride(0), image_size, g.padding)
-    _run(harness, op, dtype, 0, g, extent, image, None, buffer)
-    assert torch.equal(view, im2col(image, g, grid).view(view.shape))      # a copy: exact
+    _im2col_exactly(harness, op, g, image, grid, buffer, view)
 
 
 def test_packed_im2col_only_where_runs_are_whole_and_aligned():
