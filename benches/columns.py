@@ -70,6 +70,7 @@ def main():
         for name, value in zip(names, (source, width, planes_inner, rule)):
             setattr(_cuda, name, value)
         _cuda._kernels.cache_clear()
+        _cuda._launches.clear()   # worked out under the previous rules
         print(f"--- {source.name} ({source}), COL2IM_WIDTH {width}, "
               f"PLANES_INNER_MAX_SPANS {planes_inner}, spans per col2im thread "
               f"{spans or 'by rule'}")

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-import numpy as np
 import torch
 
 from .shapes import Geometry
@@ -197,29 +196,58 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     return kernels
 
 
-def _struct(fields: list[int]) -> np.ndarray:
-    # A size-one array is passed to the kernel by value, as a struct of int64 fields.
-    return np.array([tuple(fields)], dtype=_struct_type(len(fields)))
+def _struct(fields: list[int]) -> ctypes.Array:
+    # Passed to the kernel by value: an array of int64s is laid out as a struct of them.
+    return (ctypes.c_int64 * len(fields))(*fields)
 
 
-@functools.cache
-def _struct_type(count: int) -> np.dtype:
-    return np.dtype([(f"f{i}", "<i8") for i in range(count)])
+class Launch(NamedTuple):
+    """What a launch's shapes decide: the arguments of the compiled kernels it takes (see
+    _kernels), its blocks, and its arguments passed by value (with their addresses)."""
+    kernels: tuple
+    blocks: int
+    structs: tuple[ctypes.Array, ...]
+    addresses: tuple[int, ...]
 
 
-def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
-            widths: tuple[int, int], work: int, threads: Callable[[Layout], int],
-            largest_index: int, *tensors: torch.Tensor | None, pack: int = 1,
-            windowed: bool = False, samples_inner: bool = False) -> None:
-    """Launches ``op`` over ``work`` output elements with ``threads(layout)`` threads. The
-    layout, and so the module, is chosen by the innermost grid and image sizes,
-    ``widths``, for both ops, so that a layer's forward and backward share one module; an
-    im2col whose runs of ``pack`` positions can be stored as one access (read from a
-    window of the image row where ``windowed``), or that orders its threads
-    ``samples_inner``, takes a module of its own (the fixed kernels only)."""
-    if work == 0:
-        return
-    fixed = work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
+# The launches a layer makes repeat call after call. Working one out (layout, blocks, the
+# argument structs) took 13-16 us of host time on a CPU, more on the H200's host, where on
+# small problems the GPU waits for it; so each is worked out once per the shapes, strides,
+# dtype, device and alignment of its tensors, its geometry and whether it is specialised.
+# Bounded by MAX_LAUNCHES (then cleared: a process that keeps changing shapes pays the
+# working out again, nothing else). Whoever changes this module's rules clears it.
+_launches: dict[tuple, Launch] = {}
+MAX_LAUNCHES = 4096
+
+
+def _signature(t: torch.Tensor) -> tuple:
+    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % PACK_BYTES == 0
+
+
+def _specialised(g: Geometry, work: int) -> bool:
+    """Whether a launch over ``work`` output elements takes the kernels compiled for its
+    taps (SPECIALIZE_MIN_ELEMENTS, MAX_FIXED_TAPS)."""
+    return work >= SPECIALIZE_MIN_ELEMENTS and g.taps <= MAX_FIXED_TAPS
+
+
+def _launch_for(key: tuple, work_out: Callable[[], Launch]) -> Launch:
+    launch = _launches.get(key)
+    if launch is None:
+        if len(_launches) >= MAX_LAUNCHES:
+            _launches.clear()
+        launch = _launches[key] = work_out()
+    return launch
+
+
+def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int, int],
+          fixed: bool, threads: Callable[[Layout], int], largest_index: int, pack: int = 1,
+          windowed: bool = False, samples_inner: bool = False) -> Launch:
+    """The launch of ``threads(layout)`` threads over tensors like ``like``. The layout, and
+    so the module, is chosen by the innermost grid and image sizes, ``widths``, for both
+    ops, so that a layer's forward and backward share one module; an im2col whose runs of
+    ``pack`` positions can be stored as one access (read from a window of the image row
+    where ``windowed``), or that orders its threads ``samples_inner``, takes a module of
+    its own (the fixed kernels only)."""
     shares = layout(g, *widths, fixed)
     if fixed and pack > 1:
         shares = shares._replace(im2col_positions=1, im2col_pack=pack, im2col_windowed=windowed)
@@ -228,17 +256,23 @@ def _launch(op: str, like: torch.Tensor, g: Geometry, extent: list[int],
     blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
-    kernel = _kernels(like.device.index, like.dtype, g.nd, index,
-                      tuple(g.taps_fields()) if fixed else None, *shares)[op]
+    kernels = (like.device.index, like.dtype, g.nd, index,
+               tuple(g.taps_fields()) if fixed else None, *shares)
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
+    return Launch(kernels, blocks, structs, tuple(map(ctypes.addressof, structs)))
+
+
+def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor | None) -> None:
+    """Launches ``op`` on torch's current stream of ``like``'s device."""
+    kernel = _kernels(*launch.kernels)[op]
     pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
     # cuLaunchKernel reads each argument through a pointer to its value.
-    params = (ctypes.c_void_p * (len(structs) + len(pointers)))(
-        *(s.ctypes.data for s in structs), *(ctypes.addressof(p) for p in pointers))
+    params = (ctypes.c_void_p * (len(launch.addresses) + len(pointers)))(
+        *launch.addresses, *map(ctypes.addressof, pointers))
     with on_device(like.device):
         stream = torch.cuda.current_stream(like.device).cuda_stream
-        _launch_status(driver().cuLaunchKernel(kernel, blocks, 1, 1, BLOCK, 1, 1, 0, stream,
-                                               params, None))
+        _launch_status(driver().cuLaunchKernel(kernel, launch.blocks, 1, 1, BLOCK, 1, 1, 0,
+                                               stream, params, None))
 
 
 def plane_stride(image: torch.Tensor) -> int | None:
@@ -261,47 +295,65 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
            padding: tuple[int, ...]) -> None:
     """``out (P, *image)`` = col2im of ``columns (S, C, K, *grid)`` (any strides, the
     innermost 1), plus ``bias (C,)``."""
+    if out.numel() == 0:
+        return
+    fixed = _specialised(g, out.numel())
+    key = ("col2im", g, padding, fixed, *_signature(columns), *_signature(out))
+    launch = _launch_for(key, lambda: _col2im_plan(columns, out, g, padding, fixed))
+    _launch("col2im", launch, columns, columns, None if bias is None else bias.contiguous(), out)
+
+
+def _col2im_plan(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
+                 padding: tuple[int, ...], fixed: bool) -> Launch:
     image = tuple(out.shape[1:])
     stride = plane_stride(out)
     assert stride is not None, "col2im writes contiguous planes"
     assert columns.stride(-1) == 1 or columns.shape[-1] <= 1, "columns' grid rows are contiguous"
     grid = tuple(columns.shape[3:])
     extent = g.extent_fields(columns, stride, image, padding)
-    bias = None if bias is None else bias.contiguous()
     width = image[-1]
-    rows = out.numel() // width if width else 0
+    rows = out.numel() // width
 
     def threads(shares: Layout) -> int:
         # A row's first span may start before it (col2im.cu's first_span): one more per row.
         spans, run = -(-width // shares.span) + 1, 32 * shares.spans_per_thread
         return rows * (spans if run == 32 else -(-spans // run) * 32)
     planes = columns.shape[0] * columns.shape[1]
-    _launch("col2im", columns, g, extent, (grid[-1], width), out.numel(), threads,
-            max(_reach(columns), planes * stride), columns, bias, out)
+    return _plan(columns, g, extent, (grid[-1], width), fixed, threads,
+                 max(_reach(columns), planes * stride))
 
 
 def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
            padding: tuple[int, ...]) -> None:
     """``out (S, C, K, *grid)`` (any strides, the innermost 1) = im2col of
     ``image_tensor (P, *image)``."""
+    if out.numel() == 0:
+        return
+    if plane_stride(image_tensor) is None:
+        image_tensor = image_tensor.contiguous()
+    fixed = _specialised(g, out.numel())
+    key = ("im2col", g, padding, fixed, *_signature(image_tensor), *_signature(out))
+    launch = _launch_for(key, lambda: _im2col_plan(image_tensor, out, g, padding, fixed))
+    _launch("im2col", launch, image_tensor, image_tensor, out)
+
+
+def _im2col_plan(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
+                 padding: tuple[int, ...], fixed: bool) -> Launch:
     planes, image = image_tensor.shape[0], tuple(image_tensor.shape[1:])
     stride = plane_stride(image_tensor)
-    if stride is None:
-        image_tensor, stride = image_tensor.contiguous(), math.prod(image)
     assert out.stride(-1) == 1 or out.shape[-1] <= 1, "columns' grid rows are contiguous"
     grid = tuple(out.shape[3:])
     extent = g.extent_fields(out, stride, image, padding)
     width = grid[-1]
-    rows = out.numel() // g.taps // width if width else 0
+    rows = out.numel() // g.taps // width
 
     def threads(shares: Layout) -> int:
         span = shares.im2col_positions
         return rows * (-(-width // (32 * span)) * 32 if span > 1 else width // shares.im2col_pack)
     windowed = im2col_windowed(g, image_tensor, padding)
-    _launch("im2col", image_tensor, g, extent, (width, image[-1]), out.numel(), threads,
-            max(_reach(out), planes * stride), image_tensor, out,
-            pack=im2col_pack(g, out, windowed), windowed=windowed,
-            samples_inner=im2col_samples_inner(g, out))
+    return _plan(image_tensor, g, extent, (width, image[-1]), fixed, threads,
+                 max(_reach(out), planes * stride), pack=im2col_pack(g, out, windowed),
+                 windowed=windowed, samples_inner=im2col_samples_inner(g, out))
 
 
 def im2col_pack(g: Geometry, out: torch.Tensor, windowed: bool) -> int:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Iterator, Literal
+from typing import Iterator, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -61,8 +61,10 @@ LAYOUT_TRIAL_ELEMENTS = 1 << 22    # when a's distinct matrices hold at most thi
 LAYOUT_TRIALS = 2                  # runs of each layout; the fastest of each counts
 LAYOUT_GAIN = 0.95                 # the copy is kept where it takes at most this share of the time
 _kept_layouts: dict[tuple, bool] = {}   # product's shape and strides -> a copied or not
-# alpha = 1 and beta = 0, in the compute type's scalar type (cuBLAS reads them from the host).
-_SCALARS = {t: (np.array(1, t), np.array(0, t)) for t in (np.float32, np.float64)}
+# alpha = 1 and beta = 0, in the compute type's scalar type (cuBLAS reads them from the
+# host): the arrays, kept here, and their addresses.
+_SCALAR_ARRAYS = {t: (np.array(1, t), np.array(0, t)) for t in (np.float32, np.float64)}
+_SCALARS = {t: (one.ctypes.data, zero.ctypes.data) for t, (one, zero) in _SCALAR_ARRAYS.items()}
 
 
 def get_float32_precision() -> Float32Precision:
@@ -204,23 +206,46 @@ def _batches(sizes: tuple[int, int], operands: tuple[torch.Tensor, ...]):
     return [([j * s2 for _, s2 in strides], b1, [s1 for s1, _ in strides]) for j in range(b2)]
 
 
-def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
-    layouts = [_layout(t) for t in (a, b)]
-    a, b = (t if lay else t.contiguous() for t, lay in zip((a, b), layouts))
-    (op_a, ld_a), (op_b, ld_b) = (lay or _layout(t) for t, lay in zip((a, b), layouts))
-    c_op, ld_c = _layout(out)
-    assert c_op == _OP_N and out.stride(-1) == 1, "matmul writes row-major outputs"
-    check(max(m, n, k, ld_a, ld_b, ld_c) <= _INT_MAX,
-          lambda: f"a matrix of {m}x{k} @ {k}x{n} exceeds cuBLAS's 32-bit sizes; split the input")
+class _Call(NamedTuple):
+    """One cublasGemmStridedBatchedEx call of a product, but for its pointers: the byte
+    offsets of its first matrices in a, b and out."""
+    offsets: tuple[int, int, int]
+    args: tuple   # (op_b, op_a, n, m, k, ld_b, stride_b, ld_a, stride_a, ld_c, stride_c, count)
 
+
+class _Product(NamedTuple):
+    """How a product of given operand layouts runs on cuBLAS: which operands are first made
+    contiguous (those of no layout cuBLAS reads), the calls, and the compute and data types."""
+    contiguous: tuple[bool, bool]
+    calls: tuple[_Call, ...]
+    types: tuple[int, int, int]   # of b, a and out
+
+
+# A layer's products repeat call after call; working one out took about 10 us of host time
+# on a CPU, more on the H200's host, where small problems wait for it. Keyed by the operands'
+# shapes, strides and dtypes and the compute type; cleared at MAX_PRODUCTS entries.
+_products: dict[tuple, _Product] = {}
+MAX_PRODUCTS = 4096
+
+
+def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     if a.dtype == torch.float64:
-        compute, (one, zero) = _COMPUTE_64F, _SCALARS[np.float64]
+        compute = _COMPUTE_64F
     elif a.dtype == torch.float32 and uses_tf32():
-        compute, (one, zero) = _COMPUTE_32F_FAST_TF32, _SCALARS[np.float32]
+        compute = _COMPUTE_32F_FAST_TF32
     else:
-        compute, (one, zero) = _COMPUTE_32F, _SCALARS[np.float32]
-    sizes = (a.element_size(), b.element_size(), out.element_size())
+        compute = _COMPUTE_32F
+    key = (a.shape, a.stride(), b.shape, b.stride(), out.shape, out.stride(), a.dtype, b.dtype,
+           out.dtype, compute)
+    product = _products.get(key)
+    if product is None:
+        if len(_products) >= MAX_PRODUCTS:
+            _products.clear()
+        product = _products[key] = _plan(a, b, out, compute)
+    a, b = (t.contiguous() if c else t for t, c in zip((a, b), product.contiguous))
+    one, zero = _SCALARS[np.float64 if compute == _COMPUTE_64F else np.float32]
+    pointers = (b.data_ptr(), a.data_ptr(), out.data_ptr())
+    type_b, type_a, type_c = product.types
     lib = _cuda.cublas()
     with _cuda.on_device(out.device):
         # torch's handle for this device, bound to its current stream with a workspace that
@@ -228,16 +253,32 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         # the compute type alone; torch sets its own mode again before its next call.
         handle = torch.cuda.current_blas_handle()
         _status(lib.cublasSetMathMode(handle, _DEFAULT_MATH))
-        for offsets, count, strides in _batches(tuple(out.shape[:2]), (a, b, out)):
-            check(count <= _INT_MAX, "too many matrices in one batch for cuBLAS")
-            pa, pb, pc = (t.data_ptr() + o * s for t, o, s in zip((a, b, out), offsets, sizes))
+        for call in product.calls:
+            op_b, op_a, n, m, k, ld_b, s_b, ld_a, s_a, ld_c, s_c, count = call.args
+            pb, pa, pc = (p + o for p, o in zip(pointers, call.offsets))
             # Row-major C = A @ B is column-major C^T = B^T @ A^T.
             _status(lib.cublasGemmStridedBatchedEx(
-                handle, op_b, op_a, n, m, k, one.ctypes.data,
-                pb, _DATA_TYPE[b.dtype], ld_b, strides[1],
-                pa, _DATA_TYPE[a.dtype], ld_a, strides[0],
-                zero.ctypes.data, pc, _DATA_TYPE[out.dtype], ld_c, strides[2],
-                count, compute, _GEMM_DEFAULT))
+                handle, op_b, op_a, n, m, k, one, pb, type_b, ld_b, s_b, pa, type_a, ld_a, s_a,
+                zero, pc, type_c, ld_c, s_c, count, compute, _GEMM_DEFAULT))
+
+
+def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int) -> _Product:
+    m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
+    layouts = [_layout(t) for t in (a, b)]
+    contiguous = tuple(lay is None for lay in layouts)
+    a, b = (t.contiguous() if c else t for t, c in zip((a, b), contiguous))
+    (op_a, ld_a), (op_b, ld_b) = (_layout(t) for t in (a, b))
+    c_op, ld_c = _layout(out)
+    assert c_op == _OP_N and out.stride(-1) == 1, "matmul writes row-major outputs"
+    check(max(m, n, k, ld_a, ld_b, ld_c) <= _INT_MAX,
+          lambda: f"a matrix of {m}x{k} @ {k}x{n} exceeds cuBLAS's 32-bit sizes; split the input")
+    calls = []
+    for offsets, count, strides in _batches(tuple(out.shape[:2]), (b, a, out)):
+        check(count <= _INT_MAX, "too many matrices in one batch for cuBLAS")
+        calls.append(_Call(
+            tuple(o * t.element_size() for o, t in zip(offsets, (b, a, out))),
+            (op_b, op_a, n, m, k, ld_b, strides[0], ld_a, strides[1], ld_c, strides[2], count)))
+    return _Product(contiguous, tuple(calls), tuple(_DATA_TYPE[t.dtype] for t in (b, a, out)))
 
 
 def _status(code: int) -> None:

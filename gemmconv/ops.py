@@ -439,7 +439,11 @@ def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
     custom ``op(input, weight, bias, *settings)``; an unbatched input runs as a batch of one."""
     batched = input.unsqueeze(0) if a.unbatched else input
     if _eager(input, weight, bias):
-        out = _Eager.apply(batched, weight, bias, a, forward, backward)
+        if torch.is_grad_enabled() and any(t is not None and t.requires_grad
+                                           for t in (input, weight, bias)):
+            out = _Eager.apply(batched, weight, bias, a, forward, backward)
+        else:   # nothing to differentiate: the Function's bookkeeping would be host time only
+            out = forward(batched, weight, bias, a)
     else:
         out = op(batched, weight, bias, *settings)
     return out.squeeze(0) if a.unbatched else out

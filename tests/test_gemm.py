@@ -1,4 +1,7 @@
 """The GEMM layer's CPU path, its cuBLAS call planning, and the float32 precision policy."""
+import contextlib
+import ctypes
+
 import pytest
 import torch
 
@@ -154,3 +157,70 @@ def test_torch_policy_follows_torch_convolution_flag_without_changing_it():
     finally:
         conv.fp32_precision = before
     assert gemm.torch_convolutions_use_tf32() is (before == "tf32")
+
+
+class _HostBlas:
+    """cublasGemmStridedBatchedEx carried out on host memory, for float64 operands on the
+    CPU: the calls _cublas_matmul issues, run as cuBLAS defines them (column-major, op_T
+    transposes), so that the planned offsets, leading dimensions and strides are checked
+    by the results they give."""
+
+    def __init__(self):
+        self.calls = []
+
+    def cublasSetMathMode(self, handle, mode):
+        return 0
+
+    def cublasGemmStridedBatchedEx(self, handle, op_a, op_b, m, n, k, alpha, pa, ta, lda, sa,
+                                   pb, tb, ldb, sb, beta, pc, tc, ldc, sc, count, compute, algo):
+        self.calls.append((pa, pb, pc))
+        assert (ta, tb, tc) == (gemm._DATA_TYPE[torch.float64],) * 3 and \
+            compute == gemm._COMPUTE_64F
+
+        def matrix(pointer, rows, cols, ld, op):   # column-major (rows x cols), then op
+            reach = (cols - 1) * ld + rows
+            t = torch.frombuffer((ctypes.c_double * reach).from_address(pointer),
+                                 dtype=torch.float64)
+            t = t.as_strided((cols, rows), (ld, 1)).t()
+            return t.t() if op == gemm._OP_T else t
+        for i in range(count):
+            a = matrix(pa + 8 * i * sa, *((m, k) if op_a == gemm._OP_N else (k, m)), lda, op_a)
+            b = matrix(pb + 8 * i * sb, *((k, n) if op_b == gemm._OP_N else (n, k)), ldb, op_b)
+            matrix(pc + 8 * i * sc, m, n, ldc, gemm._OP_N).copy_(a @ b)
+        return 0
+
+
+@pytest.fixture
+def host_blas(monkeypatch):
+    from gemmconv import _cuda
+    blas = _HostBlas()
+    monkeypatch.setattr(_cuda, "cublas", lambda: blas)
+    monkeypatch.setattr(_cuda, "on_device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_blas_handle", lambda: 0)
+    monkeypatch.setattr(gemm, "_products", {})
+    return blas
+
+
+@pytest.mark.parametrize("b1, b2, broadcast_a, transpose_b, copy_b", [
+    (3, 2, False, False, False), (4, 3, True, False, False), (2, 5, True, True, False),
+    (5, 1, False, True, False), (2, 3, False, False, True)])
+def test_planned_cublas_calls_compute_the_product_and_are_reused(
+        host_blas, b1, b2, broadcast_a, transpose_b, copy_b):
+    """The cuBLAS calls are worked out once per operand layout: a second product of the same
+    layouts on fresh tensors runs the kept plan at the new addresses, and gives its own
+    product; an operand cuBLAS cannot read (copy_b: every other column) is copied first."""
+    for attempt in range(2):
+        a, b = _operands(b1, b2, 5, 4, 6, broadcast_a, transpose_b)
+        if copy_b:
+            b = torch.randn(b1, b2, 4, 12, dtype=torch.float64)[..., ::2]
+        out = torch.full((b1, b2, 5, 6), float("nan"), dtype=torch.float64)
+        host_blas.calls.clear()
+        gemm._cublas_matmul(a, b, out)
+        assert rel_error(out, torch.matmul(a, b)) < 1e-14
+        assert len(gemm._products) == 1
+        assert all(pc >= out.data_ptr() for _, _, pc in host_blas.calls)
+    out_t = torch.empty(b1, b2, 6, 5, dtype=torch.float64).transpose(-1, -2)
+    with pytest.raises(AssertionError, match="row-major"):
+        gemm._cublas_matmul(a, b, out_t)
+    gemm._cublas_matmul(a, b, torch.empty(b1, b2, 5, 8, dtype=torch.float64)[..., :6])
+    assert len(gemm._products) == 2     # another output stride: another plan

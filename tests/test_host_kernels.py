@@ -320,3 +320,70 @@ def test_host_columns_in_any_order(harness, case, op):
         ref = col2im(view.reshape(-1, g.taps, math.prod(case.size)).double(),
                      None if bias is None else bias.double(), g, case.size, case.output_size)
         assert rel_error(image, ref) < 1e-6
+
+
+class _Driver:
+    """cuLaunchKernel, recording each launch: kernel, blocks, and each argument's first 8
+    bytes (a pointer's value, or a struct's first field)."""
+
+    def __init__(self):
+        self.launches = []
+
+    def cuLaunchKernel(self, kernel, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        values = [ctypes.c_int64.from_address(params[i]).value for i in range(len(params))]
+        self.launches.append((kernel, gx, values))
+        return 0
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    """_cuda's launches on CPU tensors, into a recording driver, with fresh plans."""
+    import contextlib
+    import types
+    fake = _Driver()
+    monkeypatch.setattr(_cuda, "driver", lambda: fake)
+    monkeypatch.setattr(_cuda, "_kernels", lambda *args: {"col2im": hash(args), "im2col": -hash(args)})
+    monkeypatch.setattr(_cuda, "on_device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(_cuda, "_launches", {})
+    return fake
+
+
+def test_launches_are_worked_out_once_per_layout(driver, monkeypatch):
+    """A launch's kernel, blocks and structs are worked out once per the shapes, strides,
+    dtype, alignment and specialisation of its tensors: the same layout again launches the
+    same kernel on the new tensors' addresses; another output stride, another alignment or
+    another specialisation is worked out afresh."""
+    g = Geometry((3, 3), (2, 1), (1, 1), (1, 2))
+    grid, image = (5, 16), g.image_size((5, 16), (0, 0))
+    fresh = lambda: (torch.rand(2, 3, 9, *grid), torch.rand(3), torch.empty(6, *image))
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    for _ in range(2):
+        columns, bias, out = fresh()
+        _cuda.col2im(columns, bias, out, g, g.padding)
+        *_, values = driver.launches[-1]
+        assert values[-3:] == [columns.data_ptr(), bias.data_ptr(), out.data_ptr()]
+        (launch,) = _cuda._launches.values()
+        assert list(launch.structs[0]) == g.extent_fields(columns, math.prod(image), image,
+                                                            g.padding)
+    assert len(_cuda._launches) == 1 and driver.launches[0][:2] == driver.launches[1][:2]
+    _cuda.col2im(columns, None, out, g, g.padding)
+    assert driver.launches[-1][2][-2] == 0 and len(_cuda._launches) == 1   # no bias
+    apart = torch.empty(6, math.prod(image) + 8)[:, :math.prod(image)].unflatten(1, image)
+    _cuda.col2im(columns, bias, apart, g, g.padding)      # planes further apart
+    assert len(_cuda._launches) == 2
+    assert list(_cuda._launches.values())[-1].structs[0][2] == math.prod(image) + 8
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 1 << 40)
+    _cuda.col2im(columns, bias, out, g, g.padding)
+    assert len(_cuda._launches) == 3 and driver.launches[-1][0] != driver.launches[0][0]
+    generic = list(_cuda._launches.values())[-1]
+    assert list(generic.structs[0]) == g.taps_fields()     # the generic kernel's Taps
+
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    g = Geometry(*PACKED[1])
+    aligned, shifted = torch.zeros(6, 4, 16), torch.zeros(6 * 4 * 16 + 1)[1:].view(6, 4, 16)
+    for image in (aligned, shifted, torch.zeros(6, 4, 16)):
+        _cuda.im2col(image, torch.empty(6, 3, 7, 32), g, g.padding)
+    kernels = [k for k, _, _ in driver.launches[-3:]]
+    assert kernels[0] != kernels[1] and kernels[2] == kernels[0]     # windows where aligned
+    assert len(_cuda._launches) == 5
