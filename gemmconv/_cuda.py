@@ -3,7 +3,8 @@
 Imported only when a CUDA tensor arrives. Kernels are compiled by NVRTC once per process
 for each (device, dtype, number of spatial dims, index width, and the layer's taps where a
 launch is large enough to specialise) and launched on PyTorch's current stream of the
-tensors' own device. The GEMM layer (gemm.py) calls the cuBLAS library torch loaded.
+tensors' own device; what a launch's shapes decide is worked out once per layout of its
+tensors (Launch). The GEMM layer (gemm.py) calls the cuBLAS library torch loaded.
 """
 from __future__ import annotations
 
@@ -221,6 +222,7 @@ MAX_LAUNCHES = 4096
 
 
 def _signature(t: torch.Tensor) -> tuple:
+    """What a launch's plan depends on, of one of its tensors."""
     return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % PACK_BYTES == 0
 
 

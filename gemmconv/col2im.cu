@@ -240,7 +240,7 @@ GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], cons
       const I row = next_tap * static_cast<I>(x.column_tap) + cell;
       // In 1-D, loads from a pointer to the tap's row: 89 -> 99% of copy on 1d-strided's
       // col2im. With outer dims that pointer cost 2-9% (more taps, each its own 64-bit
-      // address), so there the offset stays an integer up to the load (NOTES changes 38, 46).
+      // address), so there the offset stays an integer up to the load (NOTES changes 38, 47).
       const T* tap_row = columns + (ND == 1 ? row : I(0));
       const I at = ND == 1 ? I(0) : row;
       const I stride = static_cast<I>(t.stride[D]);

@@ -1,7 +1,8 @@
 """The GEMM layer: batched matrix products on cuBLAS (CUDA) or torch.matmul (CPU).
 
 On CUDA it calls cublasGemmStridedBatchedEx itself (ctypes, Linux) with torch's cuBLAS
-handle, so it runs on torch's current stream and inside CUDA-graph capture.
+handle, so it runs on torch's current stream and inside CUDA-graph capture. The calls of a
+product are worked out once per layout of its operands (_plan) and then only given pointers.
 
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
@@ -215,7 +216,7 @@ class _Call(NamedTuple):
 
 class _Product(NamedTuple):
     """How a product of given operand layouts runs on cuBLAS: which operands are first made
-    contiguous (those of no layout cuBLAS reads), the calls, and the compute and data types."""
+    contiguous (those of no layout cuBLAS reads), the calls, and the data types."""
     contiguous: tuple[bool, bool]
     calls: tuple[_Call, ...]
     types: tuple[int, int, int]   # of b, a and out
@@ -263,6 +264,8 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
 
 
 def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int) -> _Product:
+    """The cuBLAS calls of ``out = a @ b`` for operands of these shapes, strides and dtypes
+    (checked here, once per layout, against cuBLAS's 32-bit sizes)."""
     m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
     layouts = [_layout(t) for t in (a, b)]
     contiguous = tuple(lay is None for lay in layouts)

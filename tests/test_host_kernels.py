@@ -5,12 +5,14 @@ library launches must compile) into a shared library whose entry point runs the 
 per-element functions on the CPU. Its results must match the PyTorch path in
 gemmconv/columns.py over many geometries and all four dtypes.
 """
+import contextlib
 import ctypes
 import dataclasses
 import math
 import os
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -338,8 +340,6 @@ class _Driver:
 @pytest.fixture
 def driver(monkeypatch):
     """_cuda's launches on CPU tensors, into a recording driver, with fresh plans."""
-    import contextlib
-    import types
     fake = _Driver()
     monkeypatch.setattr(_cuda, "driver", lambda: fake)
     monkeypatch.setattr(_cuda, "_kernels", lambda *args: {"col2im": hash(args), "im2col": -hash(args)})
