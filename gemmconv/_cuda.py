@@ -365,10 +365,8 @@ def im2col_pack(g: Geometry, out: torch.Tensor, windowed: bool) -> int:
     the innermost dim or where the image rows allow ``windowed`` runs. (The kernels take
     any stride, but strided runs loaded element by element measured 4-8% slower than one
     position a thread on the H200.)"""
-    pack = PACK_BYTES // out.element_size()
-    sizes = (out.shape[-1], *out.stride()[:-1])
-    aligned = out.data_ptr() % PACK_BYTES == 0 and all(s % pack == 0 for s in sizes)
-    return pack if aligned and (g.stride[-1] == 1 or windowed) else 1
+    aligned = _whole_runs(out)
+    return PACK_BYTES // out.element_size() if aligned and (g.stride[-1] == 1 or windowed) else 1
 
 
 def im2col_windowed(g: Geometry, image: torch.Tensor, padding: tuple[int, ...]) -> bool:
@@ -379,9 +377,15 @@ def im2col_windowed(g: Geometry, image: torch.Tensor, padding: tuple[int, ...]) 
     multiples of the run, so that each run of the row lies all inside it or all outside."""
     pack = PACK_BYTES // image.element_size()
     reach = -padding[-1] % pack + (pack - 1) * g.stride[-1] + (g.kernel_size[-1] - 1) * g.dilation[-1]
-    sizes = (image.shape[-1], *image.stride()[:-1])
-    return -(-(reach + 1) // pack) <= WINDOW_RUNS and image.data_ptr() % PACK_BYTES == 0 and \
-        all(s % pack == 0 for s in sizes)
+    return -(-(reach + 1) // pack) <= WINDOW_RUNS and _whole_runs(image)
+
+
+def _whole_runs(t: torch.Tensor) -> bool:
+    """Whether ``t``'s innermost size, its other strides and its address are whole runs of
+    PACK_BYTES, so that its rows split into aligned runs."""
+    pack = PACK_BYTES // t.element_size()
+    sizes = (t.shape[-1], *t.stride()[:-1])
+    return t.data_ptr() % PACK_BYTES == 0 and all(s % pack == 0 for s in sizes)
 
 
 def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:

@@ -155,8 +155,7 @@ def _kept_layout(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.T
         else None
     if distinct is None:
         return a
-    key = (out.device, a.dtype, b.dtype, out.dtype, uses_tf32(), *(
-        (tuple(t.shape), t.stride()) for t in (a, b, out)))
+    key = (out.device, *_product_key(_compute_type(a.dtype), a, b, out))
     copy = _kept_layouts.get(key)
     if copy is None:
         if torch.are_deterministic_algorithms_enabled() or torch.cuda.is_current_stream_capturing():
@@ -229,15 +228,22 @@ _products: dict[tuple, _Product] = {}
 MAX_PRODUCTS = 4096
 
 
+def _compute_type(dtype: torch.dtype) -> int:
+    """The cuBLAS compute type of products of ``dtype`` operands under the current policy."""
+    if dtype == torch.float64:
+        return _COMPUTE_64F
+    return _COMPUTE_32F_FAST_TF32 if dtype == torch.float32 and uses_tf32() else _COMPUTE_32F
+
+
+def _product_key(compute: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
+    """What a product's cuBLAS calls, and so their speed, depend on: the compute type and the
+    operands' shapes, strides and dtypes."""
+    return (compute, *((t.shape, t.stride(), t.dtype) for t in (a, b, out)))
+
+
 def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    if a.dtype == torch.float64:
-        compute = _COMPUTE_64F
-    elif a.dtype == torch.float32 and uses_tf32():
-        compute = _COMPUTE_32F_FAST_TF32
-    else:
-        compute = _COMPUTE_32F
-    key = (a.shape, a.stride(), b.shape, b.stride(), out.shape, out.stride(), a.dtype, b.dtype,
-           out.dtype, compute)
+    compute = _compute_type(a.dtype)
+    key = _product_key(compute, a, b, out)
     product = _products.get(key)
     if product is None:
         if len(_products) >= MAX_PRODUCTS:

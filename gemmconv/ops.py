@@ -194,8 +194,8 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
         dense = grad_weight.new_zeros(1, groups * cin, groups * m)
         _add_weight_grad(dense, x.view(x.shape[0], 1, groups * cin, x.shape[3]),
                          columns.reshape(n, 1, groups * m, band), n0, start)
-        blocks = dense.view(groups, cin, groups, m).diagonal(dim1=0, dim2=2)   # (C_in/G, M, G)
-        grad_weight += blocks.permute(2, 0, 1)
+        diagonal = dense.view(groups, cin, groups, m).diagonal(dim1=0, dim2=2)   # (C_in/G, M, G)
+        grad_weight += diagonal.permute(2, 0, 1)
         return
     tiles = n * groups * -(-cin // 128) * -(-m // 128)
     pieces = 1 if 2 * tiles >= SPLIT_TARGET_TILES else \
@@ -307,13 +307,13 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
                                             for n0, n1, i0, i1 in chunks), default=0))
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
-            blocks = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
+            buffer = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
             cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
                         (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
-                        out=blocks[:, :m].unflatten(1, (a.out_channels // groups, g.taps)))
+                        out=buffer[:, :m].unflatten(1, (a.out_channels // groups, g.taps)))
             if ones:
-                blocks[:, m:].fill_(1)
-            columns = blocks.view(n, groups, m + ones, band)
+                buffer[:, m:].fill_(1)
+            columns = buffer.view(n, groups, m + ones, band)
             if need[0]:
                 gemm.matmul(weight.expand(n, -1, -1, -1), columns,
                             grad_input[n0:n1, ..., i0 * inner:i1 * inner])
