@@ -95,15 +95,15 @@ def float32_precision(precision: Float32Precision) -> Iterator[None]:
 def torch_convolutions_use_tf32() -> bool:
     """Whether torch's cuDNN convolutions run float32 on TF32 tensor cores right now."""
     backends = torch.backends
-    conv = getattr(backends.cudnn, "conv", None)
-    if conv is None or not hasattr(conv, "fp32_precision"):
+    precision = getattr(getattr(backends.cudnn, "conv", None), "fp32_precision", None)
+    if precision is None:
         return bool(backends.cudnn.allow_tf32)
     # Newer torch: the most specific setting other than "none" wins.
-    for level in (conv, backends.cudnn, backends):
-        precision = getattr(level, "fp32_precision", "none")
+    for level in (backends.cudnn, backends):
         if precision != "none":
-            return precision == "tf32"
-    return False
+            break
+        precision = getattr(level, "fp32_precision", "none")
+    return precision == "tf32"
 
 
 def uses_tf32() -> bool:
@@ -126,7 +126,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         return out.zero_()
     if not out.is_cuda:
         return out.copy_(torch.matmul(a.to(out.dtype), b.to(out.dtype)))
-    _cublas_matmul(_kept_layout(a, b, out), b, out)
+    _call(_product(a, b, out), a, b, out)
     return out
 
 
@@ -147,21 +147,22 @@ def _other_layout(a: torch.Tensor, distinct: torch.Tensor) -> torch.Tensor:
     return distinct.transpose(-1, -2).contiguous().transpose(-1, -2).expand(a.shape)
 
 
-def _kept_layout(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """``a`` in the layout kept for this product's shape (see the module docs), timing both
-    layouts first where none is kept yet."""
+def _layout_choice(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool | None:
+    """Whether this product runs on ``a`` copied into the other layout (see the module docs),
+    timing both layouts first where no choice is kept yet; None where it runs on ``a`` as
+    passed for now only (no choice kept, and none can be made at the moment)."""
     m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
     distinct = _distinct(a) if 2 * m * n * k * math.prod(out.shape[:-2]) >= LAYOUT_TRIAL_FLOPS \
         else None
     if distinct is None:
-        return a
+        return False
     key = (out.device, *_product_key(_compute_type(a.dtype), a, b, out))
     copy = _kept_layouts.get(key)
     if copy is None:
         if torch.are_deterministic_algorithms_enabled() or torch.cuda.is_current_stream_capturing():
-            return a
+            return None
         copy = _kept_layouts[key] = _other_is_faster(a, _other_layout(a, distinct), b, out)
-    return _other_layout(a, distinct) if copy else a
+    return copy
 
 
 def _other_is_faster(a: torch.Tensor, other: torch.Tensor, b: torch.Tensor,
@@ -214,16 +215,20 @@ class _Call(NamedTuple):
 
 
 class _Product(NamedTuple):
-    """How a product of given operand layouts runs on cuBLAS: which operands are first made
-    contiguous (those of no layout cuBLAS reads), the calls, and the data types."""
+    """How a product of given operand layouts runs on cuBLAS: whether ``a`` is first copied
+    into the other layout (_layout_choice), which operands are then made contiguous (those
+    of no layout cuBLAS reads), the calls, the data types and the compute type."""
+    copied: bool
     contiguous: tuple[bool, bool]
     calls: tuple[_Call, ...]
     types: tuple[int, int, int]   # of b, a and out
+    compute: int
 
 
 # A layer's products repeat call after call; working one out took about 10 us of host time
-# on a CPU, more on the H200's host, where small problems wait for it. Keyed by the operands'
-# shapes, strides and dtypes and the compute type; cleared at MAX_PRODUCTS entries.
+# on a CPU, more on the H200's host, where small problems wait for it. Keyed by whether the
+# layout of ``a`` is chosen, the device, the compute type and the operands' shapes, strides
+# and dtypes; cleared at MAX_PRODUCTS entries.
 _products: dict[tuple, _Product] = {}
 MAX_PRODUCTS = 4096
 
@@ -241,15 +246,36 @@ def _product_key(compute: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     return (compute, *((t.shape, t.stride(), t.dtype) for t in (a, b, out)))
 
 
-def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+def _product(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+             choose_layout: bool = True) -> _Product:
+    """The plan of ``out = a @ b``, remembered per layout of the operands; with
+    ``choose_layout``, ``a`` in the layout _layout_choice keeps (not remembered while no
+    choice can be made), else ``a`` as passed."""
     compute = _compute_type(a.dtype)
-    key = _product_key(compute, a, b, out)
+    key = (choose_layout, out.device, *_product_key(compute, a, b, out))
     product = _products.get(key)
     if product is None:
-        if len(_products) >= MAX_PRODUCTS:
-            _products.clear()
-        product = _products[key] = _plan(a, b, out, compute)
+        copied = _layout_choice(a, b, out) if choose_layout else False
+        product = _plan(_other_layout(a, _distinct(a)) if copied else a, b, out, compute,
+                        bool(copied))
+        if copied is not None:
+            if len(_products) >= MAX_PRODUCTS:
+                _products.clear()
+            _products[key] = product
+    return product
+
+
+def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """``out = a @ b`` on cuBLAS with ``a`` in the layout passed."""
+    _call(_product(a, b, out, choose_layout=False), a, b, out)
+
+
+def _call(product: _Product, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """Runs ``product``'s cuBLAS calls on these operands (of the layouts it was planned for)."""
+    if product.copied:
+        a = _other_layout(a, _distinct(a))
     a, b = (t.contiguous() if c else t for t, c in zip((a, b), product.contiguous))
+    compute = product.compute
     one, zero = _SCALARS[np.float64 if compute == _COMPUTE_64F else np.float32]
     pointers = (b.data_ptr(), a.data_ptr(), out.data_ptr())
     type_b, type_a, type_c = product.types
@@ -269,9 +295,11 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
                 zero, pc, type_c, ld_c, s_c, count, compute, _GEMM_DEFAULT))
 
 
-def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int) -> _Product:
+def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int,
+          copied: bool = False) -> _Product:
     """The cuBLAS calls of ``out = a @ b`` for operands of these shapes, strides and dtypes
-    (checked here, once per layout, against cuBLAS's 32-bit sizes)."""
+    (checked here, once per layout, against cuBLAS's 32-bit sizes); ``a`` is the copy where
+    ``copied``."""
     m, n, k = out.shape[-2], out.shape[-1], a.shape[-1]
     layouts = [_layout(t) for t in (a, b)]
     contiguous = tuple(lay is None for lay in layouts)
@@ -287,7 +315,8 @@ def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int) -> 
         calls.append(_Call(
             tuple(o * t.element_size() for o, t in zip(offsets, (b, a, out))),
             (op_b, op_a, n, m, k, ld_b, strides[0], ld_a, strides[1], ld_c, strides[2], count)))
-    return _Product(contiguous, tuple(calls), tuple(_DATA_TYPE[t.dtype] for t in (b, a, out)))
+    return _Product(copied, contiguous, tuple(calls),
+                    tuple(_DATA_TYPE[t.dtype] for t in (b, a, out)), compute)
 
 
 def _status(code: int) -> None:

@@ -16,15 +16,16 @@ backward), so autograd, ``torch.compile`` and fake tensors see one opaque op eac
 calls on plain tensors run the same functions through one ``torch.autograd.Function``
 (``_Eager``), which costs a fraction of the ops' host-side dispatch.
 """
+import functools
 import math
-from typing import List, Optional, Sequence, Union
+from typing import List, NamedTuple, Optional, Sequence, Union
 
 import torch
 
 from . import columns as cols
 from . import gemm
-from .shapes import (ConvTransposeArgs, Geometry, IntOrTuple, blocks, check, conv_args,
-                     conv_transpose_args, expand, fold_geometry, row_chunks)
+from .shapes import (PLAIN_TENSORS, ConvTransposeArgs, Geometry, IntOrTuple, Split, blocks,
+                     check, conv_args, conv_transpose_args, expand, fold_geometry)
 
 # 4 GiB: on the H200 forwards ran up to 12% faster than at 1 GiB (fewer, larger chunks;
 # none slower), and torch's cuDNN calls take up to about as much (benches/NOTES.md).
@@ -53,6 +54,36 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
                                padding, output_padding, groups, dilation)
 
 
+class _ForwardPlan(NamedTuple):
+    """A forward's route (shapes.Split, and whether by row products), its chunks
+    (ConvTransposeArgs.forward_chunks or row_product_chunks) and the workspace elements the
+    largest chunk needs."""
+    split: Split
+    by_rows: bool
+    chunks: tuple
+    workspace: int
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_plan(a: ConvTransposeArgs, gathered: tuple, by_rows: bool, element_size: int,
+                  limit: int) -> _ForwardPlan:
+    """The plan of a forward, once per call shape: working it out costs a few microseconds of
+    host time, which small calls wait for."""
+    split = a.split(gathered)
+    if by_rows:
+        chunks = a.row_product_chunks(limit, element_size, split)
+        per_row, halo = split.overlap_row_elements
+        positions = math.prod(split.grid[1:])
+        workspace = max((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
+                        for n0, n1, _, _, i0, i1 in chunks)
+    else:
+        chunks = a.forward_chunks(limit, element_size, split)
+        row_elements = split.column_elements(a.groups) // split.grid[0]   # both buffers, a grid row
+        workspace = max(((n1 - n0) * (i1 - i0) * row_elements for n0, n1, _, _, i0, i1 in chunks),
+                        default=0)
+    return _ForwardPlan(split, by_rows, tuple(chunks), workspace)
+
+
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
              a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None,
              by_rows: bool = False) -> torch.Tensor:
@@ -61,9 +92,10 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     by default the route that moves the fewest bytes (ConvTransposeArgs.route)."""
     if gathered is None:
         gathered, by_rows = a.route()
-    split = a.split(gathered)
+    plan = _forward_plan(a, tuple(gathered), by_rows, x.element_size(), _workspace_limit)
+    split = plan.split
     if by_rows:
-        return _forward_by_rows(x, weight, bias, a, split)
+        return _forward_by_rows(x, weight, bias, a, plan)
     if split.direct:
         return _forward_by_im2col(x, weight, bias, a)
     groups, gather = a.groups, split.gather
@@ -72,12 +104,9 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     out = x.new_empty(a.output_shape)
     planes = out.view(a.batch * a.out_channels, *a.image)
     x = x.contiguous()
-    chunks = a.forward_chunks(_workspace_limit, x.element_size(), split)
-    row_elements = split.column_elements(groups) // split.grid[0]   # both buffers, a grid row
-    workspace = x.new_empty(max(((n1 - n0) * (i1 - i0) * row_elements
-                                 for n0, n1, _, _, i0, i1 in chunks), default=0))
+    workspace = x.new_empty(plan.workspace)
     weight_t = None
-    for n0, n1, o0, o1, i0, i1 in chunks:
+    for n0, n1, o0, o1, i0, i1 in plan.chunks:
         n, band = n1 - n0, (i1 - i0) * inner
         if gather:             # the gathered columns follow the GEMM's output in the workspace
             gathered_columns = cols.im2col(
@@ -85,6 +114,8 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                 padding=gather.band_padding(0, i0),
                 out=workspace[n * groups * m * band:n * groups * (m + rows) * band],
             ).view(n, groups, rows, band)
+        elif n == a.batch and band == cells:   # the whole input: no slices to take
+            gathered_columns = x.view(n, groups, rows, cells)
         else:
             gathered_columns = x.view(a.batch, groups, rows, cells)[n0:n1, ..., i0 * inner:i1 * inner]
         if weight_t is None:   # regrouped once the first gather is queued: the GPU starts meanwhile
@@ -99,7 +130,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
 
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                     a: ConvTransposeArgs, split) -> torch.Tensor:
+                     a: ConvTransposeArgs, plan: _ForwardPlan) -> torch.Tensor:
     """The forward along ``split`` (one group, :attr:`shapes.Split.overlaps`) with the outer
     dim's ``k0`` taps carried by the GEMM rather than gathered. Per band of ``R`` grid rows
     (``Ka'`` = the inner gathered taps, ``L'`` = prod(inner grid), ``K = k0 C_in Ka'``):
@@ -112,6 +143,7 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     ``K x N L'`` matrix, and neighbouring rows' matrices overlap: the outer taps cost no
     column bytes, and each product is N L' columns wide (per-sample products of one row
     each, ``L'`` wide, run cuBLAS's batched GEMM far below its rate; NOTES change 28)."""
+    split = plan.split
     gather, scatter, k0 = split.gather, split.scatter, split.gather.kernel_size[0]
     inner_gather = Geometry((1, *gather.kernel_size[1:]), gather.stride, gather.padding,
                             gather.dilation)
@@ -121,12 +153,9 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     out = x.new_empty(a.output_shape)
     planes = out.view(a.batch * cout, *a.image)
     x = x.contiguous()
-    chunks = a.row_product_chunks(_workspace_limit, x.element_size(), split)
-    per_row, halo = split.overlap_row_elements
-    workspace = x.new_empty(max(((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
-                                 for n0, n1, _, _, i0, i1 in chunks), default=0))
+    workspace = x.new_empty(plan.workspace)
     w = None
-    for n0, n1, o0, o1, i0, i1 in chunks:
+    for n0, n1, o0, o1, i0, i1 in plan.chunks:
         n, r = n1 - n0, i1 - i0      # r = 0 where no tap reaches the band: col2im adds the bias
         width = n * positions                          # columns of each row product
         gathered = workspace[:(r + k0 - 1) * cin * ka * width].view(r + k0 - 1, cin, ka, n, *inner)
@@ -150,6 +179,8 @@ def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Te
     rows (input channel, gathered taps flipped), columns (output channel, other taps). With
     nothing gathered this is a view of the weight."""
     nd, groups = a.geometry.nd, a.groups
+    if not any(split.gathered):
+        return weight.reshape(1, groups, split.gather_rows, split.scatter_rows)
     dims = range(nd)
     kept = [d for d in dims if not split.gathered[d]]
     taken = [d for d in dims if split.gathered[d]]
@@ -427,10 +458,10 @@ class _Eager(torch.autograd.Function):
 
 def _eager(*tensors: Optional[torch.Tensor]) -> bool:
     """Whether a call may take _Eager: not while torch.compile traces it (which needs the
-    opaque ops), and only on plain CPU or CUDA tensors (fake and meta tensors need the ops'
-    fake implementations)."""
+    opaque ops), and only on plain CPU or CUDA tensors or Parameters (fake and meta tensors
+    need the ops' fake implementations, other subclasses their own dispatch)."""
     return not torch.compiler.is_compiling() and all(
-        t is None or type(t) is torch.Tensor and t.device.type in ("cpu", "cuda") for t in tensors)
+        t is None or type(t) in PLAIN_TENSORS and t.device.type in ("cpu", "cuda") for t in tensors)
 
 
 def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,

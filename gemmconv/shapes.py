@@ -402,6 +402,74 @@ def _check_sizes(input: torch.Tensor, weight: torch.Tensor, spatial: Sequence[in
           f"{list(input.shape)}")
 
 
+# Checked calls, remembered per signature (see _remembered); cleared at this many.
+MAX_SIGNATURES = 4096
+# Tensors whose shape, dtype and device are all the checks and kernels need to know of them.
+PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+class _Unremembered(Exception):
+    """An argument outside what _signature keys on."""
+
+
+def _setting(value):
+    """What the argument checks read of a setting: an int, string or None itself, a tuple or
+    list of ints as a tuple. Anything else (bools, floats, SymInts, tensors, other sequences)
+    raises _Unremembered."""
+    kind = type(value)
+    if kind is int or kind is str or value is None:
+        return value
+    if (kind is tuple or kind is list) and all(type(v) is int for v in value):
+        return tuple(value)
+    raise _Unremembered
+
+
+def _tensor(value):
+    """What the argument checks read of a tensor argument: a plain tensor's shape, dtype and
+    device; None. Anything else raises _Unremembered."""
+    if value is None:
+        return None
+    if type(value) in PLAIN_TENSORS:
+        return value.shape, value.dtype, value.device
+    raise _Unremembered
+
+
+def _signature(op: str, nd: int, tensors: tuple, settings: tuple, named: dict) -> tuple | None:
+    """A call's arguments as a key of everything the checks read, or None where they read
+    more (see _setting and _tensor) or torch.compile is tracing (its sizes may be symbolic)."""
+    if torch.compiler.is_compiling():
+        return None
+    try:
+        return (op, nd, *map(_tensor, tensors), *map(_setting, settings),
+                *((name, _setting(v)) for name, v in named.items()))
+    except _Unremembered:
+        return None
+
+
+def _remembered(checks: Callable[..., ConvTransposeArgs]) -> Callable[..., ConvTransposeArgs]:
+    """``checks`` (conv_transpose_args or conv_args) run once per call signature: the
+    ConvTransposeArgs of a call whose arguments _signature keys on come from the first call
+    like it. The checks cost about 10 us of host time, more than a small layer's kernels;
+    a call that fails them is not remembered, so it fails again each time."""
+    remembered: dict[tuple, ConvTransposeArgs] = {}
+
+    @functools.wraps(checks)
+    def checked(op: str, nd: int, input, weight, bias, *settings, **named) -> ConvTransposeArgs:
+        key = _signature(op, nd, (input, weight, bias), settings, named)
+        if key is None:
+            return checks(op, nd, input, weight, bias, *settings, **named)
+        a = remembered.get(key)
+        if a is None:
+            if len(remembered) >= MAX_SIGNATURES:
+                remembered.clear()
+            a = remembered[key] = checks(op, nd, input, weight, bias, *settings, **named)
+        return a
+
+    checked.remembered = remembered
+    return checked
+
+
+@_remembered
 def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
                         bias: torch.Tensor | None, stride: IntOrTuple, padding: IntOrTuple,
                         output_padding: IntOrTuple, groups: int,
@@ -453,6 +521,7 @@ def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Ten
                              out_channels, grid, image, unbatched)
 
 
+@_remembered
 def conv_args(op: str, nd: int, input: torch.Tensor, weight: torch.Tensor,
               bias: torch.Tensor | None, stride: IntOrTuple, padding: IntOrTuple | str,
               dilation: IntOrTuple, groups: int) -> ConvTransposeArgs:

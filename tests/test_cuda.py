@@ -182,6 +182,7 @@ def _weight_product(dtype, key):
 def test_weight_in_either_layout(monkeypatch, faster, dtype):
     monkeypatch.setattr(gemm, "_kept_layouts", {})
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    monkeypatch.setattr(gemm, "_products", {})
     monkeypatch.setattr(gemm, "_other_is_faster", lambda *args: faster)
     a, b, out, ref = _weight_product(dtype, f"{faster}{dtype}")
     with gemmconv.float32_precision("ieee"):
@@ -193,6 +194,7 @@ def test_weight_in_either_layout(monkeypatch, faster, dtype):
 def test_layout_timed_on_the_gpu_then_kept(monkeypatch):
     monkeypatch.setattr(gemm, "_kept_layouts", {})
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    monkeypatch.setattr(gemm, "_products", {})
     a, b, out, ref = _weight_product(torch.float32, "timed")
     first = gemm.matmul(a, b, out).clone()
     assert len(gemm._kept_layouts) == 1 and rel_error(first, ref) < 5e-3

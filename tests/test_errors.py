@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import ConvArgumentError, columns, gemm
+from gemmconv import ConvArgumentError, columns, gemm, shapes
 
 X, W = (4, 4, 5, 5), (4, 3, 3, 3)          # a valid conv_transpose2d call: input, weight shapes
 BAD = [
@@ -88,3 +88,34 @@ def test_non_tensor_argument(no_work):
 def test_bool_is_not_an_int(no_work):
     with pytest.raises(ConvArgumentError, match="stride"):
         gemmconv.conv_transpose2d(torch.randn(X), torch.randn(W), stride=(True, 1))
+
+
+def test_checks_are_remembered_per_signature_and_bad_calls_still_fail(monkeypatch):
+    """A good call's checked arguments serve later calls of its signature; a call differing
+    in anything the checks read (a bool or float for an int, a dtype, a device, a shape)
+    is checked afresh and fails as it would have."""
+    runs = []
+    check_tensors = shapes._check_tensors
+    monkeypatch.setattr(shapes, "_check_tensors", lambda *a: runs.append(a) or check_tensors(*a))
+    shapes.conv_transpose_args.remembered.clear()
+    good = dict(stride=(2, 1), padding=1)
+    for _ in range(2):
+        out = gemmconv.conv_transpose2d(torch.randn(X), torch.randn(W), **good)
+        assert out.shape == F.conv_transpose2d(torch.randn(X), torch.randn(W), **good).shape
+    assert len(runs) == 1
+    bad = [
+        ((X, W, torch.float32, "cpu", {"stride": (True, 1), "padding": 1}), "list of 2 values"),
+        ((X, W, torch.float32, "cpu", {"stride": (2.0, 1), "padding": 1}), "list of 2 values"),
+        ((X, W, torch.float32, "meta", good), "Expected all tensors to be on the same device"),
+        (((4, 3, 5, 5), W, torch.float32, "cpu", good), "to have 4 channels, but got 3"),
+        ((X, W, torch.float16, "cpu", good), "Input type (torch.float32) and weight type"),
+    ]
+    for (x, w, dtype, device, kw), message in bad:
+        for _ in range(2):                       # not remembered: fails the second time too
+            with pytest.raises(ConvArgumentError, match=re.escape(message)):
+                gemmconv.conv_transpose2d(torch.randn(x), torch.randn(w, dtype=dtype, device=device), **kw)
+    args = ("conv_transpose2d", 2, torch.randn(X), torch.randn(W), None, (2, 1), 1, 0, 1, 1)
+    assert shapes.conv_transpose_args(*args) is shapes.conv_transpose_args(*args)
+    signature = lambda *settings: shapes._signature(*args[:2], args[2:5], settings, {})
+    assert signature(*args[5:]) is not None
+    assert signature(torch.tensor(2), *args[6:]) is None and signature(2.0, *args[6:]) is None

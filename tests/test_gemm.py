@@ -90,10 +90,12 @@ def test_vectors_strided_and_large_operands_keep_their_layout(monkeypatch):
 
 @pytest.fixture
 def trials(monkeypatch):
-    """gemm._kept_layout on the CPU: no stream capture, every product large enough, and a
-    recorded stand-in for the timing that answers `faster`."""
+    """gemm._product's choice of layout on the CPU: no stream capture, every product large
+    enough, nothing remembered yet, and a recorded stand-in for the timing that answers
+    `faster`."""
     calls = []
     monkeypatch.setattr(gemm, "_kept_layouts", {})
+    monkeypatch.setattr(gemm, "_products", {})
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
 
@@ -104,18 +106,25 @@ def trials(monkeypatch):
     return timed
 
 
+def _reads_a_as(product) -> int:
+    """How the planned cuBLAS calls read ``a``: _OP_N row-major, _OP_T column-major."""
+    return product.calls[0].args[1]
+
+
 @pytest.mark.parametrize("faster", [False, True])
 def test_layout_is_timed_once_per_shape_and_then_kept(trials, faster):
     calls = trials(faster)
     a, b = _column_major_weight(), torch.randn(8, 3, 4, 6, dtype=torch.float64)
     out = torch.empty(8, 3, 5, 6, dtype=torch.float64)
     for _ in range(3):
-        kept = gemm._kept_layout(a, b, out)
-        assert torch.equal(kept, a)
-        assert gemm._layout(kept)[0] == (gemm._OP_N if faster else gemm._OP_T)
+        product = gemm._product(a, b, out)
+        assert product.copied is faster
+        assert _reads_a_as(product) == (gemm._OP_N if faster else gemm._OP_T)
     assert calls == [(0, 20, 4, 1)]                      # a row-major copy, timed once
-    gemm._kept_layout(a[:, :2], b[:, :2], out[:, :2])   # another shape: timed again
+    gemm._product(a[:, :2], b[:, :2], out[:, :2])       # another shape: timed again
     assert len(calls) == 2
+    unchosen = gemm._product(a, b, out, choose_layout=False)
+    assert not unchosen.copied and _reads_a_as(unchosen) == gemm._OP_T and len(calls) == 2
 
 
 def test_layout_is_not_timed_for_small_products_or_deterministic_algorithms(trials, monkeypatch):
@@ -123,15 +132,18 @@ def test_layout_is_not_timed_for_small_products_or_deterministic_algorithms(tria
     a, b = _column_major_weight(), torch.randn(8, 3, 4, 6, dtype=torch.float64)
     out = torch.empty(8, 3, 5, 6, dtype=torch.float64)
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 2 * 8 * 3 * 5 * 6 * 4 + 1)
-    assert gemm._kept_layout(a, b, out) is a
+    assert gemm._layout_choice(a, b, out) is False and not gemm._product(a, b, out).copied
+    monkeypatch.setattr(gemm, "_products", {})
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        assert gemm._kept_layout(a, b, out) is a
+        assert gemm._layout_choice(a, b, out) is None
+        assert not gemm._product(a, b, out).copied
     finally:
         torch.use_deterministic_algorithms(before)
-    assert calls == [] and gemm._kept_layouts == {}
+    assert calls == [] and gemm._kept_layouts == {} and gemm._products == {}   # none kept
+    assert gemm._product(a, b, out).copied and len(calls) == 1    # chosen once it can be
 
 
 def test_precision_policy_setting_and_context():

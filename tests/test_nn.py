@@ -85,3 +85,23 @@ def test_swapped_model_loads_old_checkpoint():
 def test_non_zero_padding_mode_is_rejected_like_torch():
     with pytest.raises(ValueError, match="zeros"):
         gemmconv.nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect")
+
+
+@pytest.mark.parametrize("module", ["ConvTranspose2d", "Conv2d"])
+def test_modules_skip_the_custom_ops_dispatch(monkeypatch, module):
+    """A module's Parameters are plain tensors to gemmconv: eager calls take ops._Eager,
+    forward and backward, not the custom ops' dispatch (tens of microseconds a call)."""
+    def refuse(*args):
+        raise AssertionError("the custom op ran")
+    for name in ("_conv_transpose_op", "_conv_op"):
+        monkeypatch.setattr(gemmconv.ops, name, refuse)
+    theirs = getattr(torch.nn, module)(3, 4, 3, stride=2).double()
+    ours = gemmconv.convert(torch.nn.Sequential(getattr(torch.nn, module)(3, 4, 3, stride=2)),
+                            types=(getattr(torch.nn, module),))[0].double()
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(2, 3, 7, 6, dtype=torch.float64)
+    mine, ref = ours(x), theirs(x)
+    assert rel_error(mine, ref) < 1e-12
+    mine.square().sum().backward()
+    ref.square().sum().backward()
+    assert rel_error(ours.weight.grad, theirs.weight.grad) < 1e-12
