@@ -8,6 +8,8 @@ the measured time. Reports microseconds per call over back-to-back calls; --prof
 where gemmconv's host time goes (cProfile, by own time and by cumulative time).
 """
 import argparse
+import contextlib
+import copy
 import cProfile
 import pstats
 import time
@@ -47,6 +49,15 @@ def main():
         theirs = lambda: getattr(F, f"conv_transpose{nd}d")(x, w, b, **kwargs)
         print(f"{nd}-D {kwargs}: torch {per_call_us(theirs):6.1f} us, "
               f"gemmconv {per_call_us(ours):6.1f} us per call", flush=True)
+        # The same call through modules, whose weight and bias are Parameters, with autograd
+        # recording (the training forward) and without.
+        module = getattr(torch.nn, f"ConvTranspose{nd}d")(
+            x_shape[1], w_shape[1] * kwargs.get("groups", 1), w_shape[2:], **kwargs).cuda()
+        swapped = gemmconv.convert(torch.nn.Sequential(copy.deepcopy(module)))
+        for mode, context in (("no_grad", torch.no_grad), ("grad", contextlib.nullcontext)):
+            with context():
+                print(f"    modules, {mode}: torch {per_call_us(lambda: module(x)):6.1f} us, "
+                      f"gemmconv {per_call_us(lambda: swapped(x)):6.1f} us per call", flush=True)
         if args.profile:
             profiler = cProfile.Profile()
             profiler.runcall(lambda: [ours() for _ in range(200)])

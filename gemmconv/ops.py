@@ -13,8 +13,9 @@ Backward: ``columns = im2col(grad_output)``; ``grad_input = weight @ columns``;
 
 The operators are ``torch.library`` custom ops (``gemmconv::conv_transpose`` and its
 backward), so autograd, ``torch.compile`` and fake tensors see one opaque op each. Eager
-calls on plain tensors run the same functions through one ``torch.autograd.Function``
-(``_Eager``), which costs a fraction of the ops' host-side dispatch.
+calls on plain tensors and Parameters run the same functions through one
+``torch.autograd.Function`` (``_Eager``), which costs a fraction of the ops' host-side
+dispatch.
 """
 import functools
 import math
@@ -434,8 +435,8 @@ _register_autograd(_conv_transpose_op, _conv_transpose_backward_op)
 
 
 class _Eager(torch.autograd.Function):
-    """The custom ops' autograd without their dispatch, for plain tensors outside
-    torch.compile: ``apply(input, weight, bias, a, forward, backward)`` with the op's
+    """The custom ops' autograd without their dispatch, for plain tensors and Parameters
+    outside torch.compile: ``apply(input, weight, bias, a, forward, backward)`` with the op's
     checked arguments ``a``, ``forward(input, weight, bias, a)`` and
     ``backward(grad_output, input, weight, a, output_mask)``, the functions the ops run.
     The ops' Python dispatch and autograd wrappers cost about 90 us of host time a forward
