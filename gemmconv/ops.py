@@ -326,9 +326,6 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
     assert not (ones and need[1]), "the bias rows serve the input gradient alone"
     grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
     x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
-    weight = weight.contiguous().view(1, groups, cin, m)
-    if ones:
-        weight = torch.cat([weight, _bias_columns(bias, groups, ones)], -1)
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
     grad_input = grad_out.new_empty((a.batch, groups, cin, cells)) if need[0] else empty()
@@ -337,6 +334,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size(), ones)
         workspace = grad_out.new_empty(max(((n1 - n0) * groups * (m + ones) * (i1 - i0) * inner
                                             for n0, n1, i0, i1 in chunks), default=0))
+        operand = None
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
             buffer = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
@@ -346,8 +344,14 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
             if ones:
                 buffer[:, m:].fill_(1)
             columns = buffer.view(n, groups, m + ones, band)
+            if need[0] and operand is None:
+                # Built once the first im2col is queued, so that the GPU starts meanwhile
+                # (the bias columns take several small kernels).
+                operand = weight.contiguous().view(1, groups, cin, m)
+                if ones:
+                    operand = torch.cat([operand, _bias_columns(bias, groups, ones)], -1)
             if need[0]:
-                gemm.matmul(weight.expand(n, -1, -1, -1), columns,
+                gemm.matmul(operand.expand(n, -1, -1, -1), columns,
                             grad_input[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)

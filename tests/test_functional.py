@@ -391,3 +391,18 @@ def test_convolution_bias_rides_in_the_gemm(monkeypatch, dtype, in_channels):
     tolerance = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 2e-2)
     ref = torch.nn.functional.conv1d(x, w, b, padding=1)
     assert (out.double() - ref).norm() / ref.norm() < tolerance
+
+
+def test_first_im2col_is_queued_before_the_bias_columns_are_built(monkeypatch):
+    """A convolution with a bias queues its first im2col before building the GEMM's weight
+    operand with the bias columns (several small kernels), so that the GPU starts meanwhile."""
+    order = []
+    for module, name in ((gemmconv.columns, "im2col"), (ops, "_bias_columns")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k:
+                            order.append(name) or real(*a, **k))
+    x, w, b = (torch.randn(shape, dtype=torch.float64, generator=generator("order", shape))
+               for shape in ((2, 3, 8, 8), (4, 3, 3, 3), (4,)))
+    out = gemmconv.conv2d(x, w, b, padding=1)
+    assert rel_error(out, torch.nn.functional.conv2d(x, w, b, padding=1)) < 1e-12
+    assert order == ["im2col", "_bias_columns"]
