@@ -132,7 +132,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                      a: ConvTransposeArgs, plan: _ForwardPlan) -> torch.Tensor:
-    """The forward along ``split`` (one group, :attr:`shapes.Split.overlaps`) with the outer
+    """The forward along ``plan.split`` (one group, :attr:`shapes.Split.overlaps`) with the outer
     dim's ``k0`` taps carried by the GEMM rather than gathered. Per band of ``R`` grid rows
     (``Ka'`` = the inner gathered taps, ``L'`` = prod(inner grid), ``K = k0 C_in Ka'``):
 
