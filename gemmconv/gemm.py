@@ -243,7 +243,8 @@ def _compute_type(dtype: torch.dtype) -> int:
 def _product_key(compute: int, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple:
     """What a product's cuBLAS calls, and so their speed, depend on: the compute type and the
     operands' shapes, strides and dtypes."""
-    return (compute, *((t.shape, t.stride(), t.dtype) for t in (a, b, out)))
+    return (compute, a.shape, a.stride(), a.dtype, b.shape, b.stride(), b.dtype,
+            out.shape, out.stride(), out.dtype)
 
 
 def _product(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,

@@ -19,7 +19,7 @@ dispatch.
 """
 import functools
 import math
-from typing import List, NamedTuple, Optional, Sequence, Union
+from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 import torch
 
@@ -102,11 +102,9 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     groups, gather = a.groups, split.gather
     rows, m, cells = split.gather_rows, split.scatter_rows, math.prod(split.grid)
     inner = cells // split.grid[0]
-    out = x.new_empty(a.output_shape)
-    planes = out.view(a.batch * a.out_channels, *a.image)
     x = x.contiguous()
     workspace = x.new_empty(plan.workspace)
-    weight_t = None
+    w = out = None
     for n0, n1, o0, o1, i0, i1 in plan.chunks:
         n, band = n1 - n0, (i1 - i0) * inner
         if gather:             # the gathered columns follow the GEMM's output in the workspace
@@ -119,15 +117,22 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
             gathered_columns = x.view(n, groups, rows, cells)
         else:
             gathered_columns = x.view(a.batch, groups, rows, cells)[n0:n1, ..., i0 * inner:i1 * inner]
-        if weight_t is None:   # regrouped once the first gather is queued: the GPU starts meanwhile
-            weight_t = _split_weight(weight, a, split).transpose(-1, -2)
-        columns = workspace[:n * groups * m * band].view(n, groups, m, band)
-        gemm.matmul(weight_t.expand(n, -1, -1, -1), gathered_columns, columns)
+        if w is None:   # regrouped once the first gather is queued: the GPU starts meanwhile
+            w = _split_weight(weight, a, split)
+        # One as_strided each, as every step of a view costs microseconds of host time before
+        # the GEMM starts: the weight (1, G, rows, m) transposed and broadcast over the
+        # samples, and the GEMM's output at the front of the workspace.
+        columns = workspace.as_strided((n, groups, m, band), (groups * m * band, m * band, band, 1))
+        gemm.matmul(w.as_strided((n, groups, m, rows), (0, rows * m, 1, m)),
+                    gathered_columns, columns)
+        if out is None:        # allocated once the first GEMM is queued, likewise
+            out = x.new_empty(a.output_shape)
+            planes = out.view(a.batch * a.out_channels, *a.image)
         cols.col2im(columns.view(n * a.out_channels, split.scatter.taps, band), bias,
                     split.scatter, (i1 - i0, *split.grid[1:]), (o1 - o0, *a.image[1:]),
                     out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                     padding=split.scatter.band_padding(o0, i0))
-    return out
+    return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -151,20 +156,21 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     cin, cout, kb = a.in_channels, a.out_channels, scatter.taps
     ka, m, inner = inner_gather.taps, split.scatter_rows, split.grid[1:]
     k, positions = k0 * cin * ka, math.prod(inner)
-    out = x.new_empty(a.output_shape)
-    planes = out.view(a.batch * cout, *a.image)
     x = x.contiguous()
     workspace = x.new_empty(plan.workspace)
-    w = None
+    w = out = None
     for n0, n1, o0, o1, i0, i1 in plan.chunks:
         n, r = n1 - n0, i1 - i0      # r = 0 where no tap reaches the band: col2im adds the bias
         width = n * positions                          # columns of each row product
         gathered = workspace[:(r + k0 - 1) * cin * ka * width].view(r + k0 - 1, cin, ka, n, *inner)
         cols.im2col(x[n0:n1].view(n * cin, *a.grid), inner_gather, (r + k0 - 1, *inner),
                     padding=inner_gather.band_padding(0, i0), out=gathered.movedim(3, 0).movedim(1, 3))
-        if w is None:   # regrouped once the first gather is queued: the GPU starts meanwhile
-            # (ci, k0, ka) rows, as _split_weight gives them, reordered to (k0, ci, ka).
+        if w is None:   # regrouped, and the output allocated, once the first gather is queued:
+            # the GPU starts meanwhile. (ci, k0, ka) rows, as _split_weight gives them,
+            # reordered to (k0, ci, ka).
             w = _split_weight(weight, a, split).view(cin, k0, ka, m).transpose(0, 1).reshape(k, m).t()
+            out = x.new_empty(a.output_shape)
+            planes = out.view(a.batch * cout, *a.image)
         operands = gathered.as_strided((1, r, k, width), (0, cin * ka * width, width, 1),
                                        gathered.storage_offset())
         products = workspace[gathered.numel():gathered.numel() + r * m * width].view(1, r, m, width)
@@ -172,23 +178,23 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         cols.col2im(products.view(r, cout, kb, n, *inner).movedim(3, 0).movedim(1, 3), bias,
                     scatter, (r, *inner), (o1 - o0, *a.image[1:]),
                     out=planes[n0 * cout:n1 * cout, o0:o1], padding=scatter.band_padding(o0, i0))
-    return out
+    return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:
     """The weight as the GEMM of ``split`` reads it: ``(1, G, C_in / G * Ka, C_out / G * Kb)``,
-    rows (input channel, gathered taps flipped), columns (output channel, other taps). With
-    nothing gathered this is a view of the weight."""
+    contiguous, rows (input channel, gathered taps flipped), columns (output channel, other
+    taps). With nothing gathered and a contiguous weight this is a view of it."""
     nd, groups = a.geometry.nd, a.groups
     if not any(split.gathered):
-        return weight.reshape(1, groups, split.gather_rows, split.scatter_rows)
+        return weight.contiguous().view(1, groups, split.gather_rows, split.scatter_rows)
     dims = range(nd)
     kept = [d for d in dims if not split.gathered[d]]
     taken = [d for d in dims if split.gathered[d]]
     w = weight.flip([2 + d for d in taken]) if taken else weight
     w = w.view(groups, a.in_channels // groups, a.out_channels // groups, *a.geometry.kernel_size)
     w = w.permute(0, 1, *[3 + d for d in taken], 2, *[3 + d for d in kept])
-    return w.reshape(1, groups, split.gather_rows, split.scatter_rows)
+    return w.reshape(1, groups, split.gather_rows, split.scatter_rows).contiguous()
 
 
 # Split-K for the weight gradient: a band's positions are cut into pieces of at least this
@@ -266,21 +272,26 @@ def _bias_grad(grad: torch.Tensor) -> torch.Tensor:
         grad.new_zeros(grad.shape[1])
 
 
-def _as_convolution(a: ConvTransposeArgs, weight: torch.Tensor):
+@functools.lru_cache(maxsize=256)
+def _adjoint(a: ConvTransposeArgs) -> ConvTransposeArgs:
     """At stride 1 the transposed convolution ``a`` is the convolution of its input with the
-    flipped kernel: (the transposed convolution that convolution is the adjoint of, as
-    shapes.conv_args gives it; the convolution's weight ``(C_out, C_in / G, *kernel)``)."""
-    conv, groups, nd = a.convolution, a.groups, a.geometry.nd
+    flipped kernel (_convolution_weight): the transposed convolution that convolution is the
+    adjoint of, as shapes.conv_args gives it."""
+    return ConvTransposeArgs(a.convolution, a.output_padding, a.groups, a.batch, a.out_channels,
+                             a.in_channels, a.image, a.grid, False)
+
+
+def _convolution_weight(weight: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
+    """The weight of _adjoint's convolution, ``(C_out, C_in / G, *kernel)``: ``weight``'s
+    kernel flipped, its channels swapped within each group."""
+    groups, nd = a.groups, a.geometry.nd
     cin, cout = a.in_channels // groups, a.out_channels // groups
     w = weight.flip(list(range(2, 2 + nd))).view(groups, cin, cout, *a.geometry.kernel_size)
-    w = w.transpose(1, 2).reshape(a.out_channels, cin, *a.geometry.kernel_size)
-    adjoint = ConvTransposeArgs(conv, a.output_padding, groups, a.batch, a.out_channels,
-                                a.in_channels, a.image, a.grid, False)
-    return adjoint, w
+    return w.transpose(1, 2).reshape(a.out_channels, cin, *a.geometry.kernel_size)
 
 
 def _from_convolution_weight(grad: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
-    """A gradient for _as_convolution's weight, in the transposed convolution's layout."""
+    """A gradient for _convolution_weight, in the transposed convolution's layout."""
     groups, nd = a.groups, a.geometry.nd
     cin, cout = a.in_channels // groups, a.out_channels // groups
     grad = grad.view(groups, cout, cin, *a.geometry.kernel_size).transpose(1, 2)
@@ -292,26 +303,27 @@ def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     """Stride 1 only, as a convolution: ``output = flipped weight @ im2col(input)``. Its
     columns ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out
     per output position against input position, which can be fewer bytes."""
-    adjoint, w = _as_convolution(a, weight)
-    return _conv_forward(x, w, bias, adjoint)
+    # The flipped weight is built once the first im2col is queued (see _backward).
+    return _conv_forward(x, functools.partial(_convolution_weight, weight, a), bias, _adjoint(a))
 
 
 def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                         a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     """The backward of _forward_by_im2col, on the same smaller columns: the convolution's
     backward (_conv_backward), its weight gradient brought back to our layout."""
-    adjoint, w = _as_convolution(a, weight)
+    adjoint, w = _adjoint(a), _convolution_weight(weight, a)
     grad_input, grad_weight, grad_bias = _conv_backward(grad_out, x, w, adjoint, need)
     if need[1]:
         grad_weight = _from_convolution_weight(grad_weight, a)
     return [grad_input, grad_weight, grad_bias]
 
 
-def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.Tensor,
-              a: ConvTransposeArgs, need: List[bool],
-              bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
+def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
+              weight: Union[torch.Tensor, Callable[[], torch.Tensor]], a: ConvTransposeArgs,
+              need: List[bool], bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
     """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
-    only). Its input gradient is also the forward pass of the convolution ``a`` is the
+    only, ``weight`` for the input's, or a function making it, called once the first im2col
+    is queued). Its input gradient is also the forward pass of the convolution ``a`` is the
     adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds through the GEMM:
     each sample's and group's columns get rows of ones, the weight columns that sum to the
     bias (_bias_columns). That costs a few rows in the columns where adding the bias to the
@@ -328,7 +340,8 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
     x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-    grad_input = grad_out.new_empty((a.batch, groups, cin, cells)) if need[0] else empty()
+    input_shape = (a.batch, groups, cin, cells)
+    grad_input = None if need[0] else empty()   # allocated with the operand (below)
     grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size(), ones)
@@ -345,9 +358,11 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
                 buffer[:, m:].fill_(1)
             columns = buffer.view(n, groups, m + ones, band)
             if need[0] and operand is None:
-                # Built once the first im2col is queued, so that the GPU starts meanwhile
-                # (the bias columns take several small kernels).
-                operand = weight.contiguous().view(1, groups, cin, m)
+                # Built, and the input gradient allocated, once the first im2col is queued,
+                # so that the GPU starts meanwhile (the bias columns take several small kernels).
+                grad_input = grad_out.new_empty(input_shape)
+                operand = (weight() if callable(weight) else weight).contiguous().view(
+                    1, groups, cin, m)
                 if ones:
                     operand = torch.cat([operand, _bias_columns(bias, groups, ones)], -1)
             if need[0]:
@@ -355,6 +370,8 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor], weight: torch.T
                             grad_input[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
+    if grad_input is None:   # no chunks: no samples
+        grad_input = grad_out.new_empty(input_shape)
     grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else empty())
@@ -466,7 +483,7 @@ def _eager(*tensors: Optional[torch.Tensor]) -> bool:
     opaque ops), and only on plain CPU or CUDA tensors or Parameters (fake and meta tensors
     need the ops' fake implementations, other subclasses their own dispatch)."""
     return not torch.compiler.is_compiling() and all(
-        t is None or type(t) in PLAIN_TENSORS and t.device.type in ("cpu", "cuda") for t in tensors)
+        t is None or type(t) in PLAIN_TENSORS and (t.is_cuda or t.is_cpu) for t in tensors)
 
 
 def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
@@ -553,8 +570,8 @@ def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, sam
                      dilation, groups)
 
 
-def _conv_forward(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                  a: ConvTransposeArgs) -> torch.Tensor:
+def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], torch.Tensor]],
+                  bias: Optional[torch.Tensor], a: ConvTransposeArgs) -> torch.Tensor:
     return _backward(input, None, weight, a, [True, False, False], bias)[0].view(
         a.batch, a.in_channels, *a.grid)
 

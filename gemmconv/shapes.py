@@ -300,7 +300,7 @@ class Split:
     gather_rows: int
     scatter_rows: int
 
-    @property
+    @functools.cached_property   # read on every forward call
     def direct(self) -> bool:
         """Whether col2im has nothing left to do, so that the GEMM can write the output
         itself: every dim gathered, or left with kernel 1, stride 1 and no padding."""

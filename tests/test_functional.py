@@ -406,3 +406,47 @@ def test_first_im2col_is_queued_before_the_bias_columns_are_built(monkeypatch):
     out = gemmconv.conv2d(x, w, b, padding=1)
     assert rel_error(out, torch.nn.functional.conv2d(x, w, b, padding=1)) < 1e-12
     assert order == ["im2col", "_bias_columns"]
+
+
+@pytest.mark.parametrize("route", [((False,), False), ((True, False), True)],
+                         ids=["GEMM + col2im", "row products"])
+def test_first_kernel_is_queued_before_the_output_is_allocated(monkeypatch, route):
+    """A forward queues its first kernel (the GEMM, or the row products' im2col) before it
+    allocates the output, so that the GPU starts while the host does that."""
+    nd = len(route[0])
+    x, w, b = (torch.randn(shape, dtype=torch.float64, generator=generator("alloc", shape))
+               for shape in ((2, 3, *[9] * nd), (3, 4, *[3] * nd), (4,)))
+    kw = dict(stride=2, padding=1, dilation=2) if nd == 1 else {}
+    a = ops.conv_transpose_args(f"conv_transpose{nd}d", nd, x, w, b, kw.get("stride", 1),
+                                kw.get("padding", 0), 0, 1, kw.get("dilation", 1))
+    order = []
+    for module, name in ((gemmconv.columns, "im2col"), (ops.gemm, "matmul")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k:
+                            order.append(name) or real(*a, **k))
+    real_new_empty = torch.Tensor.new_empty
+
+    def new_empty(t, size, **k):
+        order.append("output" if size == a.output_shape else "buffer")
+        return real_new_empty(t, size, **k)
+    monkeypatch.setattr(torch.Tensor, "new_empty", new_empty)
+    out = ops._forward(x, w, b, a, *route)
+    assert rel_error(out, TORCH[nd](x, w, b, **kw)) < 1e-12
+    first = "matmul" if route[1] is False else "im2col"
+    assert order.index(first) < order.index("output") and order.count("output") == 1
+
+
+def test_first_im2col_is_queued_before_the_flipped_weight_is_built(monkeypatch):
+    """The im2col route (a stride-1 transposed convolution as a convolution) queues its first
+    im2col before it flips the weight, so that the GPU starts meanwhile."""
+    order = []
+    for module, name in ((gemmconv.columns, "im2col"), (ops, "_convolution_weight")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k:
+                            order.append(name) or real(*a, **k))
+    x, w, b = (torch.randn(shape, dtype=torch.float64, generator=generator("flip", shape))
+               for shape in ((2, 3, 20), (3, 4, 3), (4,)))
+    a = ops.conv_transpose_args("conv_transpose1d", 1, x, w, b, 1, 0, 0, 1, 3)
+    out = ops._forward(x, w, b, a, (True,), False)
+    assert rel_error(out, torch.nn.functional.conv_transpose1d(x, w, b, dilation=3)) < 1e-12
+    assert order == ["im2col", "_convolution_weight"]

@@ -12,7 +12,6 @@ import math
 import os
 import shutil
 import subprocess
-import types
 from pathlib import Path
 
 import pytest
@@ -344,7 +343,7 @@ def driver(monkeypatch):
     monkeypatch.setattr(_cuda, "driver", lambda: fake)
     monkeypatch.setattr(_cuda, "_kernels", lambda *args: {"col2im": hash(args), "im2col": -hash(args)})
     monkeypatch.setattr(_cuda, "on_device", lambda device: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
     monkeypatch.setattr(_cuda, "_launches", {})
     return fake
 
