@@ -422,8 +422,8 @@ def test_first_kernel_is_queued_before_the_output_is_allocated(monkeypatch, rout
     order = []
     for module, name in ((gemmconv.columns, "im2col"), (ops.gemm, "matmul")):
         real = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k:
-                            order.append(name) or real(*a, **k))
+        monkeypatch.setattr(module, name, lambda *args, real=real, name=name, **kwargs:
+                            order.append(name) or real(*args, **kwargs))
     real_new_empty = torch.Tensor.new_empty
 
     def new_empty(t, size, **k):
@@ -432,7 +432,7 @@ def test_first_kernel_is_queued_before_the_output_is_allocated(monkeypatch, rout
     monkeypatch.setattr(torch.Tensor, "new_empty", new_empty)
     out = ops._forward(x, w, b, a, *route)
     assert rel_error(out, TORCH[nd](x, w, b, **kw)) < 1e-12
-    first = "matmul" if route[1] is False else "im2col"
+    first = "im2col" if route[1] else "matmul"
     assert order.index(first) < order.index("output") and order.count("output") == 1
 
 
