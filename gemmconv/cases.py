@@ -134,6 +134,7 @@ EDGE = [
     _c("3d-asymmetric", 2, 2, 4, (2, 3, 1), (3, 4, 5), stride=(1, 2, 3), padding=(1, 0, 0),
        output_padding=(0, 1, 2), dilation=(2, 1, 1), groups=2),
     _c("empty-batch", 0, 4, 6, (3, 3), (5, 5), stride=2, groups=2),
+    _c("empty-batch-rows", 0, 4, 4, (3, 3), (40, 6)),   # a shape whose batches take row products
     _c("unbatched-2d", 1, 3, 4, (3, 2), (4, 5), stride=2, unbatched=True),
     _c("unbatched-1d", 1, 2, 3, 3, 6, padding=1, unbatched=True),
     _c("no-bias-3d", 2, 3, 3, (2, 2, 2), (3, 3, 3), stride=2, bias=False),

@@ -75,8 +75,8 @@ def _forward_plan(a: ConvTransposeArgs, gathered: tuple, by_rows: bool, element_
         chunks = a.row_product_chunks(limit, element_size, split)
         per_row, halo = split.overlap_row_elements
         positions = math.prod(split.grid[1:])
-        workspace = max((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
-                        for n0, n1, _, _, i0, i1 in chunks)
+        workspace = max(((n1 - n0) * positions * ((i1 - i0) * per_row + halo)
+                         for n0, n1, _, _, i0, i1 in chunks), default=0)
     else:
         chunks = a.forward_chunks(limit, element_size, split)
         row_elements = split.column_elements(a.groups) // split.grid[0]   # both buffers, a grid row
