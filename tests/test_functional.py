@@ -393,16 +393,27 @@ def test_convolution_bias_rides_in_the_gemm(monkeypatch, dtype, in_channels):
     assert (out.double() - ref).norm() / ref.norm() < tolerance
 
 
+def _record_calls(monkeypatch, *targets) -> list:
+    """Patches each (module, name) to append its name to the returned list, then run."""
+    order = []
+    for module, name in targets:
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *args, real=real, name=name, **kwargs:
+                            order.append(name) or real(*args, **kwargs))
+    return order
+
+
+def _fresh(key: str, *shapes) -> list:
+    """Random float64 tensors of ``shapes``, drawn for ``key``."""
+    return [torch.randn(shape, dtype=torch.float64, generator=generator(key, shape))
+            for shape in shapes]
+
+
 def test_first_im2col_is_queued_before_the_bias_columns_are_built(monkeypatch):
     """A convolution with a bias queues its first im2col before building the GEMM's weight
     operand with the bias columns (several small kernels), so that the GPU starts meanwhile."""
-    order = []
-    for module, name in ((gemmconv.columns, "im2col"), (ops, "_bias_columns")):
-        real = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k:
-                            order.append(name) or real(*a, **k))
-    x, w, b = (torch.randn(shape, dtype=torch.float64, generator=generator("order", shape))
-               for shape in ((2, 3, 8, 8), (4, 3, 3, 3), (4,)))
+    order = _record_calls(monkeypatch, (gemmconv.columns, "im2col"), (ops, "_bias_columns"))
+    x, w, b = _fresh("order", (2, 3, 8, 8), (4, 3, 3, 3), (4,))
     out = gemmconv.conv2d(x, w, b, padding=1)
     assert rel_error(out, torch.nn.functional.conv2d(x, w, b, padding=1)) < 1e-12
     assert order == ["im2col", "_bias_columns"]
@@ -414,16 +425,11 @@ def test_first_kernel_is_queued_before_the_output_is_allocated(monkeypatch, rout
     """A forward queues its first kernel (the GEMM, or the row products' im2col) before it
     allocates the output, so that the GPU starts while the host does that."""
     nd = len(route[0])
-    x, w, b = (torch.randn(shape, dtype=torch.float64, generator=generator("alloc", shape))
-               for shape in ((2, 3, *[9] * nd), (3, 4, *[3] * nd), (4,)))
+    x, w, b = _fresh("alloc", (2, 3, *[9] * nd), (3, 4, *[3] * nd), (4,))
     kw = dict(stride=2, padding=1, dilation=2) if nd == 1 else {}
     a = ops.conv_transpose_args(f"conv_transpose{nd}d", nd, x, w, b, kw.get("stride", 1),
                                 kw.get("padding", 0), 0, 1, kw.get("dilation", 1))
-    order = []
-    for module, name in ((gemmconv.columns, "im2col"), (ops.gemm, "matmul")):
-        real = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *args, real=real, name=name, **kwargs:
-                            order.append(name) or real(*args, **kwargs))
+    order = _record_calls(monkeypatch, (gemmconv.columns, "im2col"), (ops.gemm, "matmul"))
     real_new_empty = torch.Tensor.new_empty
 
     def new_empty(t, size, **k):
@@ -439,13 +445,8 @@ def test_first_kernel_is_queued_before_the_output_is_allocated(monkeypatch, rout
 def test_first_im2col_is_queued_before_the_flipped_weight_is_built(monkeypatch):
     """The im2col route (a stride-1 transposed convolution as a convolution) queues its first
     im2col before it flips the weight, so that the GPU starts meanwhile."""
-    order = []
-    for module, name in ((gemmconv.columns, "im2col"), (ops, "_convolution_weight")):
-        real = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k:
-                            order.append(name) or real(*a, **k))
-    x, w, b = (torch.randn(shape, dtype=torch.float64, generator=generator("flip", shape))
-               for shape in ((2, 3, 20), (3, 4, 3), (4,)))
+    order = _record_calls(monkeypatch, (gemmconv.columns, "im2col"), (ops, "_convolution_weight"))
+    x, w, b = _fresh("flip", (2, 3, 20), (3, 4, 3), (4,))
     a = ops.conv_transpose_args("conv_transpose1d", 1, x, w, b, 1, 0, 0, 1, 3)
     out = ops._forward(x, w, b, a, (True,), False)
     assert rel_error(out, torch.nn.functional.conv_transpose1d(x, w, b, dilation=3)) < 1e-12
