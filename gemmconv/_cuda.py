@@ -135,6 +135,24 @@ def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
     return 1
 
 
+def col2im_planes(g: Geometry, width: int, fixed: bool) -> int:
+    """Planes per fixed col2im thread (col2im.cu's col2im_element), which share the
+    decoding of its index and the tests of the outer dims' taps: two where an outer dim is
+    strided and has several taps, so those tests are run-time stride-phase tests, and the
+    thread has one span in a row numbered plane by plane. One elsewhere: several spans
+    share the tests already (and two planes on top cost registers), and in rows numbered
+    planes innermost a warp's stores for one plane would skip every other row. On the H200
+    (benches/NOTES.md, change 54) two planes took 3d-stride2-grouped's col2im from 90 to
+    102% of copy (its forward 6% faster) and 2d-strided-grouped's from 87 to 96%, where
+    rows numbered planes innermost gained 0-2% or lost 3-4%, 1-D kernels lost 6%, and
+    kernels unstrided outside the innermost dim lost 0-2%; four planes lost more."""
+    if (not fixed or g.nd == 1 or math.prod(g.kernel_size[:-1]) == 1
+            or all(s == 1 for s in g.stride[:-1]) or planes_inner(g, width, fixed)
+            or col2im_spans(g, width, fixed) > 1):
+        return 1
+    return 2
+
+
 def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
     """Whether col2im numbers the rows of an image ``width`` wide with the plane varying
     fastest (see PLANES_INNER_MAX_SPANS)."""
@@ -144,13 +162,15 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 
 class Layout(NamedTuple):
     """How the threads of one launch share out the work (all one in the generic kernels):
-    col2im's outputs per span, spans per thread and row order, im2col's positions per
+    col2im's outputs per span, spans per thread, row order and planes per thread,
+    im2col's positions per
     thread (32 apart), their runs stored as one access (see im2col_pack), read from a
     window of the image row (im2col_windowed), and its order of threads (see
     im2col_samples_inner)."""
     span: int
     spans_per_thread: int
     planes_inner: bool
+    planes_per_thread: int
     im2col_positions: int
     im2col_pack: int = 1
     im2col_windowed: bool = False
@@ -161,24 +181,27 @@ def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layou
     """The layout of a launch over grid rows ``grid_width`` and image rows ``image_width``
     wide (the innermost sizes)."""
     return Layout(col2im_span(g, fixed), col2im_spans(g, image_width, fixed),
-                  planes_inner(g, image_width, fixed), im2col_span(g, grid_width, fixed))
+                  planes_inner(g, image_width, fixed), col2im_planes(g, image_width, fixed),
+                  im2col_span(g, grid_width, fixed))
 
 
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
-             rows_planes_inner: bool, im2col_positions: int, im2col_pack: int,
+             rows_planes_inner: bool, planes_per_thread: int, im2col_positions: int,
+             im2col_pack: int,
              im2col_windowed: bool, im2col_samples_inner: bool) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
-    ``span`` of outputs, its spans per thread and order of rows, and im2col's positions per
+    ``span`` of outputs, its spans per thread, order of rows and planes per thread, and
+    im2col's positions per
     thread, runs and order of threads."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else \
-        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}"
+        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}, {planes_per_thread}"
     layouts = {"col2im": layout,
                "im2col": "" if taps is None else f", {im2col_positions}, {im2col_pack}, "
                                                  f"{str(im2col_windowed).lower()}, "
@@ -243,14 +266,18 @@ def _launch_for(key: tuple, work_out: Callable[[], Launch]) -> Launch:
 
 def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int, int],
           fixed: bool, threads: Callable[[Layout], int], largest_index: int, pack: int = 1,
-          windowed: bool = False, samples_inner: bool = False) -> Launch:
+          windowed: bool = False, samples_inner: bool = False,
+          channels: int | None = None) -> Launch:
     """The launch of ``threads(layout)`` threads over tensors like ``like``. The layout, and
     so the module, is chosen by the innermost grid and image sizes, ``widths``, for both
     ops, so that a layer's forward and backward share one module; an im2col whose runs of
     ``pack`` positions can be stored as one access (read from a window of the image row
     where ``windowed``), or that orders its threads ``samples_inner``, takes a module of
-    its own (the fixed kernels only)."""
+    its own (the fixed kernels only), as does a col2im whose ``channels`` are not a
+    multiple of the layout's planes per thread (it takes as many as divide them)."""
     shares = layout(g, *widths, fixed)
+    if channels is not None and channels % shares.planes_per_thread:
+        shares = shares._replace(planes_per_thread=math.gcd(channels, shares.planes_per_thread))
     if fixed and pack > 1:
         shares = shares._replace(im2col_positions=1, im2col_pack=pack, im2col_windowed=windowed)
     if fixed and samples_inner:
@@ -326,10 +353,11 @@ def _col2im_plan(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
     def threads(shares: Layout) -> int:
         # A row's first span may start before it (col2im.cu's first_span): one more per row.
         spans, run = -(-width // shares.span) + 1, 32 * shares.spans_per_thread
-        return rows * (spans if run == 32 else -(-spans // run) * 32)
+        groups = rows // shares.planes_per_thread
+        return groups * (spans if run == 32 else -(-spans // run) * 32)
     planes = columns.shape[0] * columns.shape[1]
     return _plan(columns, g, extent, (grid[-1], width), fixed, threads,
-                 max(_reach(columns), planes * stride))
+                 max(_reach(columns), planes * stride), channels=columns.shape[1])
 
 
 def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,

@@ -214,8 +214,8 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
 // 32 apart, so that each load or store instruction still covers consecutive positions.
 constexpr int kWarp = 32;
 
-// Adds, for J spans of V image positions along the innermost dim, every column entry that
-// lands on each. Positions are given per dim as padded coordinates q * stride + r (see
+// Adds, for J spans of V image positions along the innermost dim of R planes, every column
+// entry that lands on each; the planes' columns lie plane_step elements apart. Positions are given per dim as padded coordinates q * stride + r (see
 // grid_position), the innermost one being the first of the first span; the V positions of a
 // span follow it at r + 1, r + 2, ..., and span j starts kWarp * V * j after span 0.
 // Recurses over dims so that 1-D, 2-D and 3-D share the code; tap is the row-major index
@@ -225,17 +225,17 @@ constexpr int kWarp = 32;
 // of col2im's rate, NOTES change 38). No early exits: with the taps known at compile time
 // the loops unroll into predicated loads that can all be in flight at once, and the outer
 // dims' tap tests serve all J V positions.
-template <int D, int V, int J, typename T, typename I, int ND, typename Acc>
+template <int D, int V, int J, int R, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
-                  const T* columns, I tap, I cell, Acc (&acc)[J][V]) {
+                  const T* columns, I plane_step, I tap, I cell, Acc (&acc)[R][J][V]) {
 #pragma unroll
   for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
     const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
     if constexpr (D < ND - 1) {
       const I i = grid_position(t, x, D, q[D], r[D], k);
       if (i >= 0)
-        gather<D + 1, V, J>(t, x, q, r, columns, next_tap,
-                            cell + i * static_cast<I>(x.column_grid[D]), acc);
+        gather<D + 1, V, J, R>(t, x, q, r, columns, plane_step, next_tap,
+                               cell + i * static_cast<I>(x.column_grid[D]), acc);
     } else {
       const I row = next_tap * static_cast<I>(x.column_tap) + cell;
       // In 1-D, loads from a pointer to the tap's row: 89 -> 99% of copy on 1d-strided's
@@ -252,7 +252,9 @@ GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], cons
 #pragma unroll
         for (int v = 0; v < V; ++v) {
           const I i = grid_position(t, x, D, qj, rj + v, k);
-          if (i >= 0) acc[j][v] += Scalar<T>::load(tap_row[at + i]);
+#pragma unroll
+          for (int n = 0; n < R; ++n)
+            if (i >= 0) acc[n][j][v] += Scalar<T>::load(tap_row[at + n * plane_step + i]);
         }
       }
     }
@@ -277,41 +279,45 @@ GC_FN I spans(const Taps<ND>& t, const Extent<ND>& x) {
           first_span<V, I>(t, x) + V - 1) / V;
 }
 
-// Number of threads col2im_element needs for a launch: one per span, or with J > 1 whole
-// warps per run of kWarp * J spans of a row.
-template <int V, int J, typename I, int ND>
+// Number of threads col2im_element needs for a launch: one per span of R planes, or with
+// J > 1 whole warps per run of kWarp * J spans of a row.
+template <int V, int J, int R, typename I, int ND>
 GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
-  const I rows = static_cast<I>(x.planes) * (product<I>(x.image) / static_cast<I>(x.image[ND - 1]));
+  const I rows = static_cast<I>(x.planes) / R * (product<I>(x.image) / static_cast<I>(x.image[ND - 1]));
   const I count = spans<V, I>(t, x);
   return J == 1 ? rows * count : rows * ((count + kWarp * J - 1) / (kWarp * J)) * kWarp;
 }
 
-// The plane of col2im's row number `row`, and the row's coordinates o[0..ND-2] in the outer
-// dims. Rows are numbered plane by plane, or with PlanesInner the plane varying fastest:
-// where an outer dim is strided, neighbouring rows of one plane have different stride
-// phases, so a warp that straddles two of them splits over different taps, whereas the
-// same row of neighbouring planes has the same phase.
-template <bool PlanesInner, typename I, int ND>
+// The first plane of col2im's row number `row`, and the row's coordinates o[0..ND-2] in the
+// outer dims. A row stands for the same row of R consecutive planes. Rows are numbered plane
+// by plane, or with PlanesInner the plane varying fastest: where an outer dim is strided,
+// neighbouring rows of one plane have different stride phases, so a warp that straddles two
+// of them splits over different taps, whereas the same row of neighbouring planes has the
+// same phase.
+template <bool PlanesInner, int R, typename I, int ND>
 GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
   I plane = 0;
   if constexpr (PlanesInner) {
-    plane = row % static_cast<I>(x.planes);
-    row /= static_cast<I>(x.planes);
+    plane = row % (static_cast<I>(x.planes) / R);
+    row /= static_cast<I>(x.planes) / R;
   }
   for (int d = ND - 2; d >= 0; --d) {
     o[d] = row % static_cast<I>(x.image[d]);
     row /= static_cast<I>(x.image[d]);
   }
-  return PlanesInner ? plane : row;
+  return (PlanesInner ? plane : row) * R;
 }
 
-// Writes the image elements of col2im thread e's spans. With J == 1, e is the flat index
-// over [planes][image[0..ND-2]...][spans], or with PlanesInner over
-// [image[0..ND-2]...][planes][spans]. With J > 1, the spans of each row come in runs of
+// Writes the image elements of col2im thread e's spans, in R planes at once: the planes
+// share the decoding of the thread's index and the tests of the outer dims' taps, which on
+// strided kernels take more instructions than the loads they guard. R divides the channels,
+// so the R planes lie in one sample. With J == 1, e is the flat index over
+// [planes / R][image[0..ND-2]...][spans], or with PlanesInner over
+// [image[0..ND-2]...][planes / R][spans]. With J > 1, the spans of each row come in runs of
 // kWarp * J, a warp each, lane l taking spans l, l + kWarp, ...: the warp then decodes its
 // row, and tests its outer dims' taps, once for J spans. Spans past the row's end write
 // nothing.
-template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
+template <int V, int J, bool PlanesInner, int R, typename T, typename I, int ND>
 GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                           const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
@@ -330,7 +336,7 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   const I start = first_span<V, I>(t, x) + span * V;
   const I first = start - static_cast<I>(x.padding[ND - 1]);   // image position; may be < 0
   I o[ND], q[ND], r[ND], offset = 0;
-  const I p = row_position<PlanesInner>(x, row_number, o);
+  const I p = row_position<PlanesInner, R>(x, row_number, o);
   for (int d = 0; d < ND - 1; ++d) {
     offset = offset * static_cast<I>(x.image[d]) + o[d];   // the row's, within its plane
     q[d] = 0;
@@ -338,17 +344,23 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   }
   q[ND - 1] = floor_div(start, stride);
   r[ND - 1] = V % stride == 0 ? I(0) : start - q[ND - 1] * stride;
-  Acc acc[J][V];
-  const Acc init = bias ? Scalar<T>::load(bias[p % static_cast<I>(x.channels)]) : Acc(0);
-  for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) acc[j][v] = init;
-  gather<0, V, J>(t, x, q, r, columns, I(0), column_plane(t, x, p), acc);
-  T* row = image + p * static_cast<I>(x.plane_stride) + offset * width;
-  for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) {
-      const I position = first + j * (kWarp * V) + v;
-      if (position >= 0 && position < width) row[position] = Scalar<T>::store(acc[j][v]);
-    }
+  Acc acc[R][J][V];
+  for (int n = 0; n < R; ++n) {
+    const I channel = p % static_cast<I>(x.channels) + n;
+    const Acc init = bias ? Scalar<T>::load(bias[channel]) : Acc(0);
+    for (int j = 0; j < J; ++j)
+      for (int v = 0; v < V; ++v) acc[n][j][v] = init;
+  }
+  const I plane_step = product<I>(t.kernel) * static_cast<I>(x.column_tap);
+  gather<0, V, J, R>(t, x, q, r, columns, plane_step, I(0), column_plane(t, x, p), acc);
+  for (int n = 0; n < R; ++n) {
+    T* row = image + (p + n) * static_cast<I>(x.plane_stride) + offset * width;
+    for (int j = 0; j < J; ++j)
+      for (int v = 0; v < V; ++v) {
+        const I position = first + j * (kWarp * V) + v;
+        if (position >= 0 && position < width) row[position] = Scalar<T>::store(acc[n][j][v]);
+      }
+  }
 }
 
 // One PACK_BYTES store, written as the vector store instruction itself on the device: built
@@ -567,12 +579,12 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-template <int V, int J, bool PlanesInner, typename T, typename I, int ND>
+template <int V, int J, bool PlanesInner, int R, typename T, typename I, int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
-  const I n = col2im_elements<V, J, I>(t, x);
+  const I n = col2im_elements<V, J, R, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_element<V, J, PlanesInner>(t, x, columns, bias, image, e);
+    col2im_element<V, J, PlanesInner, R>(t, x, columns, bias, image, e);
 }
 
 template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
@@ -587,7 +599,7 @@ __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const 
 template <typename T, typename I, int ND>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<1, 1, false, T, I>(t, x, columns, bias, image);
+  col2im_all<1, 1, false, 1, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>
@@ -596,15 +608,15 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
   im2col_all<1, 1, false, false, T, I>(t, x, image, columns);
 }
 
-// Spans of W outputs along the innermost dim, J spans per thread: index decoding and the
-// outer dims' tap tests are shared by all J W outputs, and with W a multiple of the stride
-// the innermost tap tests fold to constants (see first_span). PlanesInner: see
-// row_position.
-template <typename T, typename I, int ND, int W, int J, bool PlanesInner, index_t... V>
+// Spans of W outputs along the innermost dim, J spans per thread, in R planes: index
+// decoding and the outer dims' tap tests are shared by all R J W outputs, and with W a
+// multiple of the stride the innermost tap tests fold to constants (see first_span).
+// PlanesInner: see row_position.
+template <typename T, typename I, int ND, int W, int J, bool PlanesInner, int R, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_all<W, J, PlanesInner, T, I>(taps, x, columns, bias, image);
+  col2im_all<W, J, PlanesInner, R, T, I>(taps, x, columns, bias, image);
 }
 
 // W grid positions per thread along the innermost dim, 32 apart, or runs of P positions

@@ -128,7 +128,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
         if out is None:        # allocated once the first GEMM is queued, likewise
             out = x.new_empty(a.output_shape)
             planes = out.view(a.batch * a.out_channels, *a.image)
-        cols.col2im(columns.view(n * a.out_channels, split.scatter.taps, band), bias,
+        cols.col2im(columns.view(n, a.out_channels, split.scatter.taps, band), bias,
                     split.scatter, (i1 - i0, *split.grid[1:]), (o1 - o0, *a.image[1:]),
                     out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                     padding=split.scatter.band_padding(o0, i0))

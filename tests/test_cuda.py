@@ -395,6 +395,49 @@ def test_col2im_runs_of_spans(monkeypatch, kernel, stride, padding, dilation, gr
     assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
 
 
+# (kernel, stride, padding, dilation, grid): outer dims strided, one span a thread, rows
+# numbered plane by plane; whole and partial first spans, rows ending part-way through one.
+COL2IM_PLANES = [((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (3, 4, 80)),
+                 ((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (3, 4, 81)),
+                 ((3, 5), (2, 3), (1, 2), (2, 1), (4, 300))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("channels", [4, 3])
+@pytest.mark.parametrize("kernel, stride, padding, dilation, grid", COL2IM_PLANES)
+def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation, grid,
+                                  channels, dtype):
+    """The compiled col2im with two planes per thread, into a poisoned image, against the
+    PyTorch path in float64; with channels that two does not divide, one plane a thread."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    layouts = _record_layouts(monkeypatch)
+    g = Geometry(kernel, stride, padding, dilation)
+    planes, image = 3 * channels, g.image_size(grid, (0,) * len(grid))
+    gen = generator("planes", str(kernel), str(grid), str(channels))
+    columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen, dtype=torch.float64)
+    bias = torch.randn(channels, generator=gen, dtype=torch.float64)
+    out = torch.full((planes, *image), float("nan"), dtype=dtype, device=CUDA)
+    col2im(columns.to(CUDA, dtype), bias.to(CUDA, dtype), g, grid, image, out=out)
+    assert _cuda.col2im_planes(g, image[-1], True) == 2
+    assert _cuda.Layout(*layouts[-1]).planes_per_thread == (2 if channels % 2 == 0 else 1)
+    ref = col2im(columns.to(dtype).double(), bias.to(dtype).double(), g, grid, image)
+    assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
+
+
+def test_forward_without_bias_takes_planes_per_thread(monkeypatch):
+    """A strided 3-D forward without bias hands col2im its columns in blocks of C_out
+    channels, so its threads take two planes each, as with a bias; its result is torch's."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    layouts = _record_layouts(monkeypatch)
+    gen = generator("planes-forward")
+    x = torch.randn(2, 6, 3, 4, 80, generator=gen, dtype=torch.float64)
+    w = torch.randn(6, 4, 3, 3, 3, generator=gen, dtype=torch.float64)
+    _poison_allocator(2 * 4 * 5 * 7 * 159 * 4)
+    out = gemmconv.conv_transpose3d(x.float().to(CUDA), w.float().to(CUDA), stride=2, padding=1)
+    assert any(_cuda.Layout(*layout).planes_per_thread == 2 for layout in layouts)
+    assert rel_error(out, F.conv_transpose3d(x, w, stride=2, padding=1)) < 1e-3
+
+
 @pytest.mark.parametrize("nd", [1, 2, 3])
 def test_bias_through_tf32_gemm_keeps_float32_accuracy(monkeypatch, nd):
     """The im2col route adds the bias in its GEMM, through rows of ones. Inputs and weights

@@ -76,19 +76,27 @@ def _band(case, planes, dtype):
     return g, whole, whole[:, o0:o1], (i1 - i0, *case.size[1:]), g.band_padding(o0, i0)
 
 
-@pytest.mark.parametrize("vector", [0, 2, 3, 4, 6, 7],
+# Planes per thread of the harness's col2im ops that take several (their channels must be a
+# multiple).
+PLANES_PER_THREAD = {14: 2, 15: 4}
+
+
+@pytest.mark.parametrize("vector", [0, 2, 3, 4, 6, 7, 14, 15],
                          ids=["one-per-thread", "spans-of-3", "spans-of-6", "spans-of-3-planes-inner",
-                              "2-spans-of-3-per-thread", "4-spans-of-6-per-thread"])
+                              "2-spans-of-3-per-thread", "4-spans-of-6-per-thread",
+                              "spans-of-3-planes-inner-2-planes-per-thread",
+                              "2-spans-of-3-per-thread-4-planes-per-thread"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES + LONG_ROWS, ids=lambda c: c.name)
 def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
-    planes = max(case.batch, 1) * case.out_channels
+    channels = case.out_channels * PLANES_PER_THREAD.get(vector, 1)
+    planes = max(case.batch, 1) * channels
     g, whole, band, grid, padding = _band(case, planes, dtype)
     gen = generator(case.name, "col2im", str(dtype))
     columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen).to(dtype)
-    bias = torch.randn(case.out_channels, generator=gen).to(dtype) if case.bias else None
-    extent = g.extent_fields(blocks(columns, case.out_channels, g.taps, grid), band.stride(0),
+    bias = torch.randn(channels, generator=gen).to(dtype) if case.bias else None
+    extent = g.extent_fields(blocks(columns, channels, g.taps, grid), band.stride(0),
                              band.shape[1:], padding)
     _run(harness, vector, dtype, WIDE[wide], g, extent, columns, bias, band)
     ref = col2im(columns.double(), None if bias is None else bias.double(), g, grid,
@@ -264,6 +272,25 @@ def test_col2im_spans_per_thread(kernel, stride, width, spans):
     g = Geometry(kernel, stride, (0,) * len(kernel), (1,) * len(kernel))
     assert _cuda.col2im_spans(g, width, True) == spans
     assert _cuda.col2im_spans(g, width, False) == 1
+
+
+@pytest.mark.parametrize("kernel, stride, width, planes", [
+    ((3, 3, 3), (2, 2, 2), 255, 2),      # outer tests by stride phase, rows plane by plane
+    ((3, 5), (2, 3), 766, 2),
+    ((3, 3, 3), (2, 2, 2), 65, 1),       # rows numbered planes innermost
+    ((3, 5, 7), (2, 2, 2), 96, 1),
+    ((3, 3), (5, 5), 638, 1),            # four spans a thread share the tests already
+    ((3, 3, 3), (1, 1, 1), 66, 1),       # outer dims unstrided: their tests fold away
+    ((1, 5), (2, 3), 766, 1),            # one outer tap
+    ((3,), (2,), 262143, 1),             # 1-D
+])
+def test_col2im_planes_per_thread(kernel, stride, width, planes):
+    """The fixed col2im's planes per thread, where their measured gains were: strided outer
+    dims with several taps, one span a thread, rows numbered plane by plane."""
+    from gemmconv import _cuda
+    g = Geometry(kernel, stride, (0,) * len(kernel), (1,) * len(kernel))
+    assert _cuda.col2im_planes(g, width, True) == planes
+    assert _cuda.col2im_planes(g, width, False) == 1
 
 
 @pytest.mark.parametrize("op", [1, 5, 9, 10], ids=["one-per-thread", "warp-spans-of-3",
