@@ -64,7 +64,13 @@ def col2im(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
     """
     grid, image = tuple(grid), tuple(image)
     padding = tuple(g.padding if padding is None else padding)
-    columns = blocks(columns, 1 if bias is None else bias.shape[0], g.taps, grid)
+    if bias is not None:
+        block = bias.shape[0]
+    elif columns.dim() == 3 and columns.stride(0) == g.taps * columns.stride(1):
+        block = columns.shape[0] or 1   # one block of every plane: the kernel's threads may
+    else:                               # then take several planes each (_cuda.col2im_planes)
+        block = 1
+    columns = blocks(columns, block, g.taps, grid)
     planes = columns.shape[0] * columns.shape[1]
     if out is None:
         out = columns.new_empty((planes, *image))

@@ -403,12 +403,14 @@ COL2IM_PLANES = [((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (3, 4, 80)),
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("channels", [4, 3])
 @pytest.mark.parametrize("kernel, stride, padding, dilation, grid", COL2IM_PLANES)
 def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation, grid,
-                                  channels, dtype):
+                                  channels, with_bias, dtype):
     """The compiled col2im with two planes per thread, into a poisoned image, against the
-    PyTorch path in float64; with channels that two does not divide, one plane a thread."""
+    PyTorch path in float64; with channels (or without bias, planes) that two does not
+    divide, one plane a thread."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     layouts = _record_layouts(monkeypatch)
     g = Geometry(kernel, stride, padding, dilation)
@@ -416,11 +418,14 @@ def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation
     gen = generator("planes", str(kernel), str(grid), str(channels))
     columns = torch.randn(planes, g.taps, math.prod(grid), generator=gen, dtype=torch.float64)
     bias = torch.randn(channels, generator=gen, dtype=torch.float64)
+    bias = bias if with_bias else None
     out = torch.full((planes, *image), float("nan"), dtype=dtype, device=CUDA)
-    col2im(columns.to(CUDA, dtype), bias.to(CUDA, dtype), g, grid, image, out=out)
+    col2im(columns.to(CUDA, dtype), bias if bias is None else bias.to(CUDA, dtype), g, grid,
+           image, out=out)
     assert _cuda.col2im_planes(g, image[-1], True) == 2
-    assert _cuda.Layout(*layouts[-1]).planes_per_thread == (2 if channels % 2 == 0 else 1)
-    ref = col2im(columns.to(dtype).double(), bias.to(dtype).double(), g, grid, image)
+    assert _cuda.Layout(*layouts[-1]).planes_per_thread == (2 if planes % 2 == 0 else 1)
+    ref = col2im(columns.to(dtype).double(), bias if bias is None else bias.to(dtype).double(),
+                 g, grid, image)
     assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
 
 
