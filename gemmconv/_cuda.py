@@ -43,6 +43,11 @@ PLANES_INNER_MAX_SPANS = 32
 # row's spans fill at least this share of the lanes of its runs of 32 x spans: idle lanes
 # still issue the run's instructions (2-D rows filling 67-68% measured 13-18% slower).
 COL2IM_RUN_FILL = 0.75
+# Planes per fixed col2im thread by the number of spatial dims, where outer dims are
+# strided and an output receives at most COL2IM_PLANES_MAX_ENTRIES column entries
+# (col2im_planes).
+COL2IM_PLANES = {2: 2, 3: 4}
+COL2IM_PLANES_MAX_ENTRIES = 4
 PACK_BYTES = 16   # the widest store (and load) an im2col thread issues (im2col_pack)
 WINDOW_RUNS = 8   # loads from a window of at most this many runs (col2im.cu's kMaxWindowRuns)
 
@@ -113,19 +118,38 @@ def im2col_span(g: Geometry, grid_width: int, fixed: bool) -> int:
                key=lambda span: lanes(span) * (IM2COL_DECODE_TAPS / span + g.taps))
 
 
+def col2im_planes(g: Geometry, width: int, fixed: bool) -> int:
+    """Planes per fixed col2im thread (col2im.cu's col2im_element), which share the
+    decoding of its index and the tests of the outer dims' taps. Several where an outer dim
+    is strided and has several taps, so that those tests are run-time stride-phase tests,
+    and an output receives at most COL2IM_PLANES_MAX_ENTRIES column entries (prod(kernel /
+    stride)), so that few loads follow them: COL2IM_PLANES by the number of dims, whose
+    decoding grows with them. Such threads take one span each, in rows numbered plane by
+    plane (col2im_spans, planes_inner). One elsewhere. Measured on the H200
+    (benches/NOTES.md, changes 54 and 56)."""
+    if (not fixed or g.nd == 1 or math.prod(g.kernel_size[:-1]) == 1
+            or all(s == 1 for s in g.stride[:-1])
+            or math.prod(k / s for k, s in zip(g.kernel_size, g.stride)) > COL2IM_PLANES_MAX_ENTRIES):
+        return 1
+    return COL2IM_PLANES[g.nd]
+
+
 def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
     """Spans per fixed col2im thread, 32 apart along a row of an image ``width`` wide
     (col2im.cu's col2im_element): a warp then decodes its row and tests the outer dims' taps
     once for all its spans. One where the outer dims have a single tap (nothing to share
-    but the decode, which measured slower: the split routes' col2im), or rows are numbered
-    planes innermost (rows too short for a run). Otherwise four where an output receives at
+    but the decode, which measured slower: the split routes' col2im), where threads take
+    several planes (col2im_planes: sharing the tests over planes measured faster, and both
+    at once cost registers), or where rows are numbered planes innermost (rows too short
+    for a run). Otherwise four where an output receives at
     most about one column entry (prod(kernel / stride) <= 1), kernels whose threads do
     little but decode and store; two where the innermost stride is 1; else one: with an
     innermost stride spans hold up to eight outputs (col2im_span), and more of them a
     thread cost registers and occupancy (34 -> 53 registers, 18% slower, on
     2d-strided-grouped's). And only where a row's spans fill COL2IM_RUN_FILL of its runs'
     lanes. Measured on the H200, benches/NOTES.md (change 33)."""
-    if not fixed or math.prod(g.kernel_size[:-1]) == 1 or planes_inner(g, width, fixed):
+    if (not fixed or math.prod(g.kernel_size[:-1]) == 1 or col2im_planes(g, width, fixed) > 1
+            or planes_inner(g, width, fixed)):
         return 1
     count = -(-width // col2im_span(g, fixed))   # a row's spans, give or take a first partial one
     light = math.prod(k / s for k, s in zip(g.kernel_size, g.stride)) <= 1
@@ -135,29 +159,13 @@ def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
     return 1
 
 
-def col2im_planes(g: Geometry, width: int, fixed: bool) -> int:
-    """Planes per fixed col2im thread (col2im.cu's col2im_element), which share the
-    decoding of its index and the tests of the outer dims' taps: two where an outer dim is
-    strided and has several taps, so those tests are run-time stride-phase tests, and the
-    thread has one span in a row numbered plane by plane. One elsewhere: several spans
-    share the tests already (and two planes on top cost registers), and in rows numbered
-    planes innermost a warp's stores for one plane would skip every other row. On the H200
-    (benches/NOTES.md, change 54) two planes took 3d-stride2-grouped's col2im from 90 to
-    102% of copy (its forward 6% faster) and 2d-strided-grouped's from 87 to 96%, where
-    rows numbered planes innermost gained 0-2% or lost 3-4%, 1-D kernels lost 6%, and
-    kernels unstrided outside the innermost dim lost 0-2%; four planes lost more."""
-    if (not fixed or g.nd == 1 or math.prod(g.kernel_size[:-1]) == 1
-            or all(s == 1 for s in g.stride[:-1]) or planes_inner(g, width, fixed)
-            or col2im_spans(g, width, fixed) > 1):
-        return 1
-    return 2
-
-
 def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
     """Whether col2im numbers the rows of an image ``width`` wide with the plane varying
-    fastest (see PLANES_INNER_MAX_SPANS)."""
+    fastest (see PLANES_INNER_MAX_SPANS); not where threads take several planes
+    (col2im_planes), whose stores for one plane would then skip rows."""
     return fixed and any(s > 1 for s in g.stride[:-1]) and \
-        -(-width // col2im_span(g, fixed)) + 1 <= PLANES_INNER_MAX_SPANS
+        -(-width // col2im_span(g, fixed)) + 1 <= PLANES_INNER_MAX_SPANS and \
+        col2im_planes(g, width, fixed) == 1
 
 
 class Layout(NamedTuple):

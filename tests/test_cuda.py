@@ -370,8 +370,8 @@ def test_im2col_over_long_rows(monkeypatch, case, dtype):
 # rows, whole runs of 32 x spans and rows that end part-way through one.
 COL2IM_RUNS = [((3, 3), (1, 1), (0, 0), (1, 1), (5, 510), 2),
                ((3, 3), (1, 1), (1, 0), (1, 1), (4, 398), 2),
-               ((3, 3), (3, 3), (1, 2), (1, 1), (4, 256), 4),
-               ((3, 3), (5, 5), (1, 1), (2, 2), (3, 127), 4),
+               ((2, 2), (1, 4), (0, 1), (1, 1), (4, 256), 4),
+               ((2, 1), (1, 4), (0, 0), (1, 1), (3, 127), 4),
                ((2, 2, 3), (1, 1, 1), (0, 1, 1), (1, 2, 1), (3, 2, 256), 2)]
 
 
@@ -395,22 +395,24 @@ def test_col2im_runs_of_spans(monkeypatch, kernel, stride, padding, dilation, gr
     assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
 
 
-# (kernel, stride, padding, dilation, grid): outer dims strided, one span a thread, rows
-# numbered plane by plane; whole and partial first spans, rows ending part-way through one.
+# (kernel, stride, padding, dilation, grid): outer dims strided, few entries an output (so
+# several planes a thread, one span each, rows numbered plane by plane); whole and partial
+# first spans, rows ending part-way through one, short rows.
 COL2IM_PLANES = [((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (3, 4, 80)),
                  ((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (3, 4, 81)),
-                 ((3, 5), (2, 3), (1, 2), (2, 1), (4, 300))]
+                 ((3, 5), (2, 3), (1, 2), (2, 1), (4, 300)),
+                 ((3, 3), (5, 5), (1, 1), (2, 2), (3, 27))]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
-@pytest.mark.parametrize("channels", [4, 3])
+@pytest.mark.parametrize("channels", [4, 6, 3])
 @pytest.mark.parametrize("kernel, stride, padding, dilation, grid", COL2IM_PLANES)
 def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation, grid,
                                   channels, with_bias, dtype):
-    """The compiled col2im with two planes per thread, into a poisoned image, against the
-    PyTorch path in float64; with channels (or without bias, planes) that two does not
-    divide, one plane a thread."""
+    """The compiled col2im with several planes per thread, into a poisoned image, against
+    the PyTorch path in float64; as many as divide the channels (without bias, the
+    planes)."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     layouts = _record_layouts(monkeypatch)
     g = Geometry(kernel, stride, padding, dilation)
@@ -422,8 +424,10 @@ def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation
     out = torch.full((planes, *image), float("nan"), dtype=dtype, device=CUDA)
     col2im(columns.to(CUDA, dtype), bias if bias is None else bias.to(CUDA, dtype), g, grid,
            image, out=out)
-    assert _cuda.col2im_planes(g, image[-1], True) == 2
-    assert _cuda.Layout(*layouts[-1]).planes_per_thread == (2 if planes % 2 == 0 else 1)
+    per_thread = _cuda.col2im_planes(g, image[-1], True)
+    assert per_thread == _cuda.COL2IM_PLANES[g.nd] > 1
+    assert _cuda.Layout(*layouts[-1]).planes_per_thread == \
+        math.gcd(per_thread, channels if with_bias else planes)
     ref = col2im(columns.to(dtype).double(), bias if bias is None else bias.to(dtype).double(),
                  g, grid, image)
     assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
@@ -431,7 +435,8 @@ def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation
 
 def test_forward_without_bias_takes_planes_per_thread(monkeypatch):
     """A strided 3-D forward without bias hands col2im its columns in blocks of C_out
-    channels, so its threads take two planes each, as with a bias; its result is torch's."""
+    channels, so its threads take several planes each, as with a bias; its result is
+    torch's."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     layouts = _record_layouts(monkeypatch)
     gen = generator("planes-forward")
@@ -439,7 +444,8 @@ def test_forward_without_bias_takes_planes_per_thread(monkeypatch):
     w = torch.randn(6, 4, 3, 3, 3, generator=gen, dtype=torch.float64)
     _poison_allocator(2 * 4 * 5 * 7 * 159 * 4)
     out = gemmconv.conv_transpose3d(x.float().to(CUDA), w.float().to(CUDA), stride=2, padding=1)
-    assert any(_cuda.Layout(*layout).planes_per_thread == 2 for layout in layouts)
+    assert any(_cuda.Layout(*layout).planes_per_thread == _cuda.COL2IM_PLANES[3]
+               for layout in layouts)
     assert rel_error(out, F.conv_transpose3d(x, w, stride=2, padding=1)) < 1e-3
 
 

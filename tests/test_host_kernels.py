@@ -260,7 +260,8 @@ def test_im2col_span_keeps_warps_busy(width, span):
     ((3, 3), (1, 1), 1026, 2),        # outer taps, rows of 257 spans: 80% of five runs of 64
     ((3, 3), (1, 1), 518, 1),         # 130 spans: 68% of three runs
     ((1, 3), (1, 1), 1026, 1),        # no outer taps (a split route's col2im W)
-    ((3, 3), (5, 5), 638, 4),         # about one column entry an output: 128 spans, two runs
+    ((2, 2), (1, 4), 1020, 4),        # about one column entry an output: 255 spans, two runs
+    ((3, 3), (5, 5), 638, 1),         # as few, outer dims strided: planes a thread instead
     ((3, 5), (2, 3), 766, 1),         # strided innermost, more entries an output
     ((3,), (1,), 65538, 1),           # 1-D
     ((3, 3, 3), (1, 1, 1), 66, 1),    # 17 spans: a run would idle most of its lanes
@@ -275,22 +276,26 @@ def test_col2im_spans_per_thread(kernel, stride, width, spans):
 
 
 @pytest.mark.parametrize("kernel, stride, width, planes", [
-    ((3, 3, 3), (2, 2, 2), 255, 2),      # outer tests by stride phase, rows plane by plane
-    ((3, 5), (2, 3), 766, 2),
-    ((3, 3, 3), (2, 2, 2), 65, 1),       # rows numbered planes innermost
-    ((3, 5, 7), (2, 2, 2), 96, 1),
-    ((3, 3), (5, 5), 638, 1),            # four spans a thread share the tests already
+    ((3, 3, 3), (2, 2, 2), 255, 4),      # outer tests by stride phase, few entries an output
+    ((3, 3, 3), (2, 2, 2), 65, 4),       # short rows too
+    ((3, 5), (2, 3), 766, 2),            # 2-D: less to decode
+    ((3, 3), (5, 5), 638, 2),
+    ((3, 5, 7), (2, 2, 2), 96, 1),       # 13 entries an output: loads, not tests, fill threads
     ((3, 3, 3), (1, 1, 1), 66, 1),       # outer dims unstrided: their tests fold away
     ((1, 5), (2, 3), 766, 1),            # one outer tap
     ((3,), (2,), 262143, 1),             # 1-D
 ])
 def test_col2im_planes_per_thread(kernel, stride, width, planes):
     """The fixed col2im's planes per thread, where their measured gains were: strided outer
-    dims with several taps, one span a thread, rows numbered plane by plane."""
+    dims with several taps and few column entries an output; such threads take one span
+    each, in rows numbered plane by plane."""
     from gemmconv import _cuda
     g = Geometry(kernel, stride, (0,) * len(kernel), (1,) * len(kernel))
     assert _cuda.col2im_planes(g, width, True) == planes
     assert _cuda.col2im_planes(g, width, False) == 1
+    if planes > 1:
+        assert _cuda.col2im_spans(g, width, True) == 1
+        assert not _cuda.planes_inner(g, width, True)
 
 
 @pytest.mark.parametrize("op", [1, 5, 9, 10], ids=["one-per-thread", "warp-spans-of-3",
