@@ -215,7 +215,8 @@ GC_FN I unflatten(I flat, const index_t (&shape)[ND], I (&coord)[ND]) {
 constexpr int kWarp = 32;
 
 // Adds, for J spans of V image positions along the innermost dim of R planes, every column
-// entry that lands on each; the planes' columns lie plane_step elements apart. Positions are given per dim as padded coordinates q * stride + r (see
+// entry that lands on each; the planes' columns lie plane_step elements apart. Positions
+// are given per dim as padded coordinates q * stride + r (see
 // grid_position), the innermost one being the first of the first span; the V positions of a
 // span follow it at r + 1, r + 2, ..., and span j starts kWarp * V * j after span 0.
 // Recurses over dims so that 1-D, 2-D and 3-D share the code; tap is the row-major index

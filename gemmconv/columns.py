@@ -67,8 +67,10 @@ def col2im(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
     if bias is not None:
         block = bias.shape[0]
     elif columns.dim() == 3 and columns.stride(0) == g.taps * columns.stride(1):
-        block = columns.shape[0] or 1   # one block of every plane: the kernel's threads may
-    else:                               # then take several planes each (_cuda.col2im_planes)
+        # No bias: one block of every plane, so that the kernel's threads may take several
+        # planes each (_cuda.col2im_planes).
+        block = columns.shape[0] or 1
+    else:
         block = 1
     columns = blocks(columns, block, g.taps, grid)
     planes = columns.shape[0] * columns.shape[1]
