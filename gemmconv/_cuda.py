@@ -118,18 +118,23 @@ def im2col_span(g: Geometry, grid_width: int, fixed: bool) -> int:
                key=lambda span: lanes(span) * (IM2COL_DECODE_TAPS / span + g.taps))
 
 
+def column_entries(g: Geometry) -> float:
+    """About how many column entries an output receives: prod(kernel / stride)."""
+    return math.prod(k / s for k, s in zip(g.kernel_size, g.stride))
+
+
 def col2im_planes(g: Geometry, width: int, fixed: bool) -> int:
     """Planes per fixed col2im thread (col2im.cu's col2im_element), which share the
     decoding of its index and the tests of the outer dims' taps. Several where an outer dim
     is strided and has several taps, so that those tests are run-time stride-phase tests,
-    and an output receives at most COL2IM_PLANES_MAX_ENTRIES column entries (prod(kernel /
-    stride)), so that few loads follow them: COL2IM_PLANES by the number of dims, whose
-    decoding grows with them. Such threads take one span each, in rows numbered plane by
+    and an output receives at most COL2IM_PLANES_MAX_ENTRIES column entries
+    (column_entries), so that few loads follow them: COL2IM_PLANES by the number of dims,
+    whose decoding grows with them. Such threads take one span each, in rows numbered plane by
     plane (col2im_spans, planes_inner). One elsewhere. Measured on the H200
     (benches/NOTES.md, changes 54 and 56)."""
     if (not fixed or g.nd == 1 or math.prod(g.kernel_size[:-1]) == 1
             or all(s == 1 for s in g.stride[:-1])
-            or math.prod(k / s for k, s in zip(g.kernel_size, g.stride)) > COL2IM_PLANES_MAX_ENTRIES):
+            or column_entries(g) > COL2IM_PLANES_MAX_ENTRIES):
         return 1
     return COL2IM_PLANES[g.nd]
 
@@ -152,7 +157,7 @@ def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
             or planes_inner(g, width, fixed)):
         return 1
     count = -(-width // col2im_span(g, fixed))   # a row's spans, give or take a first partial one
-    light = math.prod(k / s for k, s in zip(g.kernel_size, g.stride)) <= 1
+    light = column_entries(g) <= 1
     for spans in (4, 2) if light else (2,) if g.stride[-1] == 1 else ():
         if count >= COL2IM_RUN_FILL * -(-count // (32 * spans)) * 32 * spans:
             return spans
