@@ -188,6 +188,7 @@ class Layout(NamedTuple):
     im2col_pack: int = 1
     im2col_windowed: bool = False
     im2col_samples_inner: bool = False
+    im2col_split_taps: bool = False
 
 
 def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layout:
@@ -202,8 +203,8 @@ def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layou
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
              rows_planes_inner: bool, planes_per_thread: int, im2col_positions: int,
-             im2col_pack: int,
-             im2col_windowed: bool, im2col_samples_inner: bool) -> dict:
+             im2col_pack: int, im2col_windowed: bool, im2col_samples_inner: bool,
+             im2col_split_taps: bool) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
     at run time) when ``taps`` is None, else specialised to those taps, with col2im's
     ``span`` of outputs, its spans per thread, order of rows and planes per thread, and
@@ -218,7 +219,8 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     layouts = {"col2im": layout,
                "im2col": "" if taps is None else f", {im2col_positions}, {im2col_pack}, "
                                                  f"{str(im2col_windowed).lower()}, "
-                                                 f"{str(im2col_samples_inner).lower()}"}
+                                                 f"{str(im2col_samples_inner).lower()}, "
+                                                 f"{str(im2col_split_taps).lower()}"}
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
@@ -295,6 +297,8 @@ def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int,
         shares = shares._replace(im2col_positions=1, im2col_pack=pack, im2col_windowed=windowed)
     if fixed and samples_inner:
         shares = shares._replace(im2col_samples_inner=True)
+    elif fixed and shares.im2col_positions == 1 and im2col_split_taps(g, shares.im2col_pack):
+        shares = shares._replace(im2col_split_taps=True)
     blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
     # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
@@ -399,7 +403,10 @@ def _im2col_plan(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
 
     def threads(shares: Layout) -> int:
         span = shares.im2col_positions
-        return rows * (-(-width // (32 * span)) * 32 if span > 1 else width // shares.im2col_pack)
+        if span > 1:
+            return rows * -(-width // (32 * span)) * 32
+        split = math.prod(g.kernel_size[:-1]) if shares.im2col_split_taps else 1
+        return rows * split * (width // shares.im2col_pack)
     windowed = im2col_windowed(g, image_tensor, padding)
     return _plan(image_tensor, g, extent, (width, image[-1]), fixed, threads,
                  max(_reach(out), planes * stride), pack=im2col_pack(g, out, windowed),
@@ -415,6 +422,18 @@ def im2col_pack(g: Geometry, out: torch.Tensor, windowed: bool) -> int:
     position a thread on the H200.)"""
     aligned = _whole_runs(out)
     return PACK_BYTES // out.element_size() if aligned and (g.stride[-1] == 1 or windowed) else 1
+
+
+def im2col_split_taps(g: Geometry, pack: int) -> bool:
+    """Whether im2col takes a thread per run of ``pack`` positions and tap of the outer dims
+    (col2im.cu's im2col_element with SplitTaps) instead of one for all taps: where the
+    outer dims have several taps and the innermost several, so that each thread still
+    stores a run per innermost tap. A thread per run and all taps waits on one window load
+    after another, and splitting them over threads measured 3-17 points of copy faster on
+    every such case on the H200 (3d-strided-grouped's 78 -> 88%); one position a thread
+    (pack 1) measured up to twice as slow split, its few scalar stores no longer paying for
+    the decoding (benches/NOTES.md, change 57)."""
+    return pack > 1 and g.kernel_size[-1] > 1 and math.prod(g.kernel_size[:-1]) > 1
 
 
 def im2col_windowed(g: Geometry, image: torch.Tensor, padding: tuple[int, ...]) -> bool:

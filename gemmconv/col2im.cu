@@ -508,11 +508,20 @@ GC_FN void with_constant(int s, const F& f) {
 // measured slower than one position per thread), while the index is decoded once for W
 // positions.
 
-template <int W, int P, typename I, int ND>
-GC_FN I im2col_elements(const Extent<ND>& x) {
+// The outer dims' taps: with SplitTaps, im2col takes one thread per (run, outer tap).
+template <typename I, int ND>
+GC_FN I outer_taps(const Taps<ND>& t) {
+  I n = 1;
+  for (int d = 0; d < ND - 1; ++d) n *= static_cast<I>(t.kernel[d]);
+  return n;
+}
+
+template <int W, int P, bool SplitTaps, typename I, int ND>
+GC_FN I im2col_elements(const Taps<ND>& t, const Extent<ND>& x) {
   const I width = static_cast<I>(x.grid[ND - 1]);
   if constexpr (W == 1) {
-    return static_cast<I>(x.planes) * product<I>(x.grid) / P;
+    return static_cast<I>(x.planes) * (SplitTaps ? outer_taps<I>(t) : I(1)) *
+           product<I>(x.grid) / P;
   } else {
     return static_cast<I>(x.planes) * (product<I>(x.grid) / width) *
            ((width + kWarp * W - 1) / (kWarp * W)) * kWarp;
@@ -525,10 +534,14 @@ GC_FN I im2col_elements(const Extent<ND>& x) {
 // SamplesInner the planes are split, [channels][grid[0]][samples][grid[1..]...]: in the row
 // products' layout, where the samples lie between the outer grid dim and the inner ones,
 // a warp's writes then run on from one sample's columns to the next instead of jumping to
-// another outer grid row's.
-template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
+// another outer grid row's. With SplitTaps (and W = 1, planes outermost) a thread copies
+// one tap of the outer dims, [planes][outer taps][grid...]: a strided many-tap kernel
+// otherwise keeps each thread waiting on one window load after another.
+template <int W, int P, bool Windowed, bool SamplesInner, bool SplitTaps, typename T,
+          typename I, int ND>
 GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image, T* columns,
                           I e) {
+  static_assert(!SplitTaps || (W == 1 && !SamplesInner), "split taps: one run, planes outermost");
   const I width = static_cast<I>(x.grid[ND - 1]);
   I i[ND], row;
   if constexpr (W == 1) {
@@ -551,6 +564,11 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
     i[d] = row % static_cast<I>(x.grid[d]);
     row /= static_cast<I>(x.grid[d]);
   }
+  I tap = 0;   // with SplitTaps, the thread's outer tap, row-major over the outer dims
+  if constexpr (SplitTaps) {
+    tap = row % outer_taps<I>(t);
+    row /= outer_taps<I>(t);
+  }
   const I p = SamplesInner ? sample * channels + row : row;
   I cell = i[ND - 1];
   for (int d = 0; d < ND - 1; ++d) cell += i[d] * static_cast<I>(x.column_grid[d]);
@@ -558,15 +576,33 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
   T* out = columns + column_plane(t, x, p) + cell;
   const I room = width - i[ND - 1];
   constexpr int Step = W == 1 ? 1 : kWarp;
+  // Where the thread owns one outer tap, the outer dims are resolved here and spread
+  // starts at the innermost dim.
+  constexpr int First = SplitTaps ? ND - 1 : 0;
+  I offset = 0;   // the image row, within its plane, of the outer tap
+  bool inside = true;
+  if constexpr (SplitTaps) {
+    I k[ND], rest = tap;
+    for (int d = ND - 2; d >= 0; --d) {
+      k[d] = rest % static_cast<I>(t.kernel[d]);
+      rest /= static_cast<I>(t.kernel[d]);
+    }
+    for (int d = 0; d < ND - 1; ++d) {
+      const I o = image_position(t, x, d, i[d], k[d]);
+      offset = offset * static_cast<I>(x.image[d]) + o;
+      inside = inside && o >= 0 && o < static_cast<I>(x.image[d]);
+    }
+  }
   if constexpr (P > 1 && Windowed) {
     const I padding = static_cast<I>(x.padding[ND - 1]);
     with_constant<P>(static_cast<int>(((-padding) % P + P) % P), [&](auto shift) {
-      spread<0, W, Step, P, decltype(shift)::value>(t, x, i, room, plane, out, I(0), I(0), true);
+      spread<First, W, Step, P, decltype(shift)::value>(t, x, i, room, plane, out, tap,
+                                                         offset, inside);
     });
   } else if constexpr (P > 1) {
-    spread<0, W, Step, P, kElementwise>(t, x, i, room, plane, out, I(0), I(0), true);
+    spread<First, W, Step, P, kElementwise>(t, x, i, room, plane, out, tap, offset, inside);
   } else {
-    spread<0, W, Step, 1, 0>(t, x, i, room, plane, out, I(0), I(0), true);
+    spread<First, W, Step, 1, 0>(t, x, i, room, plane, out, tap, offset, inside);
   }
 }
 
@@ -588,12 +624,13 @@ __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const 
     col2im_element<V, J, PlanesInner, R>(t, x, columns, bias, image, e);
 }
 
-template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
+template <int W, int P, bool Windowed, bool SamplesInner, bool SplitTaps, typename T,
+          typename I, int ND>
 __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const T* image,
                                   T* columns) {
-  const I n = im2col_elements<W, P, I>(x);
+  const I n = im2col_elements<W, P, SplitTaps, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    im2col_element<W, P, Windowed, SamplesInner>(t, x, image, columns, e);
+    im2col_element<W, P, Windowed, SamplesInner, SplitTaps>(t, x, image, columns, e);
 }
 
 // The generic kernels serve small launches: one element per thread.
@@ -606,7 +643,7 @@ __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 template <typename T, typename I, int ND>
 __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ image,
                               T* __restrict__ columns) {
-  im2col_all<1, 1, false, false, T, I>(t, x, image, columns);
+  im2col_all<1, 1, false, false, false, T, I>(t, x, image, columns);
 }
 
 // Spans of W outputs along the innermost dim, J spans per thread, in R planes: index
@@ -622,13 +659,13 @@ __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
 
 // W grid positions per thread along the innermost dim, 32 apart, or runs of P positions
 // stored as one access, read from a window of the row where Windowed, else element by
-// element (see im2col_elements and spread); SamplesInner: see im2col_element.
+// element (see im2col_elements and spread); SamplesInner and SplitTaps: see im2col_element.
 template <typename T, typename I, int ND, int W, int P, bool Windowed, bool SamplesInner,
-          index_t... V>
+          bool SplitTaps, index_t... V>
 __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  im2col_all<W, P, Windowed, SamplesInner, T, I>(taps, x, image, columns);
+  im2col_all<W, P, Windowed, SamplesInner, SplitTaps, T, I>(taps, x, image, columns);
 }
 #endif
 

@@ -329,6 +329,32 @@ def test_split_routes_in_training(monkeypatch, case, dtype):
     _assert_matches_float64(case, leaves, out, 1e-12 if dtype == torch.float64 else 5e-3)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("kernel, stride, padding, dilation, grid, width", [
+    ((3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1), (4, 6, 48), 96),   # runs from windows
+    ((3, 3), (1, 1), (1, 1), (1, 1), (9, 96), 99),                  # runs loaded one by one
+    ((3, 2, 5), (2, 1, 3), (0, 1, 2), (1, 2, 1), (5, 4, 37), 110),  # one position a thread
+    ((1, 3), (1, 2), (0, 1), (1, 1), (6, 64), 128)])                 # one outer tap
+def test_im2col_thread_per_outer_tap(monkeypatch, dtype, kernel, stride, padding, dilation,
+                                     grid, width):
+    """im2col with a thread per run (or position) and tap of the outer dims, compiled, into
+    poisoned columns: the PyTorch path's copy, exactly."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(_cuda, "_launches", {})
+    monkeypatch.setattr(_cuda, "im2col_split_taps", lambda g, pack: True)
+    g = Geometry(kernel, stride, padding, dilation)
+    samples, channels = 3, 4
+    image = (*g.image_size(grid, (0,) * len(grid))[:-1], width)
+    pixels = torch.randn(samples * channels, *image, generator=generator("split", str(kernel)),
+                         dtype=torch.float64).to(dtype)
+    view = torch.full((samples, channels, g.taps, *grid), float("nan"), dtype=dtype, device=CUDA)
+    layouts = _record_layouts(monkeypatch)
+    im2col(pixels.to(CUDA), g, grid, out=view)
+    layout = _cuda.Layout(*layouts[-1])
+    assert layout.im2col_split_taps and layout.im2col_positions == 1
+    assert torch.equal(view.reshape(-1, g.taps, math.prod(grid)).cpu(), im2col(pixels, g, grid))
+
+
 LONG_ROWS = [dataclasses.replace(c, name=c.name + "-long", batch=1, size=(*c.size[:-1], 45 + 61 * i))
              for i, c in enumerate(cases.random_cases(9, seed=15))]
 

@@ -112,9 +112,10 @@ def band_rows(whole, band):
     return slice(start, start + band.shape[1])
 
 
-@pytest.mark.parametrize("op", [1, 5, 9, 10], ids=["one-per-thread", "warp-spans-of-3",
-                                                    "one-per-thread-samples-inner",
-                                                    "warp-spans-of-3-samples-inner"])
+@pytest.mark.parametrize("op", [1, 5, 9, 10, 16], ids=["one-per-thread", "warp-spans-of-3",
+                                                        "one-per-thread-samples-inner",
+                                                        "warp-spans-of-3-samples-inner",
+                                                        "one-per-thread-and-outer-tap"])
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES + LONG_ROWS, ids=lambda c: c.name)
@@ -164,7 +165,8 @@ PACKED = [((1,), (1,), (8,), (1,)), ((3, 1), (1, 1), (1, 8), (2, 1)),
           ((2, 3), (2, 2), (1, 3), (1, 2))]
 
 
-@pytest.mark.parametrize("op", [8, 11], ids=["planes-outer", "samples-inner"])
+@pytest.mark.parametrize("op", [8, 11, 17], ids=["planes-outer", "samples-inner",
+                                                 "thread-per-outer-tap"])
 @pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("geometry", PACKED, ids=str)
@@ -188,7 +190,8 @@ ELEMENTWISE = PACKED + [((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 3, 5), (1, 2, 3),
                         ((1, 4), (3, 1), (2, 5), (1, 2))]
 
 
-@pytest.mark.parametrize("op", [12, 13], ids=["planes-outer", "samples-inner"])
+@pytest.mark.parametrize("op", [12, 13, 18], ids=["planes-outer", "samples-inner",
+                                                  "thread-per-outer-tap"])
 @pytest.mark.parametrize("rows_first", [False, True], ids=["contiguous", "rows-outermost"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("geometry", ELEMENTWISE, ids=str)
@@ -245,6 +248,37 @@ def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():
                                           torch.zeros(8, 3, 3, 5).movedim(0, -1))     # 1-D
 
 
+@pytest.mark.parametrize("kernel, pack, split", [
+    ((3, 5, 7), 4, True),         # 3d-strided-grouped's runs: 15 outer taps, 7 inner
+    ((3, 3), 2, True),
+    ((3, 3, 3), 1, False),        # one position a thread: too few stores to split
+    ((3, 1), 4, False),           # one innermost tap: a run a thread
+    ((1, 1, 5), 4, False),        # no outer taps to split
+    ((7,), 4, False),             # 1-D
+])
+def test_im2col_thread_per_outer_tap_rule(kernel, pack, split):
+    g = Geometry(kernel, (1,) * len(kernel), (0,) * len(kernel), (1,) * len(kernel))
+    assert _cuda.im2col_split_taps(g, pack) == split
+
+
+def test_im2col_plan_per_outer_tap(driver, monkeypatch):
+    """The launch of a split im2col: its layout says so, and it has a thread per run and
+    outer tap; with samples inner (the row products' layout) it never splits."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    g = Geometry((3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1))
+    grid = (4, 6, 48)
+    image = torch.zeros(12, *g.image_size(grid, (0, 0, 0))[:-1], 96)
+    _cuda.im2col(image, torch.empty(3, 4, g.taps, *grid), g, g.padding)
+    (launch,) = _cuda._launches.values()
+    layout = _cuda.Layout(*launch.kernels[5:])
+    assert (layout.im2col_pack, layout.im2col_windowed, layout.im2col_split_taps) == (4, True, True)
+    assert launch.blocks == -(-12 * 15 * 4 * 6 * 48 // 4 // _cuda.BLOCK)
+    _, rows = rows_outermost(3, 4, g.taps, grid)
+    _cuda.im2col(image, rows, g, g.padding)
+    layout = _cuda.Layout(*list(_cuda._launches.values())[-1].kernels[5:])
+    assert layout.im2col_samples_inner and not layout.im2col_split_taps
+
+
 @pytest.mark.parametrize("width, span", [(96, 3), (260, 3), (64, 2), (1024, 4), (533, 4), (20, 1)])
 def test_im2col_span_keeps_warps_busy(width, span):
     """The fixed im2col's positions per thread for a three-tap kernel: rows of 96 or 260
@@ -298,9 +332,10 @@ def test_col2im_planes_per_thread(kernel, stride, width, planes):
         assert not _cuda.planes_inner(g, width, True)
 
 
-@pytest.mark.parametrize("op", [1, 5, 9, 10], ids=["one-per-thread", "warp-spans-of-3",
-                                                    "one-per-thread-samples-inner",
-                                                    "warp-spans-of-3-samples-inner"])
+@pytest.mark.parametrize("op", [1, 5, 9, 10, 16], ids=["one-per-thread", "warp-spans-of-3",
+                                                        "one-per-thread-samples-inner",
+                                                        "warp-spans-of-3-samples-inner",
+                                                        "one-per-thread-and-outer-tap"])
 @pytest.mark.parametrize("case", GEOMETRIES[:40] + LONG_ROWS[:4], ids=lambda c: c.name)
 def test_host_im2col_leaves_gaps_between_blocks(harness, case, op):
     """im2col into blocks of C planes with free room after each (the convolution forward's
@@ -325,9 +360,10 @@ def test_host_im2col_leaves_gaps_between_blocks(harness, case, op):
         assert buffer[:, block * g.taps * cells:].isnan().all(), run
 
 
-@pytest.mark.parametrize("op", [0, 2, 6, 1, 5], ids=["col2im", "col2im-spans-of-3",
-                                                    "col2im-2-spans-per-thread", "im2col",
-                                                    "im2col-warp-spans-of-3"])
+@pytest.mark.parametrize("op", [0, 2, 6, 1, 5, 16], ids=["col2im", "col2im-spans-of-3",
+                                                        "col2im-2-spans-per-thread", "im2col",
+                                                        "im2col-warp-spans-of-3",
+                                                        "im2col-per-outer-tap"])
 @pytest.mark.parametrize("case", [c for c in GEOMETRIES + LONG_ROWS if c.nd > 1][:64],
                          ids=lambda c: c.name)
 def test_host_columns_in_any_order(harness, case, op):
@@ -340,7 +376,7 @@ def test_host_columns_in_any_order(harness, case, op):
     buffer, view = rows_outermost(samples, channels, g.taps, case.size)
     extent = lambda: g.extent_fields(view, math.prod(case.output_size), case.output_size,
                                      g.padding)
-    if op in (1, 5):
+    if op in (1, 5, 16):
         image = torch.randn(samples * channels, *case.output_size, generator=gen)
         _run(harness, op, torch.float32, 0, g, extent(), image, None, buffer)
         assert torch.equal(view.reshape(-1, g.taps, math.prod(case.size)),

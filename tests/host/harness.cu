@@ -32,18 +32,22 @@ template __global__ void col2im_fixed<float, int, 3, 4, 1, true, 4, 3, 3, 3, 2, 
     const Extent<3>, const float*, const float*, float*);
 template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, 1, true, 2, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
     const Extent<3>, const bfloat16_t*, const bfloat16_t*, bfloat16_t*);
-template __global__ void im2col_fixed<half_t, long long, 3, 4, 1, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
+template __global__ void im2col_fixed<half_t, long long, 3, 4, 1, false, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const half_t*, half_t*);
-template __global__ void im2col_fixed<float, int, 2, 1, 4, true, true, 3, 1, 1, 1, 1, 1>(
+template __global__ void im2col_fixed<float, int, 2, 1, 4, true, true, false, 3, 1, 1, 1, 1, 1>(
     const Extent<2>, const float*, float*);
-template __global__ void im2col_fixed<float, long long, 2, 1, 4, true, false, 3, 5, 1, 1, 1, 2>(
+template __global__ void im2col_fixed<float, long long, 2, 1, 4, true, false, false, 3, 5, 1, 1, 1, 2>(
     const Extent<2>, const float*, float*);
-template __global__ void im2col_fixed<half_t, int, 1, 1, 8, true, false, 5, 1, 3>(
+template __global__ void im2col_fixed<half_t, int, 1, 1, 8, true, false, false, 5, 1, 3>(
     const Extent<1>, const half_t*, half_t*);
-template __global__ void im2col_fixed<float, int, 3, 1, 4, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
+template __global__ void im2col_fixed<float, int, 3, 1, 4, false, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const float*, float*);
-template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, 3, 5, 7, 2, 2, 2, 1, 1, 1>(
+template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, false, 3, 5, 7, 2, 2, 2, 1, 1, 1>(
     const Extent<3>, const float*, float*);
+template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, true, 3, 5, 7, 2, 2, 2, 1, 1, 1>(
+    const Extent<3>, const float*, float*);
+template __global__ void im2col_fixed<float, long long, 2, 1, 1, false, false, true, 3, 3, 2, 2, 1, 1>(
+    const Extent<2>, const float*, float*);
 
 template <int V, int J, bool PlanesInner, typename T, typename I, int ND, int R = 1>
 static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
@@ -54,12 +58,13 @@ static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
                                          static_cast<const T*>(bias), static_cast<T*>(dst), e);
 }
 
-template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND>
+template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND,
+          bool SplitTaps = false>
 static void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const void* src, void* dst) {
-  const I n = im2col_elements<W, P, I>(x);
+  const I n = im2col_elements<W, P, SplitTaps, I>(t, x);
   for (I e = 0; e < n; ++e)
-    im2col_element<W, P, Windowed, SamplesInner>(t, x, static_cast<const T*>(src),
-                                                  static_cast<T*>(dst), e);
+    im2col_element<W, P, Windowed, SamplesInner, SplitTaps>(t, x, static_cast<const T*>(src),
+                                                             static_cast<T*>(dst), e);
 }
 
 template <int W, int P, bool Windowed, typename T, typename I, int ND>
@@ -79,7 +84,8 @@ static void im2col_ordered(bool samples_inner, const Taps<ND>& t, const Extent<N
 // 1 im2col with one grid position per element, 5 with three positions per thread, 32 apart
 // (rows that end part-way through), 8 with runs of 16 bytes per thread (the caller meets
 // spread_runs's conditions), 12 the same loading the image element by element (the caller
-// meets spread_elements's); 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner.
+// meets spread_elements's); 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner; 16, 17
+// and 18 as 1, 8 and 12 with a thread per outer tap.
 template <typename T, typename I, int ND>
 static void run(int op, const index_t* taps, const index_t* extent, const void* src,
                 const void* bias, void* dst) {
@@ -109,6 +115,12 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
     im2col_ordered<1, 16 / sizeof(T), true, T, I>(op == 11, t, x, src, dst);
   } else if (op == 12 || op == 13) {
     im2col_ordered<1, 16 / sizeof(T), false, T, I>(op == 13, t, x, src, dst);
+  } else if (op == 16) {
+    im2col_all<1, 1, false, false, T, I, ND, true>(t, x, src, dst);
+  } else if (op == 17) {
+    im2col_all<1, 16 / sizeof(T), true, false, T, I, ND, true>(t, x, src, dst);
+  } else if (op == 18) {
+    im2col_all<1, 16 / sizeof(T), false, false, T, I, ND, true>(t, x, src, dst);
   } else {
     im2col_ordered<3, 1, false, T, I>(op == 10, t, x, src, dst);
   }
@@ -143,7 +155,8 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 // 4 in spans of three with planes innermost, 6 and 7 two spans of three and four of six per
 // thread, 14 as 4 in two planes per thread, 15 as 6 in four (the channels a multiple), 1 im2col (src = image, dst = columns), 5 the same with three positions per thread,
 // 8 with 16-byte runs from windows of the row, 12 with 16-byte runs loaded element by
-// element; 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner.
+// element; 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner; 16, 17 and 18 as 1, 8
+// and 12 with a thread per outer tap.
 // dtype: 0 float32, 1 float64, 2 float16, 3 bfloat16. wide: 64-bit indices if nonzero.
 // taps, extent: the Taps<nd> and Extent<nd> structs as flat int64 arrays.
 // Returns nonzero for a bad op, dtype or nd.
@@ -151,7 +164,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 15) return 1;
+  if (op < 0 || op > 18) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
