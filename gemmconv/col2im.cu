@@ -501,14 +501,14 @@ GC_FN void with_constant(int s, const F& f) {
   f(Constant<S>{});
 }
 
-// im2col's threads. With W = 1, one per grid position, or per run of P (see spread).
-// Otherwise each warp owns 32 W consecutive positions of a row and lane l takes positions
-// l, l + 32, ...: every store instruction then writes 32 consecutive elements (a thread
-// writing W neighbours would make each instruction touch W times as many sectors, which
-// measured slower than one position per thread), while the index is decoded once for W
-// positions.
+// im2col's threads. With W = 1, one per grid position, or per run of P (see spread), and
+// with SplitTaps one per tap of the outer dims too (see im2col_element). Otherwise each
+// warp owns 32 W consecutive positions of a row and lane l takes positions l, l + 32, ...:
+// every store instruction then writes 32 consecutive elements (a thread writing W
+// neighbours would make each instruction touch W times as many sectors, which measured
+// slower than one position per thread), while the index is decoded once for W positions.
 
-// The outer dims' taps: with SplitTaps, im2col takes one thread per (run, outer tap).
+// The number of taps of the outer dims (all but the innermost).
 template <typename I, int ND>
 GC_FN I outer_taps(const Taps<ND>& t) {
   I n = 1;
