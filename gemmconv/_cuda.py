@@ -48,7 +48,11 @@ COL2IM_RUN_FILL = 0.75
 # (col2im_planes).
 COL2IM_PLANES = {2: 2, 3: 4}
 COL2IM_PLANES_MAX_ENTRIES = 4
+# The fixed col2im fills the image first and gathers over the rows that receive column
+# entries only where at most this share of the rows do (empty_rows_apart).
+COL2IM_APART_MAX_SHARE = 0.25
 PACK_BYTES = 16   # the widest store (and load) an im2col thread issues (im2col_pack)
+FILL_RUN = 8      # elements per lane of col2im.cu's fill (kFillRun)
 WINDOW_RUNS = 8   # loads from a window of at most this many runs (col2im.cu's kMaxWindowRuns)
 
 # Seconds spent compiling kernels in this process (reported apart from timings).
@@ -164,6 +168,38 @@ def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
     return 1
 
 
+def one_phase(g: Geometry, d: int) -> bool:
+    """Whether every tap of dim ``d`` lands on one stride phase of a strided dim (col2im.cu's
+    one_phase): one tap, or a dilation that is a multiple of the stride."""
+    return g.stride[d] > 1 and (g.kernel_size[d] == 1 or g.dilation[d] % g.stride[d] == 0)
+
+
+def empty_rows_apart(g: Geometry, fixed: bool) -> bool:
+    """Whether the fixed col2im fills the image with the bias first and then gathers over
+    the rows that can receive column entries only (col2im.cu's fill_element, and
+    col2im_element with EmptyRowsApart): where outer dims are one-phase (one_phase), so
+    that only every stride-th row along each receives entries, and at most
+    COL2IM_APART_MAX_SHARE of the rows do. The fill writes those rows twice: with a
+    quarter of the rows receiving (3d-stride2-dil2's kernel) col2im measured 78 -> 88% of
+    copy on the H200, with half (2d-strided-grouped's, and the one-phase dims of two
+    forwards' split routes) 7-10% slower (benches/NOTES.md, change 59)."""
+    share = math.prod(1 / g.stride[d] for d in range(g.nd - 1) if one_phase(g, d))
+    return fixed and share <= COL2IM_APART_MAX_SHARE
+
+
+def receiving_rows(g: Geometry, image: tuple[int, ...], padding: tuple[int, ...]) -> int:
+    """The rows of one image plane whose coordinates along the one-phase outer dims have a
+    padded coordinate that is a multiple of the stride (col2im.cu's receiving_rows)."""
+    rows = 1
+    for d in range(g.nd - 1):
+        if one_phase(g, d):
+            first = -padding[d] % g.stride[d]
+            rows *= max(0, -(-(image[d] - first) // g.stride[d]))
+        else:
+            rows *= image[d]
+    return rows
+
+
 def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
     """Whether col2im numbers the rows of an image ``width`` wide with the plane varying
     fastest (see PLANES_INNER_MAX_SPANS); not where threads take several planes
@@ -184,6 +220,7 @@ class Layout(NamedTuple):
     spans_per_thread: int
     planes_inner: bool
     planes_per_thread: int
+    empty_rows_apart: bool
     im2col_positions: int
     im2col_pack: int = 1
     im2col_windowed: bool = False
@@ -196,13 +233,14 @@ def layout(g: Geometry, grid_width: int, image_width: int, fixed: bool) -> Layou
     wide (the innermost sizes)."""
     return Layout(col2im_span(g, fixed), col2im_spans(g, image_width, fixed),
                   planes_inner(g, image_width, fixed), col2im_planes(g, image_width, fixed),
-                  im2col_span(g, grid_width, fixed))
+                  empty_rows_apart(g, fixed), im2col_span(g, grid_width, fixed))
 
 
 @functools.cache
 def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              taps: tuple[int, ...] | None, span: int, spans_per_thread: int,
-             rows_planes_inner: bool, planes_per_thread: int, im2col_positions: int,
+             rows_planes_inner: bool, planes_per_thread: int, empty_rows_apart: bool,
+             im2col_positions: int,
              im2col_pack: int, im2col_windowed: bool, im2col_samples_inner: bool,
              im2col_split_taps: bool) -> dict:
     """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
@@ -215,7 +253,8 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else \
-        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}, {planes_per_thread}"
+        f", {span}, {spans_per_thread}, {str(rows_planes_inner).lower()}, {planes_per_thread}, " \
+        f"{str(empty_rows_apart).lower()}"
     layouts = {"col2im": layout,
                "im2col": "" if taps is None else f", {im2col_positions}, {im2col_pack}, "
                                                  f"{str(im2col_windowed).lower()}, "
@@ -224,6 +263,7 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
+    names["fill"] = f"gemmconv::fill_kernel<{CPP_TYPES[dtype]}, {index}, {nd}>"
     start = time.perf_counter()
     with cp.cuda.Device(device_index):
         module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
@@ -242,11 +282,13 @@ def _struct(fields: list[int]) -> ctypes.Array:
 
 class Launch(NamedTuple):
     """What a launch's shapes decide: the arguments of the compiled kernels it takes (see
-    _kernels), its blocks, and its arguments passed by value (with their addresses)."""
+    _kernels), its blocks, and its arguments passed by value (with their addresses); and
+    the blocks of a fill before it (0 for none; see empty_rows_apart)."""
     kernels: tuple
     blocks: int
     structs: tuple[ctypes.Array, ...]
     addresses: tuple[int, ...]
+    fill_blocks: int = 0
 
 
 # The launches a layer makes repeat call after call. Working one out (layout, blocks, the
@@ -282,14 +324,17 @@ def _launch_for(key: tuple, work_out: Callable[[], Launch]) -> Launch:
 def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int, int],
           fixed: bool, threads: Callable[[Layout], int], largest_index: int, pack: int = 1,
           windowed: bool = False, samples_inner: bool = False,
-          channels: int | None = None) -> Launch:
+          channels: int | None = None,
+          fill_threads: Callable[[Layout], int] | None = None) -> Launch:
     """The launch of ``threads(layout)`` threads over tensors like ``like``. The layout, and
     so the module, is chosen by the innermost grid and image sizes, ``widths``, for both
     ops, so that a layer's forward and backward share one module; an im2col whose runs of
     ``pack`` positions can be stored as one access (read from a window of the image row
     where ``windowed``), or that orders its threads ``samples_inner``, takes a module of
     its own (the fixed kernels only), as does a col2im whose ``channels`` are not a
-    multiple of the layout's planes per thread (it takes as many as divide them)."""
+    multiple of the layout's planes per thread (it takes as many as divide them). Where the
+    layout takes the empty rows apart, ``fill_threads(layout)`` threads fill the image
+    first."""
     shares = layout(g, *widths, fixed)
     if channels is not None and channels % shares.planes_per_thread:
         shares = shares._replace(planes_per_thread=math.gcd(channels, shares.planes_per_thread))
@@ -300,16 +345,21 @@ def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int,
     elif fixed and shares.im2col_positions == 1 and im2col_split_taps(g, shares.im2col_pack):
         shares = shares._replace(im2col_split_taps=True)
     blocks = min(math.ceil(threads(shares) / BLOCK), MAX_BLOCKS)
-    # 32-bit indices where no index, nor the grid-stride loop's last step, can overflow.
-    index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
+    fills = fill_threads(shares) if fill_threads is not None and shares.empty_rows_apart else 0
+    fill_blocks = min(math.ceil(fills / BLOCK), MAX_BLOCKS)
+    # 32-bit indices where no index, nor a grid-stride loop's last step, can overflow.
+    index = "int" if max(largest_index, fills) + max(blocks, fill_blocks) * BLOCK < 2**31 \
+        else "long long"
     kernels = (like.device.index, like.dtype, g.nd, index,
                tuple(g.taps_fields()) if fixed else None, *shares)
     structs = (_struct(extent),) if fixed else (_struct(g.taps_fields()), _struct(extent))
-    return Launch(kernels, blocks, structs, tuple(map(ctypes.addressof, structs)))
+    return Launch(kernels, blocks, structs, tuple(map(ctypes.addressof, structs)), fill_blocks)
 
 
-def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor | None) -> None:
-    """Launches ``op`` on torch's current stream of ``like``'s device."""
+def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor | None,
+            blocks: int | None = None) -> None:
+    """Launches ``op`` on torch's current stream of ``like``'s device, over the launch's
+    blocks or ``blocks``."""
     kernel = _kernels(*launch.kernels)[op]
     pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
     # cuLaunchKernel reads each argument through a pointer to its value.
@@ -317,8 +367,8 @@ def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor 
         *launch.addresses, *map(ctypes.addressof, pointers))
     with on_device(like.device):
         stream = raw_stream(like.device)
-        _launch_status(driver().cuLaunchKernel(kernel, launch.blocks, 1, 1, BLOCK, 1, 1, 0,
-                                               stream, params, None))
+        _launch_status(driver().cuLaunchKernel(kernel, blocks or launch.blocks, 1, 1, BLOCK,
+                                               1, 1, 0, stream, params, None))
 
 
 def raw_stream(device: torch.device) -> int:
@@ -353,7 +403,11 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     fixed = _specialised(g, out.numel())
     key = ("col2im", g, padding, fixed, *_signature(columns), *_signature(out))
     launch = _launch_for(key, lambda: _col2im_plan(columns, out, g, padding, fixed))
-    _launch("col2im", launch, columns, columns, None if bias is None else bias.contiguous(), out)
+    bias = None if bias is None else bias.contiguous()
+    if launch.fill_blocks:
+        _launch("fill", launch, columns, bias, out, blocks=launch.fill_blocks)
+    if launch.blocks:   # none where no row receives entries: the fill wrote them all
+        _launch("col2im", launch, columns, columns, bias, out)
 
 
 def _col2im_plan(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
@@ -370,11 +424,17 @@ def _col2im_plan(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
     def threads(shares: Layout) -> int:
         # A row's first span may start before it (col2im.cu's first_span): one more per row.
         spans, run = -(-width // shares.span) + 1, 32 * shares.spans_per_thread
-        groups = rows // shares.planes_per_thread
+        groups = (receiving_rows(g, image, padding) * planes if shares.empty_rows_apart
+                  else rows) // shares.planes_per_thread
         return groups * (spans if run == 32 else -(-spans // run) * 32)
+
+    def fill_threads(shares: Layout) -> int:
+        # A warp a run of 256 elements of a plane (col2im.cu's fill_elements).
+        return planes * -(-math.prod(image) // (32 * FILL_RUN)) * 32
     planes = columns.shape[0] * columns.shape[1]
     return _plan(columns, g, extent, (grid[-1], width), fixed, threads,
-                 max(_reach(columns), planes * stride), channels=columns.shape[1])
+                 max(_reach(columns), planes * stride), channels=columns.shape[1],
+                 fill_threads=fill_threads)
 
 
 def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,

@@ -280,11 +280,44 @@ GC_FN I spans(const Taps<ND>& t, const Extent<ND>& x) {
           first_span<V, I>(t, x) + V - 1) / V;
 }
 
+// Along a strided outer dim whose taps all land on one stride phase (one tap, or a dilation
+// that is a multiple of the stride), only every stride-th row receives column entries: those
+// whose padded coordinate is a multiple of the stride. The rest get the bias alone.
+template <int ND>
+GC_FN bool one_phase(const Taps<ND>& t, int d) {
+  return t.stride[d] > 1 && (t.kernel[d] == 1 || t.dilation[d] % t.stride[d] == 0);
+}
+
+// The first such row along dim d (an image position), and how many there are.
+template <typename I, int ND>
+GC_FN I first_receiving(const Taps<ND>& t, const Extent<ND>& x, int d) {
+  const I stride = static_cast<I>(t.stride[d]);
+  return (stride - static_cast<I>(x.padding[d]) % stride) % stride;
+}
+
+template <typename I, int ND>
+GC_FN I receiving(const Taps<ND>& t, const Extent<ND>& x, int d) {
+  const I stride = static_cast<I>(t.stride[d]), first = first_receiving<I>(t, x, d);
+  const I size = static_cast<I>(x.image[d]);
+  return first < size ? (size - first + stride - 1) / stride : I(0);
+}
+
+// Rows of R planes whose outer coordinates all receive entries along the one-phase dims.
+template <int R, typename I, int ND>
+GC_FN I receiving_rows(const Taps<ND>& t, const Extent<ND>& x) {
+  I rows = static_cast<I>(x.planes) / R;
+  for (int d = 0; d < ND - 1; ++d)
+    rows *= one_phase(t, d) ? receiving<I>(t, x, d) : static_cast<I>(x.image[d]);
+  return rows;
+}
+
 // Number of threads col2im_element needs for a launch: one per span of R planes, or with
-// J > 1 whole warps per run of kWarp * J spans of a row.
-template <int V, int J, int R, typename I, int ND>
+// J > 1 whole warps per run of kWarp * J spans of a row; with EmptyRowsApart, of the rows
+// that can receive entries only (see col2im_element).
+template <int V, int J, int R, bool EmptyRowsApart, typename I, int ND>
 GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
-  const I rows = static_cast<I>(x.planes) / R * (product<I>(x.image) / static_cast<I>(x.image[ND - 1]));
+  const I rows = EmptyRowsApart ? receiving_rows<R, I>(t, x)
+      : static_cast<I>(x.planes) / R * (product<I>(x.image) / static_cast<I>(x.image[ND - 1]));
   const I count = spans<V, I>(t, x);
   return J == 1 ? rows * count : rows * ((count + kWarp * J - 1) / (kWarp * J)) * kWarp;
 }
@@ -294,17 +327,24 @@ GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
 // by plane, or with PlanesInner the plane varying fastest: where an outer dim is strided,
 // neighbouring rows of one plane have different stride phases, so a warp that straddles two
 // of them splits over different taps, whereas the same row of neighbouring planes has the
-// same phase.
+// same phase. With `receiving_only` the rows are those of receiving_rows.
 template <bool PlanesInner, int R, typename I, int ND>
-GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
+GC_FN I row_position(const Taps<ND>& t, const Extent<ND>& x, I row, I (&o)[ND],
+                     bool receiving_only) {
   I plane = 0;
   if constexpr (PlanesInner) {
     plane = row % (static_cast<I>(x.planes) / R);
     row /= static_cast<I>(x.planes) / R;
   }
   for (int d = ND - 2; d >= 0; --d) {
-    o[d] = row % static_cast<I>(x.image[d]);
-    row /= static_cast<I>(x.image[d]);
+    if (receiving_only && one_phase(t, d)) {
+      const I n = receiving<I>(t, x, d);
+      o[d] = first_receiving<I>(t, x, d) + row % n * static_cast<I>(t.stride[d]);
+      row /= n;
+    } else {
+      o[d] = row % static_cast<I>(x.image[d]);
+      row /= static_cast<I>(x.image[d]);
+    }
   }
   return (PlanesInner ? plane : row) * R;
 }
@@ -317,8 +357,13 @@ GC_FN I row_position(const Extent<ND>& x, I row, I (&o)[ND]) {
 // [image[0..ND-2]...][planes / R][spans]. With J > 1, the spans of each row come in runs of
 // kWarp * J, a warp each, lane l taking spans l, l + kWarp, ...: the warp then decodes its
 // row, and tests its outer dims' taps, once for J spans. Spans past the row's end write
-// nothing.
-template <int V, int J, bool PlanesInner, int R, typename T, typename I, int ND>
+// nothing. With EmptyRowsApart the threads cover only the rows that can receive entries
+// (receiving_rows), the image having been filled with the bias first (fill_element): where
+// most rows get no entries (a dilation that is a multiple of the stride), the gathering warps
+// then hold no idle lanes, and the rest of the image is written by coalesced stores rather
+// than by threads that decode their index and test every tap to write a span of bias.
+template <int V, int J, bool PlanesInner, int R, bool EmptyRowsApart, typename T, typename I,
+          int ND>
 GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                           const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
@@ -337,7 +382,7 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   const I start = first_span<V, I>(t, x) + span * V;
   const I first = start - static_cast<I>(x.padding[ND - 1]);   // image position; may be < 0
   I o[ND], q[ND], r[ND], offset = 0;
-  const I p = row_position<PlanesInner, R>(x, row_number, o);
+  const I p = row_position<PlanesInner, R>(t, x, row_number, o, EmptyRowsApart);
   for (int d = 0; d < ND - 1; ++d) {
     offset = offset * static_cast<I>(x.image[d]) + o[d];   // the row's, within its plane
     q[d] = 0;
@@ -361,6 +406,32 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
         const I position = first + j * (kWarp * V) + v;
         if (position >= 0 && position < width) row[position] = Scalar<T>::store(acc[n][j][v]);
       }
+  }
+}
+
+// The bias alone (0 without one) in every element of every plane, before a col2im with
+// EmptyRowsApart writes the rows that can receive column entries. A warp fills kWarp *
+// kFillRun consecutive elements of one plane, lane l taking l, l + kWarp, ...: each store
+// instruction writes consecutive elements, however the planes are aligned, and the plane
+// is decoded once for kFillRun elements.
+constexpr int kFillRun = 8;
+
+template <typename I, int ND>
+GC_FN I fill_elements(const Extent<ND>& x) {
+  const I run = kWarp * kFillRun;
+  return static_cast<I>(x.planes) * ((product<I>(x.image) + run - 1) / run) * kWarp;
+}
+
+template <typename T, typename I, int ND>
+GC_FN void fill_element(const Extent<ND>& x, const T* bias, T* image, I e) {
+  const I size = product<I>(x.image), run = kWarp * kFillRun;
+  const I runs = (size + run - 1) / run, p = e / kWarp / runs;
+  const I start = e / kWarp % runs * run + e % kWarp;
+  const T value = bias ? bias[p % static_cast<I>(x.channels)] : Scalar<T>::store(0);
+  T* plane = image + p * static_cast<I>(x.plane_stride);
+  for (int v = 0; v < kFillRun; ++v) {
+    const I position = start + v * kWarp;
+    if (position < size) plane[position] = value;
   }
 }
 
@@ -616,12 +687,13 @@ __device__ inline I first_element() { return blockIdx.x * static_cast<I>(blockDi
 template <typename I>
 __device__ inline I element_step() { return static_cast<I>(gridDim.x) * blockDim.x; }
 
-template <int V, int J, bool PlanesInner, int R, typename T, typename I, int ND>
+template <int V, int J, bool PlanesInner, int R, bool EmptyRowsApart, typename T, typename I,
+          int ND>
 __device__ inline void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const T* columns,
                                   const T* bias, T* image) {
-  const I n = col2im_elements<V, J, R, I>(t, x);
+  const I n = col2im_elements<V, J, R, EmptyRowsApart, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_element<V, J, PlanesInner, R>(t, x, columns, bias, image, e);
+    col2im_element<V, J, PlanesInner, R, EmptyRowsApart>(t, x, columns, bias, image, e);
 }
 
 template <int W, int P, bool Windowed, bool SamplesInner, bool SplitTaps, typename T,
@@ -633,11 +705,17 @@ __device__ inline void im2col_all(const Taps<ND>& t, const Extent<ND>& x, const 
     im2col_element<W, P, Windowed, SamplesInner, SplitTaps>(t, x, image, columns, e);
 }
 
+template <typename T, typename I, int ND>
+__global__ void fill_kernel(const Extent<ND> x, const T* __restrict__ bias, T* __restrict__ image) {
+  const I n = fill_elements<I>(x);
+  for (I e = first_element<I>(); e < n; e += element_step<I>()) fill_element(x, bias, image, e);
+}
+
 // The generic kernels serve small launches: one element per thread.
 template <typename T, typename I, int ND>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<1, 1, false, 1, T, I>(t, x, columns, bias, image);
+  col2im_all<1, 1, false, 1, false, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>
@@ -649,12 +727,13 @@ __global__ void im2col_kernel(const Taps<ND> t, const Extent<ND> x, const T* __r
 // Spans of W outputs along the innermost dim, J spans per thread, in R planes: index
 // decoding and the outer dims' tap tests are shared by all R J W outputs, and with W a
 // multiple of the stride the innermost tap tests fold to constants (see first_span).
-// PlanesInner: see row_position.
-template <typename T, typename I, int ND, int W, int J, bool PlanesInner, int R, index_t... V>
+// PlanesInner: see row_position; EmptyRowsApart: see col2im_element.
+template <typename T, typename I, int ND, int W, int J, bool PlanesInner, int R,
+          bool EmptyRowsApart, index_t... V>
 __global__ void col2im_fixed(const Extent<ND> x, const T* __restrict__ columns,
                              const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_all<W, J, PlanesInner, R, T, I>(taps, x, columns, bias, image);
+  col2im_all<W, J, PlanesInner, R, EmptyRowsApart, T, I>(taps, x, columns, bias, image);
 }
 
 // W grid positions per thread along the innermost dim, 32 apart, or runs of P positions

@@ -459,6 +459,54 @@ def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation
     assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
+@pytest.mark.parametrize("kernel, stride, padding, dilation, grid", [
+    ((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (5, 8, 32)),   # 3d-stride2-dil2's taps
+    ((1, 5), (4, 3), (0, 2), (1, 1), (9, 100)),                 # one tap, stride 4
+    ((3, 3), (4, 1), (5, 1), (4, 1), (7, 200))])                # phases off the first row
+def test_col2im_empty_rows_apart(monkeypatch, kernel, stride, padding, dilation, grid,
+                                 with_bias, dtype):
+    """The compiled col2im with the rows that can receive column entries first and the
+    bias-only rows after, into a poisoned image: every element written, the PyTorch path's
+    sums in float64."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    layouts = _record_layouts(monkeypatch)
+    g = Geometry(kernel, stride, padding, dilation)
+    channels, image = 4, g.image_size(grid, (0,) * len(grid))
+    gen = generator("apart", str(kernel), str(grid))
+    columns = torch.randn(3 * channels, g.taps, math.prod(grid), generator=gen, dtype=torch.float64)
+    bias = torch.randn(channels, generator=gen, dtype=torch.float64) if with_bias else None
+    out = torch.full((3 * channels, *image), float("nan"), dtype=dtype, device=CUDA)
+    col2im(columns.to(CUDA, dtype), bias if bias is None else bias.to(CUDA, dtype), g, grid,
+           image, out=out)
+    assert _cuda.Layout(*layouts[-1]).empty_rows_apart
+    ref = col2im(columns.to(dtype).double(), bias if bias is None else bias.to(dtype).double(),
+                 g, grid, image)
+    assert rel_error(out, ref) < (1e-2 if dtype == torch.bfloat16 else 1e-6)
+
+
+def test_col2im_with_no_receiving_rows(monkeypatch):
+    """A convolution whose input gradient (col2im) has no row that a tap reaches: the fill
+    alone writes it, and the gradients are torch's."""
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    layouts = _record_layouts(monkeypatch)
+    gen = generator("no-receiving-rows")
+    x64 = torch.randn(1, 2, 2, 9, generator=gen, dtype=torch.float64)
+    w64 = torch.randn(3, 2, 2, 1, generator=gen, dtype=torch.float64)
+    kw = dict(stride=(4, 1), padding=(2, 0), dilation=(4, 1))
+    x, w = (t.to(CUDA).requires_grad_() for t in (x64, w64))
+    ref = [t.clone().requires_grad_() for t in (x64, w64)]
+    out, theirs = gemmconv.conv2d(x, w, **kw), F.conv2d(*ref, **kw)
+    grad = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    _poison_allocator(x.numel() * 8)
+    ours = torch.autograd.grad(out, (x, w), grad.to(CUDA))
+    assert any(_cuda.Layout(*layout).empty_rows_apart for layout in layouts)
+    for mine, want in zip(ours, torch.autograd.grad(theirs, ref, grad)):
+        assert rel_error(mine, want) < 1e-12
+    assert torch.equal(ours[0], torch.zeros_like(ours[0]))   # no tap reaches the two rows
+
+
 def test_forward_without_bias_takes_planes_per_thread(monkeypatch):
     """A strided 3-D forward without bias hands col2im its columns in blocks of C_out
     channels, so its threads take several planes each, as with a bias; its result is

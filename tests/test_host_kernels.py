@@ -78,14 +78,16 @@ def _band(case, planes, dtype):
 
 # Planes per thread of the harness's col2im ops that take several (their channels must be a
 # multiple).
-PLANES_PER_THREAD = {14: 2, 15: 4}
+PLANES_PER_THREAD = {14: 2, 15: 4, 21: 2}
+COL2IM_OPS = {0: "one-per-thread", 2: "spans-of-3", 3: "spans-of-6", 4: "spans-of-3-planes-inner",
+              6: "2-spans-of-3-per-thread", 7: "4-spans-of-6-per-thread",
+              14: "spans-of-3-planes-inner-2-planes-per-thread",
+              15: "2-spans-of-3-per-thread-4-planes-per-thread",
+              19: "spans-of-3-empty-rows-apart", 20: "2-spans-of-6-planes-inner-empty-rows-apart",
+              21: "spans-of-3-2-planes-per-thread-empty-rows-apart"}
 
 
-@pytest.mark.parametrize("vector", [0, 2, 3, 4, 6, 7, 14, 15],
-                         ids=["one-per-thread", "spans-of-3", "spans-of-6", "spans-of-3-planes-inner",
-                              "2-spans-of-3-per-thread", "4-spans-of-6-per-thread",
-                              "spans-of-3-planes-inner-2-planes-per-thread",
-                              "2-spans-of-3-per-thread-4-planes-per-thread"])
+@pytest.mark.parametrize("vector", COL2IM_OPS, ids=COL2IM_OPS.values())
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES + LONG_ROWS, ids=lambda c: c.name)
@@ -105,6 +107,44 @@ def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
     outside = torch.ones_like(whole, dtype=torch.bool)
     outside[:, band_rows(whole, band)] = False
     assert whole[outside].isnan().all()                       # nothing written outside the band
+
+
+# Geometries with a one-phase outer dim (one tap, or a dilation a multiple of the stride),
+# whose col2im may take the rows that can receive entries apart (_cuda.empty_rows_apart),
+# and paddings that put the first receiving row on each phase.
+ONE_PHASE = [((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2)), ((1, 5), (4, 3), (0, 2), (1, 1)),
+             ((3, 3), (4, 1), (5, 1), (4, 1)), ((2, 3), (4, 2), (3, 1), (4, 1)),
+             ((2, 1, 4), (3, 2, 1), (2, 0, 1), (3, 1, 2)), ((3, 2), (5, 1), (2, 0), (5, 1))]
+
+
+@pytest.mark.parametrize("op", [19, 20, 21])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("geometry", ONE_PHASE, ids=str)
+def test_host_col2im_empty_rows_apart(harness, geometry, dtype, op):
+    """col2im over a band of rows, the receiving rows first: every output written once,
+    by the first pass or the second, and the sums of the PyTorch path."""
+    g = Geometry(*geometry)
+    assert _cuda.empty_rows_apart(g, True) and not _cuda.empty_rows_apart(g, False)
+    channels = 2 * PLANES_PER_THREAD.get(op, 1)
+    planes = 2 * channels
+    grid = (*(5, 4)[:g.nd - 1], 19)[-g.nd:]
+    case = dataclasses.replace(cases.EDGE[0], kernel_size=g.kernel_size, stride=g.stride,
+                               padding=g.padding, dilation=g.dilation, size=grid,
+                               output_padding=(0,) * g.nd, groups=1, batch=2,
+                               in_channels=channels, out_channels=channels, bias=True)
+    g, whole, band, band_grid, padding = _band(case, planes, dtype)
+    gen = generator(str(geometry), "apart", str(dtype))
+    columns = torch.randn(planes, g.taps, math.prod(band_grid), generator=gen).to(dtype)
+    bias = torch.randn(channels, generator=gen).to(dtype)
+    extent = g.extent_fields(blocks(columns, channels, g.taps, band_grid), band.stride(0),
+                             band.shape[1:], padding)
+    _run(harness, op, dtype, 0, g, extent, columns, bias, band)
+    ref = col2im(columns.double(), bias.double(), g, band_grid, band.shape[1:], padding=padding)
+    assert rel_error(band, ref) < DTYPES[dtype][1]
+    outside = torch.ones_like(whole, dtype=torch.bool)
+    outside[:, band_rows(whole, band)] = False
+    assert whole[outside].isnan().all()
+    assert _cuda.receiving_rows(g, band.shape[1:], padding) < math.prod(band.shape[1:-1])
 
 
 def band_rows(whole, band):
@@ -246,6 +286,58 @@ def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():
     assert _cuda.im2col_samples_inner(g2, rows)
     assert not _cuda.im2col_samples_inner(Geometry((3,), (1,), (0,), (1,)),
                                           torch.zeros(8, 3, 3, 5).movedim(0, -1))     # 1-D
+
+
+@pytest.mark.parametrize("kernel, stride, dilation, apart", [
+    ((3, 3, 3), (2, 2, 2), (2, 2, 2), True),     # dilations multiples of the strides: a quarter
+    ((1, 5), (4, 3), (1, 1), True),              # one tap along an outer dim of stride 4
+    ((1, 5), (2, 3), (1, 1), False),             # half the rows receive
+    ((3, 3, 3), (2, 1, 1), (2, 1, 1), False),    # half: the depth's taps on one phase
+    ((3, 3, 3), (2, 2, 2), (1, 1, 1), False),    # taps on both phases
+    ((3, 3), (1, 2), (1, 2), False),             # only the innermost dim is one-phase
+    ((3,), (2,), (2,), False),                   # 1-D: no outer dims
+])
+def test_col2im_empty_rows_apart_rule(kernel, stride, dilation, apart):
+    g = Geometry(kernel, stride, (0,) * len(kernel), dilation)
+    assert _cuda.empty_rows_apart(g, True) == apart
+    assert not _cuda.empty_rows_apart(g, False)
+
+
+def test_receiving_rows_and_the_plan(driver, monkeypatch):
+    """The rows whose one-phase coordinates are on phase (padded coordinate a multiple of
+    the stride), and a launch that fills the image (a warp per 256 elements of a plane)
+    and then takes a thread per span of those rows."""
+    g = Geometry((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2))
+    assert _cuda.receiving_rows(g, (31, 63, 63), (1, 1, 1)) == 15 * 31    # odd rows
+    assert _cuda.receiving_rows(g, (31, 63, 63), (0, 1, 1)) == 16 * 31    # even depths
+    assert _cuda.receiving_rows(g, (1, 63, 63), (1, 1, 1)) == 0
+    h = Geometry((1, 5), (3, 3), (0, 2), (1, 1))
+    assert _cuda.receiving_rows(h, (10, 50), (2, 2)) == 3              # rows 1, 4, 7
+    monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
+    grid = (4, 6, 8)
+    image = g.image_size(grid, (0, 0, 0))
+    columns, out = torch.zeros(2, 4, g.taps, *grid), torch.empty(8, *image)
+    _cuda.col2im(columns, None, out, g, g.padding)
+    (launch,) = _cuda._launches.values()
+    layout = _cuda.Layout(*launch.kernels[5:])
+    assert layout.empty_rows_apart and layout.planes_per_thread == 4
+    rows = 8 // 4 * _cuda.receiving_rows(g, image, g.padding)
+    spans = -(-image[2] // layout.span) + 1
+    assert launch.blocks == -(-rows * spans // _cuda.BLOCK)
+    assert launch.fill_blocks == -(-8 * -(-math.prod(image) // 256) * 32 // _cuda.BLOCK)
+    fill, gather = driver.launches
+    assert (fill[1], gather[1]) == (launch.fill_blocks, launch.blocks) and fill[0] != gather[0]
+    assert fill[2][1:] == [0, out.data_ptr()]                    # no bias, then the image
+    g1 = Geometry((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1))   # both phases: no fill
+    _cuda.col2im(torch.zeros(2, 4, g1.taps, *grid), None,
+                 torch.empty(8, *g1.image_size(grid, (0, 0, 0))), g1, g1.padding)
+    assert list(_cuda._launches.values())[-1].fill_blocks == 0 and len(driver.launches) == 3
+    g2 = Geometry((3, 3, 1), (2, 2, 1), (1, 1, 0), (2, 2, 1))   # one image row, off phase
+    _cuda.col2im(torch.zeros(1, 4, g2.taps, 1, 1, 40), None, torch.empty(4, 1, 1, 40), g2, (1, 1, 0))
+    assert _cuda.receiving_rows(g2, (1, 1, 40), (1, 1, 0)) == 0
+    empty = list(_cuda._launches.values())[-1]
+    assert empty.blocks == 0 and empty.fill_blocks == 1           # the fill alone is launched
+    assert len(driver.launches) == 4 and driver.launches[-1][1] == 1
 
 
 @pytest.mark.parametrize("kernel, pack, split", [
@@ -409,7 +501,8 @@ def driver(monkeypatch):
     """_cuda's launches on CPU tensors, into a recording driver, with fresh plans."""
     fake = _Driver()
     monkeypatch.setattr(_cuda, "driver", lambda: fake)
-    monkeypatch.setattr(_cuda, "_kernels", lambda *args: {"col2im": hash(args), "im2col": -hash(args)})
+    monkeypatch.setattr(_cuda, "_kernels", lambda *args: {"col2im": hash(args), "im2col": -hash(args),
+                                                          "fill": hash(args) + 1})
     monkeypatch.setattr(_cuda, "on_device", lambda device: contextlib.nullcontext())
     monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
     monkeypatch.setattr(_cuda, "_launches", {})

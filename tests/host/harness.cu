@@ -15,7 +15,8 @@ namespace gemmconv {
   template __global__ void col2im_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
                                                    const T*, T*);                             \
   template __global__ void im2col_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
-                                                   T*);
+                                                   T*);                                       \
+  template __global__ void fill_kernel<T, I, ND>(const Extent<ND>, const T*, T*);
 #define GC_INSTANTIATE_DIMS(T, I) GC_INSTANTIATE(T, I, 1) GC_INSTANTIATE(T, I, 2) GC_INSTANTIATE(T, I, 3)
 #define GC_INSTANTIATE_ALL(T) GC_INSTANTIATE_DIMS(T, int) GC_INSTANTIATE_DIMS(T, long long)
 GC_INSTANTIATE_ALL(float)
@@ -24,14 +25,18 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
-template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 1, 3, 3, 1, 1, 1, 1>(
+template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 1, false, 3, 3, 1, 1, 1, 1>(
     const Extent<2>, const float*, const float*, float*);
-template __global__ void col2im_fixed<float, int, 2, 5, 4, false, 1, 3, 3, 5, 5, 2, 2>(
+template __global__ void col2im_fixed<float, int, 2, 5, 4, false, 1, false, 3, 3, 5, 5, 2, 2>(
     const Extent<2>, const float*, const float*, float*);
-template __global__ void col2im_fixed<float, int, 3, 4, 1, true, 4, 3, 3, 3, 2, 2, 2, 2, 2, 2>(
+template __global__ void col2im_fixed<float, int, 3, 4, 1, true, 4, false, 3, 3, 3, 2, 2, 2, 2, 2, 2>(
     const Extent<3>, const float*, const float*, float*);
-template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, 1, true, 2, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
+template __global__ void col2im_fixed<bfloat16_t, long long, 3, 6, 1, true, 2, false, 3, 3, 5, 2, 2, 3, 1, 2, 1>(
     const Extent<3>, const bfloat16_t*, const bfloat16_t*, bfloat16_t*);
+template __global__ void col2im_fixed<float, int, 3, 4, 1, false, 4, true, 3, 3, 3, 2, 2, 2, 2, 2, 2>(
+    const Extent<3>, const float*, const float*, float*);
+template __global__ void col2im_fixed<double, long long, 2, 5, 2, true, 1, true, 1, 5, 2, 3, 1, 1>(
+    const Extent<2>, const double*, const double*, double*);
 template __global__ void im2col_fixed<half_t, long long, 3, 4, 1, false, false, false, 3, 5, 7, 2, 2, 2, 1, 2, 1>(
     const Extent<3>, const half_t*, half_t*);
 template __global__ void im2col_fixed<float, int, 2, 1, 4, true, true, false, 3, 1, 1, 1, 1, 1>(
@@ -49,13 +54,24 @@ template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, true, 3,
 template __global__ void im2col_fixed<float, long long, 2, 1, 1, false, false, true, 3, 3, 2, 2, 1, 1>(
     const Extent<2>, const float*, float*);
 
-template <int V, int J, bool PlanesInner, typename T, typename I, int ND, int R = 1>
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND, int R = 1,
+          bool EmptyRowsApart = false>
 static void col2im_all(const Taps<ND>& t, const Extent<ND>& x, const void* src,
                        const void* bias, void* dst) {
-  const I n = col2im_elements<V, J, R, I>(t, x);
+  const I n = col2im_elements<V, J, R, EmptyRowsApart, I>(t, x);
   for (I e = 0; e < n; ++e)
-    col2im_element<V, J, PlanesInner, R>(t, x, static_cast<const T*>(src),
-                                         static_cast<const T*>(bias), static_cast<T*>(dst), e);
+    col2im_element<V, J, PlanesInner, R, EmptyRowsApart>(
+        t, x, static_cast<const T*>(src), static_cast<const T*>(bias), static_cast<T*>(dst), e);
+}
+
+// The fill, then col2im over the rows that can receive entries.
+template <int V, int J, bool PlanesInner, typename T, typename I, int ND, int R>
+static void col2im_apart(const Taps<ND>& t, const Extent<ND>& x, const void* src,
+                         const void* bias, void* dst) {
+  const I n = fill_elements<I>(x);
+  for (I e = 0; e < n; ++e)
+    fill_element(x, static_cast<const T*>(bias), static_cast<T*>(dst), e);
+  col2im_all<V, J, PlanesInner, T, I, ND, R, true>(t, x, src, bias, dst);
 }
 
 template <int W, int P, bool Windowed, bool SamplesInner, typename T, typename I, int ND,
@@ -80,7 +96,9 @@ static void im2col_ordered(bool samples_inner, const Taps<ND>& t, const Extent<N
 // that are, or are not, multiples of the stride, and rows that end part-way through one),
 // 4 spans of three with rows numbered planes innermost, 6 two spans of three per thread and
 // 7 four spans of six per thread, 32 spans apart (rows that end part-way through a run),
-// 14 as 4 in two planes per thread and 15 as 6 in four planes per thread;
+// 14 as 4 in two planes per thread and 15 as 6 in four planes per thread, 19, 20 and 21 as
+// 2, 7 (two spans, rows planes innermost) and 14 (plane by plane) after a fill, over the
+// rows that can receive entries only;
 // 1 im2col with one grid position per element, 5 with three positions per thread, 32 apart
 // (rows that end part-way through), 8 with runs of 16 bytes per thread (the caller meets
 // spread_runs's conditions), 12 the same loading the image element by element (the caller
@@ -109,6 +127,12 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
     col2im_all<3, 1, true, T, I, ND, 2>(t, x, src, bias, dst);
   } else if (op == 15) {
     col2im_all<3, 2, false, T, I, ND, 4>(t, x, src, bias, dst);
+  } else if (op == 19) {
+    col2im_apart<3, 1, false, T, I, ND, 1>(t, x, src, bias, dst);
+  } else if (op == 20) {
+    col2im_apart<6, 2, true, T, I, ND, 1>(t, x, src, bias, dst);
+  } else if (op == 21) {
+    col2im_apart<3, 1, false, T, I, ND, 2>(t, x, src, bias, dst);
   } else if (op == 1 || op == 9) {
     im2col_ordered<1, 1, false, T, I>(op == 9, t, x, src, dst);
   } else if (op == 8 || op == 11) {
@@ -153,7 +177,9 @@ static int run_types(int op, int dtype, int nd, const index_t* taps, const index
 
 // op: 0 col2im (src = columns, dst = image), 2 and 3 the same in spans of three and six,
 // 4 in spans of three with planes innermost, 6 and 7 two spans of three and four of six per
-// thread, 14 as 4 in two planes per thread, 15 as 6 in four (the channels a multiple), 1 im2col (src = image, dst = columns), 5 the same with three positions per thread,
+// thread, 14 as 4 in two planes per thread, 15 as 6 in four (the channels a multiple),
+// 19-21 with the receiving rows apart (as 2; six in two spans, rows planes innermost; three
+// in two planes), 1 im2col (src = image, dst = columns), 5 the same with three positions per thread,
 // 8 with 16-byte runs from windows of the row, 12 with 16-byte runs loaded element by
 // element; 9, 10, 11 and 13 as 1, 5, 8 and 12 with samples inner; 16, 17 and 18 as 1, 8
 // and 12 with a thread per outer tap.
@@ -164,7 +190,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 18) return 1;
+  if (op < 0 || op > 21) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
