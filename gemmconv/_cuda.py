@@ -49,8 +49,10 @@ COL2IM_RUN_FILL = 0.75
 COL2IM_PLANES = {2: 2, 3: 4}
 COL2IM_PLANES_MAX_ENTRIES = 4
 # The fixed col2im fills the image first and gathers over the rows that receive column
-# entries only where at most this share of the rows do (empty_rows_apart).
+# entries only where at most this share of the rows do, each output of them receiving at
+# least this many entries through the outer dims (empty_rows_apart).
 COL2IM_APART_MAX_SHARE = 0.25
+COL2IM_APART_MIN_ENTRIES = 6
 PACK_BYTES = 16   # the widest store (and load) an im2col thread issues (im2col_pack)
 FILL_RUN = 8      # elements per lane of col2im.cu's fill (kFillRun)
 WINDOW_RUNS = 8   # loads from a window of at most this many runs (col2im.cu's kMaxWindowRuns)
@@ -178,13 +180,19 @@ def empty_rows_apart(g: Geometry, fixed: bool) -> bool:
     """Whether the fixed col2im fills the image with the bias first and then gathers over
     the rows that can receive column entries only (col2im.cu's fill_element, and
     col2im_element with EmptyRowsApart): where outer dims are one-phase (one_phase), so
-    that only every stride-th row along each receives entries, and at most
-    COL2IM_APART_MAX_SHARE of the rows do. The fill writes those rows twice: with a
-    quarter of the rows receiving (3d-stride2-dil2's kernel) col2im measured 78 -> 88% of
-    copy on the H200, with half (2d-strided-grouped's, and the one-phase dims of two
-    forwards' split routes) 7-10% slower (benches/NOTES.md, change 59)."""
-    share = math.prod(1 / g.stride[d] for d in range(g.nd - 1) if one_phase(g, d))
-    return fixed and share <= COL2IM_APART_MAX_SHARE
+    that only every stride-th row along each receives entries, at most
+    COL2IM_APART_MAX_SHARE of the rows do, and a receiving output gets at least
+    COL2IM_APART_MIN_ENTRIES entries through the outer dims' taps, so that the gathering
+    rows are the heavy ones. The fill writes those rows twice. Measured on the H200
+    (benches/NOTES.md, change 59): a quarter of the rows receiving nine entries each
+    (3d-stride2-dil2's kernel), col2im 78 -> 88-90% of copy; a quarter receiving three (the
+    same case's forward, whose col2im sums the depth's taps), that forward 8% slower; half
+    the rows receiving (2d-strided-grouped's kernel and forward), 7-10% slower."""
+    outer = range(g.nd - 1)
+    share = math.prod(1 / g.stride[d] for d in outer if one_phase(g, d))
+    entries = math.prod(g.kernel_size[d] if one_phase(g, d) else g.kernel_size[d] / g.stride[d]
+                        for d in outer)
+    return fixed and share <= COL2IM_APART_MAX_SHARE and entries >= COL2IM_APART_MIN_ENTRIES
 
 
 def receiving_rows(g: Geometry, image: tuple[int, ...], padding: tuple[int, ...]) -> int:

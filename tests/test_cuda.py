@@ -463,8 +463,8 @@ def test_col2im_planes_per_thread(monkeypatch, kernel, stride, padding, dilation
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("kernel, stride, padding, dilation, grid", [
     ((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (5, 8, 32)),   # 3d-stride2-dil2's taps
-    ((1, 5), (4, 3), (0, 2), (1, 1), (9, 100)),                 # one tap, stride 4
-    ((3, 3), (4, 1), (5, 1), (4, 1), (7, 200))])                # phases off the first row
+    ((7, 5), (4, 3), (3, 2), (4, 1), (9, 100)),                 # stride 4
+    ((6, 3), (4, 1), (5, 1), (4, 1), (7, 200))])                # phases off the first row
 def test_col2im_empty_rows_apart(monkeypatch, kernel, stride, padding, dilation, grid,
                                  with_bias, dtype):
     """The compiled col2im with the rows that can receive column entries first and the
@@ -493,8 +493,8 @@ def test_col2im_with_no_receiving_rows(monkeypatch):
     layouts = _record_layouts(monkeypatch)
     gen = generator("no-receiving-rows")
     x64 = torch.randn(1, 2, 2, 9, generator=gen, dtype=torch.float64)
-    w64 = torch.randn(3, 2, 2, 1, generator=gen, dtype=torch.float64)
-    kw = dict(stride=(4, 1), padding=(2, 0), dilation=(4, 1))
+    w64 = torch.randn(3, 2, 7, 1, generator=gen, dtype=torch.float64)
+    kw = dict(stride=(4, 1), padding=(13, 0), dilation=(4, 1))
     x, w = (t.to(CUDA).requires_grad_() for t in (x64, w64))
     ref = [t.clone().requires_grad_() for t in (x64, w64)]
     out, theirs = gemmconv.conv2d(x, w, **kw), F.conv2d(*ref, **kw)

@@ -112,9 +112,9 @@ def test_host_col2im_matches_torch(harness, case, dtype, wide, vector):
 # Geometries with a one-phase outer dim (one tap, or a dilation a multiple of the stride),
 # whose col2im may take the rows that can receive entries apart (_cuda.empty_rows_apart),
 # and paddings that put the first receiving row on each phase.
-ONE_PHASE = [((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2)), ((1, 5), (4, 3), (0, 2), (1, 1)),
-             ((3, 3), (4, 1), (5, 1), (4, 1)), ((2, 3), (4, 2), (3, 1), (4, 1)),
-             ((2, 1, 4), (3, 2, 1), (2, 0, 1), (3, 1, 2)), ((3, 2), (5, 1), (2, 0), (5, 1))]
+ONE_PHASE = [((3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2)), ((7, 5), (4, 3), (0, 2), (4, 1)),
+             ((6, 3), (4, 1), (5, 1), (4, 1)), ((2, 3, 3), (2, 2, 2), (3, 1, 1), (4, 2, 1)),
+             ((2, 4, 4), (3, 2, 1), (2, 0, 1), (3, 2, 2)), ((9, 2), (5, 1), (2, 0), (5, 1))]
 
 
 @pytest.mark.parametrize("op", [19, 20, 21])
@@ -290,8 +290,10 @@ def test_im2col_orders_threads_samples_inner_in_the_row_products_layout():
 
 @pytest.mark.parametrize("kernel, stride, dilation, apart", [
     ((3, 3, 3), (2, 2, 2), (2, 2, 2), True),     # dilations multiples of the strides: a quarter
-    ((1, 5), (4, 3), (1, 1), True),              # one tap along an outer dim of stride 4
-    ((1, 5), (2, 3), (1, 1), False),             # half the rows receive
+    ((3, 1, 3), (2, 2, 1), (2, 1, 1), False),    # a quarter, but three entries an output
+    ((7, 5), (4, 3), (4, 1), True),              # seven taps along an outer dim of stride 4
+    ((1, 5), (4, 3), (1, 1), False),             # one tap: one entry
+    ((7, 5), (2, 3), (2, 1), False),             # half the rows receive
     ((3, 3, 3), (2, 1, 1), (2, 1, 1), False),    # half: the depth's taps on one phase
     ((3, 3, 3), (2, 2, 2), (1, 1, 1), False),    # taps on both phases
     ((3, 3), (1, 2), (1, 2), False),             # only the innermost dim is one-phase
