@@ -251,11 +251,11 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
              im2col_positions: int,
              im2col_pack: int, im2col_windowed: bool, im2col_samples_inner: bool,
              im2col_split_taps: bool) -> dict:
-    """col2im and im2col for one dtype, dimensionality and index type: generic (taps given
-    at run time) when ``taps`` is None, else specialised to those taps, with col2im's
-    ``span`` of outputs, its spans per thread, order of rows and planes per thread, and
-    im2col's positions per
-    thread, runs and order of threads."""
+    """col2im, im2col and col2im's bias fill for one dtype, dimensionality and index type:
+    generic (taps given at run time) when ``taps`` is None, else specialised to those taps,
+    with col2im's ``span`` of outputs, its spans per thread, order of rows, planes per
+    thread and whether it takes the empty rows apart, and im2col's positions per thread,
+    runs, order of threads and split of the outer taps."""
     global compile_seconds
     cp = cupy()
     kind = "kernel" if taps is None else "fixed"

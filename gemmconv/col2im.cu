@@ -13,6 +13,8 @@
 //
 // col2im is a gather: one thread owns one image element and reads every column entry that
 // lands on it, so the sum is deterministic and needs neither atomics nor a zeroed output.
+// (Where most rows receive no entries, a fill writes the bias first and col2im gathers over
+// the other rows only; see col2im_element.)
 //
 // The file builds three ways: by NVRTC at run time (gemmconv/_cuda.py), by nvcc for sm_90
 // in CI, and as host code, where tests/host/harness.cu calls the same per-element functions
