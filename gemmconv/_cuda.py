@@ -135,8 +135,8 @@ def col2im_planes(g: Geometry, width: int, fixed: bool) -> int:
     is strided and has several taps, so that those tests are run-time stride-phase tests,
     and an output receives at most COL2IM_PLANES_MAX_ENTRIES column entries
     (column_entries), so that few loads follow them: COL2IM_PLANES by the number of dims,
-    whose decoding grows with them. Such threads take one span each, in rows numbered plane by
-    plane (col2im_spans, planes_inner). One elsewhere. Measured on the H200
+    whose decoding grows with them. Such threads take one span each, in rows numbered
+    plane by plane (col2im_spans, planes_inner). One elsewhere. Measured on the H200
     (benches/NOTES.md, changes 54 and 56)."""
     if (not fixed or g.nd == 1 or math.prod(g.kernel_size[:-1]) == 1
             or all(s == 1 for s in g.stride[:-1])
@@ -152,13 +152,13 @@ def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
     but the decode, which measured slower: the split routes' col2im), where threads take
     several planes (col2im_planes: sharing the tests over planes measured faster, and both
     at once cost registers), or where rows are numbered planes innermost (rows too short
-    for a run). Otherwise four where an output receives at
-    most about one column entry (prod(kernel / stride) <= 1), kernels whose threads do
-    little but decode and store; two where the innermost stride is 1; else one: with an
-    innermost stride spans hold up to eight outputs (col2im_span), and more of them a
-    thread cost registers and occupancy (34 -> 53 registers, 18% slower, on
-    2d-strided-grouped's). And only where a row's spans fill COL2IM_RUN_FILL of its runs'
-    lanes. Measured on the H200, benches/NOTES.md (change 33)."""
+    for a run). Otherwise four where an output receives at most about one column entry
+    (prod(kernel / stride) <= 1), kernels whose threads do little but decode and store; two
+    where the innermost stride is 1; else one: with an innermost stride spans hold up to
+    eight outputs (col2im_span), and more of them a thread cost registers and occupancy
+    (34 -> 53 registers, 18% slower, on 2d-strided-grouped's). And only where a row's spans
+    fill COL2IM_RUN_FILL of its runs' lanes. Measured on the H200, benches/NOTES.md
+    (change 33)."""
     if (not fixed or math.prod(g.kernel_size[:-1]) == 1 or col2im_planes(g, width, fixed) > 1
             or planes_inner(g, width, fixed)):
         return 1
@@ -219,11 +219,11 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 
 class Layout(NamedTuple):
     """How the threads of one launch share out the work (all one in the generic kernels):
-    col2im's outputs per span, spans per thread, row order and planes per thread,
-    im2col's positions per
-    thread (32 apart), their runs stored as one access (see im2col_pack), read from a
-    window of the image row (im2col_windowed), and its order of threads (see
-    im2col_samples_inner)."""
+    col2im's outputs per span, spans per thread, row order, planes per thread and whether
+    it fills the image first (empty_rows_apart); im2col's positions per thread (32 apart),
+    their runs stored as one access (see im2col_pack), read from a window of the image row
+    (im2col_windowed), its order of threads (see im2col_samples_inner) and whether it takes
+    a thread per outer tap (im2col_split_taps)."""
     span: int
     spans_per_thread: int
     planes_inner: bool

@@ -222,8 +222,8 @@ class ConvTransposeArgs:
         forward along ``split`` (:attr:`Split.overlaps`; ops._forward_by_rows) whose buffers
         stay within ``limit`` bytes where any can (one grid row, with its halo, of one sample
         is the least a chunk holds): bands of image rows of as many samples as fit, all
-        samples where they do, as every sample widens the row products. None for an empty
-        batch."""
+        samples where they do, as every sample widens the row products. No chunks for an
+        empty batch."""
         if self.batch == 0:
             return []
         g, rows = split.scatter, split.grid[0]
