@@ -141,6 +141,15 @@ EDGE = [
     _c("1d-wide-stride", 2, 3, 2, 3, 11, stride=9, padding=1, output_padding=5, dilation=4),
 ]
 
+# Kernels much larger than their stride, as in FCN's up-sampling heads: more taps than the
+# fixed kernels unroll (_cuda.MAX_FIXED_TAPS), so col2im takes the generic kernel.
+LARGE_KERNELS = [
+    _c("fcn-like-1d", 2, 2, 3, 64, 5, stride=32, padding=16),
+    _c("fcn-like-2d", 1, 2, 2, (24, 40), (3, 2), stride=(8, 20), padding=(4, 10)),
+    _c("large-kernel-dilated", 2, 2, 2, (9, 17), (4, 3), stride=(4, 6), padding=(3, 5),
+       dilation=(2, 3), output_padding=(1, 2)),
+]
+
 
 def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Case]:
     """``count`` random valid cases of every dimensionality, reproducible from ``seed``."""

@@ -201,6 +201,32 @@ GC_FN I grid_position(const Taps<ND>& t, const Extent<ND>& x, int d, I q, I r, I
   return s % stride == 0 && i >= 0 && i < static_cast<I>(x.grid[d]) ? i : -1;
 }
 
+// The taps of dim d that can reach the padded coordinate q * stride + r are those with
+// k * dilation = r (mod stride): every step-th tap from the first, step = stride /
+// gcd(stride, dilation), ceil(kernel / step) of them. Returns the first (kernel where none
+// can, r not being a multiple of the gcd) and sets step. A loop over taps known only at run
+// time starts and steps by these, so that a kernel much larger than its stride (64 taps at
+// stride 32) costs its few reaching taps per output, not all of them.
+template <typename I, int ND>
+GC_FN I first_reaching_tap(const Taps<ND>& t, int d, I r, I& step) {
+  const I stride = static_cast<I>(t.stride[d]);
+  // Extended Euclid on (dilation mod stride, stride): g = gcd, and u with u * dilation = g
+  // (mod stride). A dilation that is a multiple of the stride gives g = stride, u = 0.
+  I g = static_cast<I>(t.dilation[d]) % stride, b = stride, u = 1, v = 0;
+  while (b != 0) {
+    const I quotient = g / b, rest = g - quotient * b, w = u - quotient * v;
+    g = b;
+    b = rest;
+    u = v;
+    v = w;
+  }
+  step = stride / g;
+  const I phase = (r % stride + stride) % stride;
+  if (phase % g != 0) return static_cast<I>(t.kernel[d]);
+  // k = (phase / g) * u solves k * (dilation / g) = phase / g (mod step).
+  return ((phase / g) % step * (u % step) % step + step) % step;
+}
+
 // Splits a row-major flat index over `shape` into coordinates; returns the quotient left
 // over (the plane, for image and grid shapes).
 template <typename I, int ND>
@@ -227,12 +253,16 @@ constexpr int kWarp = 32;
 // term at a time, they made the compiler widen every tap's address to 64 bits (about 10%
 // of col2im's rate, NOTES change 38). No early exits: with the taps known at compile time
 // the loops unroll into predicated loads that can all be in flight at once, and the outer
-// dims' tap tests serve all J V positions.
+// dims' tap tests serve all J V positions. With one output a thread (V = J = 1, the
+// generic kernel, whose taps come at run time) the loops visit only the taps that can reach
+// it (first_reaching_tap).
 template <int D, int V, int J, int R, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
                   const T* columns, I plane_step, I tap, I cell, Acc (&acc)[R][J][V]) {
+  I first = 0, step = 1;
+  if constexpr (V == 1 && J == 1) first = first_reaching_tap(t, D, r[D], step);
 #pragma unroll
-  for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+  for (I k = first; k < static_cast<I>(t.kernel[D]); k += step) {
     const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
     if constexpr (D < ND - 1) {
       const I i = grid_position(t, x, D, q[D], r[D], k);

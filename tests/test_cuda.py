@@ -16,7 +16,7 @@ from helpers import (OURS, allowed_routes, force_im2col_route, gather_first_stri
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
-CASES = cases.random_cases(100, seed=11) + cases.EDGE + [c.scaled(4096) for c in cases.BENCH]
+CASES = cases.random_cases(100, seed=11) + cases.EDGE + cases.LARGE_KERNELS + [c.scaled(4096) for c in cases.BENCH]
 # mode: (dtype, float32 precision policy, tolerance on ||out - ref|| / ||ref||)
 MODES = {
     "float64": (torch.float64, "torch", 1e-12),
@@ -74,7 +74,7 @@ def test_matches_float64_reference(case, mode):
         assert m.dtype == dtype and rel_error(m, t) < tolerance
 
 
-KERNEL_CASES = cases.random_cases(30, seed=12) + cases.EDGE
+KERNEL_CASES = cases.random_cases(30, seed=12) + cases.EDGE + cases.LARGE_KERNELS
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16],

@@ -10,7 +10,7 @@ from gemmconv.shapes import ConvArgumentError
 from helpers import (OURS, TORCH, allowed_routes, force_im2col_route, gather_first_stride_one,
                      generator, reference, rel_error)
 
-CASES = cases.random_cases(300, seed=1) + cases.EDGE + [c.scaled(256) for c in cases.BENCH]
+CASES = cases.random_cases(300, seed=1) + cases.EDGE + cases.LARGE_KERNELS + [c.scaled(256) for c in cases.BENCH]
 
 
 def _leaves(case, key, dtype=torch.float64, requires_grad=(True, True, True)):

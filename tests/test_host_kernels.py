@@ -40,6 +40,7 @@ def harness(tmp_path_factory):
     lib = ctypes.CDLL(str(library))
     fields = ctypes.POINTER(ctypes.c_longlong)
     lib.gemmconv_host.argtypes = [ctypes.c_int] * 4 + [fields, fields] + [ctypes.c_void_p] * 3
+    lib.gemmconv_reaching_taps.argtypes = [ctypes.c_longlong] * 4 + [fields]
     return lib
 
 
@@ -50,7 +51,7 @@ def _run(lib, op, dtype, wide, g, extent, src, bias, dst):
                              array(extent), pointer(src), pointer(bias), pointer(dst)) == 0
 
 
-GEOMETRIES = cases.random_cases(120, seed=3) + cases.EDGE
+GEOMETRIES = cases.random_cases(120, seed=3) + cases.EDGE + cases.LARGE_KERNELS
 
 # Rows long enough for whole warps of im2col positions and runs of col2im spans, and rows
 # that end part-way through them.
@@ -549,3 +550,20 @@ def test_launches_are_worked_out_once_per_layout(driver, monkeypatch):
     kernels = [k for k, _, _ in driver.launches[-3:]]
     assert kernels[0] != kernels[1] and kernels[2] == kernels[0]     # windows where aligned
     assert len(_cuda._launches) == 5
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 4, 6, 8, 32])
+@pytest.mark.parametrize("dilation", [1, 2, 3, 4, 6, 9])
+@pytest.mark.parametrize("kernel", [1, 5, 16, 64])
+def test_generic_col2im_visits_only_reaching_taps(harness, kernel, stride, dilation):
+    """The generic col2im's tap loop (col2im.cu's first_reaching_tap) visits exactly the taps
+    k with k * dilation = r (mod stride), for every phase r, negative ones too: about
+    kernel / stride of them at coprime dilations, never the whole kernel where the stride
+    is larger than one."""
+    out = (ctypes.c_longlong * kernel)()
+    for r in range(-2 * stride, 3 * stride):
+        count = harness.gemmconv_reaching_taps(kernel, stride, dilation, r, out)
+        reaching = [k for k in range(kernel) if (r - k * dilation) % stride == 0]
+        assert list(out[:count]) == reaching, (r, list(out[:count]))
+        if stride > 1 and math.gcd(stride, dilation) == 1:
+            assert count <= -(-kernel // stride)

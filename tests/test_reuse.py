@@ -12,7 +12,7 @@ from gemmconv import cases
 from helpers import generator, rel_error
 
 CONV = {1: (F.conv1d, gemmconv.conv1d), 2: (F.conv2d, gemmconv.conv2d), 3: (F.conv3d, gemmconv.conv3d)}
-FOLDABLE = cases.random_cases(120, seed=21) + cases.EDGE
+FOLDABLE = cases.random_cases(120, seed=21) + cases.EDGE + cases.LARGE_KERNELS
 
 
 def _conv_kwargs(case):

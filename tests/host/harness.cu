@@ -194,3 +194,15 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
+
+// The taps of one dim that the generic col2im visits for padded coordinate r (gather's loop
+// from first_reaching_tap): writes them to taps_out and returns how many.
+extern "C" int gemmconv_reaching_taps(long long kernel, long long stride, long long dilation,
+                                      long long r, long long* taps_out) {
+  using namespace gemmconv;
+  const Taps<1> t{{kernel}, {stride}, {dilation}};
+  long long step = 1;
+  int count = 0;
+  for (long long k = first_reaching_tap(t, 0, r, step); k < kernel; k += step) taps_out[count++] = k;
+  return count;
+}
