@@ -43,9 +43,9 @@ def measure(case, device, max_bytes: int) -> dict:
     moved = columns.numel() * 4 + image.numel() * 4
     back = torch.empty_like(columns)
     ms = {
-        "col2im": bench._timer(device, lambda: col2im(columns, bias, g, case.size,
+        "col2im": bench.timer(device, lambda: col2im(columns, bias, g, case.size,
                                                       case.output_size, out=image), 10),
-        "im2col": bench._timer(device, lambda: im2col(image, g, case.size, out=back), 10),
+        "im2col": bench.timer(device, lambda: im2col(image, g, case.size, out=back), 10),
     }
     return dict(case=case.name, samples=n, gb=moved / 1e9, **{f"{k}_ms": v for k, v in ms.items()},
                 **{f"{k}_tbs": moved / v / 1e9 for k, v in ms.items()})

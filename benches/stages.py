@@ -96,7 +96,7 @@ def _either_layout(w: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> float
     """The faster of the bare cuBLAS calls ``w @ b`` with the weight as given and copied into
     the other layout (the two gemm.matmul chooses between)."""
     other = gemm._other_layout(w, gemm._distinct(w))
-    return min(bench._timer(out.device, lambda a=a: gemm._cublas_matmul(a, b, out), 5)
+    return min(bench.timer(out.device, lambda a=a: gemm._cublas_matmul(a, b, out), 5)
                for a in (w, other))
 
 
@@ -132,7 +132,7 @@ def main():
           f"{'other':>7} {'TB/s':>6} {'launch':>6} {'torch':>8}")
     for case in bench.select(args.case, True, device):
         work = bench.Workload(case, torch.float32, device, args.backward)
-        torch_ms = bench._timer(device, work.runner("torch"), 10)
+        torch_ms = bench.timer(device, work.runner("torch"), 10)
         a = conv_transpose_args("", case.nd, work.x, work.w, None, case.stride, case.padding,
                                 case.output_padding, case.groups, case.dilation)
         col_bytes, image_bytes = column_bytes(case, a)
@@ -141,7 +141,7 @@ def main():
             before = gemmconv.get_workspace_limit()
             gemmconv.set_workspace_limit(limit)
             try:
-                total = bench._timer(device, work.runner("gemmconv"), 10)
+                total = bench.timer(device, work.runner("gemmconv"), 10)
                 t = profile_case(work)
             finally:
                 gemmconv.set_workspace_limit(before)

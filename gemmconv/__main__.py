@@ -1,4 +1,5 @@
-"""``python -m gemmconv bench``: gemmconv against torch on the shared benchmark cases."""
+"""``python -m gemmconv bench``: gemmconv against torch on the shared benchmark cases, or
+(``--models``) on the model zoo."""
 from __future__ import annotations
 
 import argparse
@@ -32,16 +33,83 @@ def _table(rows: list[bench.Row], ceiling: bench.Ceilings) -> str:
     return "\n".join(lines)
 
 
-def _chart(rows: list[bench.Row], path: str, title: str) -> None:
+def _model_table(rows: list[bench.ModelRow]) -> str:
+    head = (f"{'model':<12} {'mode':<8} {'precision':<14} {'layout':<14} {'torch ms':>9} "
+            f"{'convert':>16} {'with sample':>22} {'all types, sample':>22} {'err torch':>9} "
+            f"{'err ours':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r.model:<12} {r.mode:<8} {r.precision:<14} {r.layout:<14} {r.torch_ms:9.3f} "
+            f"{r.every_ms:9.3f} {r.speedup('every'):5.2f}x {r.chosen_ms:9.3f} "
+            f"{r.speedup('chosen'):5.2f}x {r.chosen:>5} {r.chosen_all_ms:9.3f} "
+            f"{r.speedup('chosen_all'):5.2f}x {r.chosen_all:>5} "
+            f"{r.torch_error:9.1e} {max(r.every_error, r.chosen_error, r.chosen_all_error):9.1e}")
+    for variant, name in (("every", "convert(model)"), ("chosen", "convert(model, sample=x)"),
+                          ("chosen_all", "every layer type, with a sample")):
+        if rows:
+            speedups = [r.speedup(variant) for r in rows]
+            geo = math.exp(sum(map(math.log, speedups)) / len(speedups))
+            lines.append(f"{name}: geometric mean {geo:.2f}x, min {min(speedups):.2f}x")
+    lines.append("ms and speedup over torch per variant; k/n: layers swapped of those measured; "
+                 "err: relative to float64 (output, parameter gradients), ours the largest "
+                 "of the three variants'")
+    return "\n".join(lines)
+
+
+def _models(args, device: torch.device) -> int:
+    from . import zoo
+    small = device.type != "cuda"
+    rows = []
+    for entry in zoo.by_name(args.model):
+        for precision, layout, mode in bench.model_configs(entry):
+            print(f"{entry.name} {mode} {precision} {layout} ...", file=sys.stderr, flush=True)
+            rows.append(bench.measure_model(entry, small, device, precision, layout, mode,
+                                            args.repeats))
+            if args.layers:
+                for variant, report in rows[-1].reports.items():
+                    print(f"\n{entry.name} {mode} {precision} {layout}, "
+                          f"{'every layer type' if variant == 'chosen_all' else 'transposed'}:\n"
+                          f"{report}\n")
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU, reduced sizes"
+    print(f"\nmodel zoo on {where}; one-time kernel compilation: "
+          f"{bench.compile_seconds():.2f} s (not in the timings)")
+    print(_model_table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{k: v for k, v in vars(r).items() if k != "reports"} for r in rows], f,
+                      indent=1)
+    try:
+        labels = [f"{r.model} {r.mode} {r.precision} {r.layout}" for r in rows]
+        _chart(labels, {"convert(model)": [r.speedup("every") for r in rows],
+                        "with sample": [r.speedup("chosen") for r in rows],
+                        "all types, with sample": [r.speedup("chosen_all") for r in rows]},
+               args.png, "gemmconv.convert vs torch, model zoo")
+        print(f"chart: {args.png}")
+    except ImportError:
+        print("matplotlib not installed: no chart (pip install gemmconv[bench])")
+    return 0
+
+
+def _chart(labels: list[str], series: dict[str, list[float]], path: str, title: str) -> None:
+    """Bars of speedups over torch, a group per label, one bar per series (log scale)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows) + 2), 4.5))
-    speedups = [r.speedup for r in rows]
-    ax.bar(range(len(rows)), speedups, color=["tab:green" if s >= 1 else "tab:red" for s in speedups])
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(labels) * len(series) + 2), 4.5))
+    width = 0.8 / len(series)
+    for i, (name, speedups) in enumerate(series.items()):
+        at = [x + (i - (len(series) - 1) / 2) * width for x in range(len(labels))]
+        bars = ax.bar(at, speedups, width, label=name if len(series) > 1 else None,
+                      color=["tab:green" if s >= 1 else "tab:red" for s in speedups])
+        if len(series) > 1:
+            for bar in bars:
+                bar.set_alpha(1 - 0.25 * i)
     ax.axhline(1.0, color="black", linewidth=1)
     ax.set_yscale("log")
-    ax.set_xticks(range(len(rows)), [r.case for r in rows], rotation=60, ha="right", fontsize=8)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+    ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("speedup over torch (log scale)")
     ax.set_title(title)
     fig.tight_layout()
@@ -62,12 +130,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--png", default="gemmconv-bench.png", help="bar chart of speedups")
     p.add_argument("--json", help="write the rows here too")
+    p.add_argument("--models", action="store_true",
+                   help="time the model zoo (gemmconv.zoo) against gemmconv.convert instead: "
+                        "forward and training step, float32 and bf16 autocast, NCHW and "
+                        "channels_last")
+    p.add_argument("--model", action="append",
+                   help="with --models: models whose name contains this (repeatable)")
+    p.add_argument("--layers", action="store_true",
+                   help="with --models: print each layer's shape, times and route as "
+                        "convert(model, sample=x) measured them")
     args = parser.parse_args(argv)
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":
         print("No CUDA GPU: timing the CPU path at reduced sizes; these numbers say nothing "
               "about GPU speed.")
+    if args.models:
+        return _models(args, device)
     dtype = DTYPES[args.dtype]
     chosen = bench.select(args.case, args.full, device)
     conv = torch.backends.cudnn.conv
@@ -91,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump([vars(r) for r in rows], f, indent=1)
     try:
-        _chart(rows, args.png, f"gemmconv vs torch, {mode}")
+        _chart([r.case for r in rows], {"speedup": [r.speedup for r in rows]}, args.png,
+               f"gemmconv vs torch, {mode}")
         print(f"chart: {args.png}")
     except ImportError:
         print("matplotlib not installed: no chart (pip install gemmconv[bench])")

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
-import time
 from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
 
 from . import _cuda, cases, ops
+from .measure import timer
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 OURS = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d, 3: ops.conv_transpose3d}
@@ -48,28 +47,6 @@ class Ceilings:
     bandwidth: float
 
 
-def _timer(device: torch.device, fn: Callable[[], object], repeats: int) -> float:
-    """Median milliseconds of ``fn`` after two warm-up calls."""
-    for _ in range(2):
-        fn()
-    times = []
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-    else:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 def _extra_mb(device: torch.device, fn: Callable[[], object]) -> float:
     """Peak memory a call allocates beyond its own result, in MB (CUDA only)."""
     if device.type != "cuda":
@@ -90,10 +67,10 @@ def ceilings(device: torch.device, dtype: torch.dtype) -> Ceilings:
     n = 8192
     a, b = (torch.rand(1, 1, n, n, device=device, dtype=dtype) for _ in range(2))
     c = torch.empty(1, 1, n, n, device=device, dtype=dtype)
-    matmul_ms = _timer(device, lambda: matmul(a, b, c), 10)
+    matmul_ms = timer(device, lambda: matmul(a, b, c), 10)
     src = torch.rand(1 << 28, device=device)                  # 1 GiB
     dst = torch.empty_like(src)
-    copy_ms = _timer(device, lambda: dst.copy_(src), 20)
+    copy_ms = timer(device, lambda: dst.copy_(src), 20)
     return Ceilings(2 * n**3 / (matmul_ms / 1e3), 2 * (4 << 28) / (copy_ms / 1e3))
 
 
@@ -140,7 +117,7 @@ def measure(case: cases.Case, dtype: torch.dtype, device: torch.device, backward
     results = {}
     for impl in ("torch", "gemmconv"):
         fn = work.runner(impl)
-        results[impl] = (_timer(device, fn, repeats), work.error(fn()), _extra_mb(device, fn))
+        results[impl] = (timer(device, fn, repeats), work.error(fn()), _extra_mb(device, fn))
     shapes = f"{tuple(work.x.shape)} k{case.kernel_size}"
     (t_ms, t_err, t_mb), (o_ms, o_err, o_mb) = results["torch"], results["gemmconv"]
     return Row(case.name, shapes, t_ms, o_ms, t_err, o_err, t_mb, o_mb, work.floor_ms(ceiling))
@@ -176,3 +153,109 @@ def select(names: Optional[list[str]], full: bool, device: torch.device) -> list
 def compile_seconds() -> float:
     """Seconds this process has spent compiling CUDA kernels."""
     return _cuda.compile_seconds
+
+
+# ---------------------------------------------------------------------------------------
+# The model zoo (gemmconv.zoo): whole networks, torch against gemmconv.convert.
+
+PRECISIONS = {"float32": None, "bf16-autocast": torch.bfloat16}
+LAYOUTS = ("NCHW", "channels_last")
+MODES = ("forward", "train")
+
+
+@dataclasses.dataclass
+class ModelRow:
+    """One model in one configuration: torch's time, and the times (and largest relative
+    errors of the output and parameter gradients against torch's) of the model converted
+    three ways: every transposed convolution swapped (``convert(model)``), those that
+    measured faster swapped (``convert(model, sample=x)``), and the same among every kind of
+    layer gemmconv has (transposed convolutions, convolutions, fold and unfold). Errors are
+    relative to the model in float64: the larger of the output's and of all parameter
+    gradients' together (so that a near-zero gradient, such as that of a BatchNorm weight,
+    does not stand for the rest), torch's beside each variant's."""
+    model: str
+    mode: str
+    precision: str
+    layout: str
+    torch_ms: float
+    every_ms: float
+    chosen_ms: float
+    chosen_all_ms: float
+    torch_error: float
+    every_error: float
+    chosen_error: float
+    chosen_all_error: float
+    chosen: str            # swapped of measured layers, "k/n"
+    chosen_all: str
+    reports: dict = dataclasses.field(default_factory=dict, repr=False)   # ConversionReports
+
+    def speedup(self, variant: str) -> float:
+        return self.torch_ms / getattr(self, f"{variant}_ms")
+
+
+def _memory_format(dims: int, layout: str) -> Optional[torch.memory_format]:
+    if layout == "NCHW":
+        return None
+    return torch.channels_last if dims == 4 else torch.channels_last_3d
+
+
+def measure_model(entry, small: bool, device: torch.device, precision: str, layout: str,
+                  mode: str, repeats: int = 10) -> ModelRow:
+    """Times ``entry`` (a gemmconv.zoo.ZooModel) under torch and converted three ways (see
+    ModelRow), on one input, in ``mode`` "forward" (eval, no grad) or "train" (forward and
+    the gradients of every parameter), float32 or under bf16 autocast, NCHW or channels_last
+    (model and input), checking each converted model against torch in the same run."""
+    import contextlib
+    import copy
+
+    from . import nn as gnn
+    train = mode == "train"
+    torch.manual_seed(0)
+    base = entry.build(small).to(device).train(train)
+    x = entry.input(small, device, generator=torch.Generator().manual_seed(1))
+    fmt = _memory_format(x.dim(), layout)
+    if fmt is not None:
+        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    autocast = torch.autocast(device.type, dtype=PRECISIONS[precision]) \
+        if PRECISIONS[precision] else contextlib.nullcontext()
+    grad_mode = torch.enable_grad() if train else torch.no_grad()
+    models = {"torch": base, "every": gnn.convert(copy.deepcopy(base))}
+    reports = {}
+    with autocast, grad_mode:
+        for variant, types in (("chosen", gnn.TRANSPOSED), ("chosen_all", tuple(gnn.SWAPS))):
+            models[variant] = copy.deepcopy(base)
+            reports[variant] = gnn.convert(models[variant], types=types, sample=x, repeats=repeats)
+        shape = base(x).shape
+    grad = torch.randn(shape, generator=torch.Generator().manual_seed(2)).to(device)
+    if fmt is not None and grad.dim() == x.dim():
+        grad = grad.contiguous(memory_format=fmt)
+
+    def runner(model: torch.nn.Module, x: torch.Tensor = x, cast=autocast) -> Callable[[], list]:
+        params = [p for p in model.parameters() if p.requires_grad]
+
+        def run():
+            with cast, grad_mode:
+                out = model(x)
+            return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
+        return run
+
+    def error(results: list) -> float:
+        gradients = lambda rs: torch.cat([r.detach().double().flatten() for r in rs])
+        return max(_rel(results[0], reference[0]),
+                   _rel(gradients(results[1:]), gradients(reference[1:])) if train else 0.0)
+
+    reference = runner(copy.deepcopy(base).double(), x.double(), contextlib.nullcontext())()
+    errors = {k: error(runner(m)()) for k, m in models.items()}
+    times = {k: timer(device, runner(m), repeats) for k, m in models.items()}
+    swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in reports.items()}
+    return ModelRow(entry.name, mode, precision, layout, times["torch"], times["every"],
+                    times["chosen"], times["chosen_all"], errors["torch"], errors["every"],
+                    errors["chosen"], errors["chosen_all"], swaps["chosen"],
+                    swaps["chosen_all"], reports)
+
+
+def model_configs(entry, precisions=tuple(PRECISIONS), layouts=LAYOUTS, modes=MODES):
+    """(precision, layout, mode) of each configuration the zoo times ``entry`` in:
+    channels_last only where the input has 2 or 3 spatial dims."""
+    return [(p, l, m) for p in precisions for l in layouts for m in modes
+            if l == "NCHW" or entry.spatial_dims in (2, 3)]

@@ -9,12 +9,15 @@ them in loads its old checkpoints unchanged. :func:`convert` swaps them into a b
 Every other name is torch.nn's, so ``from gemmconv import nn`` can replace
 ``from torch import nn`` in code that builds models.
 """
-from typing import Callable, Iterable, List, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, overload
 
 import torch
 import torch.nn.functional as F
 
 from . import ops
+
+if TYPE_CHECKING:
+    from . import measure
 
 
 class _GemmConvTranspose:
@@ -92,10 +95,31 @@ SWAPS = {torch.nn.ConvTranspose1d: ConvTranspose1d, torch.nn.ConvTranspose2d: Co
 TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 
 
-def convert(model: torch.nn.Module, *, types: Iterable[type] = TRANSPOSED) -> torch.nn.Module:
-    """Makes every module of ``model`` whose class is exactly one of ``types`` (torch.nn
-    classes; default: the transposed convolutions; add ``torch.nn.Conv2d`` and so on to
-    convert those too) run on gemmconv, in place, and returns ``model``.
+@overload
+def convert(model: torch.nn.Module, *, types: Iterable[type] = ...,
+            sample: None = None, repeats: int = ...) -> torch.nn.Module: ...
+
+
+@overload
+def convert(model: torch.nn.Module, *, types: Iterable[type] = ...,
+            sample: "measure.Sample", repeats: int = ...) -> "measure.ConversionReport": ...
+
+
+def convert(model, *, types=TRANSPOSED, sample=None, repeats=10):
+    """Makes the modules of ``model`` whose class is one of ``types`` (torch.nn classes;
+    default: the transposed convolutions; add ``torch.nn.Conv2d`` and so on to convert those
+    too) run on gemmconv, in place.
+
+    Without a ``sample``, every such module is swapped, and ``model`` is returned. With one
+    (the model's input: a tensor, or a sequence of the model's positional arguments),
+    the model runs once on it, each such module is timed as torch's and as gemmconv's on
+    inputs of the shape, dtype, device and memory format it got (forward, plus backward
+    where the model is in training mode and gradients are enabled; under the caller's
+    autocast, if any), the median of ``repeats`` runs each, and only the modules gemmconv
+    runs faster are swapped (swapped ones that lose go back to torch's class). Returns a
+    :class:`gemmconv.measure.ConversionReport` of what was measured and decided: ``print``
+    it for a table; its ``model`` is ``model``. Parameters, gradients and buffers are left
+    as they were.
 
     Only each module's class changes (to gemmconv's subclass of it): its Parameter objects,
     buffers, hooks and state_dict keys stay as they are, so optimizers already holding the
@@ -106,6 +130,9 @@ def convert(model: torch.nn.Module, *, types: Iterable[type] = TRANSPOSED) -> to
     if unknown:
         raise ValueError(f"gemmconv.convert: no gemmconv module for {unknown}; it converts "
                          f"{[t.__name__ for t in SWAPS]}")
+    if sample is not None:
+        from . import measure
+        return measure.choose(model, sample, types, repeats)
     for module in model.modules():
         if type(module) in types:
             module.__class__ = SWAPS[type(module)]

@@ -181,6 +181,22 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
+def describe_route(a: ConvTransposeArgs) -> str:
+    """The forward route of ``a`` (ConvTransposeArgs.route) in words, dims named D, H, W:
+    which dims' taps ride on row products, which im2col gathers, and whether col2im
+    follows the GEMM (e.g. ``"rows H, GEMM + col2im"``, ``"im2col W, GEMM"``)."""
+    gathered, by_rows = a.route()
+    names = "DHW"[3 - a.geometry.nd:]
+    parts = []
+    if by_rows:
+        parts.append(f"rows {names[0]}")
+        gathered = (False, *gathered[1:])
+    if any(gathered):
+        parts.append("im2col " + "".join(n for n, g in zip(names, gathered) if g))
+    parts.append("GEMM" if a.split(a.route()[0]).direct else "GEMM + col2im")
+    return ", ".join(parts)
+
+
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:
     """The weight as the GEMM of ``split`` reads it: ``(1, G, C_in / G * Ka, C_out / G * Kb)``,
     contiguous, rows (input channel, gathered taps flipped), columns (output channel, other
@@ -360,19 +376,21 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             if need[0] and operand is None:
                 # Built, and the input gradient allocated, once the first im2col is queued,
                 # so that the GPU starts meanwhile (the bias columns take several small kernels).
-                grad_input = grad_out.new_empty(input_shape)
+                # Returned as allocated, never as a view: a view returned from inside an
+                # autograd Function may not be modified in place (a ReLU(inplace=True) next).
+                grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid))
+                products = grad_input.view(input_shape)
                 operand = (weight() if callable(weight) else weight).contiguous().view(
                     1, groups, cin, m)
                 if ones:
                     operand = torch.cat([operand, _bias_columns(bias, groups, ones)], -1)
             if need[0]:
                 gemm.matmul(operand.expand(n, -1, -1, -1), columns,
-                            grad_input[n0:n1, ..., i0 * inner:i1 * inner])
+                            products[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     if grad_input is None:   # no chunks: no samples
-        grad_input = grad_out.new_empty(input_shape)
-    grad_input = grad_input.view(a.batch, a.in_channels, *a.grid) if need[0] else grad_input
+        grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid))
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else empty())
     grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
@@ -572,8 +590,7 @@ def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, sam
 
 def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], torch.Tensor]],
                   bias: Optional[torch.Tensor], a: ConvTransposeArgs) -> torch.Tensor:
-    return _backward(input, None, weight, a, [True, False, False], bias)[0].view(
-        a.batch, a.in_channels, *a.grid)
+    return _backward(input, None, weight, a, [True, False, False], bias)[0]
 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
@@ -662,7 +679,11 @@ def _im2col_op(input: torch.Tensor, kernel_size: List[int], dilation: List[int],
     g = Geometry(tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
     n, c, image = input.shape[0], input.shape[1], input.shape[2:]
     grid = g.grid_size(image)
-    return cols.im2col(input.reshape(n * c, *image), g, grid).view(n, c * g.taps, math.prod(grid))
+    # The result as allocated, not a view of it: autograd forbids in-place changes of a view
+    # made inside the op.
+    out = input.new_empty((n, c * g.taps, math.prod(grid)))
+    cols.im2col(input.reshape(n * c, *image), g, grid, out=out.view(n * c, g.taps, -1))
+    return out
 
 
 @_im2col_op.register_fake
@@ -678,8 +699,10 @@ def _col2im_op(input: torch.Tensor, output_size: List[int], kernel_size: List[in
     g = Geometry(tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
     n, c = input.shape[0], input.shape[1] // g.taps
     grid = g.grid_size(output_size)
-    out = cols.col2im(input.reshape(n * c, g.taps, -1).contiguous(), None, g, grid, output_size)
-    return out.view(n, c, *output_size)
+    out = input.new_empty((n, c, *output_size))     # as allocated, as _im2col_op's
+    cols.col2im(input.reshape(n * c, g.taps, -1).contiguous(), None, g, grid, output_size,
+                out=out.view(n * c, *output_size))
+    return out
 
 
 @_col2im_op.register_fake

@@ -3,6 +3,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import gemmconv
 from gemmconv import cases, ops
@@ -451,3 +452,33 @@ def test_first_im2col_is_queued_before_the_flipped_weight_is_built(monkeypatch):
     out = ops._forward(x, w, b, a, (True,), False)
     assert rel_error(out, torch.nn.functional.conv_transpose1d(x, w, b, dilation=3)) < 1e-12
     assert order == ["im2col", "_convolution_weight"]
+
+
+IN_PLACE = {   # name: (gemmconv's call, torch's, input shape)
+    "conv_transpose2d-stride1": (lambda t, w: gemmconv.conv_transpose2d(t, w, padding=1),
+                                 lambda t, w: F.conv_transpose2d(t, w, padding=1), (2, 3, 6, 7)),
+    "conv_transpose2d-stride2": (lambda t, w: gemmconv.conv_transpose2d(t, w, stride=2),
+                                 lambda t, w: F.conv_transpose2d(t, w, stride=2), (2, 3, 6, 7)),
+    "conv2d": (lambda t, w: gemmconv.conv2d(t, w, padding=1),
+               lambda t, w: F.conv2d(t, w, padding=1), (2, 3, 6, 7)),
+    "im2col": (lambda t, w: gemmconv.im2col(t, 3), lambda t, w: F.unfold(t, 3), (2, 3, 6, 7)),
+    "col2im": (lambda t, w: gemmconv.col2im(t, (6, 7), 3), lambda t, w: F.fold(t, (6, 7), 3),
+               (2, 27, 20)),
+}
+
+
+@pytest.mark.parametrize("op", IN_PLACE)
+def test_outputs_can_be_changed_in_place_under_autograd(op):
+    """An output that autograd sees as a view made inside the op cannot be changed in place
+    (``RuntimeError: Output 0 of ... is a view and is being modified inplace``), as a
+    ``ReLU(inplace=True)`` after a convolution does in VGG-style and FCN models."""
+    gen = generator(op)
+    x = torch.randn(IN_PLACE[op][2], generator=gen, dtype=torch.float64)
+    w = torch.randn(3, 3, 3, 3, generator=gen, dtype=torch.float64)
+    results = []
+    for call in IN_PLACE[op][:2]:
+        t = x.clone().requires_grad_()
+        out = call(t, w).relu_()
+        results.append((out, torch.autograd.grad(out.square().sum(), t)[0]))
+    (out, grad), (ref, ref_grad) = results
+    assert rel_error(out, ref) < 1e-12 and rel_error(grad, ref_grad) < 1e-12

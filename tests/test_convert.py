@@ -1,0 +1,167 @@
+"""gemmconv.convert with a sample: what it measures, what it decides, what it reports, and
+what it leaves alone."""
+import copy
+
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import measure, ops, zoo
+from gemmconv.cases import BENCH
+from gemmconv.shapes import conv_transpose_args
+from helpers import rel_error
+
+
+def _model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1),
+        torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+        torch.nn.Conv2d(6, 6, 3, padding=1),
+        torch.nn.ConvTranspose2d(6, 3, 4, stride=2, padding=1, bias=False),
+    ).double()
+
+
+class FakeTimer:
+    """Stands in for measure.timer: runs the timed step once, keeps what it returned, and
+    answers the next of the given times."""
+
+    def __init__(self, times):
+        self.times, self.results = list(times), []
+
+    def __call__(self, device, fn, repeats, warmup=2):
+        self.results.append(fn())
+        return self.times.pop(0)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_sample_swaps_exactly_the_layers_that_measured_faster(monkeypatch, training):
+    model = _model().train(training)
+    x = torch.randn(2, 4, 5, 5, dtype=torch.float64)
+    # Per layer in the order they run: torch's time, then gemmconv's.
+    fake = FakeTimer([2.0, 1.0, 1.0, 3.0, 4.0, 3.5])
+    monkeypatch.setattr(measure, "timer", fake)
+    report = gemmconv.convert(model, types=(torch.nn.ConvTranspose2d, torch.nn.Conv2d), sample=x)
+    assert report.model is model and report.backward == training
+    rows = {r.name: r for r in report.layers}
+    assert list(rows) == ["0", "3", "4"]
+    assert [(r.torch_ms, r.gemmconv_ms) for r in report.layers] == [(2.0, 1.0), (1.0, 3.0), (4.0, 3.5)]
+    assert [r.swapped for r in report.layers] == [True, False, True]
+    assert type(model[0]) is gemmconv.nn.ConvTranspose2d
+    assert type(model[3]) is torch.nn.Conv2d
+    assert type(model[4]) is gemmconv.nn.ConvTranspose2d
+    assert [r.name for r in report.swapped] == ["0", "4"]
+    assert rows["0"].input_shape == (2, 4, 5, 5) and rows["4"].input_shape == (2, 6, 10, 10)
+    assert rows["0"].speedup == 2.0
+    # Training: each timed step returned the gradients of the input (where it required
+    # grad) and every parameter; eval: the output.
+    if training:
+        assert [len(r) for r in fake.results] == [2, 2, 3, 3, 2, 2]    # layer 0's input: no grad
+    else:
+        assert all(isinstance(r, torch.Tensor) for r in fake.results)
+    text = str(report)
+    assert "2 of 3 layers swapped" in text
+    for r in report.layers:
+        assert r.name in text and f"{r.torch_ms:.3f}" in text and f"{r.gemmconv_ms:.3f}" in text
+
+
+def test_a_swapped_layer_that_loses_goes_back_to_torch(monkeypatch):
+    model = gemmconv.convert(_model())
+    assert type(model[0]) is gemmconv.nn.ConvTranspose2d
+    monkeypatch.setattr(measure, "timer", FakeTimer([1.0, 2.0, 5.0, 1.0]))
+    report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
+    assert [r.swapped for r in report.layers] == [False, True]
+    assert type(model[0]) is torch.nn.ConvTranspose2d
+    assert type(model[4]) is gemmconv.nn.ConvTranspose2d
+
+
+def test_measuring_leaves_parameters_gradients_buffers_and_modes_alone():
+    model = _model().train()
+    model[1].eval()                               # a mixed set of modes comes back as it was
+    before = copy.deepcopy(model.state_dict())
+    x = torch.randn(2, 4, 5, 5, dtype=torch.float64)
+    report = gemmconv.convert(model, types=tuple(gemmconv.nn.SWAPS), sample=x, repeats=2)
+    assert report.backward and len(report.layers) == 3
+    assert all(p.grad is None for p in model.parameters())
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, before[key]), key
+    assert [m.training for m in model.modules()] == [True, True, False, True, True, True]
+    # Whatever was swapped, the model computes what torch's does.
+    reference = _model().train()
+    reference[1].eval()
+    reference.load_state_dict(before)
+    assert rel_error(model(x), reference(x)) < 1e-12
+
+
+def test_a_sample_of_several_arguments_and_layers_that_do_not_run():
+    class TwoInputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = torch.nn.ConvTranspose1d(2, 3, 4, stride=2)
+            self.unused = torch.nn.ConvTranspose1d(2, 3, 4)
+
+        def forward(self, a, b):
+            return self.up(a + b)
+
+    model = TwoInputs().double()
+    a, b = (torch.randn(1, 2, 7, dtype=torch.float64) for _ in range(2))
+    report = gemmconv.convert(model, sample=(a, b), repeats=1)
+    assert [r.name for r in report.layers] == ["up"]
+    assert type(model.unused) is torch.nn.ConvTranspose1d     # never ran: never measured
+
+
+def test_output_size_keyword_reaches_the_timed_calls(monkeypatch):
+    class Sized(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = torch.nn.ConvTranspose2d(2, 2, 3, stride=2)
+
+        def forward(self, x):
+            return self.up(x, output_size=[12, 12])
+
+    fake = FakeTimer([1.0, 2.0])
+    monkeypatch.setattr(measure, "timer", fake)
+    with torch.no_grad():
+        gemmconv.convert(Sized().eval(), sample=torch.randn(1, 2, 5, 5))
+    assert [tuple(r.shape) for r in fake.results] == [(1, 2, 12, 12)] * 2
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_timed_inputs_keep_the_layers_memory_format(channels_last):
+    x = torch.randn(2, 3, 4, 5, 6)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+    spec = measure.InputSpec.of(x, {})
+    drawn = spec.draw()
+    assert drawn.shape == x.shape and drawn.stride() == x.stride()
+    assert spec.channels_last == channels_last
+    assert not torch.equal(drawn, spec.draw())                 # fresh values each time
+
+
+def test_convert_without_a_sample_swaps_every_match_and_returns_the_model():
+    model = _model()
+    assert gemmconv.convert(model) is model
+    assert [type(m).__module__ for m in (model[0], model[3], model[4])] == \
+        ["gemmconv.nn", "torch.nn.modules.conv", "gemmconv.nn"]
+
+
+@pytest.mark.parametrize("name,route", [
+    ("2d-1024", "rows H, GEMM + col2im"), ("1d-dil3", "im2col W, GEMM"),
+    ("2d-strided-grouped", "im2col H, GEMM + col2im"), ("1d-strided", "GEMM + col2im"),
+    ("3d-64cube", "rows D, im2col H, GEMM + col2im"), ("3d-96cube", "rows D, GEMM + col2im")])
+def test_routes_are_described_as_the_cost_model_picks_them(name, route):
+    case = next(c for c in BENCH if c.name == name)
+    x = torch.empty_strided((case.batch, case.in_channels, *case.size), (0,) * (2 + case.nd))
+    w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size)
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                            case.padding, case.output_padding, case.groups, case.dilation)
+    assert ops.describe_route(a) == route
+
+
+def test_report_rows_name_the_route():
+    model = zoo.fcn32s_head(small=True).double().eval()
+    with torch.no_grad():
+        report = gemmconv.convert(model, sample=torch.randn(1, 64, 2, 2, dtype=torch.float64),
+                                  repeats=1)
+    assert [r.route for r in report.layers] == ["GEMM + col2im"]
+    assert "ConvTranspose2d(21, 21, kernel_size=(64, 64)" in report.layers[0].layer

@@ -1,0 +1,97 @@
+"""The model zoo: its networks as their papers size them, gemmconv.convert on each of them
+against torch in float64 (NCHW and channels_last, forward and gradients), and the model
+benchmark's CPU run."""
+import copy
+
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import __main__ as cli
+from gemmconv import bench, zoo
+from helpers import rel_error
+
+# Parameters as the papers (and their reference implementations) count them.
+PAPER_PARAMETERS = {"dcgan": 3.5767e6, "unet2d": 31.04e6, "hifigan": 13.93e6}
+
+
+@pytest.mark.parametrize("name", PAPER_PARAMETERS)
+def test_full_size_models_have_their_papers_parameter_counts(name):
+    model = zoo.by_name([name])[0].build(False)
+    count = sum(p.numel() for p in model.parameters())
+    assert abs(count / PAPER_PARAMETERS[name] - 1) < 0.002, count
+
+
+def test_the_zoo_covers_the_architectures_the_issue_names():
+    layers = {m.name: [l for l in m.build(True).modules()
+                       if isinstance(l, torch.nn.modules.conv._ConvTransposeNd)] for m in zoo.ZOO}
+    assert len(zoo.ZOO) >= 6 and all(layers.values())
+    assert any(l.groups == l.in_channels > 1 for l in layers["depthwise"])
+    assert layers["fcn32s"][0].kernel_size == (64, 64) and layers["fcn32s"][0].stride == (32, 32)
+    assert {l.stride for l in layers["hifigan"]} == {(8,), (2,)}
+    assert all(isinstance(l, torch.nn.ConvTranspose3d) for l in layers["unet3d"])
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "channels_last"])
+@pytest.mark.parametrize("entry", zoo.ZOO, ids=lambda m: m.name)
+def test_converted_models_match_torch_in_float64(entry, layout):
+    """Every layer gemmconv has swapped in: the output, the input's gradient and every
+    parameter's as torch computes them, in float64. (The parameters' gradients are compared
+    together: a convolution's bias before a BatchNorm has a gradient of rounding errors.)"""
+    torch.manual_seed(0)
+    model = entry.build(True).double().train()
+    x = entry.input(True, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    if layout == "channels_last":
+        if entry.spatial_dims == 1:
+            pytest.skip("no channels_last for 1-D")
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        model, x = model.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    ours = gemmconv.convert(copy.deepcopy(model), types=tuple(gemmconv.nn.SWAPS))
+    assert any(type(m).__module__ == "gemmconv.nn" for m in ours.modules())
+    results = []
+    for net in (model, ours):
+        xi = x.clone().requires_grad_()
+        out = net(xi)
+        grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(6), dtype=out.dtype)
+        grad_x, *grad_params = torch.autograd.grad(out, [xi, *net.parameters()], grad)
+        results.append([out, grad_x, torch.cat([g.flatten() for g in grad_params])])
+    for mine, theirs in zip(*reversed(results)):
+        assert rel_error(mine, theirs) < 1e-10
+
+
+def test_model_benchmark_row_on_the_cpu():
+    entry = zoo.by_name(["dcgan"])[0]
+    row = bench.measure_model(entry, True, torch.device("cpu"), "float32", "channels_last",
+                              "train", repeats=1)
+    assert (row.model, row.mode, row.precision, row.layout) == ("dcgan", "train", "float32",
+                                                                "channels_last")
+    assert row.chosen == f"{len(row.reports['chosen'].swapped)}/5"
+    assert row.chosen_all.endswith("/5")
+    assert all(t > 0 for t in (row.torch_ms, row.every_ms, row.chosen_ms, row.chosen_all_ms))
+    # float32 on the CPU: every variant as close to float64 as torch itself.
+    assert max(row.every_error, row.chosen_error, row.chosen_all_error) < 1e-4
+    assert row.torch_error < 1e-4
+    assert row.speedup("every") == row.torch_ms / row.every_ms
+
+
+def test_model_configurations():
+    hifigan, unet3d = zoo.by_name(["hifigan"])[0], zoo.by_name(["unet3d"])[0]
+    assert {l for _, l, _ in bench.model_configs(hifigan)} == {"NCHW"}
+    assert len(bench.model_configs(unet3d)) == 8
+
+
+def test_cli_models_prints_the_table_and_the_layers(capsys, tmp_path):
+    assert cli.main(["bench", "--models", "--model", "depthwise", "--layers", "--repeats", "1",
+                     "--png", str(tmp_path / "zoo.png"), "--json", str(tmp_path / "zoo.json")]) == 0
+    out = capsys.readouterr().out
+    assert "model zoo on CPU, reduced sizes" in out
+    rows = [line for line in out.splitlines() if line.startswith("depthwise ") and
+            not line.endswith(":")]
+    assert len(rows) == 8
+    assert {tuple(r.split()[1:4]) for r in rows} == {
+        (m, p, l) for m in ("forward", "train") for p in ("float32", "bf16-autocast")
+        for l in ("NCHW", "channels_last")}
+    assert "convert(model, sample=x): geometric mean" in out
+    assert out.count("gemmconv.convert on cpu") == 16            # two reports per row
+    assert "ConvTranspose2d(" in out and "route" in out
+    assert (tmp_path / "zoo.json").read_text().count('"model": "depthwise"') == 8
