@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the cuda-marked tests, then benchmarks. Logs go under $OUT.
 #   bash benches/gpu.sh [tests] [overhead] [columns] [stages] [bench] [bench-backward]
-#                       [bench-ieee] [suite-reuse] [suite]
+#                       [bench-ieee] [models] [suite-reuse] [suite]
 set -uo pipefail
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-out}
@@ -22,6 +22,9 @@ for step in $steps; do
              --png "$OUT/train.png" 2>&1 | tee "$OUT/bench-train.log" ;;
     bench-ieee) python3 -m gemmconv bench --full --no-tf32 --json "$OUT/ieee.json" --png "$OUT/ieee.png" \
              2>&1 | tee "$OUT/bench-ieee.log" ;;
+    models) python3 -m gemmconv bench --models --layers --json "$OUT/models.json" --png "$OUT/models.png" \
+             > "$OUT/models-layers.log" 2> >(tee "$OUT/models-progress.log" >&2); \
+             sed -n '/^model zoo on/,$p' "$OUT/models-layers.log" | tee "$OUT/models.log" ;;
     suite-reuse) python3 -m pytest -q benches/test_bench_reuse.py --benchmark-group-by=group --benchmark-columns=median,iqr -p no:cacheprovider 2>&1 | tail -60 ;;
     suite) python3 -m pytest -q benches --benchmark-group-by=group --benchmark-columns=median,iqr \
              --benchmark-json="$OUT/suite.json" -p no:cacheprovider 2>&1 | tail -40 ;;

@@ -66,6 +66,10 @@ def _models(args, device: torch.device) -> int:
             print(f"{entry.name} {mode} {precision} {layout} ...", file=sys.stderr, flush=True)
             rows.append(bench.measure_model(entry, small, device, precision, layout, mode,
                                             args.repeats))
+            r = rows[-1]
+            print(f"  torch {r.torch_ms:.3f} ms; convert {r.speedup('every'):.2f}x, with sample "
+                  f"{r.speedup('chosen'):.2f}x ({r.chosen}), all types {r.speedup('chosen_all'):.2f}x "
+                  f"({r.chosen_all})", file=sys.stderr, flush=True)
             if args.layers:
                 for variant, report in rows[-1].reports.items():
                     print(f"\n{entry.name} {mode} {precision} {layout}, "

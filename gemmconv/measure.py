@@ -5,7 +5,9 @@ measurement that :func:`gemmconv.convert` decides by when it is given a sample.
 matching layer really gets, then times each such layer on fresh random inputs of that
 shape, dtype, device and memory format, as torch's class and as gemmconv's (forward, plus
 backward where the model is in training mode), and gives each layer the class that was
-faster. The model's parameters, gradients and buffers are left as they were.
+faster. Last it times the whole model with those choices against torch's classes
+throughout, and keeps the choices only where they are faster. The model's parameters,
+gradients and buffers are left as they were.
 """
 from __future__ import annotations
 
@@ -24,27 +26,37 @@ from .shapes import conv_transpose_args
 Sample = Union[torch.Tensor, Sequence[torch.Tensor]]
 
 
-def timer(device: torch.device, fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
-    """Median milliseconds of ``fn`` after ``warmup`` calls: CUDA events on a GPU, the wall
-    clock on the CPU."""
+def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2) -> dict:
+    """Median milliseconds of each of ``fns`` (a dict of calls), after ``warmup`` calls of
+    each: CUDA events on a GPU, the wall clock on the CPU. The calls are timed in turns, one
+    run of each per round, so that drift in clocks, caches and the allocator falls on all
+    of them alike (timed one after the other, two runs of one and the same model differed
+    by 10% on the H200)."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for fn in fns.values():
+            fn()
+    times: dict = {key: [] for key in fns}
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-    else:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    for _ in range(repeats):
+        for key, fn in fns.items():
+            if device.type == "cuda":
+                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times[key].append(start.elapsed_time(end))
+            else:
+                t0 = time.perf_counter()
+                fn()
+                times[key].append((time.perf_counter() - t0) * 1e3)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
+def timer(device: torch.device, fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
+    """Median milliseconds of ``fn`` (see timers)."""
+    return timers(device, {0: fn}, repeats, warmup)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +117,10 @@ class ConversionReport:
     layers: list[LayerTiming]
     backward: bool
     device: str
+    # The whole model's times, torch's classes throughout and the layers' choices, where any
+    # layer chose gemmconv; and whether those choices were then dropped for being slower.
+    model_ms: Optional[tuple[float, float]] = None
+    reverted: bool = False
 
     @property
     def swapped(self) -> list[LayerTiming]:
@@ -120,6 +136,11 @@ class ConversionReport:
             lines.append(f"{t.name:<24} {str(t.input_shape):<24} {t.torch_ms:9.3f} "
                          f"{t.gemmconv_ms:12.3f} {t.speedup:7.2f}x  "
                          f"{'gemmconv' if t.swapped else 'torch':<9} {t.route:<32} {t.layer}")
+        if self.model_ms:
+            torch_ms, chosen_ms = self.model_ms
+            lines.append(f"whole model: {torch_ms:.3f} ms with torch's layers, {chosen_ms:.3f} ms "
+                         f"with the faster layers swapped"
+                         + ("; slower, so every layer stays torch's" if self.reverted else ""))
         return "\n".join(lines)
 
 
@@ -160,31 +181,56 @@ def layer_inputs(model: torch.nn.Module, sample: Sample,
 
 
 @contextlib.contextmanager
-def _as_class(module: torch.nn.Module, cls: type) -> Iterator[None]:
-    before = module.__class__
-    module.__class__ = cls
+def _as_classes(classes: dict) -> Iterator[None]:
+    """Gives each module of ``classes`` (module: class) its class for the block."""
+    before = {module: module.__class__ for module in classes}
+    for module, cls in classes.items():
+        module.__class__ = cls
     try:
         yield
     finally:
-        module.__class__ = before
+        for module, cls in before.items():
+            module.__class__ = cls
 
 
-def _step(module: torch.nn.Module, spec: InputSpec, backward: bool) -> Callable[[], object]:
-    """A call of ``module`` (as its class is at the time) on a fresh input of ``spec``, and
-    with ``backward`` the gradients of the input (where it required grad) and parameters,
-    taken without touching the parameters' ``.grad``."""
+def _layer_step(module: torch.nn.Module, cls: type, spec: InputSpec,
+                backward: bool) -> Callable[[], object]:
+    """A call of ``module`` as class ``cls`` on a fresh input of ``spec``, and with
+    ``backward`` the gradients of the input (where it required grad) and parameters, taken
+    without touching the parameters' ``.grad``."""
     x = spec.draw()
     kwargs = dict(spec.kwargs)
     leaves = ([x] if spec.requires_grad else []) + [p for p in module.parameters() if p.requires_grad]
     grad: list[torch.Tensor] = []
 
     def step():
-        out = module.forward(x, **kwargs)
-        if backward and leaves:
-            if not grad:
-                grad.append(torch.randn_like(out))
-            return torch.autograd.grad(out, leaves, grad[0])
+        with _as_classes({module: cls}):
+            out = module.forward(x, **kwargs)
+            if backward and leaves:
+                if not grad:
+                    grad.append(torch.randn_like(out))
+                return torch.autograd.grad(out, leaves, grad[0])
         return out
+    return step
+
+
+def _model_step(model: torch.nn.Module, sample: Sample, classes: dict,
+                backward: bool) -> Callable[[], object]:
+    """A call of ``model`` on ``sample`` with its modules of ``classes`` given those classes,
+    and with ``backward`` the gradients of its parameters (as _layer_step's)."""
+    args = [sample] if isinstance(sample, torch.Tensor) else list(sample)
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads: list[torch.Tensor] = []
+
+    def step():
+        with _as_classes(classes):
+            outs = [t for t in torch.utils._pytree.tree_leaves(model(*args))
+                    if isinstance(t, torch.Tensor) and t.requires_grad]
+            if backward and params and outs:
+                if not grads:
+                    grads.extend(torch.randn_like(t) for t in outs)
+                return torch.autograd.grad(outs, params, grads, allow_unused=True)
+        return outs
     return step
 
 
@@ -212,19 +258,41 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
            repeats: int = 10) -> ConversionReport:
     """Gives each module of ``model`` whose torch class is in ``types`` the faster of torch's
     class and gemmconv's, as measured on the inputs ``sample`` gives it (see the module
-    docs), in place; returns the report."""
+    docs), in place; then times the whole model on ``sample`` with those choices and with
+    torch's classes throughout, and goes back to torch's throughout unless the choices are
+    faster (a layer faster alone can be slower among its neighbours). Returns the report."""
     backward = model.training and torch.is_grad_enabled()
-    rows = []
+    rows, torch_classes, chosen = [], {}, {}
     for name, module, spec in layer_inputs(model, sample, types):
         cls = torch_class(module)
-        times = {}
-        for kind in (cls, gnn.SWAPS[cls]):
-            with _as_class(module, kind):
-                times[kind] = timer(spec.device, _step(module, spec, backward), repeats)
-        swapped = times[gnn.SWAPS[cls]] < times[cls]
-        module.__class__ = gnn.SWAPS[cls] if swapped else cls
+        ours = gnn.SWAPS[cls]
+        times = timers(spec.device, {kind: _layer_step(module, kind, spec, backward)
+                                     for kind in (cls, ours)}, repeats)
+        torch_classes[module] = cls
+        chosen[module] = ours if times[ours] < times[cls] else cls
         rows.append(LayerTiming(name, f"{cls.__name__}({module.extra_repr()})", spec.shape,
-                                times[cls], times[gnn.SWAPS[cls]], route(module, cls, spec),
-                                swapped))
+                                times[cls], times[ours], route(module, cls, spec),
+                                chosen[module] is ours))
     first = sample if isinstance(sample, torch.Tensor) else sample[0]
-    return ConversionReport(model, rows, backward, str(first.device))
+    report = ConversionReport(model, rows, backward, str(first.device))
+    if any(row.swapped for row in rows):
+        # Running the model moves BatchNorm statistics: they are put back afterwards.
+        buffers = {b: b.clone() for b in model.buffers()}
+        try:
+            with torch.set_grad_enabled(backward):
+                times = timers(first.device, {
+                    "torch": _model_step(model, sample, torch_classes, backward),
+                    "chosen": _model_step(model, sample, chosen, backward)}, repeats)
+        finally:
+            with torch.no_grad():
+                for b, value in buffers.items():
+                    b.copy_(value)
+        report.model_ms = (times["torch"], times["chosen"])
+        if times["chosen"] >= times["torch"]:
+            chosen = torch_classes
+            for row in rows:
+                row.swapped = False
+            report.reverted = True
+    for module, cls in chosen.items():
+        module.__class__ = cls
+    return report

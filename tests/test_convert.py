@@ -23,24 +23,26 @@ def _model() -> torch.nn.Module:
 
 
 class FakeTimer:
-    """Stands in for measure.timer: runs the timed step once, keeps what it returned, and
-    answers the next of the given times."""
+    """Stands in for measure.timers: runs each timed call once, keeps what it returned, and
+    answers the next of the given times for each, in the calls' order."""
 
     def __init__(self, times):
         self.times, self.results = list(times), []
 
-    def __call__(self, device, fn, repeats, warmup=2):
-        self.results.append(fn())
-        return self.times.pop(0)
+    def __call__(self, device, fns, repeats, warmup=2):
+        self.results.extend(fn() for fn in fns.values())
+        return {key: self.times.pop(0) for key in fns}
 
 
 @pytest.mark.parametrize("training", [False, True])
 def test_sample_swaps_exactly_the_layers_that_measured_faster(monkeypatch, training):
     model = _model().train(training)
+    statistics = copy.deepcopy(list(model[1].buffers()))
     x = torch.randn(2, 4, 5, 5, dtype=torch.float64)
-    # Per layer in the order they run: torch's time, then gemmconv's.
-    fake = FakeTimer([2.0, 1.0, 1.0, 3.0, 4.0, 3.5])
-    monkeypatch.setattr(measure, "timer", fake)
+    # Per layer in the order they run: torch's time, then gemmconv's; then the whole model's
+    # with torch's layers and with the faster ones.
+    fake = FakeTimer([2.0, 1.0, 1.0, 3.0, 4.0, 3.5, 10.0, 9.0])
+    monkeypatch.setattr(measure, "timers", fake)
     report = gemmconv.convert(model, types=(torch.nn.ConvTranspose2d, torch.nn.Conv2d), sample=x)
     assert report.model is model and report.backward == training
     rows = {r.name: r for r in report.layers}
@@ -56,11 +58,15 @@ def test_sample_swaps_exactly_the_layers_that_measured_faster(monkeypatch, train
     # Training: each timed step returned the gradients of the input (where it required
     # grad) and every parameter; eval: the output.
     if training:
-        assert [len(r) for r in fake.results] == [2, 2, 3, 3, 2, 2]    # layer 0's input: no grad
+        assert [len(r) for r in fake.results[:6]] == [2, 2, 3, 3, 2, 2]   # layer 0's input: no grad
+        assert [len(r) for r in fake.results[6:]] == [7, 7]    # the model: every parameter
     else:
-        assert all(isinstance(r, torch.Tensor) for r in fake.results)
+        assert all(isinstance(r, torch.Tensor) for r in fake.results[:6])
+    assert report.model_ms == (10.0, 9.0) and not report.reverted
+    # The whole model ran in training mode, and its BatchNorm statistics were put back.
+    assert all(torch.equal(a, b) for a, b in zip(model[1].buffers(), statistics))
     text = str(report)
-    assert "2 of 3 layers swapped" in text
+    assert "2 of 3 layers swapped" in text and "whole model: 10.000 ms" in text
     for r in report.layers:
         assert r.name in text and f"{r.torch_ms:.3f}" in text and f"{r.gemmconv_ms:.3f}" in text
 
@@ -68,11 +74,22 @@ def test_sample_swaps_exactly_the_layers_that_measured_faster(monkeypatch, train
 def test_a_swapped_layer_that_loses_goes_back_to_torch(monkeypatch):
     model = gemmconv.convert(_model())
     assert type(model[0]) is gemmconv.nn.ConvTranspose2d
-    monkeypatch.setattr(measure, "timer", FakeTimer([1.0, 2.0, 5.0, 1.0]))
+    monkeypatch.setattr(measure, "timers", FakeTimer([1.0, 2.0, 5.0, 1.0, 3.0, 2.0]))
     report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
     assert [r.swapped for r in report.layers] == [False, True]
     assert type(model[0]) is torch.nn.ConvTranspose2d
     assert type(model[4]) is gemmconv.nn.ConvTranspose2d
+
+
+def test_choices_that_make_the_whole_model_slower_are_dropped(monkeypatch):
+    model = gemmconv.convert(_model())
+    fake = FakeTimer([2.0, 1.0, 4.0, 3.0, 5.0, 6.0])   # both layers faster alone, not together
+    monkeypatch.setattr(measure, "timers", fake)
+    report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
+    assert report.reverted and report.model_ms == (5.0, 6.0)
+    assert not report.swapped and [r.gemmconv_ms for r in report.layers] == [1.0, 3.0]
+    assert type(model[0]) is torch.nn.ConvTranspose2d and type(model[4]) is torch.nn.ConvTranspose2d
+    assert "slower, so every layer stays torch's" in str(report)
 
 
 def test_measuring_leaves_parameters_gradients_buffers_and_modes_alone():
@@ -120,7 +137,7 @@ def test_output_size_keyword_reaches_the_timed_calls(monkeypatch):
             return self.up(x, output_size=[12, 12])
 
     fake = FakeTimer([1.0, 2.0])
-    monkeypatch.setattr(measure, "timer", fake)
+    monkeypatch.setattr(measure, "timers", fake)
     with torch.no_grad():
         gemmconv.convert(Sized().eval(), sample=torch.randn(1, 2, 5, 5))
     assert [tuple(r.shape) for r in fake.results] == [(1, 2, 12, 12)] * 2
