@@ -430,8 +430,11 @@ def _col2im_plan(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
     rows = out.numel() // width
 
     def threads(shares: Layout) -> int:
-        # A row's first span may start before it (col2im.cu's first_span): one more per row.
+        # A row's first span may start before it (col2im.cu's first_span): one more per row;
+        # one output a thread numbers them phase by phase (col2im.cu's phase_slots).
         spans, run = -(-width // shares.span) + 1, 32 * shares.spans_per_thread
+        if shares.span == 1:
+            spans = -(-spans // g.stride[-1]) * g.stride[-1]
         groups = (receiving_rows(g, image, padding) * planes if shares.empty_rows_apart
                   else rows) // shares.planes_per_thread
         return groups * (spans if run == 32 else -(-spans // run) * 32)

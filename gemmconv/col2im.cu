@@ -343,14 +343,27 @@ GC_FN I receiving_rows(const Taps<ND>& t, const Extent<ND>& x) {
   return rows;
 }
 
-// Number of threads col2im_element needs for a launch: one per span of R planes, or with
-// J > 1 whole warps per run of kWarp * J spans of a row; with EmptyRowsApart, of the rows
-// that can receive entries only (see col2im_element).
+// Threads a row of `count` outputs takes where they are numbered phase by phase (one output
+// a thread): as many for each phase of the innermost stride, count rounded up to a multiple
+// of the stride. With a kernel much larger than its stride (64 at stride 32), neighbouring
+// outputs are reached by different taps, whose columns lie a whole grid apart: numbered in
+// order, each lane of a warp loaded from a sector of its own.
+template <typename I, int ND>
+GC_FN I phase_slots(const Taps<ND>& t, I count) {
+  const I stride = static_cast<I>(t.stride[ND - 1]);
+  return (count + stride - 1) / stride * stride;
+}
+
+// Number of threads col2im_element needs for a launch: one per span of R planes (with one
+// output a thread, phase_slots of them a row), or with J > 1 whole warps per run of
+// kWarp * J spans of a row; with EmptyRowsApart, of the rows that can receive entries only
+// (see col2im_element).
 template <int V, int J, int R, bool EmptyRowsApart, typename I, int ND>
 GC_FN I col2im_elements(const Taps<ND>& t, const Extent<ND>& x) {
   const I rows = EmptyRowsApart ? receiving_rows<R, I>(t, x)
       : static_cast<I>(x.planes) / R * (product<I>(x.image) / static_cast<I>(x.image[ND - 1]));
   const I count = spans<V, I>(t, x);
+  if constexpr (V == 1 && J == 1) return rows * phase_slots<I>(t, count);
   return J == 1 ? rows * count : rows * ((count + kWarp * J - 1) / (kWarp * J)) * kWarp;
 }
 
@@ -403,7 +416,15 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
   const I stride = static_cast<I>(t.stride[ND - 1]);
   const I count = spans<V, I>(t, x);
   I span, row_number;
-  if constexpr (J == 1) {
+  if constexpr (V == 1 && J == 1) {
+    // One output a thread (the generic kernel): a row's outputs are numbered phase by phase
+    // of the innermost stride, so that a warp's outputs share their reaching taps and read
+    // neighbouring grid positions of each, rather than a tap each (see phase_slots).
+    const I slots = phase_slots<I>(t, count), per_phase = slots / stride;
+    row_number = e / slots;
+    span = e % slots % per_phase * stride + e % slots / per_phase;
+    if (span >= count) return;
+  } else if constexpr (J == 1) {
     span = e % count;
     row_number = e / count;
   } else {
