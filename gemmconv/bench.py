@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _cuda, cases, ops
-from .measure import timer
+from .measure import timer, timers
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 OURS = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d, 3: ops.conv_transpose3d}
@@ -246,7 +246,7 @@ def measure_model(entry, small: bool, device: torch.device, precision: str, layo
 
     reference = runner(copy.deepcopy(base).double(), x.double(), contextlib.nullcontext())()
     errors = {k: error(runner(m)()) for k, m in models.items()}
-    times = {k: timer(device, runner(m), repeats) for k, m in models.items()}
+    times = timers(device, {k: runner(m) for k, m in models.items()}, repeats)   # in turns
     swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in reports.items()}
     return ModelRow(entry.name, mode, precision, layout, times["torch"], times["every"],
                     times["chosen"], times["chosen_all"], errors["torch"], errors["every"],

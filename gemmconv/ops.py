@@ -55,14 +55,28 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
                                padding, output_padding, groups, dilation)
 
 
+# Where a sample has at most this many positions, the GEMMs run on the samples side by side
+# (columns (G, M, N, L) rather than (N, G, M, L)): per-sample products L wide keep most of a
+# tensor-core tile idle, and the weight gradient's per-sample partial products (N of them,
+# each the weight's size) outweigh the columns. The input (and the input gradient) are
+# reordered to match, one pass over a tensor that is small where L is.
+SAMPLES_INNER_MAX_POSITIONS = 1024
+
+
+def _samples_inner(batch: int, cells: int) -> bool:
+    return batch > 1 and cells <= SAMPLES_INNER_MAX_POSITIONS
+
+
 class _ForwardPlan(NamedTuple):
     """A forward's route (shapes.Split, and whether by row products), its chunks
-    (ConvTransposeArgs.forward_chunks or row_product_chunks) and the workspace elements the
-    largest chunk needs."""
+    (ConvTransposeArgs.forward_chunks or row_product_chunks), the workspace elements the
+    largest chunk needs, and whether its GEMM runs on the samples side by side
+    (_samples_inner: where nothing is gathered and every chunk holds whole samples)."""
     split: Split
     by_rows: bool
     chunks: tuple
     workspace: int
+    samples_inner: bool = False
 
 
 @functools.lru_cache(maxsize=256)
@@ -82,6 +96,9 @@ def _forward_plan(a: ConvTransposeArgs, gathered: tuple, by_rows: bool, element_
         row_elements = split.column_elements(a.groups) // split.grid[0]   # both buffers, a grid row
         workspace = max(((n1 - n0) * (i1 - i0) * row_elements for n0, n1, _, _, i0, i1 in chunks),
                         default=0)
+        inner = (split.gather is None and _samples_inner(a.batch, math.prod(split.grid))
+                 and all(i1 - i0 == split.grid[0] for *_, i0, i1 in chunks))
+        return _ForwardPlan(split, by_rows, tuple(chunks), workspace, inner)
     return _ForwardPlan(split, by_rows, tuple(chunks), workspace)
 
 
@@ -113,6 +130,9 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                 padding=gather.band_padding(0, i0),
                 out=workspace[n * groups * m * band:n * groups * (m + rows) * band],
             ).view(n, groups, rows, band)
+        elif plan.samples_inner:   # (1, G, rows, n L): the samples side by side
+            gathered_columns = x[n0:n1].view(n, groups, rows, cells).permute(1, 2, 0, 3).reshape(
+                1, groups, rows, n * cells)
         elif n == a.batch and band == cells:   # the whole input: no slices to take
             gathered_columns = x.view(n, groups, rows, cells)
         else:
@@ -122,13 +142,21 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
         # One as_strided each, as every step of a view costs microseconds of host time before
         # the GEMM starts: the weight (1, G, rows, m) transposed and broadcast over the
         # samples, and the GEMM's output at the front of the workspace.
-        columns = workspace.as_strided((n, groups, m, band), (groups * m * band, m * band, band, 1))
-        gemm.matmul(w.as_strided((n, groups, m, rows), (0, rows * m, 1, m)),
-                    gathered_columns, columns)
+        taps = split.scatter.taps
+        if plan.samples_inner:   # columns (G, m, n, L), seen by col2im as (n, C_out, taps, L)
+            gemm.matmul(w.as_strided((1, groups, m, rows), (0, rows * m, 1, m)), gathered_columns,
+                        workspace.as_strided((1, groups, m, n * band), (0, m * n * band, n * band, 1)))
+            columns = workspace.as_strided((n, a.out_channels, taps, band),
+                                           (band, taps * n * band, n * band, 1))
+        else:
+            columns = workspace.as_strided((n, groups, m, band), (groups * m * band, m * band, band, 1))
+            gemm.matmul(w.as_strided((n, groups, m, rows), (0, rows * m, 1, m)),
+                        gathered_columns, columns)
+            columns = columns.view(n, a.out_channels, taps, band)
         if out is None:        # allocated once the first GEMM is queued, likewise
             out = x.new_empty(a.output_shape)
             planes = out.view(a.batch * a.out_channels, *a.image)
-        cols.col2im(columns.view(n, a.out_channels, split.scatter.taps, band), bias,
+        cols.col2im(columns, bias,
                     split.scatter, (i1 - i0, *split.grid[1:]), (o1 - o0, *a.image[1:]),
                     out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                     padding=split.scatter.band_padding(o0, i0))
@@ -363,16 +391,26 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size(), ones)
         workspace = grad_out.new_empty(max(((n1 - n0) * groups * (m + ones) * (i1 - i0) * inner
                                             for n0, n1, i0, i1 in chunks), default=0))
+        # The samples side by side (_samples_inner): columns (1, G, M, n L), each product one
+        # call over all the chunk's samples.
+        side_by_side = not ones and _samples_inner(a.batch, cells) and \
+            all(i1 - i0 == a.grid[0] for *_, i0, i1 in chunks)
         operand = None
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
-            buffer = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
-            cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
-                        (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
-                        out=buffer[:, :m].unflatten(1, (a.out_channels // groups, g.taps)))
-            if ones:
-                buffer[:, m:].fill_(1)
-            columns = buffer.view(n, groups, m + ones, band)
+            if side_by_side:
+                buffer = workspace[:groups * m * n * band]
+                cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g, a.grid,
+                            out=buffer.view(a.out_channels, g.taps, n, band).permute(2, 0, 1, 3))
+                columns = buffer.view(1, groups, m, n * band)
+            else:
+                buffer = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
+                cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g,
+                            (i1 - i0, *a.grid[1:]), padding=g.band_padding(0, i0),
+                            out=buffer[:, :m].unflatten(1, (a.out_channels // groups, g.taps)))
+                if ones:
+                    buffer[:, m:].fill_(1)
+                columns = buffer.view(n, groups, m + ones, band)
             if need[0] and operand is None:
                 # Built, and the input gradient allocated, once the first im2col is queued,
                 # so that the GPU starts meanwhile (the bias columns take several small kernels).
@@ -384,10 +422,17 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                     1, groups, cin, m)
                 if ones:
                     operand = torch.cat([operand, _bias_columns(bias, groups, ones)], -1)
-            if need[0]:
+            if need[0] and side_by_side:   # (G, C_in/G, n, L), then into the samples' order
+                side = gemm.matmul(operand, columns, grad_out.new_empty((1, groups, cin, n * band)))
+                products[n0:n1].copy_(side.view(groups, cin, n, band).permute(2, 0, 1, 3))
+            elif need[0]:
                 gemm.matmul(operand.expand(n, -1, -1, -1), columns,
                             products[n0:n1, ..., i0 * inner:i1 * inner])
-            if need[1]:
+            if need[1] and side_by_side:   # x as (1, G, C_in/G, n L): one product, all samples
+                samples = x[n0:n1].permute(1, 2, 0, 3).reshape(1, groups, cin, n * band)
+                grad_weight += gemm.matmul(samples, columns.transpose(-1, -2),
+                                           grad_weight.new_empty((1, groups, cin, m)))[0]
+            elif need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     if grad_input is None:   # no chunks: no samples
         grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid))

@@ -152,8 +152,10 @@ def test_unbatched_input_returns_unbatched_output():
 
 @pytest.mark.parametrize("requires_grad", [(False, False, True), (True, False, False),
                                            (False, True, False), (True, True, True)])
-def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad):
+@pytest.mark.parametrize("side_by_side", [False, True], ids=["per-sample", "samples-side-by-side"])
+def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad, side_by_side):
     case = cases.EDGE[5]                       # small: one chunk, no split of the weight GEMM
+    monkeypatch.setattr(ops, "SAMPLES_INNER_MAX_POSITIONS", 1 << 20 if side_by_side else 0)
     x, w, b = _leaves(case, "mask", requires_grad=requires_grad)
     out = OURS[case.nd](x, w, b, **case.kwargs)
     products, weight_grads = [], []
@@ -161,7 +163,7 @@ def test_backward_computes_only_what_is_asked(monkeypatch, requires_grad):
     monkeypatch.setattr(ops.gemm, "matmul", lambda *a: products.append(1) or real_matmul(*a))
     monkeypatch.setattr(ops, "_add_weight_grad", lambda *a: weight_grads.append(1) or real_weight(*a))
     out.backward(torch.ones_like(out))
-    assert len(weight_grads) == requires_grad[1]
+    assert len(weight_grads) == (0 if side_by_side else requires_grad[1])
     assert len(products) == requires_grad[0] + requires_grad[1]
     assert [t.grad is not None for t in (x, w, b)] == list(requires_grad)
 
@@ -345,7 +347,9 @@ def test_split_routes_inside_the_backward_match_torch(monkeypatch, case):
 
 def _assert_split_weight_gradient_matches(monkeypatch, case, key):
     """With the weight gradient's positions cut into pieces of two (and a left-over tail),
-    the weight gradient must still be torch's."""
+    the weight gradient must still be torch's. (Per-sample products: on the samples side by
+    side there is one product and nothing to split.)"""
+    monkeypatch.setattr(ops, "SAMPLES_INNER_MAX_POSITIONS", 0)
     monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
     monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
     monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
@@ -482,3 +486,28 @@ def test_outputs_can_be_changed_in_place_under_autograd(op):
         results.append((out, torch.autograd.grad(out.square().sum(), t)[0]))
     (out, grad), (ref, ref_grad) = results
     assert rel_error(out, ref) < 1e-12 and rel_error(grad, ref_grad) < 1e-12
+
+
+@pytest.mark.parametrize("side_by_side", [False, True], ids=["per-sample", "samples-side-by-side"])
+@pytest.mark.parametrize("case", cases.random_cases(40, seed=41) + cases.EDGE + cases.LARGE_KERNELS,
+                         ids=lambda c: c.name)
+def test_both_sample_layouts_match_torch(monkeypatch, case, side_by_side):
+    """The GEMMs per sample and on the samples side by side (ops.SAMPLES_INNER_MAX_POSITIONS),
+    forward and every gradient, nothing gathered and the cost model's route, against torch."""
+    monkeypatch.setattr(ops, "SAMPLES_INNER_MAX_POSITIONS", 1 << 20 if side_by_side else 0)
+    ops._forward_plan.cache_clear()
+    try:
+        for route in (None, lambda a: ((False,) * a.geometry.nd, False)):
+            if route is not None:
+                monkeypatch.setattr(ops.ConvTransposeArgs, "route", route)
+            x, w, b = _leaves(case, f"layouts-{side_by_side}-{route is None}")
+            out = OURS[case.nd](x, w, b, **case.kwargs)
+            grad = torch.randn(out.shape, generator=generator(case.name), dtype=torch.float64)
+            leaves = [t for t in (x, w, b) if t is not None]
+            mine = torch.autograd.grad(out, leaves, grad)
+            ref = reference(case, x, w, b)
+            assert rel_error(out, ref) < 1e-12
+            for m, r in zip(mine, torch.autograd.grad(ref, leaves, grad)):
+                assert rel_error(m, r) < 1e-12
+    finally:
+        ops._forward_plan.cache_clear()
