@@ -280,6 +280,7 @@ def test_more_than_2_31_elements():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case", [c for c in CASES if c.batch][:30], ids=lambda c: c.name)
 def test_split_k_weight_gradient(monkeypatch, case, dtype):
+    monkeypatch.setattr(ops, "SAMPLES_INNER_MAX_POSITIONS", 0)   # per-sample products, split
     monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 2)
     monkeypatch.setattr(ops, "SPLIT_TARGET_TILES", 10**6)
     monkeypatch.setattr(ops, "SPLIT_ALIGN", 1)
@@ -656,3 +657,20 @@ def test_im2col_runs_element_by_element(monkeypatch, dtype, kernel, stride, padd
     layout = _cuda.Layout(*layouts[-1])
     assert (layout.im2col_pack, layout.im2col_windowed) == (16 // pixels.element_size(), False)
     assert torch.equal(view.reshape(-1, g.taps, math.prod(grid)).cpu(), im2col(pixels, g, grid))
+
+
+@pytest.mark.parametrize("side_by_side", [False, True], ids=["per-sample", "samples-side-by-side"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", [c for c in CASES if c.batch > 1][:40], ids=lambda c: c.name)
+def test_both_sample_layouts_in_training(monkeypatch, case, dtype, side_by_side):
+    """Forward and backward with the GEMMs per sample and on the samples side by side
+    (ops.SAMPLES_INNER_MAX_POSITIONS), into poisoned memory, against float64."""
+    monkeypatch.setattr(ops, "SAMPLES_INNER_MAX_POSITIONS", 1 << 30 if side_by_side else 0)
+    ops._forward_plan.cache_clear()
+    try:
+        x, w, b = leaves = _leaves(case, f"layouts-{side_by_side}", dtype)
+        _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        _assert_matches_float64(case, leaves, out, {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2))
+    finally:
+        ops._forward_plan.cache_clear()
