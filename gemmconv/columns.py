@@ -30,7 +30,15 @@ def blocks(columns: torch.Tensor, channels: int, taps: int, grid: Sequence[int])
     else ``(P, K, L)`` or ``(S, C, K, L)`` with ``channels`` planes a block."""
     if columns.dim() == 3:
         columns = columns.view(columns.shape[0] // channels, channels, taps, columns.shape[-1])
-    return columns if columns.dim() == 3 + len(grid) else columns.unflatten(3, tuple(grid))
+    if columns.dim() == 3 + len(grid):
+        return columns
+    # The grid dims split out of the last by strides given outright: a view may give a
+    # dimension of size one (a single tap) another stride, and the kernels derive a
+    # channel's columns from the tap stride.
+    inner = [columns.stride(3)]
+    for size in reversed(grid[1:]):
+        inner.insert(0, inner[0] * size)
+    return columns.as_strided((*columns.shape[:3], *grid), (*columns.stride()[:3], *inner))
 
 
 def _window(g: Geometry, grid: Sequence[int], image: Sequence[int], padding: Sequence[int]):

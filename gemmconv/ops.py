@@ -400,8 +400,12 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             n, band = n1 - n0, (i1 - i0) * inner
             if side_by_side:
                 buffer = workspace[:groups * m * n * band]
+                # (n, C_out, taps, L) over (C_out, taps, n, L), strides given outright: a
+                # view would give a single tap any stride, and the kernels derive a channel's
+                # columns from it.
                 cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g, a.grid,
-                            out=buffer.view(a.out_channels, g.taps, n, band).permute(2, 0, 1, 3))
+                            out=buffer.as_strided((n, a.out_channels, g.taps, band),
+                                                  (band, g.taps * n * band, n * band, 1)))
                 columns = buffer.view(1, groups, m, n * band)
             else:
                 buffer = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)

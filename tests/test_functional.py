@@ -511,3 +511,38 @@ def test_both_sample_layouts_match_torch(monkeypatch, case, side_by_side):
                 assert rel_error(m, r) < 1e-12
     finally:
         ops._forward_plan.cache_clear()
+
+
+@pytest.mark.parametrize("side_by_side", [False, True], ids=["per-sample", "samples-side-by-side"])
+def test_column_views_have_the_kernels_layout(monkeypatch, side_by_side):
+    """Every columns view the forward and backward hand to col2im and im2col has the layout
+    the CUDA kernels read (shapes.Geometry.extent_fields: each channel's taps back to back),
+    kernels of a single tap too, whose size-one dim a view may give any stride."""
+    from gemmconv import columns
+    monkeypatch.setattr(ops, "SAMPLES_INNER_MAX_POSITIONS", 1 << 20 if side_by_side else 0)
+    ops._forward_plan.cache_clear()
+    checked = []
+
+    def checking(kernel):
+        def run(*args, **kwargs):
+            result = kernel(*args, **kwargs)
+            cols, g, grid = (args[0], args[2], args[3]) if kernel is real_col2im else \
+                (kwargs.get("out"), args[1], args[2])
+            if cols is not None and cols.dim() >= 4:
+                view = columns.blocks(cols, 1, g.taps, grid)
+                g.extent_fields(view, 1, [1] * g.nd, g.padding)
+                checked.append(view.shape)
+            return result
+        return run
+    real_col2im, real_im2col = columns.col2im, columns.im2col
+    monkeypatch.setattr(columns, "col2im", checking(real_col2im))
+    monkeypatch.setattr(columns, "im2col", checking(real_im2col))
+    try:
+        for case in cases.random_cases(60, seed=11) + cases.EDGE:
+            x, w, b = _leaves(case, "views")
+            out = OURS[case.nd](x, w, b, **case.kwargs)
+            if out.numel():
+                out.sum().backward()
+    finally:
+        ops._forward_plan.cache_clear()
+    assert len(checked) > 60
