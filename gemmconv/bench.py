@@ -199,59 +199,71 @@ def _memory_format(dims: int, layout: str) -> Optional[torch.memory_format]:
     return torch.channels_last if dims == 4 else torch.channels_last_3d
 
 
+class ModelWorkload:
+    """``entry`` (a gemmconv.zoo.ZooModel) on one input in one configuration: ``mode``
+    "forward" (eval, no grad) or "train" (forward and the gradients of every parameter),
+    float32 or under bf16 autocast, NCHW or channels_last (model and input). ``runners``
+    holds a call per variant of ModelRow (torch, every, chosen, chosen_all), each returning
+    [output, *parameter gradients]; ``errors`` their errors against the model in float64
+    (see ModelRow); ``reports`` the conversion reports of the variants with a sample."""
+
+    def __init__(self, entry, small: bool, device: torch.device, precision: str, layout: str,
+                 mode: str, repeats: int = 10):
+        import contextlib
+        import copy
+
+        from . import nn as gnn
+        train = mode == "train"
+        torch.manual_seed(0)
+        base = entry.build(small).to(device).train(train)
+        x = entry.input(small, device, generator=torch.Generator().manual_seed(1))
+        fmt = _memory_format(x.dim(), layout)
+        if fmt is not None:
+            base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+        autocast = torch.autocast(device.type, dtype=PRECISIONS[precision]) \
+            if PRECISIONS[precision] else contextlib.nullcontext()
+        grad_mode = torch.enable_grad() if train else torch.no_grad()
+        models = {"torch": base, "every": gnn.convert(copy.deepcopy(base))}
+        self.reports = {}
+        with autocast, grad_mode:
+            for variant, types in (("chosen", gnn.TRANSPOSED), ("chosen_all", tuple(gnn.SWAPS))):
+                models[variant] = copy.deepcopy(base)
+                self.reports[variant] = gnn.convert(models[variant], types=types, sample=x,
+                                                    repeats=repeats)
+            shape = base(x).shape
+        grad = torch.randn(shape, generator=torch.Generator().manual_seed(2)).to(device)
+        if fmt is not None and grad.dim() == x.dim():
+            grad = grad.contiguous(memory_format=fmt)
+
+        def runner(model: torch.nn.Module, x: torch.Tensor = x, cast=autocast) -> Callable[[], list]:
+            params = [p for p in model.parameters() if p.requires_grad]
+
+            def run():
+                with cast, grad_mode:
+                    out = model(x)
+                return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
+            return run
+
+        def error(results: list) -> float:
+            gradients = lambda rs: torch.cat([r.detach().double().flatten() for r in rs])
+            return max(_rel(results[0], reference[0]),
+                       _rel(gradients(results[1:]), gradients(reference[1:])) if train else 0.0)
+
+        reference = runner(copy.deepcopy(base).double(), x.double(), contextlib.nullcontext())()
+        self.runners = {k: runner(m) for k, m in models.items()}
+        self.errors = {k: error(run()) for k, run in self.runners.items()}
+
+
 def measure_model(entry, small: bool, device: torch.device, precision: str, layout: str,
                   mode: str, repeats: int = 10) -> ModelRow:
-    """Times ``entry`` (a gemmconv.zoo.ZooModel) under torch and converted three ways (see
-    ModelRow), on one input, in ``mode`` "forward" (eval, no grad) or "train" (forward and
-    the gradients of every parameter), float32 or under bf16 autocast, NCHW or channels_last
-    (model and input), checking each converted model against torch in the same run."""
-    import contextlib
-    import copy
-
-    from . import nn as gnn
-    train = mode == "train"
-    torch.manual_seed(0)
-    base = entry.build(small).to(device).train(train)
-    x = entry.input(small, device, generator=torch.Generator().manual_seed(1))
-    fmt = _memory_format(x.dim(), layout)
-    if fmt is not None:
-        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
-    autocast = torch.autocast(device.type, dtype=PRECISIONS[precision]) \
-        if PRECISIONS[precision] else contextlib.nullcontext()
-    grad_mode = torch.enable_grad() if train else torch.no_grad()
-    models = {"torch": base, "every": gnn.convert(copy.deepcopy(base))}
-    reports = {}
-    with autocast, grad_mode:
-        for variant, types in (("chosen", gnn.TRANSPOSED), ("chosen_all", tuple(gnn.SWAPS))):
-            models[variant] = copy.deepcopy(base)
-            reports[variant] = gnn.convert(models[variant], types=types, sample=x, repeats=repeats)
-        shape = base(x).shape
-    grad = torch.randn(shape, generator=torch.Generator().manual_seed(2)).to(device)
-    if fmt is not None and grad.dim() == x.dim():
-        grad = grad.contiguous(memory_format=fmt)
-
-    def runner(model: torch.nn.Module, x: torch.Tensor = x, cast=autocast) -> Callable[[], list]:
-        params = [p for p in model.parameters() if p.requires_grad]
-
-        def run():
-            with cast, grad_mode:
-                out = model(x)
-            return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
-        return run
-
-    def error(results: list) -> float:
-        gradients = lambda rs: torch.cat([r.detach().double().flatten() for r in rs])
-        return max(_rel(results[0], reference[0]),
-                   _rel(gradients(results[1:]), gradients(reference[1:])) if train else 0.0)
-
-    reference = runner(copy.deepcopy(base).double(), x.double(), contextlib.nullcontext())()
-    errors = {k: error(runner(m)()) for k, m in models.items()}
-    times = timers(device, {k: runner(m) for k, m in models.items()}, repeats)   # in turns
-    swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in reports.items()}
+    """Times ModelWorkload's variants in turns, with their errors and reports."""
+    work = ModelWorkload(entry, small, device, precision, layout, mode, repeats)
+    times, errors = timers(device, work.runners, repeats), work.errors
+    swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in work.reports.items()}
     return ModelRow(entry.name, mode, precision, layout, times["torch"], times["every"],
                     times["chosen"], times["chosen_all"], errors["torch"], errors["every"],
                     errors["chosen"], errors["chosen_all"], swaps["chosen"],
-                    swaps["chosen_all"], reports)
+                    swaps["chosen_all"], work.reports)
 
 
 def model_configs(entry, precisions=tuple(PRECISIONS), layouts=LAYOUTS, modes=MODES):
