@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _cuda, cases, ops
-from .measure import timer, timers
+from .measure import _channels_last_format, timer, timers
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 OURS = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d, 3: ops.conv_transpose3d}
@@ -194,9 +194,7 @@ class ModelRow:
 
 
 def _memory_format(dims: int, layout: str) -> Optional[torch.memory_format]:
-    if layout == "NCHW":
-        return None
-    return torch.channels_last if dims == 4 else torch.channels_last_3d
+    return None if layout == "NCHW" else _channels_last_format(dims)
 
 
 class ModelWorkload:
