@@ -254,42 +254,76 @@ constexpr int kWarp = 32;
 // of col2im's rate, NOTES change 38). No early exits: with the taps known at compile time
 // the loops unroll into predicated loads that can all be in flight at once, and the outer
 // dims' tap tests serve all J V positions. With one output a thread (V = J = 1, the
-// generic kernel, whose taps come at run time) the loops visit only the taps that can reach
-// it (first_reaching_tap).
+// generic kernel, whose taps come at run time) gather_reaching walks the reaching taps only.
+template <int D, int R, typename T, typename I, int ND, typename Acc>
+GC_FN void gather_reaching(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
+                           const I (&r)[ND], const T* columns, I plane_step, I tap, I cell,
+                           Acc (&acc)[R][1][1]);
+
 template <int D, int V, int J, int R, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
                   const T* columns, I plane_step, I tap, I cell, Acc (&acc)[R][J][V]) {
-  I first = 0, step = 1;
-  if constexpr (V == 1 && J == 1) first = first_reaching_tap(t, D, r[D], step);
+  if constexpr (V == 1 && J == 1) {
+    gather_reaching<D, R>(t, x, q, r, columns, plane_step, tap, cell, acc);
+  } else {
 #pragma unroll
-  for (I k = first; k < static_cast<I>(t.kernel[D]); k += step) {
-    const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
-    if constexpr (D < ND - 1) {
-      const I i = grid_position(t, x, D, q[D], r[D], k);
-      if (i >= 0)
-        gather<D + 1, V, J, R>(t, x, q, r, columns, plane_step, next_tap,
-                               cell + i * static_cast<I>(x.column_grid[D]), acc);
-    } else {
-      const I row = next_tap * static_cast<I>(x.column_tap) + cell;
-      // In 1-D, loads from a pointer to the tap's row: 89 -> 99% of copy on 1d-strided's
-      // col2im. With outer dims that pointer cost 2-9% (more taps, each its own 64-bit
-      // address), so there the offset stays an integer up to the load (NOTES changes 38, 47).
-      const T* tap_row = columns + (ND == 1 ? row : I(0));
-      const I at = ND == 1 ? I(0) : row;
-      const I stride = static_cast<I>(t.stride[D]);
+    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+      const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
+      if constexpr (D < ND - 1) {
+        const I i = grid_position(t, x, D, q[D], r[D], k);
+        if (i >= 0)
+          gather<D + 1, V, J, R>(t, x, q, r, columns, plane_step, next_tap,
+                                 cell + i * static_cast<I>(x.column_grid[D]), acc);
+      } else {
+        const I row = next_tap * static_cast<I>(x.column_tap) + cell;
+        // In 1-D, loads from a pointer to the tap's row: 89 -> 99% of copy on 1d-strided's
+        // col2im. With outer dims that pointer cost 2-9% (more taps, each its own 64-bit
+        // address), so there the offset stays an integer up to the load (NOTES changes 38, 47).
+        const T* tap_row = columns + (ND == 1 ? row : I(0));
+        const I at = ND == 1 ? I(0) : row;
+        const I stride = static_cast<I>(t.stride[D]);
 #pragma unroll
-      for (int j = 0; j < J; ++j) {
-        // Compile-time where r is (spans on multiples of the stride, see first_span).
-        const I c = r[D] + static_cast<I>(j) * (kWarp * V);
-        const I qj = j == 0 ? q[D] : q[D] + c / stride, rj = j == 0 ? r[D] : c % stride;
+        for (int j = 0; j < J; ++j) {
+          // Compile-time where r is (spans on multiples of the stride, see first_span).
+          const I c = r[D] + static_cast<I>(j) * (kWarp * V);
+          const I qj = j == 0 ? q[D] : q[D] + c / stride, rj = j == 0 ? r[D] : c % stride;
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
-          const I i = grid_position(t, x, D, qj, rj + v, k);
+          for (int v = 0; v < V; ++v) {
+            const I i = grid_position(t, x, D, qj, rj + v, k);
 #pragma unroll
-          for (int n = 0; n < R; ++n)
-            if (i >= 0) acc[n][j][v] += Scalar<T>::load(tap_row[at + n * plane_step + i]);
+            for (int n = 0; n < R; ++n)
+              if (i >= 0) acc[n][j][v] += Scalar<T>::load(tap_row[at + n * plane_step + i]);
+          }
         }
       }
+    }
+  }
+}
+
+// The generic kernel's gather (taps at run time, one output a thread): along each dim only
+// the taps that reach the output (first_reaching_tap), each the next's step taps further on
+// and dilation * step / stride grid positions nearer, so that the loops divide by nothing
+// (with a division and a remainder by the run-time stride per tap, as gather's tap tests
+// take, FCN-32s's k64 s32 col2im was bound by integer division).
+template <int D, int R, typename T, typename I, int ND, typename Acc>
+GC_FN void gather_reaching(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
+                           const I (&r)[ND], const T* columns, I plane_step, I tap, I cell,
+                           Acc (&acc)[R][1][1]) {
+  const I kernel = static_cast<I>(t.kernel[D]), stride = static_cast<I>(t.stride[D]);
+  const I dilation = static_cast<I>(t.dilation[D]), size = static_cast<I>(x.grid[D]);
+  I step;
+  const I first = first_reaching_tap(t, D, r[D], step);
+  const I nearer = dilation * step / stride;
+  I i = q[D] + (r[D] - first * dilation) / stride;   // exact: the first tap reaches
+  for (I k = first; k < kernel && i >= 0; k += step, i -= nearer) {
+    if (i >= size) continue;
+    const I next_tap = tap * kernel + k;
+    if constexpr (D < ND - 1) {
+      gather_reaching<D + 1, R>(t, x, q, r, columns, plane_step, next_tap,
+                                cell + i * static_cast<I>(x.column_grid[D]), acc);
+    } else {
+      const I at = next_tap * static_cast<I>(x.column_tap) + cell + i;
+      for (int n = 0; n < R; ++n) acc[n][0][0] += Scalar<T>::load(columns[at + n * plane_step]);
     }
   }
 }
