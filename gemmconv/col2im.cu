@@ -253,73 +253,78 @@ constexpr int kWarp = 32;
 // term at a time, they made the compiler widen every tap's address to 64 bits (about 10%
 // of col2im's rate, NOTES change 38). No early exits: with the taps known at compile time
 // the loops unroll into predicated loads that can all be in flight at once, and the outer
-// dims' tap tests serve all J V positions. With one output a thread (V = J = 1, the
-// generic kernel, whose taps come at run time) gather_reaching walks the reaching taps only.
-template <int D, int R, typename T, typename I, int ND, typename Acc>
-GC_FN void gather_reaching(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
-                           const I (&r)[ND], const T* columns, I plane_step, I tap, I cell,
-                           Acc (&acc)[R][1][1]);
-
+// dims' tap tests serve all J V positions. (The generic kernel, with one output a thread
+// and its taps at run time, gathers by gather_reaching instead.)
 template <int D, int V, int J, int R, typename T, typename I, int ND, typename Acc>
 GC_FN void gather(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND], const I (&r)[ND],
                   const T* columns, I plane_step, I tap, I cell, Acc (&acc)[R][J][V]) {
-  if constexpr (V == 1 && J == 1) {
-    gather_reaching<D, R>(t, x, q, r, columns, plane_step, tap, cell, acc);
-  } else {
 #pragma unroll
-    for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
-      const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
-      if constexpr (D < ND - 1) {
-        const I i = grid_position(t, x, D, q[D], r[D], k);
-        if (i >= 0)
-          gather<D + 1, V, J, R>(t, x, q, r, columns, plane_step, next_tap,
-                                 cell + i * static_cast<I>(x.column_grid[D]), acc);
-      } else {
-        const I row = next_tap * static_cast<I>(x.column_tap) + cell;
-        // In 1-D, loads from a pointer to the tap's row: 89 -> 99% of copy on 1d-strided's
-        // col2im. With outer dims that pointer cost 2-9% (more taps, each its own 64-bit
-        // address), so there the offset stays an integer up to the load (NOTES changes 38, 47).
-        const T* tap_row = columns + (ND == 1 ? row : I(0));
-        const I at = ND == 1 ? I(0) : row;
-        const I stride = static_cast<I>(t.stride[D]);
+  for (I k = 0; k < static_cast<I>(t.kernel[D]); ++k) {
+    const I next_tap = tap * static_cast<I>(t.kernel[D]) + k;
+    if constexpr (D < ND - 1) {
+      const I i = grid_position(t, x, D, q[D], r[D], k);
+      if (i >= 0)
+        gather<D + 1, V, J, R>(t, x, q, r, columns, plane_step, next_tap,
+                               cell + i * static_cast<I>(x.column_grid[D]), acc);
+    } else {
+      const I row = next_tap * static_cast<I>(x.column_tap) + cell;
+      // In 1-D, loads from a pointer to the tap's row: 89 -> 99% of copy on 1d-strided's
+      // col2im. With outer dims that pointer cost 2-9% (more taps, each its own 64-bit
+      // address), so there the offset stays an integer up to the load (NOTES changes 38, 47).
+      const T* tap_row = columns + (ND == 1 ? row : I(0));
+      const I at = ND == 1 ? I(0) : row;
+      const I stride = static_cast<I>(t.stride[D]);
 #pragma unroll
-        for (int j = 0; j < J; ++j) {
-          // Compile-time where r is (spans on multiples of the stride, see first_span).
-          const I c = r[D] + static_cast<I>(j) * (kWarp * V);
-          const I qj = j == 0 ? q[D] : q[D] + c / stride, rj = j == 0 ? r[D] : c % stride;
+      for (int j = 0; j < J; ++j) {
+        // Compile-time where r is (spans on multiples of the stride, see first_span).
+        const I c = r[D] + static_cast<I>(j) * (kWarp * V);
+        const I qj = j == 0 ? q[D] : q[D] + c / stride, rj = j == 0 ? r[D] : c % stride;
 #pragma unroll
-          for (int v = 0; v < V; ++v) {
-            const I i = grid_position(t, x, D, qj, rj + v, k);
+        for (int v = 0; v < V; ++v) {
+          const I i = grid_position(t, x, D, qj, rj + v, k);
 #pragma unroll
-            for (int n = 0; n < R; ++n)
-              if (i >= 0) acc[n][j][v] += Scalar<T>::load(tap_row[at + n * plane_step + i]);
-          }
+          for (int n = 0; n < R; ++n)
+            if (i >= 0) acc[n][j][v] += Scalar<T>::load(tap_row[at + n * plane_step + i]);
         }
       }
     }
   }
 }
 
-// The generic kernel's gather (taps at run time, one output a thread): along each dim only
-// the taps that reach the output (first_reaching_tap), each the next's step taps further on
-// and dilation * step / stride grid positions nearer, so that the loops divide by nothing
-// (with a division and a remainder by the run-time stride per tap, as gather's tap tests
-// take, FCN-32s's k64 s32 col2im was bound by integer division).
+// Where the taps come at run time (the generic kernel, one output a thread), each dim's taps
+// that reach the output (first_reaching_tap), worked out once a thread: the first, the step
+// to the next, and the grid position of the first, each next one landing `nearer` grid
+// positions back (dilation * step / stride).
+template <typename I>
+struct Reach {
+  I first, step, nearer, position;
+};
+
+template <typename I, int ND>
+GC_FN Reach<I> reaching(const Taps<ND>& t, int d, I q, I r) {
+  const I stride = static_cast<I>(t.stride[d]), dilation = static_cast<I>(t.dilation[d]);
+  Reach<I> a;
+  a.first = first_reaching_tap(t, d, r, a.step);
+  a.nearer = dilation * a.step / stride;
+  a.position = q + (r - a.first * dilation) / stride;   // exact where the first tap reaches
+  return a;
+}
+
+// The generic kernel's gather: along each dim the reaching taps only, so that its loops
+// divide by nothing (with gather's tap tests, a division and a remainder by the run-time
+// stride per tap, and the reaching taps worked out per outer tap, FCN-32s's k64 s32
+// col2im was bound by integer instructions: ncu, 83% of the SMs' issue rate).
 template <int D, int R, typename T, typename I, int ND, typename Acc>
-GC_FN void gather_reaching(const Taps<ND>& t, const Extent<ND>& x, const I (&q)[ND],
-                           const I (&r)[ND], const T* columns, I plane_step, I tap, I cell,
-                           Acc (&acc)[R][1][1]) {
-  const I kernel = static_cast<I>(t.kernel[D]), stride = static_cast<I>(t.stride[D]);
-  const I dilation = static_cast<I>(t.dilation[D]), size = static_cast<I>(x.grid[D]);
-  I step;
-  const I first = first_reaching_tap(t, D, r[D], step);
-  const I nearer = dilation * step / stride;
-  I i = q[D] + (r[D] - first * dilation) / stride;   // exact: the first tap reaches
-  for (I k = first; k < kernel && i >= 0; k += step, i -= nearer) {
+GC_FN void gather_reaching(const Taps<ND>& t, const Extent<ND>& x, const Reach<I> (&reach)[ND],
+                           const T* columns, I plane_step, I tap, I cell, Acc (&acc)[R][1][1]) {
+  const I kernel = static_cast<I>(t.kernel[D]), size = static_cast<I>(x.grid[D]);
+  const Reach<I>& a = reach[D];
+  I i = a.position;
+  for (I k = a.first; k < kernel && i >= 0; k += a.step, i -= a.nearer) {
     if (i >= size) continue;
     const I next_tap = tap * kernel + k;
     if constexpr (D < ND - 1) {
-      gather_reaching<D + 1, R>(t, x, q, r, columns, plane_step, next_tap,
+      gather_reaching<D + 1, R>(t, x, reach, columns, plane_step, next_tap,
                                 cell + i * static_cast<I>(x.column_grid[D]), acc);
     } else {
       const I at = next_tap * static_cast<I>(x.column_tap) + cell + i;
@@ -485,7 +490,13 @@ GC_FN void col2im_element(const Taps<ND>& t, const Extent<ND>& x, const T* colum
       for (int v = 0; v < V; ++v) acc[n][j][v] = init;
   }
   const I plane_step = product<I>(t.kernel) * static_cast<I>(x.column_tap);
-  gather<0, V, J, R>(t, x, q, r, columns, plane_step, I(0), column_plane(t, x, p), acc);
+  if constexpr (V == 1 && J == 1) {
+    Reach<I> reach[ND];
+    for (int d = 0; d < ND; ++d) reach[d] = reaching<I>(t, d, q[d], r[d]);
+    gather_reaching<0, R>(t, x, reach, columns, plane_step, I(0), column_plane(t, x, p), acc);
+  } else {
+    gather<0, V, J, R>(t, x, q, r, columns, plane_step, I(0), column_plane(t, x, p), acc);
+  }
   for (int n = 0; n < R; ++n) {
     T* row = image + (p + n) * static_cast<I>(x.plane_stride) + offset * width;
     for (int j = 0; j < J; ++j)
