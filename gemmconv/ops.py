@@ -67,6 +67,14 @@ def _samples_inner(batch: int, cells: int) -> bool:
     return batch > 1 and cells <= SAMPLES_INNER_MAX_POSITIONS
 
 
+def _side_by_side(buffer: torch.Tensor, n: int, channels: int, taps: int,
+                  cells: int) -> torch.Tensor:
+    """Columns laid out (C, taps, n, L) in ``buffer``, as the column kernels take them:
+    ``(n, C, taps, L)``. Strides given outright: a view would give a single tap any stride,
+    and the kernels derive a channel's columns from it."""
+    return buffer.as_strided((n, channels, taps, cells), (cells, taps * n * cells, n * cells, 1))
+
+
 class _ForwardPlan(NamedTuple):
     """A forward's route (shapes.Split, and whether by row products), its chunks
     (ConvTransposeArgs.forward_chunks or row_product_chunks), the workspace elements the
@@ -146,8 +154,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
         if plan.samples_inner:   # columns (G, m, n, L), seen by col2im as (n, C_out, taps, L)
             gemm.matmul(w.as_strided((1, groups, m, rows), (0, rows * m, 1, m)), gathered_columns,
                         workspace.as_strided((1, groups, m, n * band), (0, m * n * band, n * band, 1)))
-            columns = workspace.as_strided((n, a.out_channels, taps, band),
-                                           (band, taps * n * band, n * band, 1))
+            columns = _side_by_side(workspace, n, a.out_channels, taps, band)
         else:
             columns = workspace.as_strided((n, groups, m, band), (groups * m * band, m * band, band, 1))
             gemm.matmul(w.as_strided((n, groups, m, rows), (0, rows * m, 1, m)),
@@ -215,13 +222,11 @@ def describe_route(a: ConvTransposeArgs) -> str:
     follows the GEMM (e.g. ``"rows H, GEMM + col2im"``, ``"im2col W, GEMM"``)."""
     gathered, by_rows = a.route()
     names = "DHW"[3 - a.geometry.nd:]
-    parts = []
-    if by_rows:
-        parts.append(f"rows {names[0]}")
-        gathered = (False, *gathered[1:])
-    if any(gathered):
-        parts.append("im2col " + "".join(n for n, g in zip(names, gathered) if g))
-    parts.append("GEMM" if a.split(a.route()[0]).direct else "GEMM + col2im")
+    by_im2col = (False, *gathered[1:]) if by_rows else gathered
+    parts = [f"rows {names[0]}"] if by_rows else []
+    if any(by_im2col):
+        parts.append("im2col " + "".join(n for n, g in zip(names, by_im2col) if g))
+    parts.append("GEMM" if a.split(gathered).direct else "GEMM + col2im")
     return ", ".join(parts)
 
 
@@ -400,12 +405,8 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             n, band = n1 - n0, (i1 - i0) * inner
             if side_by_side:
                 buffer = workspace[:groups * m * n * band]
-                # (n, C_out, taps, L) over (C_out, taps, n, L), strides given outright: a
-                # view would give a single tap any stride, and the kernels derive a channel's
-                # columns from it.
                 cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g, a.grid,
-                            out=buffer.as_strided((n, a.out_channels, g.taps, band),
-                                                  (band, g.taps * n * band, n * band, 1)))
+                            out=_side_by_side(buffer, n, a.out_channels, g.taps, band))
                 columns = buffer.view(1, groups, m, n * band)
             else:
                 buffer = workspace[:n * groups * (m + ones) * band].view(n * groups, m + ones, band)
