@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the cuda-marked tests, then benchmarks. Logs go under $OUT.
 #   bash benches/gpu.sh [tests] [overhead] [columns] [stages] [bench] [bench-backward]
-#                       [bench-ieee] [models] [suite-reuse] [suite]
+#                       [bench-cl] [bench-cl-backward] [bench-ieee] [models] [suite-reuse] [suite]
 set -uo pipefail
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-out}
@@ -20,6 +20,10 @@ for step in $steps; do
     bench) python3 -m gemmconv bench --full --json "$OUT/fwd.json" --png "$OUT/fwd.png" 2>&1 | tee "$OUT/bench-fwd.log" ;;
     bench-backward) python3 -m gemmconv bench --full --backward --repeats 10 --json "$OUT/train.json" \
              --png "$OUT/train.png" 2>&1 | tee "$OUT/bench-train.log" ;;
+    bench-cl) python3 -m gemmconv bench --full --channels-last --json "$OUT/fwd-cl.json" \
+             --png "$OUT/fwd-cl.png" 2>&1 | tee "$OUT/bench-fwd-cl.log" ;;
+    bench-cl-backward) python3 -m gemmconv bench --full --channels-last --backward --repeats 10 \
+             --json "$OUT/train-cl.json" --png "$OUT/train-cl.png" 2>&1 | tee "$OUT/bench-train-cl.log" ;;
     bench-ieee) python3 -m gemmconv bench --full --no-tf32 --json "$OUT/ieee.json" --png "$OUT/ieee.png" \
              2>&1 | tee "$OUT/bench-ieee.log" ;;
     models) python3 -m gemmconv bench --models --layers --json "$OUT/models.json" --png "$OUT/models.png" \

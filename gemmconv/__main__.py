@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backward", action="store_true", help="time forward + backward")
     p.add_argument("--case", action="append",
                    help="cases whose name contains this (from all cases; repeatable)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="inputs and output gradients channels_last (the 2-D and 3-D cases)")
     p.add_argument("--no-tf32", action="store_true",
                    help="full float32 on both sides (sets torch's cuDNN flag for this run)")
     p.add_argument("--repeats", type=int, default=20)
@@ -153,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         return _models(args, device)
     dtype = DTYPES[args.dtype]
     chosen = bench.select(args.case, args.full, device)
+    if args.channels_last:   # 1-D tensors have no channels_last format
+        chosen = [c for c in chosen if c.nd > 1]
     conv = torch.backends.cudnn.conv
     before = conv.fp32_precision
     rows = []
@@ -163,10 +167,13 @@ def main(argv: list[str] | None = None) -> int:
             ceiling = bench.ceilings(device, dtype)
             for i, case in enumerate(chosen, 1):
                 print(f"[{i}/{len(chosen)}] {case.name} ...", file=sys.stderr, flush=True)
-                rows.append(bench.measure(case, dtype, device, args.backward, ceiling, args.repeats))
+                rows.append(bench.measure(case, dtype, device, args.backward, ceiling, args.repeats,
+                                          args.channels_last))
     finally:
         conv.fp32_precision = before
-    mode = f"{args.dtype}{' no-TF32' if args.no_tf32 else ''}{' fwd+bwd' if args.backward else ' forward'}"
+    mode = (f"{args.dtype}{' no-TF32' if args.no_tf32 else ''}"
+            f"{' channels_last' if args.channels_last else ''}"
+            f"{' fwd+bwd' if args.backward else ' forward'}")
     print(f"\n{mode} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}; "
           f"one-time kernel compilation: {bench.compile_seconds():.2f} s (not in the timings)")
     print(_table(rows, ceiling))

@@ -272,6 +272,14 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
                  f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
     names["fill"] = f"gemmconv::fill_kernel<{CPP_TYPES[dtype]}, {index}, {nd}>"
+    return _compile(device_index, names)
+
+
+def _compile(device_index: int, names: dict[str, str]) -> dict:
+    """The kernels ``names`` (op -> template instance) of col2im.cu, compiled by NVRTC for
+    one device: op -> CUfunction handle, and "module" -> the module, kept loaded with them."""
+    global compile_seconds
+    cp = cupy()
     start = time.perf_counter()
     with cp.cuda.Device(device_index):
         module = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
@@ -297,6 +305,7 @@ class Launch(NamedTuple):
     structs: tuple[ctypes.Array, ...]
     addresses: tuple[int, ...]
     fill_blocks: int = 0
+    interleaved: bool = False   # the channels-innermost kernels (_interleaved_kernels)
 
 
 # The launches a layer makes repeat call after call. Working one out (layout, blocks, the
@@ -368,7 +377,7 @@ def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor 
             blocks: int | None = None) -> None:
     """Launches ``op`` on torch's current stream of ``like``'s device, over the launch's
     blocks or ``blocks``."""
-    kernel = _kernels(*launch.kernels)[op]
+    kernel = (_interleaved_kernels if launch.interleaved else _kernels)(*launch.kernels)[op]
     pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
     # cuLaunchKernel reads each argument through a pointer to its value.
     params = (ctypes.c_void_p * (len(launch.addresses) + len(pointers)))(
@@ -537,6 +546,91 @@ def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:
     strides, shape = out.stride(), out.shape
     return g.taps > 1 and out.dim() > 4 and shape[0] > 1 and all(
         strides[0] < s for s, n in ((strides[1], shape[1]), (strides[3], shape[3])) if n > 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Channels innermost (col2im.cu's Interleaved): channels_last images, and columns
+# (S, *grid, G, K, C / G) whose every dim but the samples' is dense.
+
+@functools.cache
+def _interleaved_kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
+                         pack: int, taps: tuple[int, ...] | None) -> dict:
+    """The channels-innermost col2im and im2col for one dtype, dimensionality, index type
+    and run of ``pack`` channels a thread: generic where ``taps`` is None, else compiled
+    for those taps."""
+    kind = "kernel" if taps is None else "fixed"
+    specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
+    return _compile(device_index, {
+        op: f"gemmconv::{op}_interleaved_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}, {pack}"
+            f"{specialisation}>" for op in ("col2im", "im2col")})
+
+
+def interleaved_pack(group_channels: int, *tensors: torch.Tensor) -> int:
+    """Channels a thread of the channels-innermost kernels moves as one access: the most,
+    up to PACK_BYTES, that divide a group's channels and every sample stride, where every
+    tensor's address is PACK_BYTES-aligned; else 1."""
+    pack = PACK_BYTES // tensors[0].element_size()
+    if any(t.data_ptr() % PACK_BYTES for t in tensors):
+        return 1
+    while pack > 1 and (group_channels % pack or any(t.stride(0) % pack for t in tensors)):
+        pack //= 2
+    return pack
+
+
+def _interleaved_launch(like: torch.Tensor, g: Geometry, fields: list[int], pack: int,
+                        threads: int, largest_index: int) -> Launch:
+    fixed = _specialised(g, threads * pack)
+    blocks = min(math.ceil(threads / BLOCK), MAX_BLOCKS)
+    index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
+    structs = (_struct(fields),) if fixed else (_struct(g.taps_fields()), _struct(fields))
+    kernels = (like.device.index, like.dtype, g.nd, index, pack,
+               tuple(g.taps_fields()) if fixed else None)
+    return Launch(kernels, blocks, structs, tuple(map(ctypes.addressof, structs)),
+                  interleaved=True)
+
+
+def _interleaved_fields(columns: torch.Tensor, image: torch.Tensor, g: Geometry,
+                        padding: tuple[int, ...]) -> list[int]:
+    """col2im.cu's ``Interleaved<ND>`` for ``columns (S, *grid, G, K, C / G)`` and
+    ``image (S, *image, C)``, as a flat list of int64s."""
+    nd = g.nd
+    assert plane_stride(columns) is not None and plane_stride(image) is not None, \
+        "channels-innermost tensors are dense but for the samples' stride"
+    samples, grid, channels = image.shape[0], columns.shape[1:1 + nd], image.shape[-1]
+    return [samples, channels, columns.shape[-1], image.stride(0), columns.stride(0), *grid,
+            *image.shape[1:1 + nd], *padding]
+
+
+def col2im_interleaved(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor,
+                       g: Geometry, padding: tuple[int, ...]) -> None:
+    """``out (S, *image, C)`` = col2im of ``columns (S, *grid, G, K, C / G)``, plus
+    ``bias (C,)``."""
+    if out.numel() == 0:
+        return
+    bias = None if bias is None else bias.contiguous()
+
+    def work_out() -> Launch:
+        pack = interleaved_pack(columns.shape[-1], columns, out)
+        return _interleaved_launch(out, g, _interleaved_fields(columns, out, g, padding), pack,
+                                   out.numel() // pack, max(_reach(columns), _reach(out)))
+    key = ("col2im_interleaved", g, padding, *_signature(columns), *_signature(out))
+    launch = _launch_for(key, work_out)
+    _launch("col2im", launch, out, columns, bias, out)
+
+
+def im2col_interleaved(image: torch.Tensor, out: torch.Tensor, g: Geometry,
+                       padding: tuple[int, ...]) -> None:
+    """``out (S, *grid, G, K, C / G)`` = im2col of ``image (S, *image, C)``."""
+    if out.numel() == 0:
+        return
+
+    def work_out() -> Launch:
+        pack = interleaved_pack(out.shape[-1], image, out)
+        return _interleaved_launch(out, g, _interleaved_fields(out, image, g, padding), pack,
+                                   out.numel() // pack, max(_reach(image), _reach(out)))
+    key = ("im2col_interleaved", g, padding, *_signature(image), *_signature(out))
+    launch = _launch_for(key, work_out)
+    _launch("im2col", launch, out, image, out)
 
 
 @functools.cache

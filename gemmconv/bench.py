@@ -15,8 +15,8 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 
-from . import _cuda, cases, ops
-from .measure import _channels_last_format, timer, timers
+from . import _cuda, cases, channels_last, ops
+from .measure import timer, timers
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 OURS = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d, 3: ops.conv_transpose3d}
@@ -78,15 +78,19 @@ class Workload:
     """One case's inputs on a device, a float64 reference, and a runner per implementation."""
 
     def __init__(self, case: cases.Case, dtype: torch.dtype, device: torch.device,
-                 backward: bool, seed: int = 0):
+                 backward: bool, seed: int = 0, interleaved: bool = False):
+        """``interleaved``: the input and output gradient channels_last (2-D and 3-D cases)."""
         gen = torch.Generator().manual_seed(seed)
         self.case, self.dtype, self.device, self.backward = case, dtype, device, backward
         self.x, self.w, self.b = case.tensors(dtype, device, gen, distribution=torch.rand)
+        layout = (lambda t: t.contiguous(memory_format=channels_last.memory_format(t.dim()))) \
+            if interleaved else (lambda t: t)
+        self.x = layout(self.x)
         self.leaves = [t.requires_grad_() for t in (self.x, self.w, self.b)
                        if t is not None] if backward else []
         self.shape = (case.batch, case.out_channels, *case.output_size)
-        self.grad_out = torch.rand(self.shape, generator=gen, dtype=torch.float64).to(
-            device) if backward else None
+        self.grad_out = layout(torch.rand(self.shape, generator=gen, dtype=torch.float64).to(
+            device)) if backward else None
         self.refs = reference(case, self.x, self.w, self.b, self.grad_out)
 
     def runner(self, impl: str) -> Callable[[], list]:
@@ -111,9 +115,10 @@ class Workload:
 
 
 def measure(case: cases.Case, dtype: torch.dtype, device: torch.device, backward: bool,
-            ceiling: Ceilings, repeats: int = 20) -> Row:
-    """Times torch and gemmconv on one case, checking both against float64."""
-    work = Workload(case, dtype, device, backward)
+            ceiling: Ceilings, repeats: int = 20, interleaved: bool = False) -> Row:
+    """Times torch and gemmconv on one case, checking both against float64; ``interleaved``:
+    on channels_last tensors."""
+    work = Workload(case, dtype, device, backward, interleaved=interleaved)
     results = {}
     for impl in ("torch", "gemmconv"):
         fn = work.runner(impl)
@@ -194,7 +199,7 @@ class ModelRow:
 
 
 def _memory_format(dims: int, layout: str) -> Optional[torch.memory_format]:
-    return None if layout == "NCHW" else _channels_last_format(dims)
+    return None if layout == "NCHW" else channels_last.memory_format(dims)
 
 
 class ModelWorkload:

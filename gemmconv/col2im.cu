@@ -175,9 +175,9 @@ GC_FN I column_plane(const Taps<ND>& t, const Extent<ND>& x, I p) {
 }
 
 // Image position touched by tap k at grid position i along dim d (outside the image: the
-// caller tests it).
-template <typename I, int ND>
-GC_FN I image_position(const Taps<ND>& t, const Extent<ND>& x, int d, I i, I k) {
+// caller tests it). X is either layout's sizes (Extent, Interleaved), read for the padding.
+template <typename I, int ND, typename X>
+GC_FN I image_position(const Taps<ND>& t, const X& x, int d, I i, I k) {
   return i * static_cast<I>(t.stride[d]) - static_cast<I>(x.padding[d]) +
          k * static_cast<I>(t.dilation[d]);
 }
@@ -776,6 +776,147 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
 }
 
 // ---------------------------------------------------------------------------------------
+// Channels innermost: channels_last images, and the columns a GEMM makes from them.
+//
+//   image   [samples][image...][channels]
+//   columns [samples][grid...][groups][taps...][channels / groups]
+//
+// A channels_last input is a (positions x C_in) matrix, so the GEMM's columns come out with
+// a row per grid position: each position's columns hold every group's taps, each tap's
+// channels back to back. A thread owns a run of P consecutive channels of one image
+// position (col2im) or of one grid position and tap (im2col), so a warp's loads and stores
+// cover whole runs of channels, and the index decoding is shared by P channels.
+
+template <int ND>
+struct Interleaved {
+  index_t samples;
+  index_t channels;
+  index_t group_channels;   // channels / groups
+  index_t image_sample;     // elements from one sample's image to the next
+  index_t column_sample;    // and from one sample's columns to the next
+  index_t grid[ND];
+  index_t image[ND];
+  index_t padding[ND];
+};
+
+// Offset, within a grid position's columns, of channel c's entry for tap k: its group's
+// block of taps, then the tap's run of the group's channels.
+template <typename I, int ND>
+GC_FN I interleaved_entry(const Taps<ND>& t, const Interleaved<ND>& x, I c, I k) {
+  const I group_channels = static_cast<I>(x.group_channels);
+  return (c / group_channels * product<I>(t.kernel) + k) * group_channels + c % group_channels;
+}
+
+template <int P, typename T>
+GC_FN Packed<T, P> load_run(const T* at) {
+  return *reinterpret_cast<const Packed<T, P>*>(at);
+}
+
+template <int P, typename T>
+GC_FN void store_packed(T* at, const Packed<T, P>& value) {
+  if constexpr (sizeof(Packed<T, P>) == 16)
+    store_run(at, value);
+  else
+    *reinterpret_cast<Packed<T, P>*>(at) = value;
+}
+
+// Adds the columns of every reaching tap (reaching, as the generic col2im) to a run of P
+// channels, recursing over dims; cell is the grid position built so far, row-major.
+template <int D, int P, typename T, typename I, int ND, typename Acc>
+GC_FN void gather_interleaved(const Taps<ND>& t, const Interleaved<ND>& x,
+                              const Reach<I> (&reach)[ND], const T* columns, I tap, I cell,
+                              Acc (&acc)[P]) {
+  const I kernel = static_cast<I>(t.kernel[D]), size = static_cast<I>(x.grid[D]);
+  const Reach<I>& a = reach[D];
+  I i = a.position;
+  for (I k = a.first; k < kernel && i >= 0; k += a.step, i -= a.nearer) {
+    if (i >= size) continue;
+    const I next_tap = tap * kernel + k, next_cell = cell * size + i;
+    if constexpr (D < ND - 1) {
+      gather_interleaved<D + 1, P>(t, x, reach, columns, next_tap, next_cell, acc);
+    } else {
+      const I position = static_cast<I>(x.channels) * product<I>(t.kernel);
+      const I group_channels = static_cast<I>(x.group_channels);
+      const Packed<T, P> run = load_run<P>(columns + next_cell * position + next_tap * group_channels);
+#pragma unroll
+      for (int v = 0; v < P; ++v) acc[v] += Scalar<T>::load(run.v[v]);
+    }
+  }
+}
+
+template <int P, typename I, int ND>
+GC_FN I col2im_interleaved_elements(const Interleaved<ND>& x) {
+  return static_cast<I>(x.samples) * product<I>(x.image) * (static_cast<I>(x.channels) / P);
+}
+
+// Element e of col2im: channels e % (C / P) * P onwards, of the image position and sample
+// that e / (C / P) numbers row-major.
+template <int P, typename T, typename I, int ND>
+GC_FN void col2im_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& x,
+                                      const T* columns, const T* bias, T* image, I e) {
+  typedef typename Scalar<T>::Acc Acc;
+  const I runs = static_cast<I>(x.channels) / P, c = e % runs * P;
+  I o[ND];
+  const I sample = unflatten(e / runs, x.image, o);
+  Reach<I> reach[ND];
+  I position = 0;
+  for (int d = 0; d < ND; ++d) {
+    const I stride = static_cast<I>(t.stride[d]);
+    const I padded = o[d] + static_cast<I>(x.padding[d]);
+    const I q = floor_div(padded, stride);
+    reach[d] = reaching(t, d, q, padded - q * stride);
+    position = position * static_cast<I>(x.image[d]) + o[d];
+  }
+  Acc acc[P];
+#pragma unroll
+  for (int v = 0; v < P; ++v) acc[v] = bias ? Scalar<T>::load(bias[c + v]) : Acc(0);
+  gather_interleaved<0, P>(t, x, reach,
+                           columns + sample * static_cast<I>(x.column_sample) +
+                               interleaved_entry(t, x, c, I(0)),
+                           I(0), I(0), acc);
+  Packed<T, P> out;
+#pragma unroll
+  for (int v = 0; v < P; ++v) out.v[v] = Scalar<T>::store(acc[v]);
+  store_packed(image + sample * static_cast<I>(x.image_sample) +
+                   position * static_cast<I>(x.channels) + c, out);
+}
+
+template <int P, typename I, int ND>
+GC_FN I im2col_interleaved_elements(const Taps<ND>& t, const Interleaved<ND>& x) {
+  return static_cast<I>(x.samples) * product<I>(x.grid) * product<I>(t.kernel) *
+         (static_cast<I>(x.channels) / P);
+}
+
+// Element e of im2col: channels e % (C / P) * P onwards, of the tap, grid position and
+// sample that e / (C / P) numbers row-major; zero where the tap falls outside the image.
+template <int P, typename T, typename I, int ND>
+GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& x,
+                                      const T* image, T* columns, I e) {
+  const I runs = static_cast<I>(x.channels) / P, c = e % runs * P;
+  I k[ND], i[ND];
+  I rest = unflatten(e / runs, t.kernel, k);
+  const I sample = unflatten(rest, x.grid, i);
+  I position = 0, cell = 0, tap = 0;
+  bool inside = true;
+  for (int d = 0; d < ND; ++d) {
+    const I at = image_position(t, x, d, i[d], k[d]);
+    inside = inside && at >= 0 && at < static_cast<I>(x.image[d]);
+    position = position * static_cast<I>(x.image[d]) + at;
+    cell = cell * static_cast<I>(x.grid[d]) + i[d];
+    tap = tap * static_cast<I>(t.kernel[d]) + k[d];
+  }
+  Packed<T, P> value{};
+  if (inside)
+    value = load_run<P>(image + sample * static_cast<I>(x.image_sample) +
+                        position * static_cast<I>(x.channels) + c);
+  else
+    for (int v = 0; v < P; ++v) value.v[v] = Scalar<T>::store(0);
+  store_packed(columns + sample * static_cast<I>(x.column_sample) +
+                   cell * static_cast<I>(x.channels) * product<I>(t.kernel) +
+                   interleaved_entry(t, x, c, tap), value);
+}
+
+// ---------------------------------------------------------------------------------------
 // Kernels: a grid-stride loop over the elements each one owns. The *_fixed kernels take
 // the taps as a compile-time constant; the others at run time.
 
@@ -843,6 +984,50 @@ __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
                              T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
   im2col_all<W, P, Windowed, SamplesInner, SplitTaps, T, I>(taps, x, image, columns);
+}
+// Channels innermost (see Interleaved), P channels a thread; taps at run time, or (the
+// *_fixed kernels) as a compile-time constant.
+template <int P, typename T, typename I, int ND>
+__device__ inline void col2im_interleaved_all(const Taps<ND>& t, const Interleaved<ND>& x,
+                                              const T* columns, const T* bias, T* image) {
+  const I n = col2im_interleaved_elements<P, I>(x);
+  for (I e = first_element<I>(); e < n; e += element_step<I>())
+    col2im_interleaved_element<P>(t, x, columns, bias, image, e);
+}
+
+template <int P, typename T, typename I, int ND>
+__device__ inline void im2col_interleaved_all(const Taps<ND>& t, const Interleaved<ND>& x,
+                                              const T* image, T* columns) {
+  const I n = im2col_interleaved_elements<P, I>(t, x);
+  for (I e = first_element<I>(); e < n; e += element_step<I>())
+    im2col_interleaved_element<P>(t, x, image, columns, e);
+}
+
+template <typename T, typename I, int ND, int P>
+__global__ void col2im_interleaved_kernel(const Taps<ND> t, const Interleaved<ND> x,
+                                          const T* __restrict__ columns,
+                                          const T* __restrict__ bias, T* __restrict__ image) {
+  col2im_interleaved_all<P, T, I>(t, x, columns, bias, image);
+}
+
+template <typename T, typename I, int ND, int P>
+__global__ void im2col_interleaved_kernel(const Taps<ND> t, const Interleaved<ND> x,
+                                          const T* __restrict__ image, T* __restrict__ columns) {
+  im2col_interleaved_all<P, T, I>(t, x, image, columns);
+}
+
+template <typename T, typename I, int ND, int P, index_t... V>
+__global__ void col2im_interleaved_fixed(const Interleaved<ND> x, const T* __restrict__ columns,
+                                         const T* __restrict__ bias, T* __restrict__ image) {
+  constexpr Taps<ND> taps = make_taps<ND, V...>();
+  col2im_interleaved_all<P, T, I>(taps, x, columns, bias, image);
+}
+
+template <typename T, typename I, int ND, int P, index_t... V>
+__global__ void im2col_interleaved_fixed(const Interleaved<ND> x, const T* __restrict__ image,
+                                         T* __restrict__ columns) {
+  constexpr Taps<ND> taps = make_taps<ND, V...>();
+  im2col_interleaved_all<P, T, I>(taps, x, image, columns);
 }
 #endif
 

@@ -8,6 +8,14 @@ Shapes, stated once (``P`` planes = samples * channels, ``K`` = prod(kernel_size
                                      the innermost grid dim's (1)
     image    (P, *image)             planes may be any stride apart; each plane is contiguous
 
+Channels innermost (channels_last images, ``G`` groups), where every dim but the samples'
+is dense:
+
+    columns  (S, *grid, G, K, C / G)   entry [s, i, g, k, j]: tap k at grid position i, of
+                                       channel g * C / G + j
+    image    (S, *image, C)            an (S, C, *image) tensor in channels_last order,
+                                       permuted
+
 ``padding`` defaults to the geometry's; a band of rows passes its own (see
 :meth:`gemmconv.shapes.Geometry.band_padding`), which may be negative.
 
@@ -126,3 +134,50 @@ def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
     for t, (_, region) in enumerate(taps):
         view[:, :, t] = buffer[(..., *region)]
     return out
+
+
+def _planar(columns: torch.Tensor) -> torch.Tensor:
+    """Channels-innermost columns ``(S, *grid, G, K, C / G)`` as ``(S * C, K, L)``, copied."""
+    nd = columns.dim() - 4
+    samples, groups, taps, per_group = columns.shape[0], *columns.shape[-3:]
+    order = (0, nd + 1, nd + 3, nd + 2, *range(1, nd + 1))    # (S, G, C / G, K, *grid)
+    return columns.permute(order).reshape(samples * groups * per_group, taps, -1)
+
+
+def col2im_interleaved(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
+                       image: Sequence[int], out: Optional[torch.Tensor] = None,
+                       padding: Optional[Sequence[int]] = None) -> torch.Tensor:
+    """:func:`col2im` with channels innermost: ``columns (S, *grid, G, K, C / G)`` summed
+    into ``out (S, *image, C)`` (new if None), plus ``bias (C,)``. Returns ``out``."""
+    samples, grid = columns.shape[0], tuple(columns.shape[1:1 + g.nd])
+    channels = columns.shape[-3] * columns.shape[-1]
+    padding = tuple(g.padding if padding is None else padding)
+    if out is None:
+        out = columns.new_empty((samples, *image, channels))
+    if columns.is_cuda:
+        from . import _cuda
+        _cuda.col2im_interleaved(columns, bias, out, g, padding)
+        return out
+    planes = col2im(_planar(columns), None, g, grid, image, padding=padding)
+    result = planes.view(samples, channels, *image).movedim(1, -1)
+    return out.copy_(result if bias is None else result + bias)
+
+
+def im2col_interleaved(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
+                       groups: int = 1, padding: Optional[Sequence[int]] = None,
+                       out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """:func:`im2col` with channels innermost: the columns ``(S, *grid, G, K, C / G)`` of
+    ``image_tensor (S, *image, C)`` into ``out`` (new if None). Returns ``out``."""
+    samples, image, channels = image_tensor.shape[0], image_tensor.shape[1:-1], image_tensor.shape[-1]
+    padding = tuple(g.padding if padding is None else padding)
+    if out is None:
+        out = image_tensor.new_empty((samples, *grid, groups, g.taps, channels // groups))
+    if image_tensor.is_cuda:
+        from . import _cuda
+        _cuda.im2col_interleaved(image_tensor, out, g, padding)
+        return out
+    planes = image_tensor.movedim(-1, 1).reshape(samples * channels, *image)
+    columns = im2col(planes, g, grid, padding=padding)           # (S C, K, L)
+    columns = columns.view(samples, groups, channels // groups, g.taps, *grid)
+    nd = g.nd
+    return out.copy_(columns.permute(0, *range(4, 4 + nd), 1, 3, 2))

@@ -19,6 +19,7 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 
 import torch
 
+from . import channels_last
 from . import nn as gnn
 from . import ops
 from .shapes import conv_transpose_args
@@ -72,25 +73,15 @@ class InputSpec:
 
     @staticmethod
     def of(x: torch.Tensor, kwargs: dict) -> "InputSpec":
-        return InputSpec(tuple(x.shape), x.dtype, x.device, _channels_last(x),
+        return InputSpec(tuple(x.shape), x.dtype, x.device, channels_last.suggested(x),
                          x.requires_grad, tuple(kwargs.items()))
 
     def draw(self) -> torch.Tensor:
         """A fresh standard-normal input of this spec."""
         x = torch.randn(self.shape, dtype=self.dtype, device=self.device)
         if self.channels_last:
-            x = x.contiguous(memory_format=_channels_last_format(x.dim()))
+            x = x.contiguous(memory_format=channels_last.memory_format(x.dim()))
         return x.requires_grad_(self.requires_grad)
-
-
-def _channels_last_format(dim: int) -> torch.memory_format:
-    return torch.channels_last if dim == 4 else torch.channels_last_3d
-
-
-def _channels_last(x: torch.Tensor) -> bool:
-    """Whether ``x`` is laid out channels_last (channels_last_3d) rather than contiguous."""
-    return x.dim() in (4, 5) and not x.is_contiguous() and \
-        x.is_contiguous(memory_format=_channels_last_format(x.dim()))
 
 
 @dataclasses.dataclass

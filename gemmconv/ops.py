@@ -23,6 +23,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 import torch
 
+from . import channels_last as cl
 from . import columns as cols
 from . import gemm
 from .shapes import (PLAIN_TENSORS, ConvTransposeArgs, Geometry, IntOrTuple, Split, blocks,
@@ -115,7 +116,12 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
              by_rows: bool = False) -> torch.Tensor:
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
     before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows);
-    by default the route that moves the fewest bytes (ConvTransposeArgs.route)."""
+    by default the route that moves the fewest bytes (ConvTransposeArgs.route), on
+    channels_last tensors where the input or weight is channels_last (channels_last.py)."""
+    if gathered is None and cl.suggested(x, weight):
+        if a.prefers_im2col():
+            return _forward_by_im2col(cl.ordered(x), weight, bias, a)
+        return cl.forward(x, weight, bias, a, _workspace_limit)
     if gathered is None:
         gathered, by_rows = a.route()
     plan = _forward_plan(a, tuple(gathered), by_rows, x.element_size(), _workspace_limit)
@@ -376,7 +382,10 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds through the GEMM:
     each sample's and group's columns get rows of ones, the weight columns that sum to the
     bias (_bias_columns). That costs a few rows in the columns where adding the bias to the
-    output afterwards would read and write the whole output once more."""
+    output afterwards would read and write the whole output once more. Where ``grad_out``, ``x``
+    or the weight is channels_last, all of it runs on channels_last tensors (channels_last.py)."""
+    if cl.suggested(grad_out, x, None if callable(weight) else weight):
+        return cl.backward(grad_out, x, weight, a, need, _workspace_limit, bias)
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
@@ -464,6 +473,8 @@ def _bias_columns(bias: torch.Tensor, groups: int, rows: int) -> torch.Tensor:
 
 def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    if cl.suggested(x, weight):   # the forward's layout, whatever grad_out's
+        grad_out = cl.ordered(grad_out)
     if a.prefers_im2col():
         return _backward_by_im2col(grad_out, x, weight, a, need)
     return _backward(grad_out, x, weight, a, need)
@@ -480,7 +491,17 @@ def _conv_transpose_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional
 @_conv_transpose_op.register_fake
 def _(input, weight, bias, stride, padding, output_padding, dilation, groups):
     a = _args_from_lists(input, weight, bias, stride, padding, output_padding, dilation, groups)
-    return input.new_empty(a.output_shape)
+    return cl.empty(input, a.output_shape, cl.suggested(input, weight))
+
+
+def _fake_grads(input: torch.Tensor, weight: torch.Tensor, bias_size: int,
+                output_mask: List[bool]) -> List[torch.Tensor]:
+    """The backward ops' gradients as fake tensors: the input's in the forward's layout."""
+    shapes = (input.shape, weight.shape, (bias_size,))
+    grads = [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
+    if output_mask[0]:
+        grads[0] = cl.empty(input, input.shape, cl.suggested(input, weight))
+    return grads
 
 
 @torch.library.custom_op("gemmconv::conv_transpose_backward", mutates_args=())
@@ -494,8 +515,7 @@ def _conv_transpose_backward_op(grad_output: torch.Tensor, input: torch.Tensor,
 
 @_conv_transpose_backward_op.register_fake
 def _(grad_output, input, weight, stride, padding, output_padding, dilation, groups, output_mask):
-    shapes = (input.shape, weight.shape, (weight.shape[1] * groups,))
-    return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
+    return _fake_grads(input, weight, weight.shape[1] * groups, output_mask)
 
 
 def _asked(grads: List[torch.Tensor], mask: List[bool]) -> tuple:
@@ -645,6 +665,8 @@ def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                    a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    if cl.suggested(input, weight):   # the forward's layout, whatever grad_output's
+        grad_output = cl.ordered(grad_output)
     empty = lambda: input.new_empty(0)
     return [_forward(grad_output, weight, None, a) if need[0] else empty(),
             _backward(input, grad_output, weight, a, [False, True, False])[1]
@@ -664,7 +686,7 @@ def _conv_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
 @_conv_op.register_fake
 def _(input, weight, bias, stride, padding, dilation, groups, same):
     a = _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same)
-    return input.new_empty((a.batch, a.in_channels, *a.grid))
+    return cl.empty(input, (a.batch, a.in_channels, *a.grid), cl.suggested(input, weight))
 
 
 @torch.library.custom_op("gemmconv::convolution_backward", mutates_args=())
@@ -677,8 +699,7 @@ def _conv_backward_op(grad_output: torch.Tensor, input: torch.Tensor, weight: to
 
 @_conv_backward_op.register_fake
 def _(grad_output, input, weight, stride, padding, dilation, groups, same, output_mask):
-    shapes = (input.shape, weight.shape, (weight.shape[0],))
-    return [input.new_empty(s if keep else 0) for s, keep in zip(shapes, output_mask)]
+    return _fake_grads(input, weight, weight.shape[0], output_mask)
 
 
 _register_autograd(_conv_op, _conv_backward_op)

@@ -3,6 +3,7 @@ import itertools
 import zlib
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from gemmconv.bench import OURS, TORCH  # noqa: F401  (re-exported for the tests)
 
@@ -67,3 +68,28 @@ def rows_outermost(samples: int, channels: int, taps: int, grid, device="cpu"):
     buffer = torch.full((grid[0], channels, taps, samples, *grid[1:]), float("nan"),
                         device=device)
     return buffer, buffer.movedim(3, 0).movedim(1, 3)
+
+
+class Copies(TorchDispatchMode):
+    """Records the copies torch makes of tensors of at least ``least`` elements."""
+    COPIES = {"aten::clone", "aten::_to_copy", "aten::copy_", "aten::contiguous"}
+
+    def __init__(self, least):
+        super().__init__()
+        self.least, self.seen = least, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name
+        if name in self.COPIES and any(isinstance(a, torch.Tensor) and a.numel() >= self.least
+                                       for a in args):
+            self.seen.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+def opaque(function):
+    """``function`` run outside any dispatch mode: on the CPU the column kernels' and
+    cuBLAS's stand-ins copy their results into place, which the CUDA kernels do not."""
+    def run(*args, **kwargs):
+        with _disable_current_modes():
+            return function(*args, **kwargs)
+    return run

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from gemmconv import _cuda, cases
-from gemmconv.columns import blocks, col2im, im2col
+from gemmconv.columns import blocks, col2im, col2im_interleaved, im2col, im2col_interleaved
 from gemmconv.shapes import Geometry
 from helpers import generator, rel_error, rows_outermost
 
@@ -41,6 +41,7 @@ def harness(tmp_path_factory):
     fields = ctypes.POINTER(ctypes.c_longlong)
     lib.gemmconv_host.argtypes = [ctypes.c_int] * 4 + [fields, fields] + [ctypes.c_void_p] * 3
     lib.gemmconv_reaching_taps.argtypes = [ctypes.c_longlong] * 4 + [fields]
+    lib.gemmconv_host_interleaved.argtypes = lib.gemmconv_host.argtypes
     return lib
 
 
@@ -567,3 +568,73 @@ def test_generic_col2im_visits_only_reaching_taps(harness, kernel, stride, dilat
         assert list(out[:count]) == reaching, (r, list(out[:count]))
         if stride > 1 and math.gcd(stride, dilation) == 1:
             assert count <= -(-kernel // stride)
+
+
+def _interleaved_band(case, dtype, groups):
+    """Channels-innermost images ``(S, *image, C)`` inside larger ones (a band of the outer
+    rows, samples further apart), NaN, with the grid rows the band needs; C a multiple of
+    the 16-byte run and of ``groups``."""
+    g, image = _geometry(case), case.output_size
+    run = 16 // torch.empty(0, dtype=dtype).element_size()
+    channels = groups * run
+    samples = max(case.batch, 1)
+    o0, o1 = image[0] // 3, max(image[0] // 3 + 1, 2 * image[0] // 3)
+    i0, i1 = g.grid_rows(o0, o1, case.size[0])
+    whole = torch.full((samples, *image, channels), float("nan"), dtype=dtype)
+    return g, whole, whole[:, o0:o1], (i1 - i0, *case.size[1:]), g.band_padding(o0, i0)
+
+
+def _interleaved(harness, op, dtype, wide, g, columns, image, padding, src, bias, dst):
+    array = lambda v: (ctypes.c_longlong * len(v))(*v)
+    pointer = lambda t: None if t is None else t.data_ptr()
+    extent = _cuda._interleaved_fields(columns, image, g, padding)
+    assert harness.gemmconv_host_interleaved(op, DTYPES[dtype][0], g.nd, wide,
+                                             array(g.taps_fields()), array(extent),
+                                             pointer(src), pointer(bias), pointer(dst)) == 0
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["one-channel", "runs-of-16-bytes"])
+@pytest.mark.parametrize("wide", WIDE)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
+def test_host_col2im_interleaved_matches_torch(harness, case, dtype, wide, packed):
+    """Channels innermost, over a band of rows: every output of the band written with the
+    PyTorch path's sums (each reaching tap once), nothing outside it."""
+    groups = 1 + len(case.name) % 3
+    g, whole, band, grid, padding = _interleaved_band(case, dtype, groups)
+    gen = generator(case.name, "col2im-interleaved", str(dtype))
+    channels = band.shape[-1]
+    columns = torch.randn(band.shape[0], *grid, groups, g.taps, channels // groups,
+                          generator=gen).to(dtype)
+    bias = torch.randn(channels, generator=gen).to(dtype) if case.bias else None
+    _interleaved(harness, 2 if packed else 0, dtype, WIDE[wide], g, columns, band, padding,
+                 columns, bias, band)
+    ref = col2im_interleaved(columns.double(), None if bias is None else bias.double(), g,
+                             band.shape[1:-1], padding=padding)
+    assert rel_error(band, ref) < DTYPES[dtype][1]
+    outside = torch.ones(whole.shape[:2], dtype=torch.bool)
+    o0 = (band.data_ptr() - whole.data_ptr()) // (whole.element_size() * whole[0, 0].numel())
+    outside[:, o0:o0 + band.shape[1]] = False
+    assert whole[outside].isnan().all()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["one-channel", "runs-of-16-bytes"])
+@pytest.mark.parametrize("wide", WIDE)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
+def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, packed):
+    """Channels innermost, the grid's second half of rows: an exact copy, zeros outside."""
+    groups = 1 + len(case.name) % 3
+    g = _geometry(case)
+    run = 16 // torch.empty(0, dtype=dtype).element_size()
+    samples, channels = max(case.batch, 1), groups * run
+    gen = generator(case.name, "im2col-interleaved", str(dtype))
+    image = torch.randn(samples, *case.output_size, channels, generator=gen).to(dtype)
+    grid_rows = case.size[0] // 2, case.size[0]
+    grid = (grid_rows[1] - grid_rows[0], *case.size[1:])
+    padding = g.band_padding(0, grid_rows[0])
+    columns = torch.full((samples, *grid, groups, g.taps, channels // groups), float("nan"),
+                         dtype=dtype)
+    _interleaved(harness, 3 if packed else 1, dtype, WIDE[wide], g, columns, image, padding,
+                 image, None, columns)
+    assert torch.equal(columns, im2col_interleaved(image, g, grid, groups, padding=padding))

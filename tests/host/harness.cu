@@ -16,7 +16,15 @@ namespace gemmconv {
                                                    const T*, T*);                             \
   template __global__ void im2col_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
                                                    T*);                                       \
-  template __global__ void fill_kernel<T, I, ND>(const Extent<ND>, const T*, T*);
+  template __global__ void fill_kernel<T, I, ND>(const Extent<ND>, const T*, T*);             \
+  template __global__ void col2im_interleaved_kernel<T, I, ND, 1>(                             \
+      const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
+  template __global__ void col2im_interleaved_kernel<T, I, ND, 16 / sizeof(T)>(                \
+      const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
+  template __global__ void im2col_interleaved_kernel<T, I, ND, 1>(                             \
+      const Taps<ND>, const Interleaved<ND>, const T*, T*);                                   \
+  template __global__ void im2col_interleaved_kernel<T, I, ND, 16 / sizeof(T)>(                \
+      const Taps<ND>, const Interleaved<ND>, const T*, T*);
 #define GC_INSTANTIATE_DIMS(T, I) GC_INSTANTIATE(T, I, 1) GC_INSTANTIATE(T, I, 2) GC_INSTANTIATE(T, I, 3)
 #define GC_INSTANTIATE_ALL(T) GC_INSTANTIATE_DIMS(T, int) GC_INSTANTIATE_DIMS(T, long long)
 GC_INSTANTIATE_ALL(float)
@@ -53,6 +61,11 @@ template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, true, 3,
     const Extent<3>, const float*, float*);
 template __global__ void im2col_fixed<float, long long, 2, 1, 1, false, false, true, 3, 3, 2, 2, 1, 1>(
     const Extent<2>, const float*, float*);
+
+template __global__ void col2im_interleaved_fixed<float, int, 2, 4, 4, 4, 2, 2, 1, 1>(
+    const Interleaved<2>, const float*, const float*, float*);
+template __global__ void im2col_interleaved_fixed<bfloat16_t, int, 3, 8, 3, 3, 3, 1, 1, 1, 1, 1, 1>(
+    const Interleaved<3>, const bfloat16_t*, bfloat16_t*);
 
 template <int V, int J, bool PlanesInner, typename T, typename I, int ND, int R = 1,
           bool EmptyRowsApart = false>
@@ -150,6 +163,36 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
   }
 }
 
+// The channels-innermost kernels: op 0 col2im and 1 im2col with one channel a thread, 2 and
+// 3 the same with runs of 16 bytes (the caller meets their conditions).
+template <typename T, typename I, int ND>
+static void run_interleaved(int op, const index_t* taps, const index_t* extent,
+                            const void* src, const void* bias, void* dst) {
+  Taps<ND> t;
+  Interleaved<ND> x;
+  std::memcpy(&t, taps, sizeof t);
+  std::memcpy(&x, extent, sizeof x);
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  constexpr int P = 16 / sizeof(T);
+  if (op == 0 || op == 2) {
+    const T* b = static_cast<const T*>(bias);
+    if (op == 0) {
+      for (I e = 0; e < col2im_interleaved_elements<1, I>(x); ++e)
+        col2im_interleaved_element<1>(t, x, in, b, out, e);
+    } else {
+      for (I e = 0; e < col2im_interleaved_elements<P, I>(x); ++e)
+        col2im_interleaved_element<P>(t, x, in, b, out, e);
+    }
+  } else if (op == 1) {
+    for (I e = 0; e < im2col_interleaved_elements<1, I>(t, x); ++e)
+      im2col_interleaved_element<1>(t, x, in, out, e);
+  } else {
+    for (I e = 0; e < im2col_interleaved_elements<P, I>(t, x); ++e)
+      im2col_interleaved_element<P>(t, x, in, out, e);
+  }
+}
+
 template <typename T, typename I>
 static int run_dims(int op, int nd, const index_t* taps, const index_t* extent, const void* src,
                     const void* bias, void* dst) {
@@ -157,6 +200,30 @@ static int run_dims(int op, int nd, const index_t* taps, const index_t* extent, 
     case 1: run<T, I, 1>(op, taps, extent, src, bias, dst); return 0;
     case 2: run<T, I, 2>(op, taps, extent, src, bias, dst); return 0;
     case 3: run<T, I, 3>(op, taps, extent, src, bias, dst); return 0;
+  }
+  return 1;
+}
+
+template <typename T, typename I>
+static int run_interleaved_dims(int op, int nd, const index_t* taps, const index_t* extent,
+                                const void* src, const void* bias, void* dst) {
+  switch (nd) {
+    case 1: run_interleaved<T, I, 1>(op, taps, extent, src, bias, dst); return 0;
+    case 2: run_interleaved<T, I, 2>(op, taps, extent, src, bias, dst); return 0;
+    case 3: run_interleaved<T, I, 3>(op, taps, extent, src, bias, dst); return 0;
+  }
+  return 1;
+}
+
+template <typename I>
+static int run_interleaved_types(int op, int dtype, int nd, const index_t* taps,
+                                 const index_t* extent, const void* src, const void* bias,
+                                 void* dst) {
+  switch (dtype) {
+    case 0: return run_interleaved_dims<float, I>(op, nd, taps, extent, src, bias, dst);
+    case 1: return run_interleaved_dims<double, I>(op, nd, taps, extent, src, bias, dst);
+    case 2: return run_interleaved_dims<half_t, I>(op, nd, taps, extent, src, bias, dst);
+    case 3: return run_interleaved_dims<bfloat16_t, I>(op, nd, taps, extent, src, bias, dst);
   }
   return 1;
 }
@@ -193,6 +260,17 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
   if (op < 0 || op > 21) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
+}
+
+// The channels-innermost kernels (col2im.cu's Interleaved), as gemmconv_host: op 0 col2im,
+// 1 im2col, 2 and 3 the same in runs of 16 bytes; extent is an Interleaved<nd>.
+extern "C" int gemmconv_host_interleaved(int op, int dtype, int nd, int wide,
+                                         const long long* taps, const long long* extent,
+                                         const void* src, const void* bias, void* dst) {
+  using namespace gemmconv;
+  if (op < 0 || op > 3) return 1;
+  return wide ? run_interleaved_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
+              : run_interleaved_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
 
 // The taps of one dim that the generic col2im visits for padded coordinate r (gather's loop

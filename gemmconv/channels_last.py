@@ -1,0 +1,168 @@
+"""Transposed convolution on channels_last tensors, with no layout copies.
+
+A channels_last tensor ``(N, C, *spatial)`` is, in memory, a matrix of positions by
+channels. So one GEMM over all samples' positions makes the columns, positions by (group,
+tap, channel), in columns.py's channels-innermost layout. col2im then sums them into a
+channels_last output. (``G`` groups, ``K = prod(kernel_size)``, ``L = prod(input spatial)``):
+
+    input    (N, C_in, *grid), channels_last      as x (N L, G, C_in / G)
+    weight   (C_in, C_out / G, *kernel)           as w (G, C_in / G, K C_out / G), a copy
+    columns  (N, *grid, G, K, C_out / G)          = x @ w, group by group
+    output   (N, C_out, *image), channels_last    = col2im(columns) + bias
+
+Backward: ``columns = im2col(grad_output)`` in the same layout; ``grad_input = columns @
+w^T`` and ``grad_weight = x^T @ columns``, each one product over every position.
+
+The weight is reordered so that each tap's output channels lie side by side: col2im and
+im2col then move whole runs of channels. That copy is the weight's size, small beside the
+columns; the activations are never copied.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, List, Optional, Union
+
+import torch
+
+from . import columns as cols
+from . import gemm
+from .shapes import ConvTransposeArgs
+
+_FORMATS = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def suggested(*tensors: Optional[torch.Tensor]) -> bool:
+    """Whether a call takes the channels_last route, as torch's convolutions decide their
+    output's memory format: where any of the tensors (input or weight) is laid out
+    channels_last and not also contiguous (tensors of one channel or one position are
+    both, and count as contiguous)."""
+    return any(isinstance(t, torch.Tensor) and t.dim() in _FORMATS and not t.is_contiguous()
+               and t.is_contiguous(memory_format=_FORMATS[t.dim()]) for t in tensors)
+
+
+def memory_format(dims: int) -> torch.memory_format:
+    """channels_last for 4-D tensors, channels_last_3d for 5-D ones."""
+    return _FORMATS[dims]
+
+
+def empty(like: torch.Tensor, shape, interleaved: bool) -> torch.Tensor:
+    """A new tensor of ``shape`` like ``like``, channels_last where ``interleaved``."""
+    if not interleaved:
+        return like.new_empty(shape)
+    return torch.empty(shape, dtype=like.dtype, device=like.device,
+                       memory_format=_FORMATS[len(shape)])
+
+
+def _positions(t: torch.Tensor) -> torch.Tensor:
+    """A channels_last ``t (N, C, *spatial)`` as the view ``(N, *spatial, C)``, dense."""
+    return t.movedim(1, -1)
+
+
+def ordered(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in channels_last order, copied only where it is not."""
+    return t.contiguous(memory_format=_FORMATS[t.dim()])
+
+
+def _weight(weight: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
+    """``weight (C_in, C_out / G, *kernel)`` as ``(G, C_in / G, K C_out / G)``, each row's
+    taps outer and output channels inner, contiguous."""
+    groups, taps = a.groups, a.geometry.taps
+    w = weight.reshape(groups, a.in_channels // groups, a.out_channels // groups, taps)
+    return w.transpose(2, 3).reshape(groups, a.in_channels // groups, -1)
+
+
+def _group_rows(rows: torch.Tensor, groups: int) -> torch.Tensor:
+    """Rows ``(P, G * c)`` (any row stride) as ``(1, G, P, c)``, each group's a matrix."""
+    p, width = rows.shape
+    per = width // groups
+    return rows.as_strided((1, groups, p, per), (0, per, rows.stride(0), 1),
+                           rows.storage_offset())
+
+
+def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs, limit: int) -> torch.Tensor:
+    """The output of ``a``, channels_last, from ``x`` in any layout (copied into channels_last
+    where it is not), by GEMM + col2im in chunks of whole samples, or of bands of output rows
+    of one sample, whose columns fit in ``limit`` bytes (shapes.ConvTransposeArgs.forward_chunks)."""
+    g, groups = a.geometry, a.groups
+    cin, cout = a.in_channels // groups, a.out_channels // groups
+    m, cells = cout * g.taps, math.prod(a.grid)
+    inner = cells // a.grid[0]
+    x_rows = _positions(ordered(x)).reshape(-1, a.in_channels)
+    chunks = a.forward_chunks(limit, x.element_size())
+    positions = lambda n0, n1, i0, i1: ((n1 - 1) * cells + i1 * inner) - (n0 * cells + i0 * inner)
+    workspace = x.new_empty(max((positions(n0, n1, i0, i1) * groups * m
+                                 for n0, n1, _, _, i0, i1 in chunks), default=0))
+    w = _weight(weight, a).unsqueeze(0)
+    out = empty(x, a.output_shape, True)
+    out_rows = _positions(out)
+    for n0, n1, o0, o1, i0, i1 in chunks:
+        # Whole samples, or a band of one sample: in channels_last order, a run of rows.
+        p0 = n0 * cells + i0 * inner
+        count = positions(n0, n1, i0, i1)
+        columns = workspace[:count * groups * m].view(count, groups * m)
+        gemm.matmul(_group_rows(x_rows[p0:p0 + count], groups), w, _group_rows(columns, groups))
+        cols.col2im_interleaved(
+            columns.view(n1 - n0, i1 - i0, *a.grid[1:], groups, g.taps, cout), bias, g,
+            (o1 - o0, *a.image[1:]), out=out_rows[n0:n1, o0:o1], padding=g.band_padding(o0, i0))
+    return out
+
+
+def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
+             weight: Union[torch.Tensor, Callable[[], torch.Tensor]], a: ConvTransposeArgs,
+             need: List[bool], limit: int,
+             bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
+    """Gradients of input, weight and bias, as ``need`` asks, channels_last (the weight's
+    contiguous), from tensors in any layout; ``weight`` may be a function making it. As
+    ops._backward, the input gradient is also the forward of the convolution ``a`` is the
+    adjoint of, to which ``bias (C_in,)`` is then added."""
+    g, groups = a.geometry, a.groups
+    cin, cout = a.in_channels // groups, a.out_channels // groups
+    m, cells = cout * g.taps, math.prod(a.grid)
+    inner = cells // a.grid[0]
+    grad_rows = _positions(ordered(grad_out))
+    x_rows = _positions(ordered(x)).reshape(-1, a.in_channels) if need[1] else None
+    acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
+    empty_grad = lambda: grad_out.new_empty(0)
+    grad_input = empty(grad_out, (a.batch, a.in_channels, *a.grid), True) if need[0] else None
+    grad_weight = grad_out.new_zeros((1, groups, cin, m), dtype=acc) if need[1] else None
+    if need[0] or need[1]:
+        chunks = a.backward_chunks(limit, grad_out.element_size())
+        workspace = grad_out.new_empty(max(((n1 - n0) * (i1 - i0) * inner * groups * m
+                                            for n0, n1, i0, i1 in chunks), default=0))
+        w = None
+        input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
+        for n0, n1, i0, i1 in chunks:
+            n, p0 = n1 - n0, n0 * cells + i0 * inner
+            count = (n1 - 1) * cells + i1 * inner - p0
+            columns = workspace[:count * groups * m].view(count, groups * m)
+            cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), groups,
+                                    padding=g.band_padding(0, i0),
+                                    out=columns.view(n, i1 - i0, *a.grid[1:], groups, g.taps, cout))
+            if need[0]:
+                if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
+                    w = _weight(weight() if callable(weight) else weight, a).unsqueeze(0)
+                gemm.matmul(_group_rows(columns, groups), w.transpose(-1, -2),
+                            _group_rows(input_rows[p0:p0 + count], groups))
+            if need[1]:
+                grad_weight += gemm.matmul(
+                    _group_rows(x_rows[p0:p0 + count], groups).transpose(-1, -2),
+                    _group_rows(columns, groups), grad_weight.new_empty(grad_weight.shape))
+        if need[0] and bias is not None:
+            input_rows += bias
+    if grad_input is None:
+        grad_input = empty_grad()
+    if need[1]:
+        grad_weight = grad_weight.view(a.in_channels, g.taps, cout).transpose(1, 2).to(
+            grad_out.dtype).reshape(a.in_channels, cout, *g.kernel_size)
+    else:
+        grad_weight = empty_grad()
+    grad_bias = _bias_grad(grad_rows) if need[2] else empty_grad()
+    return [grad_input, grad_weight, grad_bias]
+
+
+def _bias_grad(rows: torch.Tensor) -> torch.Tensor:
+    """Sum of ``rows (N, *spatial, C)`` over all but the channels, accumulated in float32 at
+    least."""
+    acc = torch.float32 if rows.dtype in (torch.float16, torch.bfloat16) else rows.dtype
+    return rows.reshape(-1, rows.shape[-1]).sum(0, dtype=acc).to(rows.dtype)

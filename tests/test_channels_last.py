@@ -1,0 +1,146 @@
+"""CPU: channels_last inputs take the channels-innermost route (gemmconv/channels_last.py),
+which must match torch in float64, return torch's memory formats, and copy no activation."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+from gemmconv import cases, channels_last, columns, gemm, ops
+from gemmconv.shapes import Geometry
+from helpers import OURS, Copies, force_im2col_route, generator, opaque, reference, rel_error
+
+CASES = [c for c in cases.random_cases(300, seed=1) + cases.EDGE + cases.LARGE_KERNELS
+         + [c.scaled(256) for c in cases.BENCH] if c.nd > 1 and not c.unbatched and c.batch]
+
+
+def _channels_last(t):
+    return t.to(memory_format=channels_last.memory_format(t.dim()))
+
+
+def _leaves(case, key, weight_too=False):
+    x, w, b = case.tensors(torch.float64, generator=generator(case.name, key))
+    x = _channels_last(x)
+    w = _channels_last(w) if weight_too else w
+    return [None if t is None else t.requires_grad_() for t in (x, w, b)]
+
+
+def _check(case, x, w, b, key):
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    ref = reference(case, x, w, b)
+    assert rel_error(out, ref) < 1e-12
+    fmt = channels_last.memory_format(out.dim())
+    interleaved = channels_last.suggested(x, w)
+    assert out.is_contiguous(memory_format=fmt if interleaved else torch.contiguous_format)
+    grad = torch.randn(ref.shape, generator=generator(case.name, key), dtype=torch.float64)
+    leaves = [t for t in (x, w, b) if t is not None]
+    mine, theirs = torch.autograd.grad(out, leaves, grad), torch.autograd.grad(ref, leaves, grad)
+    for m, t in zip(mine, theirs):
+        assert rel_error(m, t) < 1e-12
+    if interleaved:
+        assert mine[0].is_contiguous(memory_format=fmt)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_channels_last_matches_torch(case):
+    x, w, b = _leaves(case, "cl")
+    _check(case, x, w, b, "grad")
+
+
+@pytest.mark.parametrize("case", CASES[::7], ids=lambda c: c.name)
+def test_channels_last_weight_alone_decides_like_torch(case):
+    """torch gives a channels_last output where the weight alone is channels_last."""
+    x, w, b = _leaves(case, "weight", weight_too=True)
+    x = x.detach().contiguous().requires_grad_()
+    _check(case, x, w, b, "grad")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if all(s == 1 for s in c.stride)][:40],
+                         ids=lambda c: c.name)
+def test_channels_last_im2col_route(case, monkeypatch):
+    force_im2col_route(monkeypatch)
+    x, w, b = _leaves(case, "im2col")
+    _check(case, x, w, b, "grad")
+
+
+@pytest.mark.parametrize("case", CASES[:60:3], ids=lambda c: c.name)
+def test_channels_last_in_chunks(case):
+    """A workspace of a few hundred bytes: chunks of one sample's bands of rows."""
+    previous = ops.get_workspace_limit()
+    ops.set_workspace_limit(512)
+    try:
+        x, w, b = _leaves(case, "chunks")
+        _check(case, x, w, b, "grad")
+    finally:
+        ops.set_workspace_limit(previous)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_channels_last_convolution(nd):
+    conv = getattr(gemmconv, f"conv{nd}d")
+    torch_conv = getattr(F, f"conv{nd}d")
+    g = generator("conv", nd)
+    x = _channels_last(torch.randn(2, 6, *[7] * nd, generator=g, dtype=torch.float64)).requires_grad_()
+    w = torch.randn(8, 3, *[3] * nd, generator=g, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(8, generator=g, dtype=torch.float64, requires_grad=True)
+    kwargs = dict(stride=2, padding=1, dilation=1, groups=2)
+    out, ref = conv(x, w, b, **kwargs), torch_conv(x, w, b, **kwargs)
+    assert rel_error(out, ref) < 1e-12
+    assert out.is_contiguous(memory_format=channels_last.memory_format(nd + 2))
+    grad = torch.randn(ref.shape, generator=g, dtype=torch.float64)
+    for m, t in zip(torch.autograd.grad(out, (x, w, b), grad), torch.autograd.grad(ref, (x, w, b), grad)):
+        assert rel_error(m, t) < 1e-12
+
+
+def test_modules_in_channels_last():
+    torch.manual_seed(0)
+    module = torch.nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1).double()
+    ours = gemmconv.convert(torch.nn.Sequential(module)).to(memory_format=torch.channels_last)
+    x = _channels_last(torch.randn(3, 8, 5, 6, dtype=torch.float64))
+    out = ours(x)
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    assert rel_error(out, module(x)) < 1e-12
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.in_channels > 1 and c.out_channels > 1][:30],
+                         ids=lambda c: c.name)
+def test_channels_last_copies_no_activation(case, monkeypatch):
+    for name in ("col2im_interleaved", "im2col_interleaved"):
+        monkeypatch.setattr(columns, name, opaque(getattr(columns, name)))
+    monkeypatch.setattr(gemm, "matmul", opaque(gemm.matmul))
+    x, w, b = _leaves(case, "copies")
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    grad = _channels_last(torch.randn(out.shape, dtype=torch.float64,
+                                      generator=generator(case.name, "g")))
+    least = min(x.numel(), out.numel())
+    if least <= w.numel():
+        pytest.skip("activations no larger than the weight, whose reorder is a copy")
+    with Copies(least) as copies:
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        torch.autograd.grad(out, [t for t in (x, w, b) if t is not None], grad)
+    assert copies.seen == []
+
+
+def test_the_copy_detector_sees_a_layout_copy(monkeypatch):
+    """The test above can fail: the planar route on a channels_last input copies it."""
+    monkeypatch.setattr(channels_last, "suggested", lambda *t: False)
+    case = cases.EDGE[5]
+    x, w, b = _leaves(case, "detector")
+    with Copies(x.numel()) as copies:
+        OURS[case.nd](x, w, b, **case.kwargs)
+    assert copies.seen
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_interleaved_columns_match_planar(groups):
+    """The channels-innermost columns hold the planar columns' entries, reordered."""
+    g = Geometry((3, 2), (2, 1), (1, 0), (1, 2))
+    gen = generator("interleaved", groups)
+    image = torch.randn(2, 6, 7, 5, generator=gen, dtype=torch.float64)
+    grid = g.grid_size(image.shape[2:])
+    planar = columns.im2col(image.reshape(12, 7, 5), g, grid).view(2, groups, 6 // groups, 6, *grid)
+    mine = columns.im2col_interleaved(image.movedim(1, -1), g, grid, groups)
+    assert torch.equal(mine, planar.permute(0, 4, 5, 1, 3, 2))
+    bias = torch.randn(6, generator=gen, dtype=torch.float64)
+    back = columns.col2im_interleaved(mine, bias, g, image.shape[2:])
+    expected = columns.col2im(planar.reshape(12, 6, -1), bias, g, grid, image.shape[2:])
+    assert rel_error(back, expected.view(2, 6, 7, 5).movedim(1, -1)) < 1e-15
