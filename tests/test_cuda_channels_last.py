@@ -62,7 +62,7 @@ def test_channels_last_matches_float64_reference(case, mode):
 
 
 @pytest.mark.parametrize("mode", ["float64", "bfloat16"])
-@pytest.mark.parametrize("case", CASES[::4], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CASES[::8], ids=lambda c: c.name)
 def test_channels_last_specialised_kernels_in_bands(monkeypatch, case, mode):
     """The kernels compiled for the layer's taps, on bands of rows (a small workspace)."""
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
