@@ -113,14 +113,17 @@ def _forward_plan(a: ConvTransposeArgs, gathered: tuple, by_rows: bool, element_
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
              a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None,
-             by_rows: bool = False) -> torch.Tensor:
+             by_rows: bool = False, interleaved: Optional[bool] = None) -> torch.Tensor:
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
     before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows);
-    by default the route that moves the fewest bytes (ConvTransposeArgs.route), on
-    channels_last tensors where the input or weight is channels_last (channels_last.py)."""
-    if gathered is None and cl.suggested(x, weight):
+    by default the route that moves the fewest bytes (ConvTransposeArgs.route). On
+    channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
+    weight is channels_last, as torch decides its output's memory format."""
+    if interleaved is None:
+        interleaved = gathered is None and cl.suggested(x, weight)
+    if interleaved:
         if a.prefers_im2col():
-            return _forward_by_im2col(cl.ordered(x), weight, bias, a)
+            return _forward_by_im2col(x, weight, bias, a, True)
         return cl.forward(x, weight, bias, a, _workspace_limit)
     if gathered is None:
         gathered, by_rows = a.route()
@@ -354,20 +357,22 @@ def _from_convolution_weight(grad: torch.Tensor, a: ConvTransposeArgs) -> torch.
 
 
 def _forward_by_im2col(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                       a: ConvTransposeArgs) -> torch.Tensor:
+                       a: ConvTransposeArgs, interleaved: bool = False) -> torch.Tensor:
     """Stride 1 only, as a convolution: ``output = flipped weight @ im2col(input)``. Its
     columns ``(N, G, C_in / G * K, prod(output))`` outweigh GEMM + col2im's by C_in / C_out
     per output position against input position, which can be fewer bytes."""
     # The flipped weight is built once the first im2col is queued (see _backward).
-    return _conv_forward(x, functools.partial(_convolution_weight, weight, a), bias, _adjoint(a))
+    return _conv_forward(x, functools.partial(_convolution_weight, weight, a), bias, _adjoint(a),
+                         interleaved)
 
 
 def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                        a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+                        a: ConvTransposeArgs, need: List[bool],
+                        interleaved: bool = False) -> List[torch.Tensor]:
     """The backward of _forward_by_im2col, on the same smaller columns: the convolution's
     backward (_conv_backward), its weight gradient brought back to our layout."""
     adjoint, w = _adjoint(a), _convolution_weight(weight, a)
-    grad_input, grad_weight, grad_bias = _conv_backward(grad_out, x, w, adjoint, need)
+    grad_input, grad_weight, grad_bias = _conv_backward(grad_out, x, w, adjoint, need, interleaved)
     if need[1]:
         grad_weight = _from_convolution_weight(grad_weight, a)
     return [grad_input, grad_weight, grad_bias]
@@ -375,16 +380,20 @@ def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.T
 
 def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
               weight: Union[torch.Tensor, Callable[[], torch.Tensor]], a: ConvTransposeArgs,
-              need: List[bool], bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
+              need: List[bool], bias: Optional[torch.Tensor] = None,
+              interleaved: Optional[bool] = None) -> List[torch.Tensor]:
     """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
     only, ``weight`` for the input's, or a function making it, called once the first im2col
     is queued). Its input gradient is also the forward pass of the convolution ``a`` is the
     adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds through the GEMM:
     each sample's and group's columns get rows of ones, the weight columns that sum to the
     bias (_bias_columns). That costs a few rows in the columns where adding the bias to the
-    output afterwards would read and write the whole output once more. Where ``grad_out``, ``x``
-    or the weight is channels_last, all of it runs on channels_last tensors (channels_last.py)."""
-    if cl.suggested(grad_out, x, None if callable(weight) else weight):
+    output afterwards would read and write the whole output once more. On channels_last
+    tensors where ``interleaved`` (channels_last.py); None: where ``grad_out``, ``x`` or the
+    weight is channels_last."""
+    if interleaved is None:
+        interleaved = cl.suggested(grad_out, x, None if callable(weight) else weight)
+    if interleaved:
         return cl.backward(grad_out, x, weight, a, need, _workspace_limit, bias)
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
@@ -473,11 +482,10 @@ def _bias_columns(bias: torch.Tensor, groups: int, rows: int) -> torch.Tensor:
 
 def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
-    if cl.suggested(x, weight):   # the forward's layout, whatever grad_out's
-        grad_out = cl.ordered(grad_out)
+    interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
     if a.prefers_im2col():
-        return _backward_by_im2col(grad_out, x, weight, a, need)
-    return _backward(grad_out, x, weight, a, need)
+        return _backward_by_im2col(grad_out, x, weight, a, need, interleaved)
+    return _backward(grad_out, x, weight, a, need, interleaved=interleaved)
 
 
 @torch.library.custom_op("gemmconv::conv_transpose", mutates_args=())
@@ -659,18 +667,20 @@ def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, sam
 
 
 def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], torch.Tensor]],
-                  bias: Optional[torch.Tensor], a: ConvTransposeArgs) -> torch.Tensor:
-    return _backward(input, None, weight, a, [True, False, False], bias)[0]
+                  bias: Optional[torch.Tensor], a: ConvTransposeArgs,
+                  interleaved: Optional[bool] = None) -> torch.Tensor:
+    return _backward(input, None, weight, a, [True, False, False], bias, interleaved)[0]
 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
-                   a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
-    if cl.suggested(input, weight):   # the forward's layout, whatever grad_output's
-        grad_output = cl.ordered(grad_output)
+                   a: ConvTransposeArgs, need: List[bool],
+                   interleaved: Optional[bool] = None) -> List[torch.Tensor]:
+    if interleaved is None:   # the forward's layout, whatever grad_output's
+        interleaved = cl.suggested(input, weight)
     empty = lambda: input.new_empty(0)
-    return [_forward(grad_output, weight, None, a) if need[0] else empty(),
-            _backward(input, grad_output, weight, a, [False, True, False])[1]
-            if need[1] else empty(),
+    return [_forward(grad_output, weight, None, a, interleaved=interleaved) if need[0] else empty(),
+            _backward(input, grad_output, weight, a, [False, True, False],
+                      interleaved=interleaved)[1] if need[1] else empty(),
             _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid)))
             if need[2] else empty()]
 

@@ -144,3 +144,16 @@ def test_interleaved_columns_match_planar(groups):
     back = columns.col2im_interleaved(mine, bias, g, image.shape[2:])
     expected = columns.col2im(planar.reshape(12, 6, -1), bias, g, grid, image.shape[2:])
     assert rel_error(back, expected.view(2, 6, 7, 5).movedim(1, -1)) < 1e-15
+
+
+@pytest.mark.parametrize("im2col", [False, True], ids=["gemm-col2im", "im2col-gemm"])
+@pytest.mark.parametrize("cin, cout", [(3, 1), (1, 3)])
+def test_layout_decided_once_per_call(monkeypatch, cin, cout, im2col):
+    """One channel makes a tensor both contiguous and channels_last: the input gradient
+    still follows the input's layout, whichever tensors along the way have one channel."""
+    if im2col:
+        force_im2col_route(monkeypatch)
+    case = cases.Case("one-channel", 2, cin, cout, (2, 3), (5, 6), padding=(0, 1),
+                      dilation=(2, 1))
+    x, w, b = _leaves(case, "one")
+    _check(case, x, w, b, "grad")
