@@ -10,6 +10,9 @@ channels_last output. (``G`` groups, ``K = prod(kernel_size)``, ``L = prod(input
     columns  (N, *grid, G, K, C_out / G)          = x @ w, group by group
     output   (N, C_out, *image), channels_last    = col2im(columns) + bias
 
+As on the planar routes (ops.py), the forward may first gather some dims' taps by im2col
+(shapes.Split), making fewer column bytes where C_in < C_out or kernels are large.
+
 Backward: ``columns = im2col(grad_output)`` in the same layout; ``grad_input = columns @
 w^T`` and ``grad_weight = x^T @ columns``, each one product over every position.
 
@@ -20,7 +23,7 @@ columns; the activations are never copied.
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 import torch
 
@@ -63,12 +66,21 @@ def ordered(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous(memory_format=_FORMATS[t.dim()])
 
 
-def _weight(weight: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
-    """``weight (C_in, C_out / G, *kernel)`` as ``(G, C_in / G, K C_out / G)``, each row's
-    taps outer and output channels inner, contiguous."""
-    groups, taps = a.groups, a.geometry.taps
-    w = weight.reshape(groups, a.in_channels // groups, a.out_channels // groups, taps)
-    return w.transpose(2, 3).reshape(groups, a.in_channels // groups, -1)
+def _weight(weight: torch.Tensor, a: ConvTransposeArgs,
+            gathered: Sequence[bool] = ()) -> torch.Tensor:
+    """``weight (C_in, C_out / G, *kernel)`` as the GEMM of the split that gathers the
+    ``gathered`` dims reads it (shapes.Split): ``(G, Ka C_in / G, Kb C_out / G)``, rows
+    (gathered taps flipped, input channel), columns (other taps, output channel), as
+    channels-innermost columns order them; contiguous."""
+    nd, groups = a.geometry.nd, a.groups
+    gathered = tuple(gathered) or (False,) * nd
+    taken = [d for d in range(nd) if gathered[d]]
+    kept = [d for d in range(nd) if not gathered[d]]
+    w = weight.flip([2 + d for d in taken]) if taken else weight
+    w = w.reshape(groups, a.in_channels // groups, a.out_channels // groups, *a.geometry.kernel_size)
+    w = w.permute(0, *[3 + d for d in taken], 1, *[3 + d for d in kept], 2)
+    ka = math.prod(a.geometry.kernel_size[d] for d in taken)
+    return w.reshape(groups, ka * a.in_channels // groups, -1)
 
 
 def _group_rows(rows: torch.Tensor, groups: int) -> torch.Tensor:
@@ -80,31 +92,52 @@ def _group_rows(rows: torch.Tensor, groups: int) -> torch.Tensor:
 
 
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            a: ConvTransposeArgs, limit: int) -> torch.Tensor:
+            a: ConvTransposeArgs, gathered: Sequence[bool], limit: int) -> torch.Tensor:
     """The output of ``a``, channels_last, from ``x`` in any layout (copied into channels_last
-    where it is not), by GEMM + col2im in chunks of whole samples, or of bands of output rows
-    of one sample, whose columns fit in ``limit`` bytes (shapes.ConvTransposeArgs.forward_chunks)."""
-    g, groups = a.geometry, a.groups
+    where it is not), along the split that gathers the ``gathered`` dims (shapes.Split; not
+    one whose GEMM writes the output, a convolution's forward): im2col of those dims' taps
+    where any, the GEMM, and col2im of the others'. In chunks of whole samples, or of bands
+    of output rows of one sample, whose buffers fit in ``limit`` bytes
+    (shapes.ConvTransposeArgs.forward_chunks). With ``Ka``, ``Kb`` the taps of the gathered
+    dims and of the others, ``P`` the chunk's phase positions (Split.grid):
+
+        gathered  (P, G, Ka, C_in / G)     = im2col(x) along ``split.gather``
+        columns   (P, G, Kb, C_out / G)    = gathered @ _weight, group by group
+        output    (N, *image, C_out)       = col2im(columns) along ``split.scatter`` + bias
+    """
+    split, groups = a.split(gathered), a.groups
+    gather, scatter = split.gather, split.scatter
     cin, cout = a.in_channels // groups, a.out_channels // groups
-    m, cells = cout * g.taps, math.prod(a.grid)
-    inner = cells // a.grid[0]
-    x_rows = _positions(ordered(x)).reshape(-1, a.in_channels)
-    chunks = a.forward_chunks(limit, x.element_size())
+    rows, m = split.gather_rows, split.scatter_rows
+    grid, cells = split.grid, math.prod(split.grid)
+    inner = cells // grid[0]
+    x = ordered(x)
+    x_rows = _positions(x).reshape(-1, a.in_channels)
+    chunks = a.forward_chunks(limit, x.element_size(), split)
     positions = lambda n0, n1, i0, i1: ((n1 - 1) * cells + i1 * inner) - (n0 * cells + i0 * inner)
-    workspace = x.new_empty(max((positions(n0, n1, i0, i1) * groups * m
+    per_position = groups * (m + (rows if gather else 0))
+    workspace = x.new_empty(max((positions(n0, n1, i0, i1) * per_position
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
-    w = _weight(weight, a).unsqueeze(0)
+    w = _weight(weight, a, split.gathered).unsqueeze(0)
     out = empty(x, a.output_shape, True)
     out_rows = _positions(out)
     for n0, n1, o0, o1, i0, i1 in chunks:
         # Whole samples, or a band of one sample: in channels_last order, a run of rows.
-        p0 = n0 * cells + i0 * inner
+        n, band = n1 - n0, (i1 - i0, *grid[1:])
         count = positions(n0, n1, i0, i1)
         columns = workspace[:count * groups * m].view(count, groups * m)
-        gemm.matmul(_group_rows(x_rows[p0:p0 + count], groups), w, _group_rows(columns, groups))
+        if gather:
+            operand = workspace[count * groups * m:count * per_position].view(count, groups * rows)
+            cols.im2col_interleaved(x[n0:n1].movedim(1, -1), gather, band, groups,
+                                    padding=gather.band_padding(0, i0),
+                                    out=operand.view(n, *band, groups, gather.taps, cin))
+        else:
+            p0 = n0 * cells + i0 * inner
+            operand = x_rows[p0:p0 + count]
+        gemm.matmul(_group_rows(operand, groups), w, _group_rows(columns, groups))
         cols.col2im_interleaved(
-            columns.view(n1 - n0, i1 - i0, *a.grid[1:], groups, g.taps, cout), bias, g,
-            (o1 - o0, *a.image[1:]), out=out_rows[n0:n1, o0:o1], padding=g.band_padding(o0, i0))
+            columns.view(n, *band, groups, scatter.taps, cout), bias, scatter,
+            (o1 - o0, *a.image[1:]), out=out_rows[n0:n1, o0:o1], padding=scatter.band_padding(o0, i0))
     return out
 
 

@@ -121,10 +121,11 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     weight is channels_last, as torch decides its output's memory format."""
     if interleaved is None:
         interleaved = gathered is None and cl.suggested(x, weight)
-    if interleaved:
-        if a.prefers_im2col():
+    if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
+        split = a.split(a.gathered_dims())
+        if split.direct:
             return _forward_by_im2col(x, weight, bias, a, True)
-        return cl.forward(x, weight, bias, a, _workspace_limit)
+        return cl.forward(x, weight, bias, a, split.gathered, _workspace_limit)
     if gathered is None:
         gathered, by_rows = a.route()
     plan = _forward_plan(a, tuple(gathered), by_rows, x.element_size(), _workspace_limit)

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv import cases, channels_last, columns, gemm, ops
 from gemmconv.shapes import Geometry
-from helpers import OURS, Copies, force_im2col_route, generator, opaque, reference, rel_error
+from helpers import (OURS, Copies, allowed_routes, force_im2col_route, generator, opaque,
+                     reference, rel_error)
 
 CASES = [c for c in cases.random_cases(300, seed=1) + cases.EDGE + cases.LARGE_KERNELS
          + [c.scaled(256) for c in cases.BENCH] if c.nd > 1 and not c.unbatched and c.batch]
@@ -17,8 +18,8 @@ def _channels_last(t):
     return t.to(memory_format=channels_last.memory_format(t.dim()))
 
 
-def _leaves(case, key, weight_too=False):
-    x, w, b = case.tensors(torch.float64, generator=generator(case.name, key))
+def _leaves(case, *key, weight_too=False):
+    x, w, b = case.tensors(torch.float64, generator=generator(case.name, *key))
     x = _channels_last(x)
     w = _channels_last(w) if weight_too else w
     return [None if t is None else t.requires_grad_() for t in (x, w, b)]
@@ -157,3 +158,18 @@ def test_layout_decided_once_per_call(monkeypatch, cin, cout, im2col):
                       dilation=(2, 1))
     x, w, b = _leaves(case, "one")
     _check(case, x, w, b, "grad")
+
+
+SPLIT_CASES = [c for c in CASES if any(d % s == 0 for s, d in zip(c.stride, c.dilation))][:40]
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.name)
+def test_channels_last_every_split_of_the_taps(monkeypatch, case):
+    """Each split of the taps between im2col and col2im, in chunks too, channels innermost."""
+    routes = [r for r, rows in allowed_routes(case) if not rows]
+    for gathered in routes:
+        monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a, r=gathered: r)
+        for limit in (4 << 30, 512):
+            monkeypatch.setattr(ops, "_workspace_limit", limit)
+            x, w, b = _leaves(case, "split", str(gathered))
+            _check(case, x, w, b, str(gathered))
