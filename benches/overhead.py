@@ -1,11 +1,13 @@
 """Host time per call: torch and gemmconv on inputs too small for the GPU to matter.
 
-    PYTHONPATH=. python benches/overhead.py [--profile]
+    PYTHONPATH=. python benches/overhead.py [--profile] [--train] [--channels-last]
 
 Each call's Python work (argument checks, the custom-op dispatch, chunk planning, kernel and
 cuBLAS launches) runs before the GPU sees its first kernel, so on small problems it adds to
 the measured time. Reports microseconds per call over back-to-back calls; --profile prints
-where gemmconv's host time goes (cProfile, by own time and by cumulative time).
+where gemmconv's host time goes (cProfile, by own time and by cumulative time). --train
+times training steps of the modules instead (forward and backward), --channels-last on
+channels_last inputs and modules (the 2-D and 3-D calls).
 """
 import argparse
 import contextlib
@@ -41,7 +43,11 @@ def per_call_us(fn, calls: int = 300) -> float:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--train", action="store_true")
+    parser.add_argument("--channels-last", action="store_true")
     args = parser.parse_args()
+    if args.train:
+        return train(args)
     for nd, x_shape, w_shape, kwargs in CALLS:
         x, w = torch.rand(x_shape, device="cuda"), torch.rand(w_shape, device="cuda")
         b = torch.rand(w_shape[1] * kwargs.get("groups", 1), device="cuda")
@@ -64,6 +70,32 @@ def main():
             stats = pstats.Stats(profiler)
             stats.sort_stats("tottime").print_stats(15)
             stats.sort_stats("cumulative").print_stats(30)
+
+
+def train(args) -> None:
+    """Host time of training steps: forward and backward of one module."""
+    for nd, x_shape, w_shape, kwargs in CALLS:
+        if args.channels_last and nd == 1:
+            continue
+        x = torch.rand(x_shape, device="cuda")
+        module = getattr(torch.nn, f"ConvTranspose{nd}d")(
+            x_shape[1], w_shape[1] * kwargs.get("groups", 1), w_shape[2:], **kwargs).cuda()
+        if args.channels_last:
+            fmt = torch.channels_last if nd == 2 else torch.channels_last_3d
+            x, module = x.contiguous(memory_format=fmt), module.to(memory_format=fmt)
+        x.requires_grad_()
+        swapped = gemmconv.convert(torch.nn.Sequential(copy.deepcopy(module)))
+        grad = torch.ones_like(module(x))
+        step = lambda m: lambda: m(x).backward(grad)
+        print(f"{nd}-D {kwargs} training step{' channels_last' if args.channels_last else ''}: "
+              f"torch {per_call_us(step(module)):6.1f} us, gemmconv "
+              f"{per_call_us(step(swapped)):6.1f} us per step", flush=True)
+        if args.profile:
+            profiler = cProfile.Profile()
+            ours = step(swapped)
+            profiler.runcall(lambda: [ours() for _ in range(200)])
+            stats = pstats.Stats(profiler)
+            stats.sort_stats("tottime").print_stats(20)
 
 
 if __name__ == "__main__":
