@@ -18,7 +18,8 @@ w^T`` and ``grad_weight = x^T @ columns``, each one product over every position.
 
 The weight is reordered so that each tap's output channels lie side by side: col2im and
 im2col then move whole runs of channels. That copy is the weight's size, small beside the
-columns; the activations are never copied.
+columns; the activations are never copied (so the GEMMs, whose first operand is an
+activation here, run without gemm.py's trial of that operand's other layout).
 """
 from __future__ import annotations
 
@@ -134,7 +135,7 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         else:
             p0 = n0 * cells + i0 * inner
             operand = x_rows[p0:p0 + count]
-        gemm.matmul(_group_rows(operand, groups), w, _group_rows(columns, groups))
+        gemm.matmul(_group_rows(operand, groups), w, _group_rows(columns, groups), False)
         cols.col2im_interleaved(
             columns.view(n, *band, groups, scatter.taps, cout), bias, scatter,
             (o1 - o0, *a.image[1:]), out=out_rows[n0:n1, o0:o1], padding=scatter.band_padding(o0, i0))
@@ -176,11 +177,11 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                 if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
                     w = _weight(weight() if callable(weight) else weight, a).unsqueeze(0)
                 gemm.matmul(_group_rows(columns, groups), w.transpose(-1, -2),
-                            _group_rows(input_rows[p0:p0 + count], groups))
+                            _group_rows(input_rows[p0:p0 + count], groups), False)
             if need[1]:
                 grad_weight += gemm.matmul(
                     _group_rows(x_rows[p0:p0 + count], groups).transpose(-1, -2),
-                    _group_rows(columns, groups), grad_weight.new_empty(grad_weight.shape))
+                    _group_rows(columns, groups), grad_weight.new_empty(grad_weight.shape), False)
         if need[0] and bias is not None:
             input_rows += bias
     if grad_input is None:
@@ -190,12 +191,12 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             grad_out.dtype).reshape(a.in_channels, cout, *g.kernel_size)
     else:
         grad_weight = empty_grad()
-    grad_bias = _bias_grad(grad_rows) if need[2] else empty_grad()
+    grad_bias = channel_sums(grad_out) if need[2] else empty_grad()
     return [grad_input, grad_weight, grad_bias]
 
 
-def _bias_grad(rows: torch.Tensor) -> torch.Tensor:
-    """Sum of ``rows (N, *spatial, C)`` over all but the channels, accumulated in float32 at
-    least."""
-    acc = torch.float32 if rows.dtype in (torch.float16, torch.bfloat16) else rows.dtype
-    return rows.reshape(-1, rows.shape[-1]).sum(0, dtype=acc).to(rows.dtype)
+def channel_sums(t: torch.Tensor) -> torch.Tensor:
+    """Sum of ``t (N, C, *spatial)`` over all but the channels, read in channels_last order
+    (copied into it where it is not), accumulated in float32 at least: a bias's gradient."""
+    acc = torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+    return _positions(ordered(t)).reshape(-1, t.shape[1]).sum(0, dtype=acc).to(t.dtype)

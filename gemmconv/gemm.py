@@ -113,11 +113,14 @@ def uses_tf32() -> bool:
     return _float32_precision == "tf32"
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+           choose_layout: bool = True) -> torch.Tensor:
     """``out[i, j] = a[i, j] @ b[i, j]`` for ``a (B1, B2, m, k)``, ``b (B1, B2, k, n)``.
 
     ``out (B1, B2, m, n)`` must be row-major in its last two dims; it may be float32 where
     ``a`` and ``b`` are float16/bfloat16 (products accumulated and kept in float32).
+    ``choose_layout``: whether ``a`` may run copied into its other layout (see "Weight
+    layout" above); callers whose ``a`` is an activation, not a weight, pass False.
     Returns ``out``.
     """
     if out.numel() == 0:
@@ -126,7 +129,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         return out.zero_()
     if not out.is_cuda:
         return out.copy_(torch.matmul(a.to(out.dtype), b.to(out.dtype)))
-    _call(_product(a, b, out), a, b, out)
+    _call(_product(a, b, out, choose_layout), a, b, out)
     return out
 
 

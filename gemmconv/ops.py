@@ -682,7 +682,8 @@ def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch
     return [_forward(grad_output, weight, None, a, interleaved=interleaved) if need[0] else empty(),
             _backward(input, grad_output, weight, a, [False, True, False],
                       interleaved=interleaved)[1] if need[1] else empty(),
-            _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid)))
+            (cl.channel_sums(grad_output) if interleaved else
+             _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid))))
             if need[2] else empty()]
 
 

@@ -102,12 +102,26 @@ def test_modules_in_channels_last():
     assert rel_error(out, module(x)) < 1e-12
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.in_channels > 1 and c.out_channels > 1][:30],
-                         ids=lambda c: c.name)
-def test_channels_last_copies_no_activation(case, monkeypatch):
+_MANY_CHANNELS = [c for c in CASES if c.in_channels > 1 and c.out_channels > 1]
+COPY_CASES = [(c, False) for c in _MANY_CHANNELS[:30]] + \
+    [(cases.Case(f"im2col-{nd}d", 2, 3, 4, (3,) * nd, (9, 7, 5)[:nd], padding=(1,), dilation=(2,)),
+      True) for nd in (2, 3)]
+
+
+@pytest.mark.parametrize("case, im2col", COPY_CASES,
+                         ids=lambda v: v.name if isinstance(v, cases.Case) else "im2col" * v)
+def test_channels_last_copies_no_activation(case, monkeypatch, im2col):
+    if im2col:
+        force_im2col_route(monkeypatch)
     for name in ("col2im_interleaved", "im2col_interleaved"):
         monkeypatch.setattr(columns, name, opaque(getattr(columns, name)))
-    monkeypatch.setattr(gemm, "matmul", opaque(gemm.matmul))
+    matmul = opaque(gemm.matmul)
+
+    def checked_matmul(a, b, out, choose_layout=True):
+        # gemm.matmul may copy ``a`` into its other layout: only a weight may be ``a`` then.
+        assert not choose_layout or a.numel() <= w.numel(), "an activation's layout trial"
+        return matmul(a, b, out, choose_layout)
+    monkeypatch.setattr(gemm, "matmul", checked_matmul)
     x, w, b = _leaves(case, "copies")
     out = OURS[case.nd](x, w, b, **case.kwargs)
     grad = _channels_last(torch.randn(out.shape, dtype=torch.float64,
