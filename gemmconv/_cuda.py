@@ -552,17 +552,22 @@ def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:
 # Channels innermost (col2im.cu's Interleaved): channels_last images, and columns
 # (S, *grid, G, K, C / G) whose every dim but the samples' is dense.
 
+# Runs of channels a thread of the channels-innermost kernels takes, at most (col2im.cu's
+# interleaved_lanes): with one, decoding its position took most of a thread's instructions.
+INTERLEAVED_RUNS = 4
+
+
 @functools.cache
 def _interleaved_kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
-                         pack: int, taps: tuple[int, ...] | None) -> dict:
-    """The channels-innermost col2im and im2col for one dtype, dimensionality, index type
-    and run of ``pack`` channels a thread: generic where ``taps`` is None, else compiled
-    for those taps."""
+                         pack: int, runs: int, taps: tuple[int, ...] | None) -> dict:
+    """The channels-innermost col2im and im2col for one dtype, dimensionality, index type,
+    ``runs`` runs of ``pack`` channels a thread: generic where ``taps`` is None, else
+    compiled for those taps."""
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     return _compile(device_index, {
-        op: f"gemmconv::{op}_interleaved_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}, {pack}"
-            f"{specialisation}>" for op in ("col2im", "im2col")})
+        op: f"gemmconv::{op}_interleaved_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}, {pack}, "
+            f"{runs}{specialisation}>" for op in ("col2im", "im2col")})
 
 
 def interleaved_pack(group_channels: int, *tensors: torch.Tensor) -> int:
@@ -578,12 +583,16 @@ def interleaved_pack(group_channels: int, *tensors: torch.Tensor) -> int:
 
 
 def _interleaved_launch(like: torch.Tensor, g: Geometry, fields: list[int], pack: int,
-                        threads: int, largest_index: int) -> Launch:
-    fixed = _specialised(g, threads * pack)
+                        elements: int, largest_index: int) -> Launch:
+    """A launch over ``elements`` outputs whose channels (fields[1]) a thread takes in
+    runs of ``pack``, as many runs as divide a position's, up to INTERLEAVED_RUNS."""
+    runs = math.gcd(fields[1] // pack, INTERLEAVED_RUNS)
+    threads = elements // (pack * runs)
+    fixed = _specialised(g, elements)
     blocks = min(math.ceil(threads / BLOCK), MAX_BLOCKS)
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
     structs = (_struct(fields),) if fixed else (_struct(g.taps_fields()), _struct(fields))
-    kernels = (like.device.index, like.dtype, g.nd, index, pack,
+    kernels = (like.device.index, like.dtype, g.nd, index, pack, runs,
                tuple(g.taps_fields()) if fixed else None)
     return Launch(kernels, blocks, structs, tuple(map(ctypes.addressof, structs)),
                   interleaved=True)
@@ -612,7 +621,7 @@ def col2im_interleaved(columns: torch.Tensor, bias: torch.Tensor | None, out: to
     def work_out() -> Launch:
         pack = interleaved_pack(columns.shape[-1], columns, out)
         return _interleaved_launch(out, g, _interleaved_fields(columns, out, g, padding), pack,
-                                   out.numel() // pack, max(_reach(columns), _reach(out)))
+                                   out.numel(), max(_reach(columns), _reach(out)))
     key = ("col2im_interleaved", g, padding, *_signature(columns), *_signature(out))
     launch = _launch_for(key, work_out)
     _launch("col2im", launch, out, columns, bias, out)
@@ -627,7 +636,7 @@ def im2col_interleaved(image: torch.Tensor, out: torch.Tensor, g: Geometry,
     def work_out() -> Launch:
         pack = interleaved_pack(out.shape[-1], image, out)
         return _interleaved_launch(out, g, _interleaved_fields(out, image, g, padding), pack,
-                                   out.numel() // pack, max(_reach(image), _reach(out)))
+                                   out.numel(), max(_reach(image), _reach(out)))
     key = ("im2col_interleaved", g, padding, *_signature(image), *_signature(out))
     launch = _launch_for(key, work_out)
     _launch("im2col", launch, out, image, out)

@@ -783,9 +783,9 @@ GC_FN void im2col_element(const Taps<ND>& t, const Extent<ND>& x, const T* image
 //
 // A channels_last input is a (positions x C_in) matrix, so the GEMM's columns come out with
 // a row per grid position: each position's columns hold every group's taps, each tap's
-// channels back to back. A thread owns a run of P consecutive channels of one image
+// channels back to back. A thread owns runs of P consecutive channels of one image
 // position (col2im) or of one grid position and tap (im2col), so a warp's loads and stores
-// cover whole runs of channels, and the index decoding is shared by P channels.
+// cover whole runs of channels, and the index decoding is shared by its runs.
 
 template <int ND>
 struct Interleaved {
@@ -820,12 +820,29 @@ GC_FN void store_packed(T* at, const Packed<T, P>& value) {
     *reinterpret_cast<Packed<T, P>*>(at) = value;
 }
 
-// Adds the columns of every reaching tap (reaching, as the generic col2im) to a run of P
+// A thread takes R runs of P channels of one position, lanes = C / (P R) runs apart, so
+// that each load or store instruction of a warp still covers consecutive runs while the
+// position's decoding (and col2im's reaching taps) serve R runs: one run a thread spent
+// most of its instructions on them (ncu: 80% of the SMs' issue rate, 13-32% of DRAM's).
+template <int P, int R, typename I, int ND>
+GC_FN I interleaved_lanes(const Interleaved<ND>& x) {
+  return static_cast<I>(x.channels) / (P * R);
+}
+
+// The offsets, within a position's columns for tap 0, of a thread's R runs.
+template <int P, int R, typename I, int ND>
+GC_FN void run_offsets(const Taps<ND>& t, const Interleaved<ND>& x, I lane, I (&offset)[R]) {
+  const I lanes = interleaved_lanes<P, R, I>(x);
+#pragma unroll
+  for (int j = 0; j < R; ++j) offset[j] = interleaved_entry(t, x, (lane + j * lanes) * P, I(0));
+}
+
+// Adds the columns of every reaching tap (reaching, as the generic col2im) to R runs of P
 // channels, recursing over dims; cell is the grid position built so far, row-major.
-template <int D, int P, typename T, typename I, int ND, typename Acc>
+template <int D, int P, int R, typename T, typename I, int ND, typename Acc>
 GC_FN void gather_interleaved(const Taps<ND>& t, const Interleaved<ND>& x,
-                              const Reach<I> (&reach)[ND], const T* columns, I tap, I cell,
-                              Acc (&acc)[P]) {
+                              const Reach<I> (&reach)[ND], const T* columns,
+                              const I (&offset)[R], I tap, I cell, Acc (&acc)[R][P]) {
   const I kernel = static_cast<I>(t.kernel[D]), size = static_cast<I>(x.grid[D]);
   const Reach<I>& a = reach[D];
   I i = a.position;
@@ -833,33 +850,37 @@ GC_FN void gather_interleaved(const Taps<ND>& t, const Interleaved<ND>& x,
     if (i >= size) continue;
     const I next_tap = tap * kernel + k, next_cell = cell * size + i;
     if constexpr (D < ND - 1) {
-      gather_interleaved<D + 1, P>(t, x, reach, columns, next_tap, next_cell, acc);
+      gather_interleaved<D + 1, P>(t, x, reach, columns, offset, next_tap, next_cell, acc);
     } else {
       const I position = static_cast<I>(x.channels) * product<I>(t.kernel);
-      const I group_channels = static_cast<I>(x.group_channels);
-      const Packed<T, P> run = load_run<P>(columns + next_cell * position + next_tap * group_channels);
+      const T* at = columns + next_cell * position + next_tap * static_cast<I>(x.group_channels);
 #pragma unroll
-      for (int v = 0; v < P; ++v) acc[v] += Scalar<T>::load(run.v[v]);
+      for (int j = 0; j < R; ++j) {
+        const Packed<T, P> run = load_run<P>(at + offset[j]);
+#pragma unroll
+        for (int v = 0; v < P; ++v) acc[j][v] += Scalar<T>::load(run.v[v]);
+      }
     }
   }
 }
 
-template <int P, typename I, int ND>
+template <int P, int R, typename I, int ND>
 GC_FN I col2im_interleaved_elements(const Interleaved<ND>& x) {
-  return static_cast<I>(x.samples) * product<I>(x.image) * (static_cast<I>(x.channels) / P);
+  return static_cast<I>(x.samples) * product<I>(x.image) * interleaved_lanes<P, R, I>(x);
 }
 
-// Element e of col2im: channels e % (C / P) * P onwards, of the image position and sample
-// that e / (C / P) numbers row-major.
-template <int P, typename T, typename I, int ND>
+// Element e of col2im: lane e % lanes of the image position and sample that e / lanes
+// numbers row-major (see interleaved_lanes).
+template <int P, int R, typename T, typename I, int ND>
 GC_FN void col2im_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& x,
                                       const T* columns, const T* bias, T* image, I e) {
   typedef typename Scalar<T>::Acc Acc;
-  const I runs = static_cast<I>(x.channels) / P, c = e % runs * P;
+  const I lanes = interleaved_lanes<P, R, I>(x), lane = e % lanes;
   I o[ND];
-  const I sample = unflatten(e / runs, x.image, o);
+  const I sample = unflatten(e / lanes, x.image, o);
   Reach<I> reach[ND];
   I position = 0;
+#pragma unroll
   for (int d = 0; d < ND; ++d) {
     const I stride = static_cast<I>(t.stride[d]);
     const I padded = o[d] + static_cast<I>(x.padding[d]);
@@ -867,37 +888,44 @@ GC_FN void col2im_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
     reach[d] = reaching(t, d, q, padded - q * stride);
     position = position * static_cast<I>(x.image[d]) + o[d];
   }
-  Acc acc[P];
+  I offset[R];
+  run_offsets<P>(t, x, lane, offset);
+  Acc acc[R][P];
 #pragma unroll
-  for (int v = 0; v < P; ++v) acc[v] = bias ? Scalar<T>::load(bias[c + v]) : Acc(0);
-  gather_interleaved<0, P>(t, x, reach,
-                           columns + sample * static_cast<I>(x.column_sample) +
-                               interleaved_entry(t, x, c, I(0)),
-                           I(0), I(0), acc);
-  Packed<T, P> out;
+  for (int j = 0; j < R; ++j)
 #pragma unroll
-  for (int v = 0; v < P; ++v) out.v[v] = Scalar<T>::store(acc[v]);
-  store_packed(image + sample * static_cast<I>(x.image_sample) +
-                   position * static_cast<I>(x.channels) + c, out);
+    for (int v = 0; v < P; ++v)
+      acc[j][v] = bias ? Scalar<T>::load(bias[(lane + j * lanes) * P + v]) : Acc(0);
+  gather_interleaved<0, P>(t, x, reach, columns + sample * static_cast<I>(x.column_sample),
+                           offset, I(0), I(0), acc);
+  T* out = image + sample * static_cast<I>(x.image_sample) + position * static_cast<I>(x.channels);
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    Packed<T, P> run;
+#pragma unroll
+    for (int v = 0; v < P; ++v) run.v[v] = Scalar<T>::store(acc[j][v]);
+    store_packed(out + (lane + j * lanes) * P, run);
+  }
 }
 
-template <int P, typename I, int ND>
+template <int P, int R, typename I, int ND>
 GC_FN I im2col_interleaved_elements(const Taps<ND>& t, const Interleaved<ND>& x) {
   return static_cast<I>(x.samples) * product<I>(x.grid) * product<I>(t.kernel) *
-         (static_cast<I>(x.channels) / P);
+         interleaved_lanes<P, R, I>(x);
 }
 
-// Element e of im2col: channels e % (C / P) * P onwards, of the tap, grid position and
-// sample that e / (C / P) numbers row-major; zero where the tap falls outside the image.
-template <int P, typename T, typename I, int ND>
+// Element e of im2col: lane e % lanes of the tap, grid position and sample that e / lanes
+// numbers row-major; zeros where the tap falls outside the image.
+template <int P, int R, typename T, typename I, int ND>
 GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& x,
                                       const T* image, T* columns, I e) {
-  const I runs = static_cast<I>(x.channels) / P, c = e % runs * P;
+  const I lanes = interleaved_lanes<P, R, I>(x), lane = e % lanes;
   I k[ND], i[ND];
-  I rest = unflatten(e / runs, t.kernel, k);
+  const I rest = unflatten(e / lanes, t.kernel, k);
   const I sample = unflatten(rest, x.grid, i);
   I position = 0, cell = 0, tap = 0;
   bool inside = true;
+#pragma unroll
   for (int d = 0; d < ND; ++d) {
     const I at = image_position(t, x, d, i[d], k[d]);
     inside = inside && at >= 0 && at < static_cast<I>(x.image[d]);
@@ -905,15 +933,23 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
     cell = cell * static_cast<I>(x.grid[d]) + i[d];
     tap = tap * static_cast<I>(t.kernel[d]) + k[d];
   }
-  Packed<T, P> value{};
-  if (inside)
-    value = load_run<P>(image + sample * static_cast<I>(x.image_sample) +
-                        position * static_cast<I>(x.channels) + c);
-  else
-    for (int v = 0; v < P; ++v) value.v[v] = Scalar<T>::store(0);
-  store_packed(columns + sample * static_cast<I>(x.column_sample) +
-                   cell * static_cast<I>(x.channels) * product<I>(t.kernel) +
-                   interleaved_entry(t, x, c, tap), value);
+  const T* in = image + sample * static_cast<I>(x.image_sample) + position * static_cast<I>(x.channels);
+  T* out = columns + sample * static_cast<I>(x.column_sample) +
+           cell * static_cast<I>(x.channels) * product<I>(t.kernel) +
+           tap * static_cast<I>(x.group_channels);
+  I offset[R];
+  run_offsets<P>(t, x, lane, offset);
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    Packed<T, P> value;
+    if (inside) {
+      value = load_run<P>(in + (lane + j * lanes) * P);
+    } else {
+#pragma unroll
+      for (int v = 0; v < P; ++v) value.v[v] = Scalar<T>::store(0);
+    }
+    store_packed(out + offset[j], value);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -985,49 +1021,49 @@ __global__ void im2col_fixed(const Extent<ND> x, const T* __restrict__ image,
   constexpr Taps<ND> taps = make_taps<ND, V...>();
   im2col_all<W, P, Windowed, SamplesInner, SplitTaps, T, I>(taps, x, image, columns);
 }
-// Channels innermost (see Interleaved), P channels a thread; taps at run time, or (the
-// *_fixed kernels) as a compile-time constant.
-template <int P, typename T, typename I, int ND>
+// Channels innermost (see Interleaved), R runs of P channels a thread; taps at run time, or
+// (the *_fixed kernels) as a compile-time constant.
+template <int P, int R, typename T, typename I, int ND>
 __device__ inline void col2im_interleaved_all(const Taps<ND>& t, const Interleaved<ND>& x,
                                               const T* columns, const T* bias, T* image) {
-  const I n = col2im_interleaved_elements<P, I>(x);
+  const I n = col2im_interleaved_elements<P, R, I>(x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    col2im_interleaved_element<P>(t, x, columns, bias, image, e);
+    col2im_interleaved_element<P, R>(t, x, columns, bias, image, e);
 }
 
-template <int P, typename T, typename I, int ND>
+template <int P, int R, typename T, typename I, int ND>
 __device__ inline void im2col_interleaved_all(const Taps<ND>& t, const Interleaved<ND>& x,
                                               const T* image, T* columns) {
-  const I n = im2col_interleaved_elements<P, I>(t, x);
+  const I n = im2col_interleaved_elements<P, R, I>(t, x);
   for (I e = first_element<I>(); e < n; e += element_step<I>())
-    im2col_interleaved_element<P>(t, x, image, columns, e);
+    im2col_interleaved_element<P, R>(t, x, image, columns, e);
 }
 
-template <typename T, typename I, int ND, int P>
+template <typename T, typename I, int ND, int P, int R>
 __global__ void col2im_interleaved_kernel(const Taps<ND> t, const Interleaved<ND> x,
                                           const T* __restrict__ columns,
                                           const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_interleaved_all<P, T, I>(t, x, columns, bias, image);
+  col2im_interleaved_all<P, R, T, I>(t, x, columns, bias, image);
 }
 
-template <typename T, typename I, int ND, int P>
+template <typename T, typename I, int ND, int P, int R>
 __global__ void im2col_interleaved_kernel(const Taps<ND> t, const Interleaved<ND> x,
                                           const T* __restrict__ image, T* __restrict__ columns) {
-  im2col_interleaved_all<P, T, I>(t, x, image, columns);
+  im2col_interleaved_all<P, R, T, I>(t, x, image, columns);
 }
 
-template <typename T, typename I, int ND, int P, index_t... V>
+template <typename T, typename I, int ND, int P, int R, index_t... V>
 __global__ void col2im_interleaved_fixed(const Interleaved<ND> x, const T* __restrict__ columns,
                                          const T* __restrict__ bias, T* __restrict__ image) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  col2im_interleaved_all<P, T, I>(taps, x, columns, bias, image);
+  col2im_interleaved_all<P, R, T, I>(taps, x, columns, bias, image);
 }
 
-template <typename T, typename I, int ND, int P, index_t... V>
+template <typename T, typename I, int ND, int P, int R, index_t... V>
 __global__ void im2col_interleaved_fixed(const Interleaved<ND> x, const T* __restrict__ image,
                                          T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
-  im2col_interleaved_all<P, T, I>(taps, x, image, columns);
+  im2col_interleaved_all<P, R, T, I>(taps, x, image, columns);
 }
 #endif
 

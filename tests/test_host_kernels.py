@@ -570,13 +570,13 @@ def test_generic_col2im_visits_only_reaching_taps(harness, kernel, stride, dilat
             assert count <= -(-kernel // stride)
 
 
-def _interleaved_band(case, dtype, groups):
+def _interleaved_band(case, dtype, groups, runs):
     """Channels-innermost images ``(S, *image, C)`` inside larger ones (a band of the outer
     rows, samples further apart), NaN, with the grid rows the band needs; C a multiple of
-    the 16-byte run and of ``groups``."""
+    ``runs`` 16-byte runs and of ``groups``."""
     g, image = _geometry(case), case.output_size
     run = 16 // torch.empty(0, dtype=dtype).element_size()
-    channels = groups * run
+    channels = groups * run * runs
     samples = max(case.batch, 1)
     o0, o1 = image[0] // 3, max(image[0] // 3 + 1, 2 * image[0] // 3)
     i0, i1 = g.grid_rows(o0, o1, case.size[0])
@@ -593,21 +593,25 @@ def _interleaved(harness, op, dtype, wide, g, columns, image, padding, src, bias
                                              pointer(src), pointer(bias), pointer(dst)) == 0
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["one-channel", "runs-of-16-bytes"])
+# The harness's channels-innermost ops (col2im's; im2col's are one more), by what a thread takes.
+INTERLEAVED = {"one-channel": 0, "runs-of-16-bytes": 2, "two-runs-of-16-bytes": 4}
+
+
+@pytest.mark.parametrize("variant", INTERLEAVED)
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
-def test_host_col2im_interleaved_matches_torch(harness, case, dtype, wide, packed):
+def test_host_col2im_interleaved_matches_torch(harness, case, dtype, wide, variant):
     """Channels innermost, over a band of rows: every output of the band written with the
     PyTorch path's sums (each reaching tap once), nothing outside it."""
     groups = 1 + len(case.name) % 3
-    g, whole, band, grid, padding = _interleaved_band(case, dtype, groups)
+    g, whole, band, grid, padding = _interleaved_band(case, dtype, groups, 1 + (INTERLEAVED[variant] == 4))
     gen = generator(case.name, "col2im-interleaved", str(dtype))
     channels = band.shape[-1]
     columns = torch.randn(band.shape[0], *grid, groups, g.taps, channels // groups,
                           generator=gen).to(dtype)
     bias = torch.randn(channels, generator=gen).to(dtype) if case.bias else None
-    _interleaved(harness, 2 if packed else 0, dtype, WIDE[wide], g, columns, band, padding,
+    _interleaved(harness, INTERLEAVED[variant], dtype, WIDE[wide], g, columns, band, padding,
                  columns, bias, band)
     ref = col2im_interleaved(columns.double(), None if bias is None else bias.double(), g,
                              band.shape[1:-1], padding=padding)
@@ -618,16 +622,16 @@ def test_host_col2im_interleaved_matches_torch(harness, case, dtype, wide, packe
     assert whole[outside].isnan().all()
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["one-channel", "runs-of-16-bytes"])
+@pytest.mark.parametrize("variant", INTERLEAVED)
 @pytest.mark.parametrize("wide", WIDE)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", GEOMETRIES, ids=lambda c: c.name)
-def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, packed):
+def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, variant):
     """Channels innermost, the grid's second half of rows: an exact copy, zeros outside."""
     groups = 1 + len(case.name) % 3
     g = _geometry(case)
     run = 16 // torch.empty(0, dtype=dtype).element_size()
-    samples, channels = max(case.batch, 1), groups * run
+    samples, channels = max(case.batch, 1), groups * run * (1 + (INTERLEAVED[variant] == 4))
     gen = generator(case.name, "im2col-interleaved", str(dtype))
     image = torch.randn(samples, *case.output_size, channels, generator=gen).to(dtype)
     grid_rows = case.size[0] // 2, case.size[0]
@@ -635,6 +639,6 @@ def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, packe
     padding = g.band_padding(0, grid_rows[0])
     columns = torch.full((samples, *grid, groups, g.taps, channels // groups), float("nan"),
                          dtype=dtype)
-    _interleaved(harness, 3 if packed else 1, dtype, WIDE[wide], g, columns, image, padding,
-                 image, None, columns)
+    _interleaved(harness, INTERLEAVED[variant] + 1, dtype, WIDE[wide], g, columns, image,
+                 padding, image, None, columns)
     assert torch.equal(columns, im2col_interleaved(image, g, grid, groups, padding=padding))

@@ -17,13 +17,13 @@ namespace gemmconv {
   template __global__ void im2col_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
                                                    T*);                                       \
   template __global__ void fill_kernel<T, I, ND>(const Extent<ND>, const T*, T*);             \
-  template __global__ void col2im_interleaved_kernel<T, I, ND, 1>(                             \
+  template __global__ void col2im_interleaved_kernel<T, I, ND, 1, 1>(                          \
       const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
-  template __global__ void col2im_interleaved_kernel<T, I, ND, 16 / sizeof(T)>(                \
+  template __global__ void col2im_interleaved_kernel<T, I, ND, 16 / sizeof(T), 4>(             \
       const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
-  template __global__ void im2col_interleaved_kernel<T, I, ND, 1>(                             \
+  template __global__ void im2col_interleaved_kernel<T, I, ND, 1, 2>(                          \
       const Taps<ND>, const Interleaved<ND>, const T*, T*);                                   \
-  template __global__ void im2col_interleaved_kernel<T, I, ND, 16 / sizeof(T)>(                \
+  template __global__ void im2col_interleaved_kernel<T, I, ND, 16 / sizeof(T), 4>(             \
       const Taps<ND>, const Interleaved<ND>, const T*, T*);
 #define GC_INSTANTIATE_DIMS(T, I) GC_INSTANTIATE(T, I, 1) GC_INSTANTIATE(T, I, 2) GC_INSTANTIATE(T, I, 3)
 #define GC_INSTANTIATE_ALL(T) GC_INSTANTIATE_DIMS(T, int) GC_INSTANTIATE_DIMS(T, long long)
@@ -62,9 +62,9 @@ template __global__ void im2col_fixed<float, int, 3, 1, 4, true, false, true, 3,
 template __global__ void im2col_fixed<float, long long, 2, 1, 1, false, false, true, 3, 3, 2, 2, 1, 1>(
     const Extent<2>, const float*, float*);
 
-template __global__ void col2im_interleaved_fixed<float, int, 2, 4, 4, 4, 2, 2, 1, 1>(
+template __global__ void col2im_interleaved_fixed<float, int, 2, 4, 4, 4, 4, 2, 2, 1, 1>(
     const Interleaved<2>, const float*, const float*, float*);
-template __global__ void im2col_interleaved_fixed<bfloat16_t, int, 3, 8, 3, 3, 3, 1, 1, 1, 1, 1, 1>(
+template __global__ void im2col_interleaved_fixed<bfloat16_t, int, 3, 8, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1>(
     const Interleaved<3>, const bfloat16_t*, bfloat16_t*);
 
 template <int V, int J, bool PlanesInner, typename T, typename I, int ND, int R = 1,
@@ -164,7 +164,22 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
 }
 
 // The channels-innermost kernels: op 0 col2im and 1 im2col with one channel a thread, 2 and
-// 3 the same with runs of 16 bytes (the caller meets their conditions).
+// 3 the same with runs of 16 bytes, 4 and 5 with two runs of 16 bytes a thread (the caller
+// meets their conditions).
+template <int P, int R, typename T, typename I, int ND>
+static void interleaved_all(bool col2im, const Taps<ND>& t, const Interleaved<ND>& x,
+                            const void* src, const void* bias, void* dst) {
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  if (col2im) {
+    for (I e = 0; e < col2im_interleaved_elements<P, R, I>(x); ++e)
+      col2im_interleaved_element<P, R>(t, x, in, static_cast<const T*>(bias), out, e);
+  } else {
+    for (I e = 0; e < im2col_interleaved_elements<P, R, I>(t, x); ++e)
+      im2col_interleaved_element<P, R>(t, x, in, out, e);
+  }
+}
+
 template <typename T, typename I, int ND>
 static void run_interleaved(int op, const index_t* taps, const index_t* extent,
                             const void* src, const void* bias, void* dst) {
@@ -172,25 +187,14 @@ static void run_interleaved(int op, const index_t* taps, const index_t* extent,
   Interleaved<ND> x;
   std::memcpy(&t, taps, sizeof t);
   std::memcpy(&x, extent, sizeof x);
-  const T* in = static_cast<const T*>(src);
-  T* out = static_cast<T*>(dst);
   constexpr int P = 16 / sizeof(T);
-  if (op == 0 || op == 2) {
-    const T* b = static_cast<const T*>(bias);
-    if (op == 0) {
-      for (I e = 0; e < col2im_interleaved_elements<1, I>(x); ++e)
-        col2im_interleaved_element<1>(t, x, in, b, out, e);
-    } else {
-      for (I e = 0; e < col2im_interleaved_elements<P, I>(x); ++e)
-        col2im_interleaved_element<P>(t, x, in, b, out, e);
-    }
-  } else if (op == 1) {
-    for (I e = 0; e < im2col_interleaved_elements<1, I>(t, x); ++e)
-      im2col_interleaved_element<1>(t, x, in, out, e);
-  } else {
-    for (I e = 0; e < im2col_interleaved_elements<P, I>(t, x); ++e)
-      im2col_interleaved_element<P>(t, x, in, out, e);
-  }
+  const bool col2im = op % 2 == 0;
+  if (op < 2)
+    interleaved_all<1, 1, T, I>(col2im, t, x, src, bias, dst);
+  else if (op < 4)
+    interleaved_all<P, 1, T, I>(col2im, t, x, src, bias, dst);
+  else
+    interleaved_all<P, 2, T, I>(col2im, t, x, src, bias, dst);
 }
 
 template <typename T, typename I>
@@ -263,12 +267,13 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
 }
 
 // The channels-innermost kernels (col2im.cu's Interleaved), as gemmconv_host: op 0 col2im,
-// 1 im2col, 2 and 3 the same in runs of 16 bytes; extent is an Interleaved<nd>.
+// 1 im2col, 2 and 3 the same in runs of 16 bytes, 4 and 5 in two such runs a thread;
+// extent is an Interleaved<nd>.
 extern "C" int gemmconv_host_interleaved(int op, int dtype, int nd, int wide,
                                          const long long* taps, const long long* extent,
                                          const void* src, const void* bias, void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 3) return 1;
+  if (op < 0 || op > 5) return 1;
   return wide ? run_interleaved_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_interleaved_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
