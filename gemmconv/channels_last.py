@@ -92,6 +92,15 @@ def _group_rows(rows: torch.Tensor, groups: int) -> torch.Tensor:
                            rows.storage_offset())
 
 
+def _by_groups(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """``out[:, g] = a[:, g] @ b[g]`` for rows ``a (P, G k)`` and ``out (P, G n)`` (any row
+    strides) and ``b (G, k, n)``: one product per group, batched; ``b`` may also be the
+    block-diagonal ``(1, G k, G n)`` (gemm.dense_groups), one product for all groups. ``a``
+    is an activation, so gemm.matmul does not try its other layout."""
+    groups = b.shape[0]
+    gemm.matmul(_group_rows(a, groups), b.unsqueeze(0), _group_rows(out, groups), False)
+
+
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, gathered: Sequence[bool], limit: int) -> torch.Tensor:
     """The output of ``a``, channels_last, from ``x`` in any layout (copied into channels_last
@@ -119,7 +128,9 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     per_position = groups * (m + (rows if gather else 0))
     workspace = x.new_empty(max((positions(n0, n1, i0, i1) * per_position
                                  for n0, n1, _, _, i0, i1 in chunks), default=0))
-    w = _weight(weight, a, split.gathered).unsqueeze(0)
+    w = _weight(weight, a, split.gathered)
+    if gemm.dense_groups(x, groups, rows):
+        w = gemm.block_diagonal(w).unsqueeze(0)
     out = empty(x, a.output_shape, True)
     out_rows = _positions(out)
     for n0, n1, o0, o1, i0, i1 in chunks:
@@ -135,7 +146,7 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         else:
             p0 = n0 * cells + i0 * inner
             operand = x_rows[p0:p0 + count]
-        gemm.matmul(_group_rows(operand, groups), w, _group_rows(columns, groups), False)
+        _by_groups(operand, w, columns)
         cols.col2im_interleaved(
             columns.view(n, *band, groups, scatter.taps, cout), bias, scatter,
             (o1 - o0, *a.image[1:]), out=out_rows[n0:n1, o0:o1], padding=scatter.band_padding(o0, i0))
@@ -165,6 +176,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         workspace = grad_out.new_empty(max(((n1 - n0) * (i1 - i0) * inner * groups * m
                                             for n0, n1, i0, i1 in chunks), default=0))
         w = None
+        dense = gemm.dense_groups(grad_out, groups, cin)   # as the short side of both products
         input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
         for n0, n1, i0, i1 in chunks:
             n, p0 = n1 - n0, n0 * cells + i0 * inner
@@ -175,10 +187,14 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                                     out=columns.view(n, i1 - i0, *a.grid[1:], groups, g.taps, cout))
             if need[0]:
                 if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
-                    w = _weight(weight() if callable(weight) else weight, a).unsqueeze(0)
-                gemm.matmul(_group_rows(columns, groups), w.transpose(-1, -2),
-                            _group_rows(input_rows[p0:p0 + count], groups), False)
-            if need[1]:
+                    w = _weight(weight() if callable(weight) else weight, a).transpose(1, 2)
+                    w = gemm.block_diagonal(w).unsqueeze(0) if dense else w
+                _by_groups(columns, w, input_rows[p0:p0 + count])
+            if need[1] and dense:   # all groups' products at once, their diagonal blocks kept
+                product = gemm.matmul(x_rows[p0:p0 + count].t()[None, None], columns[None, None],
+                                      grad_weight.new_empty(1, 1, a.in_channels, groups * m), False)
+                grad_weight += product.view(groups, cin, groups, m).diagonal(dim1=0, dim2=2).permute(2, 0, 1)
+            elif need[1]:
                 grad_weight += gemm.matmul(
                     _group_rows(x_rows[p0:p0 + count], groups).transpose(-1, -2),
                     _group_rows(columns, groups), grad_weight.new_empty(grad_weight.shape), False)

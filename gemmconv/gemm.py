@@ -326,3 +326,27 @@ def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int,
 def _status(code: int) -> None:
     if code != 0:
         raise RuntimeError(f"cuBLAS returned status {code}")
+
+
+# Grouped layers with few channels per group make products a fraction of a tensor-core tile
+# wide (a grouped weight gradient's C_in / G rows). Where all groups together have at most
+# this many such channels, one product over all groups, its weight block-diagonal (or its
+# diagonal blocks kept), reads the big operand once with fuller tiles; its G-fold FLOPs stay
+# below the time that reading takes where tensor cores run the product (TF32, float16,
+# bfloat16).
+DENSE_GROUPS_MAX_CHANNELS = 64
+
+
+def dense_groups(t: torch.Tensor, groups: int, channels: int) -> bool:
+    """Whether the products of ``groups`` groups of ``channels`` channels each (the short
+    side of each group's product) over CUDA tensors like ``t`` run as one dense product."""
+    fast = t.dtype in (torch.float16, torch.bfloat16) or t.dtype == torch.float32 and uses_tf32()
+    return t.is_cuda and fast and 1 < groups and groups * channels <= DENSE_GROUPS_MAX_CHANNELS
+
+
+def block_diagonal(w: torch.Tensor) -> torch.Tensor:
+    """``w (G, r, c)`` as the block-diagonal ``(G r, G c)``, zeros off the blocks."""
+    groups, rows, cols = w.shape
+    dense = w.new_zeros(groups, rows, groups, cols)
+    dense.diagonal(dim1=0, dim2=2).copy_(w.permute(1, 2, 0))
+    return dense.view(groups * rows, groups * cols)

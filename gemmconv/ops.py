@@ -263,20 +263,6 @@ SPLIT_TARGET_TILES = 264   # two waves of 128 x 128 output tiles on 132 SMs
 SPLIT_ALIGN = 16           # pieces of whole multiples of this many positions
 
 
-# Grouped layers with few input channels per group make weight-gradient products whose
-# output has C_in / G rows, a fraction of a tensor-core tile. Where all groups together have
-# at most this many input channels, one product over all groups (keeping its diagonal
-# blocks) reads the columns once with fuller tiles; its G-fold FLOPs stay below the time
-# that reading takes where tensor cores run the product (TF32, float16, bfloat16).
-DENSE_GROUPS_MAX_CHANNELS = 64
-
-
-def _dense_groups(x: torch.Tensor, groups: int, cin: int) -> bool:
-    fast = x.dtype in (torch.float16, torch.bfloat16) or \
-        x.dtype == torch.float32 and gemm.uses_tf32()
-    return x.is_cuda and fast and 1 < groups and groups * cin <= DENSE_GROUPS_MAX_CHANNELS
-
-
 def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.Tensor,
                      n0: int, start: int) -> None:
     """``grad_weight (G, C_in/G, M) += sum over samples and positions of x @ columns^T`` for
@@ -287,7 +273,7 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
     Deterministic: fixed pieces, fixed order of summation."""
     n, groups, m, band = columns.shape
     cin = x.shape[2]
-    if _dense_groups(x, groups, cin):
+    if gemm.dense_groups(x, groups, cin):
         dense = grad_weight.new_zeros(1, groups * cin, groups * m)
         _add_weight_grad(dense, x.view(x.shape[0], 1, groups * cin, x.shape[3]),
                          columns.reshape(n, 1, groups * m, band), n0, start)

@@ -187,3 +187,16 @@ def test_channels_last_every_split_of_the_taps(monkeypatch, case):
             monkeypatch.setattr(ops, "_workspace_limit", limit)
             x, w, b = _leaves(case, "split", str(gathered))
             _check(case, x, w, b, str(gathered))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.groups > 1][:30], ids=lambda c: c.name)
+def test_channels_last_groups_as_one_dense_product(monkeypatch, case):
+    """Every group's products as one, the weight block-diagonal (the CUDA path's choice for
+    few channels per group), forward and backward, in chunks too."""
+    calls = []
+    monkeypatch.setattr(gemm, "dense_groups", lambda t, g, c: calls.append(g) or g > 1)
+    for limit in (4 << 30, 512):
+        monkeypatch.setattr(ops, "_workspace_limit", limit)
+        x, w, b = _leaves(case, "dense", limit)
+        _check(case, x, w, b, "dense")
+    assert case.groups in calls

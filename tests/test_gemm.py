@@ -236,3 +236,9 @@ def test_planned_cublas_calls_compute_the_product_and_are_reused(
         gemm._cublas_matmul(a, b, out_t)
     gemm._cublas_matmul(a, b, torch.empty(b1, b2, 5, 8, dtype=torch.float64)[..., :6])
     assert len(gemm._products) == 2     # another output stride: another plan
+
+
+def test_block_diagonal():
+    w = torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(5))
+    dense = gemm.block_diagonal(w)
+    assert torch.equal(dense, torch.block_diag(*w))
