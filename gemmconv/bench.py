@@ -261,7 +261,7 @@ def measure_model(entry, small: bool, device: torch.device, precision: str, layo
                   mode: str, repeats: int = 10) -> ModelRow:
     """Times ModelWorkload's variants in turns, with their errors and reports."""
     work = ModelWorkload(entry, small, device, precision, layout, mode, repeats)
-    times, errors = timers(device, work.runners, repeats), work.errors
+    times, errors = timers(device, work.runners, repeats, back_to_back=True), work.errors
     swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in work.reports.items()}
     return ModelRow(entry.name, mode, precision, layout, times["torch"], times["every"],
                     times["chosen"], times["chosen_all"], errors["torch"], errors["every"],

@@ -27,31 +27,53 @@ from .shapes import conv_transpose_args
 Sample = Union[torch.Tensor, Sequence[torch.Tensor]]
 
 
-def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2) -> dict:
-    """Median milliseconds of each of ``fns`` (a dict of calls), after ``warmup`` calls of
-    each: CUDA events on a GPU, the wall clock on the CPU. The calls are timed in turns, one
-    run of each per round, so that drift in clocks, caches and the allocator falls on all
-    of them alike (timed one after the other, two runs of one and the same model differed
-    by 10% on the H200)."""
-    for _ in range(warmup):
-        for fn in fns.values():
+# Back to back (see timers), a timed sample lasts at least this long: shorter calls are
+# timed this many milliseconds' worth in a row and divided. Timed one by one from an idle
+# GPU, a call's host work before its first kernel adds to it in full, and sub-millisecond
+# models spread by up to 15% between two runs of one and the same model (H200, the model
+# zoo's DCGAN); in a row, each call's host work overlaps the GPU's work on the one before,
+# as in a training loop.
+MIN_SAMPLE_MS = 2.0
+
+
+def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
+           back_to_back: bool = False) -> dict:
+    """Median milliseconds a call of each of ``fns`` (a dict of calls), after ``warmup``
+    calls of each: CUDA events on a GPU, the wall clock on the CPU. The calls are timed in
+    turns, one sample of each per round, so that drift in clocks, caches and the allocator
+    falls on all of them alike (timed one after the other, two runs of one and the same
+    model differed by 10% on the H200). A sample is one call from an idle GPU, or with
+    ``back_to_back`` as many calls in a row as fill MIN_SAMPLE_MS (from the warmup's
+    last call), the steady state of a loop of them."""
+    cuda = device.type == "cuda"
+
+    def sample(fn: Callable[[], object], calls: int) -> float:
+        if cuda:
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / calls
+        t0 = time.perf_counter()
+        for _ in range(calls):
             fn()
-    times: dict = {key: [] for key in fns}
-    if device.type == "cuda":
+        return (time.perf_counter() - t0) * 1e3 / calls
+
+    if cuda:
         torch.cuda.synchronize(device)
+    calls = {}
+    for key, fn in fns.items():
+        for _ in range(max(warmup - 1, 0)):
+            fn()
+        estimate = sample(fn, 1) if warmup else MIN_SAMPLE_MS
+        calls[key] = max(1, min(1000, int(MIN_SAMPLE_MS / max(estimate, 1e-3)))) \
+            if back_to_back else 1
+    times: dict = {key: [] for key in fns}
     for _ in range(repeats):
         for key, fn in fns.items():
-            if device.type == "cuda":
-                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                times[key].append(start.elapsed_time(end))
-            else:
-                t0 = time.perf_counter()
-                fn()
-                times[key].append((time.perf_counter() - t0) * 1e3)
+            times[key].append(sample(fn, calls[key]))
     return {key: statistics.median(t) for key, t in times.items()}
 
 
@@ -227,7 +249,6 @@ def _model_step(model: torch.nn.Module, sample: Sample, classes: dict,
 
 def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
     """What gemmconv runs for ``module`` of torch class ``cls`` on input ``spec``."""
-    copy = ", input copied from channels_last" if spec.channels_last else ""
     if issubclass(cls, torch.nn.modules.conv._ConvTransposeNd):
         nd, weight = len(module.kernel_size), module.weight
         # The input's shape is all the route depends on: one element, broadcast.
@@ -239,9 +260,9 @@ def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
         a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, module.bias,
                                 module.stride, module.padding, output_padding, module.groups,
                                 module.dilation)
-        return ops.describe_route(a) + copy
+        return ops.describe_route(a, spec.channels_last or channels_last.suggested(weight))
     if issubclass(cls, torch.nn.modules.conv._ConvNd):
-        return "im2col, GEMM" + copy
+        return ("channels_last: " if spec.channels_last else "") + "im2col, GEMM"
     return "col2im" if cls is torch.nn.Fold else "im2col"
 
 
@@ -258,7 +279,7 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
         cls = torch_class(module)
         ours = gnn.SWAPS[cls]
         times = timers(spec.device, {kind: _layer_step(module, kind, spec, backward)
-                                     for kind in (cls, ours)}, repeats)
+                                     for kind in (cls, ours)}, repeats, back_to_back=True)
         torch_classes[module] = cls
         chosen[module] = ours if times[ours] < times[cls] else cls
         rows.append(LayerTiming(name, f"{cls.__name__}({module.extra_repr()})", spec.shape,
@@ -273,7 +294,8 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
             with torch.set_grad_enabled(backward):
                 times = timers(first.device, {
                     "torch": _model_step(model, sample, torch_classes, backward),
-                    "chosen": _model_step(model, sample, chosen, backward)}, repeats)
+                    "chosen": _model_step(model, sample, chosen, backward)}, repeats,
+                               back_to_back=True)
         finally:
             with torch.no_grad():
                 for b, value in buffers.items():

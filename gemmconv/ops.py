@@ -226,18 +226,22 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
-def describe_route(a: ConvTransposeArgs) -> str:
-    """The forward route of ``a`` (ConvTransposeArgs.route) in words, dims named D, H, W:
-    which dims' taps ride on row products, which im2col gathers, and whether col2im
-    follows the GEMM (e.g. ``"rows H, GEMM + col2im"``, ``"im2col W, GEMM"``)."""
-    gathered, by_rows = a.route()
+def describe_route(a: ConvTransposeArgs, interleaved: bool = False) -> str:
+    """The forward route of ``a`` in words, dims named D, H, W: which dims' taps ride on row
+    products, which im2col gathers, and whether col2im follows the GEMM (e.g. ``"rows H,
+    GEMM + col2im"``, ``"im2col W, GEMM"``); on channels_last tensors where ``interleaved``
+    (``"channels_last: im2col W, GEMM + col2im"``; see _forward)."""
+    if interleaved:
+        gathered, by_rows = a.gathered_dims(), False
+    else:
+        gathered, by_rows = a.route()
     names = "DHW"[3 - a.geometry.nd:]
     by_im2col = (False, *gathered[1:]) if by_rows else gathered
     parts = [f"rows {names[0]}"] if by_rows else []
     if any(by_im2col):
         parts.append("im2col " + "".join(n for n, g in zip(names, by_im2col) if g))
     parts.append("GEMM" if a.split(gathered).direct else "GEMM + col2im")
-    return ", ".join(parts)
+    return ("channels_last: " if interleaved else "") + ", ".join(parts)
 
 
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:

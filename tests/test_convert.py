@@ -1,6 +1,7 @@
 """gemmconv.convert with a sample: what it measures, what it decides, what it reports, and
 what it leaves alone."""
 import copy
+import time
 
 import pytest
 import torch
@@ -29,7 +30,8 @@ class FakeTimer:
     def __init__(self, times):
         self.times, self.results = list(times), []
 
-    def __call__(self, device, fns, repeats, warmup=2):
+    def __call__(self, device, fns, repeats, warmup=2, back_to_back=False):
+        assert back_to_back, "convert times layers and models as loops run them"
         self.results.extend(fn() for fn in fns.values())
         return {key: self.times.pop(0) for key in fns}
 
@@ -167,12 +169,23 @@ def test_convert_without_a_sample_swaps_every_match_and_returns_the_model():
     ("2d-strided-grouped", "im2col H, GEMM + col2im"), ("1d-strided", "GEMM + col2im"),
     ("3d-64cube", "rows D, im2col H, GEMM + col2im"), ("3d-96cube", "rows D, GEMM + col2im")])
 def test_routes_are_described_as_the_cost_model_picks_them(name, route):
+    assert ops.describe_route(_args(name)) == route
+
+
+def _args(name):
     case = next(c for c in BENCH if c.name == name)
     x = torch.empty_strided((case.batch, case.in_channels, *case.size), (0,) * (2 + case.nd))
     w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size)
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
-                            case.padding, case.output_padding, case.groups, case.dilation)
-    assert ops.describe_route(a) == route
+    return conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                               case.padding, case.output_padding, case.groups, case.dilation)
+
+
+@pytest.mark.parametrize("name,route", [
+    ("2d-1024", "im2col H, GEMM + col2im"), ("2d-stride5-dil2", "GEMM + col2im"),
+    ("3d-32to64", "im2col DH, GEMM + col2im"), ("1d-dil3", "im2col W, GEMM")])
+def test_channels_last_routes_are_described(name, route):
+    """On channels_last tensors there are no row products: the cheapest split of the taps."""
+    assert ops.describe_route(_args(name), interleaved=True) == "channels_last: " + route
 
 
 def test_report_rows_name_the_route():
@@ -182,3 +195,22 @@ def test_report_rows_name_the_route():
                                   repeats=1)
     assert [r.route for r in report.layers] == ["GEMM + col2im"]
     assert "ConvTranspose2d(21, 21, kernel_size=(64, 64)" in report.layers[0].layer
+
+
+@pytest.mark.parametrize("back_to_back", [False, True])
+def test_timers_take_short_calls_back_to_back(back_to_back):
+    """Back to back, a sample of a call far shorter than MIN_SAMPLE_MS holds many calls,
+    and its time is one call's; one by one, a sample is one call."""
+    calls = {"short": 0, "long": 0}
+
+    def short():
+        calls["short"] += 1
+
+    def long():
+        calls["long"] += 1
+        time.sleep(measure.MIN_SAMPLE_MS / 1e3)
+    times = measure.timers(torch.device("cpu"), {"short": short, "long": long}, repeats=3,
+                           back_to_back=back_to_back)
+    assert calls["long"] == 2 + 3                    # warmup, then one call a sample
+    assert calls["short"] > 50 if back_to_back else calls["short"] == 5
+    assert times["long"] >= measure.MIN_SAMPLE_MS and times["short"] < measure.MIN_SAMPLE_MS / 10
