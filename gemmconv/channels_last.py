@@ -23,8 +23,9 @@ activation here, run without gemm.py's trial of that operand's other layout).
 """
 from __future__ import annotations
 
+import functools
 import math
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 import torch
 
@@ -101,6 +102,46 @@ def _by_groups(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     gemm.matmul(_group_rows(a, groups), b.unsqueeze(0), _group_rows(out, groups), False)
 
 
+class Plan(NamedTuple):
+    """A call's chunks (ConvTransposeArgs.forward_chunks or backward_chunks, in grid rows of
+    the split's grid), the rows of channels_last positions each covers (start, count), and
+    the workspace elements the largest needs."""
+    chunks: tuple
+    rows: tuple
+    workspace: int
+
+
+@functools.lru_cache(maxsize=256)
+def forward_plan(a: ConvTransposeArgs, gathered: tuple, element_size: int, limit: int) -> Plan:
+    """The plan of :func:`forward` along the split that gathers ``gathered``, once per call
+    shape (host time that small calls wait for)."""
+    split = a.split(gathered)
+    cells = math.prod(split.grid)
+    inner = cells // split.grid[0]
+    chunks = tuple(a.forward_chunks(limit, element_size, split))
+    rows = tuple(_run_of_rows(n0, n1, i0, i1, cells, inner) for n0, n1, _, _, i0, i1 in chunks)
+    per_position = a.groups * (split.scatter_rows + (split.gather_rows if split.gather else 0))
+    return Plan(chunks, rows, max((count * per_position for _, count in rows), default=0))
+
+
+@functools.lru_cache(maxsize=256)
+def backward_plan(a: ConvTransposeArgs, element_size: int, limit: int) -> Plan:
+    """The plan of :func:`backward`'s im2col and GEMMs, once per call shape."""
+    cells = math.prod(a.grid)
+    inner = cells // a.grid[0]
+    chunks = tuple(a.backward_chunks(limit, element_size))
+    rows = tuple(_run_of_rows(n0, n1, i0, i1, cells, inner) for n0, n1, i0, i1 in chunks)
+    return Plan(chunks, rows, max((count * a.groups * a.column_rows for _, count in rows),
+                                  default=0))
+
+
+def _run_of_rows(n0: int, n1: int, i0: int, i1: int, cells: int, inner: int) -> tuple:
+    """Samples n0:n1 of grid rows i0:i1 (whole samples, or a band of one) as a run of
+    channels_last positions: (first, count)."""
+    first = n0 * cells + i0 * inner
+    return first, (n1 - 1) * cells + i1 * inner - first
+
+
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, gathered: Sequence[bool], limit: int) -> torch.Tensor:
     """The output of ``a``, channels_last, from ``x`` in any layout (copied into channels_last
@@ -118,33 +159,27 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     split, groups = a.split(gathered), a.groups
     gather, scatter = split.gather, split.scatter
     cin, cout = a.in_channels // groups, a.out_channels // groups
-    rows, m = split.gather_rows, split.scatter_rows
-    grid, cells = split.grid, math.prod(split.grid)
-    inner = cells // grid[0]
+    rows, m, grid = split.gather_rows, split.scatter_rows, split.grid
     x = ordered(x)
     x_rows = _positions(x).reshape(-1, a.in_channels)
-    chunks = a.forward_chunks(limit, x.element_size(), split)
-    positions = lambda n0, n1, i0, i1: ((n1 - 1) * cells + i1 * inner) - (n0 * cells + i0 * inner)
-    per_position = groups * (m + (rows if gather else 0))
-    workspace = x.new_empty(max((positions(n0, n1, i0, i1) * per_position
-                                 for n0, n1, _, _, i0, i1 in chunks), default=0))
+    plan = forward_plan(a, tuple(gathered), x.element_size(), limit)
+    workspace = x.new_empty(plan.workspace)
     w = _weight(weight, a, split.gathered)
     if gemm.dense_groups(x, groups, rows):
         w = gemm.block_diagonal(w).unsqueeze(0)
     out = empty(x, a.output_shape, True)
     out_rows = _positions(out)
-    for n0, n1, o0, o1, i0, i1 in chunks:
+    for (n0, n1, o0, o1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
         # Whole samples, or a band of one sample: in channels_last order, a run of rows.
         n, band = n1 - n0, (i1 - i0, *grid[1:])
-        count = positions(n0, n1, i0, i1)
         columns = workspace[:count * groups * m].view(count, groups * m)
         if gather:
-            operand = workspace[count * groups * m:count * per_position].view(count, groups * rows)
+            operand = workspace[count * groups * m:count * groups * (m + rows)].view(
+                count, groups * rows)
             cols.im2col_interleaved(x[n0:n1].movedim(1, -1), gather, band, groups,
                                     padding=gather.band_padding(0, i0),
                                     out=operand.view(n, *band, groups, gather.taps, cin))
         else:
-            p0 = n0 * cells + i0 * inner
             operand = x_rows[p0:p0 + count]
         _by_groups(operand, w, columns)
         cols.col2im_interleaved(
@@ -163,8 +198,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     adjoint of, to which ``bias (C_in,)`` is then added."""
     g, groups = a.geometry, a.groups
     cin, cout = a.in_channels // groups, a.out_channels // groups
-    m, cells = cout * g.taps, math.prod(a.grid)
-    inner = cells // a.grid[0]
+    m = cout * g.taps
     grad_rows = _positions(ordered(grad_out))
     x_rows = _positions(ordered(x)).reshape(-1, a.in_channels) if need[1] else None
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
@@ -172,15 +206,13 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     grad_input = empty(grad_out, (a.batch, a.in_channels, *a.grid), True) if need[0] else None
     grad_weight = grad_out.new_zeros((1, groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
-        chunks = a.backward_chunks(limit, grad_out.element_size())
-        workspace = grad_out.new_empty(max(((n1 - n0) * (i1 - i0) * inner * groups * m
-                                            for n0, n1, i0, i1 in chunks), default=0))
+        plan = backward_plan(a, grad_out.element_size(), limit)
+        workspace = grad_out.new_empty(plan.workspace)
         w = None
         dense = gemm.dense_groups(grad_out, groups, cin)   # as the short side of both products
         input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
-        for n0, n1, i0, i1 in chunks:
-            n, p0 = n1 - n0, n0 * cells + i0 * inner
-            count = (n1 - 1) * cells + i1 * inner - p0
+        for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
+            n = n1 - n0
             columns = workspace[:count * groups * m].view(count, groups * m)
             cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), groups,
                                     padding=g.band_padding(0, i0),
