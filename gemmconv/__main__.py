@@ -1,5 +1,6 @@
-"""``python -m gemmconv bench``: gemmconv against torch on the shared benchmark cases, or
-(``--models``) on the model zoo."""
+"""``python -m gemmconv bench``: gemmconv against torch on the shared benchmark cases, on one
+layer of the user's (``--shape``), or (``--models``) on the model zoo; ``python -m gemmconv
+info``: the versions and settings a bug report needs."""
 from __future__ import annotations
 
 import argparse
@@ -95,6 +96,20 @@ def _models(args, device: torch.device) -> int:
     return 0
 
 
+def _explain(case, dtype: torch.dtype, device: torch.device, interleaved: bool):
+    """gemmconv.explain of ``case``'s call on ``device`` (for CUDA, on meta tensors, which
+    it describes as CUDA's: nothing is allocated)."""
+    from .channels_last import memory_format
+    from .explain import explain
+    where = "meta" if device.type == "cuda" else "cpu"
+    empty = lambda *shape: torch.empty(shape, dtype=dtype, device=where)
+    x = empty(case.batch, case.in_channels, *case.size)
+    if interleaved:
+        x = x.contiguous(memory_format=memory_format(x.dim()))
+    w = empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size)
+    return explain(x, w, empty(case.out_channels) if case.bias else None, **case.kwargs)
+
+
 def _chart(labels: list[str], series: dict[str, list[float]], path: str, title: str) -> None:
     """Bars of speedups over torch, a group per label, one bar per series (log scale)."""
     import matplotlib
@@ -145,18 +160,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", action="store_true",
                    help="with --models: print each layer's shape, times and route as "
                         "convert(model, sample=x) measured them")
+    p.add_argument("--shape", metavar="LAYER",
+                   help='one layer as torch.nn writes it, e.g. "ConvTranspose2d(256, 128, 4, '
+                        'stride=2, padding=1)", on the input of --input: its row of the case '
+                        'table, then the route gemmconv takes and why (gemmconv.explain)')
+    p.add_argument("--input", metavar="N,C,...", help="with --shape: the input's shape")
+    sub.add_parser("info", help="versions, GPU, NVRTC, kernel cache and settings, for a bug report")
     args = parser.parse_args(argv)
+    if args.command == "info":
+        from . import info
+        print(info.report())
+        return 0
+    if (args.shape is None) != (args.input is None):
+        parser.error("--shape and --input go together")
+    if args.shape is not None:
+        try:
+            shape = tuple(int(n) for n in args.input.split(","))
+            case = bench.case_from_layer(args.shape, shape)
+        except ValueError as error:
+            parser.error(str(error))
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":
-        print("No CUDA GPU: timing the CPU path at reduced sizes; these numbers say nothing "
-              "about GPU speed.")
+        print(f"No CUDA GPU: timing the CPU path{'' if args.shape else ' at reduced sizes'}; "
+              "these numbers say nothing about GPU speed.")
     if args.models:
         return _models(args, device)
     dtype = DTYPES[args.dtype]
-    chosen = bench.select(args.case, args.full, device)
+    chosen = [case] if args.shape is not None else bench.select(args.case, args.full, device)
     if args.channels_last:   # 1-D tensors have no channels_last format
         chosen = [c for c in chosen if c.nd > 1]
+        if not chosen:
+            parser.error("--channels-last: 1-D tensors have no channels_last format")
     conv = torch.backends.cudnn.conv
     before = conv.fp32_precision
     rows = []
@@ -177,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{mode} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}; "
           f"one-time kernel compilation: {bench.compile_seconds():.2f} s (not in the timings)")
     print(_table(rows, ceiling))
+    if args.shape is not None:
+        print()
+        print(_explain(case, dtype, device, args.channels_last))
     if args.json:
         with open(args.json, "w") as f:
             json.dump([vars(r) for r in rows], f, indent=1)

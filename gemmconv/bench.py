@@ -8,15 +8,18 @@ memory, and the floor: FLOPs over the measured matmul rate, or the bytes that mu
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import math
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from . import _cuda, cases, channels_last, ops
 from .measure import timer, timers
+from .shapes import expand
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 OURS = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d, 3: ops.conv_transpose3d}
@@ -274,3 +277,42 @@ def model_configs(entry, precisions=tuple(PRECISIONS), layouts=LAYOUTS, modes=MO
     channels_last only where the input has 2 or 3 spatial dims."""
     return [(p, l, m) for p in precisions for l in layouts for m in modes
             if l == "NCHW" or entry.spatial_dims in (2, 3)]
+
+
+_LAYERS = {f"ConvTranspose{nd}d": nd for nd in (1, 2, 3)}
+
+
+def case_from_layer(layer: str, input_shape: Sequence[int]) -> cases.Case:
+    """The case of a layer written as torch.nn constructs it, e.g. ``"ConvTranspose2d(256,
+    128, 4, stride=2, padding=1)"`` (``nn.`` or ``torch.nn.`` in front allowed; literal
+    arguments only: nothing is evaluated), called on an input of ``input_shape``
+    ``(N, C_in, *spatial)``. Raises ValueError naming what is wrong."""
+    try:
+        tree = ast.parse(layer.strip(), mode="eval").body
+    except SyntaxError as error:
+        raise ValueError(f"--shape: {layer!r} is not a layer as torch.nn writes it: {error.msg}")
+    name = ast.unparse(tree.func).rsplit(".", 1)[-1] if isinstance(tree, ast.Call) else None
+    if name not in _LAYERS:
+        raise ValueError(f"--shape: expected one of {', '.join(_LAYERS)} called with its "
+                         f"arguments, e.g. \"ConvTranspose2d(256, 128, 4, stride=2)\", got {layer!r}")
+    try:
+        args = [ast.literal_eval(a) for a in tree.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in tree.keywords}
+        bound = inspect.signature(getattr(torch.nn, name)).bind(*args, **kwargs)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"--shape: bad arguments in {layer!r}: {error}")
+    bound.apply_defaults()
+    a, nd = bound.arguments, _LAYERS[name]
+    if a["padding_mode"] != "zeros":
+        raise ValueError(f"--shape: {name} supports only padding_mode='zeros', as torch does")
+    shape = tuple(input_shape)
+    if len(shape) != nd + 2 or shape[1] != a["in_channels"]:
+        spatial = {1: "L", 2: "H, W", 3: "D, H, W"}[nd]
+        raise ValueError(f"--shape: {name}({a['in_channels']}, ...) takes an input "
+                         f"(N, {a['in_channels']}, {spatial}), got --input "
+                         f"{','.join(map(str, shape))}")
+    per_dim = {k: expand(a[k], nd, k) for k in ("kernel_size", "stride", "padding",
+                                                "output_padding", "dilation")}
+    return cases.Case(layer.strip(), shape[0], a["in_channels"], a["out_channels"],
+                      per_dim["kernel_size"], shape[2:], per_dim["stride"], per_dim["padding"],
+                      per_dim["output_padding"], per_dim["dilation"], a["groups"], bool(a["bias"]))

@@ -165,7 +165,7 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     plan = forward_plan(a, tuple(gathered), x.element_size(), limit)
     workspace = x.new_empty(plan.workspace)
     w = _weight(weight, a, split.gathered)
-    if gemm.dense_groups(x, groups, rows):
+    if gemm.dense_groups(x.dtype, x.is_cuda, groups, rows):
         w = gemm.block_diagonal(w).unsqueeze(0)
     out = empty(x, a.output_shape, True)
     out_rows = _positions(out)
@@ -209,7 +209,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         plan = backward_plan(a, grad_out.element_size(), limit)
         workspace = grad_out.new_empty(plan.workspace)
         w = None
-        dense = gemm.dense_groups(grad_out, groups, cin)   # as the short side of both products
+        dense = gemm.dense_groups(grad_out.dtype, grad_out.is_cuda, groups, cin)   # as the short side of both products
         input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
         for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
             n = n1 - n0

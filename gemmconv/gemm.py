@@ -337,11 +337,11 @@ def _status(code: int) -> None:
 DENSE_GROUPS_MAX_CHANNELS = 64
 
 
-def dense_groups(t: torch.Tensor, groups: int, channels: int) -> bool:
+def dense_groups(dtype: torch.dtype, on_cuda: bool, groups: int, channels: int) -> bool:
     """Whether the products of ``groups`` groups of ``channels`` channels each (the short
-    side of each group's product) over CUDA tensors like ``t`` run as one dense product."""
-    fast = t.dtype in (torch.float16, torch.bfloat16) or t.dtype == torch.float32 and uses_tf32()
-    return t.is_cuda and fast and 1 < groups and groups * channels <= DENSE_GROUPS_MAX_CHANNELS
+    side of each group's product), of ``dtype`` operands, run as one dense product."""
+    fast = dtype in (torch.float16, torch.bfloat16) or dtype == torch.float32 and uses_tf32()
+    return on_cuda and fast and 1 < groups and groups * channels <= DENSE_GROUPS_MAX_CHANNELS
 
 
 def block_diagonal(w: torch.Tensor) -> torch.Tensor:

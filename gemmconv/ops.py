@@ -277,7 +277,7 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
     Deterministic: fixed pieces, fixed order of summation."""
     n, groups, m, band = columns.shape
     cin = x.shape[2]
-    if gemm.dense_groups(x, groups, cin):
+    if gemm.dense_groups(x.dtype, x.is_cuda, groups, cin):
         dense = grad_weight.new_zeros(1, groups * cin, groups * m)
         _add_weight_grad(dense, x.view(x.shape[0], 1, groups * cin, x.shape[3]),
                          columns.reshape(n, 1, groups * m, band), n0, start)

@@ -194,7 +194,7 @@ def test_channels_last_groups_as_one_dense_product(monkeypatch, case):
     """Every group's products as one, the weight block-diagonal (the CUDA path's choice for
     few channels per group), forward and backward, in chunks too."""
     calls = []
-    monkeypatch.setattr(gemm, "dense_groups", lambda t, g, c: calls.append(g) or g > 1)
+    monkeypatch.setattr(gemm, "dense_groups", lambda dtype, cuda, g, c: calls.append(g) or g > 1)
     for limit in (4 << 30, 512):
         monkeypatch.setattr(ops, "_workspace_limit", limit)
         x, w, b = _leaves(case, "dense", limit)

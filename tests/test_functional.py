@@ -366,7 +366,7 @@ def test_grouped_weight_gradient_as_one_dense_product(monkeypatch, case):
     """All groups' weight gradients from one product over all groups, its diagonal blocks
     kept (the CUDA path's choice for few channels per group), split-K included."""
     calls = []
-    monkeypatch.setattr(gemmconv.gemm, "dense_groups", lambda x, g, cin: calls.append(g) or g > 1)
+    monkeypatch.setattr(gemmconv.gemm, "dense_groups", lambda dtype, cuda, g, cin: calls.append(g) or g > 1)
     _assert_split_weight_gradient_matches(monkeypatch, case, "dense-groups")
     assert case.groups in calls
 

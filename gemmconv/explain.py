@@ -1,0 +1,197 @@
+"""What a transposed-convolution call will run, without running it: its route, the cost
+model's figures behind the choice, the kernels of each chunk and the workspace they need.
+
+:func:`explain` works the call out from the same plans the operators use (ops.py's and
+channels_last.py's), so what it says is what a call does. Tensors on the ``meta`` device
+give the plan of a shape without allocating it (described as on a CUDA device).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+import torch
+
+from . import channels_last as cl
+from . import gemm, ops
+from .shapes import GATHER_MARGIN, ConvTransposeArgs, Geometry, IntOrTuple, _routes, conv_transpose_args
+
+SPLIT_DESCRIPTION = "taps of {} gathered by im2col, the others summed by col2im"
+
+
+@dataclasses.dataclass
+class Explanation:
+    """A call's plan (see the module docs). ``candidates`` holds each route the cost model
+    weighed: (description, column elements per sample and group as it counts them, chosen)."""
+    call: str
+    output_shape: tuple[int, ...]
+    layout: str
+    route: str
+    candidates: list[tuple[str, float, bool]]
+    steps: list[str]
+    chunks: int
+    workspace_bytes: int
+    backward_workspace_bytes: int
+    precision: str
+
+    def __str__(self) -> str:
+        lines = [self.call, f"output {self.output_shape}, {self.layout}",
+                 f"route: {self.route}",
+                 "cost model: column elements per sample (routes that gather divided by "
+                 f"{GATHER_MARGIN} for their extra pass; row products' outer taps free):"]
+        for description, cost, chosen in self.candidates:
+            lines.append(f"  {'->' if chosen else '  '} {cost:14,.0f}  {description}")
+        lines.append(f"forward, per chunk ({self.chunks} chunk{'s' * (self.chunks != 1)}):")
+        lines += [f"  {i}. {step}" for i, step in enumerate(self.steps, 1)]
+        lines.append(f"workspace: forward {_megabytes(self.workspace_bytes)}, backward "
+                     f"{_megabytes(self.backward_workspace_bytes)} (limit "
+                     f"{_megabytes(ops.get_workspace_limit())}; gemmconv.set_workspace_limit)")
+        lines.append(f"GEMM precision: {self.precision}")
+        return "\n".join(lines)
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def _dims(gathered, nd: int) -> str:
+    return "".join(n for n, g in zip("DHW"[3 - nd:], gathered) if g)
+
+
+def _kernel(name: str, g: Geometry, elements: int, on_cuda: bool) -> str:
+    """A column kernel's description: compiled for the layer's taps, or the generic one."""
+    if not on_cuda:
+        return f"{name} (CPU: PyTorch strided slices, one per tap)"
+    from . import _cuda
+    fixed = elements >= _cuda.SPECIALIZE_MIN_ELEMENTS and g.taps <= _cuda.MAX_FIXED_TAPS
+    return (f"{name} kernel {'compiled for the taps' if fixed else 'generic'}: kernel "
+            f"{g.kernel_size}, stride {g.stride}, dilation {g.dilation}")
+
+
+def _precision(dtype: torch.dtype, on_cuda: bool) -> str:
+    if not on_cuda:
+        return f"{dtype} (torch.matmul on the CPU)"
+    if dtype == torch.float32:
+        return ("TF32 tensor cores" if gemm.uses_tf32() else "full float32") + \
+            f" (policy {gemm.get_float32_precision()!r})"
+    return f"{dtype}, float32 accumulation" if dtype != torch.float64 else "float64"
+
+
+def _candidates(a: ConvTransposeArgs, interleaved: bool) -> list[tuple[str, float, bool]]:
+    nd = a.geometry.nd
+    if interleaved:
+        chosen, by_rows = a.gathered_dims(), False
+    else:
+        chosen, by_rows = a.route()
+    rows = []
+    for r in _routes(a.geometry):
+        split = a.split(r)
+        what = "GEMM writes the output" if split.direct else "GEMM + col2im"
+        name = (SPLIT_DESCRIPTION.format(_dims(r, nd)) if any(r) else "nothing gathered") + \
+            f" ({what})"
+        rows.append((name, a.route_cost(r), r == chosen and not by_rows))
+        if not interleaved and a.groups == 1 and r[0] and split.overlaps:
+            rows.append((f"row products over {_dims(r, nd)[0]}, "
+                         + (f"im2col of {_dims((False, *r[1:]), nd)}" if any(r[1:]) else
+                            "nothing else gathered"), a.rows_cost(r), r == chosen and by_rows))
+    return rows
+
+
+def _planar_steps(a: ConvTransposeArgs, plan, on_cuda: bool, bias: bool) -> list[str]:
+    split, groups = plan.split, a.groups
+    if split.direct:
+        conv = a.convolution
+        return [_kernel("im2col of the input, for the convolution with the flipped kernel",
+                        conv, a.batch * a.out_channels * math.prod(a.image), on_cuda),
+                f"GEMM: weight ({groups} x {a.out_channels // groups} x "
+                f"{a.in_channels // groups * conv.taps}) @ columns, into the output"
+                + (" (bias as rows of ones)" if bias else "")]
+    steps = []
+    n = plan.chunks[0][1] - plan.chunks[0][0] if plan.chunks else 0
+    cells = math.prod(split.grid)
+    if plan.by_rows:
+        steps.append(_kernel("im2col of the inner taps, outer grid dim outermost",
+                             split.gather, n * split.gather_rows * cells, on_cuda))
+        steps.append(f"GEMMs: one row product per grid row, weight ({split.scatter_rows} x "
+                     f"{split.gather_rows}) @ {split.gather.kernel_size[0]} overlapping rows")
+    else:
+        if split.gather is not None:
+            steps.append(_kernel("im2col of the input", split.gather,
+                                 n * groups * split.gather_rows * cells, on_cuda))
+        side = "the samples side by side" if plan.samples_inner else "per sample"
+        steps.append(f"GEMM ({side}): {groups} group(s) of weight^T ({split.scatter_rows} x "
+                     f"{split.gather_rows}) @ ({split.gather_rows} x positions)")
+    steps.append(_kernel("col2im" + (" + bias" if bias else ""), split.scatter,
+                         n * a.out_channels * math.prod(a.image), on_cuda))
+    return steps
+
+
+def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
+                       on_cuda: bool, bias: bool) -> list[str]:
+    split, groups = a.split(gathered), a.groups
+    count = plan.rows[0][1] if plan.rows else 0      # positions of the first chunk
+    if split.direct:
+        conv = a.convolution
+        return [_kernel("channels_last im2col of the input, for the convolution with the "
+                        "flipped kernel", conv, count * a.out_channels * conv.taps, on_cuda),
+                "GEMM: (positions x taps C_out) @ flipped weight, into the output"
+                + (", then the bias added" if bias else "")]
+    steps = []
+    if split.gather is not None:
+        steps.append(_kernel("channels_last im2col of the input", split.gather,
+                             count * groups * split.gather_rows, on_cuda))
+    dense = gemm.dense_groups(dtype, on_cuda, groups, split.gather_rows)
+    steps.append(f"GEMM: (positions x {groups * split.gather_rows}) @ weight "
+                 + ("(block-diagonal over the groups)" if dense else f"({groups} group(s))")
+                 + f" -> (positions x {groups * split.scatter_rows})")
+    elements = a.batch * a.out_channels * math.prod(a.image) // max(len(plan.chunks), 1)
+    steps.append(_kernel("channels_last col2im" + (" + bias" if bias else ""), split.scatter,
+                         elements, on_cuda))
+    return steps
+
+
+def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+            stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+            groups: int = 1, dilation: IntOrTuple = 1) -> Explanation:
+    """The plan of ``gemmconv.conv_transpose{1,2,3}d(input, weight, bias, ...)`` (the number
+    of dims from ``weight``), with the same argument checks, without running it. Print it
+    for a readable account. Input ``(N, C_in, *grid)`` or unbatched, weight ``(C_in,
+    C_out / groups, *kernel)``."""
+    nd = weight.dim() - 2 if isinstance(weight, torch.Tensor) else 0
+    a = conv_transpose_args(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
+                            output_padding, groups, dilation)
+    on_cuda = input.device.type in ("cuda", "meta")
+    interleaved = cl.suggested(input.unsqueeze(0) if a.unbatched else input, weight)
+    size, limit = input.element_size(), ops.get_workspace_limit()
+    if interleaved:
+        gathered = a.gathered_dims()
+        split = a.split(gathered)
+        if split.direct:
+            adjoint = ops._adjoint(a)
+            plan = cl.backward_plan(adjoint, size, limit)
+        else:
+            plan = cl.forward_plan(a, gathered, size, limit)
+        steps = _interleaved_steps(a, gathered, plan, input.dtype, on_cuda, bias is not None)
+        backward = cl.backward_plan(a, size, limit).workspace
+    else:
+        gathered, by_rows = a.route()
+        plan = ops._forward_plan(a, gathered, by_rows, size, limit)
+        steps = _planar_steps(a, plan, on_cuda, bias is not None)
+        cells = math.prod(a.grid) // a.grid[0]
+        backward = max(((n1 - n0) * a.groups * a.column_rows * (i1 - i0) * cells
+                        for n0, n1, i0, i1 in a.backward_chunks(limit, size)), default=0)
+    kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
+                                               ("padding", a.geometry.padding),
+                                               ("output_padding", a.output_padding),
+                                               ("groups", a.groups),
+                                               ("dilation", a.geometry.dilation)))
+    call = (f"gemmconv.conv_transpose{nd}d(input {tuple(input.shape)} {input.dtype} on "
+            f"{input.device}, weight {tuple(weight.shape)}, bias "
+            f"{'yes' if bias is not None else 'None'}, {kwargs})")
+    shape = a.output_shape[1:] if a.unbatched else a.output_shape
+    return Explanation(call, tuple(shape),
+                       "channels_last (no layout copies)" if interleaved else "NCHW-contiguous",
+                       ops.describe_route(a, interleaved), _candidates(a, interleaved), steps,
+                       len(plan.chunks), plan.workspace * size, backward * size,
+                       _precision(input.dtype, on_cuda))

@@ -1,0 +1,146 @@
+"""CPU: ``python -m gemmconv info``, ``bench --shape`` and gemmconv.explain say what they
+should: the versions and settings, the user's layer's row and route, a call's plan."""
+import math
+import platform
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import bench, ops
+from gemmconv.__main__ import main
+from gemmconv.shapes import ConvArgumentError, conv_transpose_args
+
+
+def test_info_names_versions_devices_and_settings(capsys):
+    ops.set_workspace_limit(3 << 30)
+    try:
+        with gemmconv.float32_precision("ieee"):
+            assert main(["info"]) == 0
+    finally:
+        ops.set_workspace_limit(4 << 30)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"gemmconv {gemmconv.__version__} (")
+    assert f"python {platform.python_version()} " in lines[1] + " "
+    assert lines[2].startswith(f"torch {torch.__version__} ")
+    text = "\n".join(lines)
+    try:
+        import cupy
+        assert f"cupy {cupy.__version__}" in text
+    except ImportError:
+        assert "cupy not installed" in text and "gemmconv[cuda13]" in text
+    if not torch.cuda.is_available():
+        assert "CUDA: no device available" in text and "NVRTC: not tried" in text
+    assert "kernel cache: " in text and " files, " in text
+    assert f"workspace limit: {3 << 30} bytes (3.00 GiB" in text
+    assert "float32 precision: 'ieee' (float32 GEMMs on CUDA run on full float32 now" in text
+
+
+def test_info_runs_as_a_module():
+    out = subprocess.run([sys.executable, "-m", "gemmconv", "info"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith("gemmconv ") and "workspace limit: " in out
+
+
+def test_bench_shape_prints_the_row_and_the_route(capsys, tmp_path):
+    layer = "ConvTranspose2d(8, 6, 4, stride=2, padding=1, groups=2)"
+    assert main(["bench", "--shape", layer, "--input", "2,8,5,7", "--repeats", "2", "--backward",
+                 "--png", str(tmp_path / "x.png"), "--json", str(tmp_path / "x.json")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith(layer))
+    assert "(2, 8, 5, 7) k(4, 4)" in row and "x " in row            # shapes, then the speedup
+    assert "fwd+bwd" in out and "over 1 cases" in out
+    # The route and why: gemmconv.explain's account of the same call.
+    assert "route: GEMM + col2im" in out
+    assert "cost model: column elements per sample" in out
+    assert "output (2, 6, 10, 14), NCHW-contiguous" in out
+    assert "workspace: forward " in out
+
+
+def test_bench_shape_in_channels_last(capsys, tmp_path):
+    main(["bench", "--shape", "nn.ConvTranspose3d(4, 4, 3, padding=1, bias=False)", "--input",
+          "1,4,3,4,5", "--repeats", "1", "--channels-last", "--png", str(tmp_path / "x.png")])
+    out = capsys.readouterr().out
+    assert "channels_last forward" in out and "channels_last (no layout copies)" in out
+    assert "route: channels_last: " in out
+
+
+@pytest.mark.parametrize("layer, shape, message", [
+    ("Linear(3, 4)", "1,3", "expected one of ConvTranspose1d, ConvTranspose2d, ConvTranspose3d"),
+    ("ConvTranspose2d(3, 4", "1,3,4,4", "is not a layer as torch.nn writes it"),
+    ("ConvTranspose2d(3, 4, size)", "1,3,4,4", "bad arguments"),
+    ("ConvTranspose2d(3, 4, 3, padding_mode='reflect')", "1,3,4,4", "only padding_mode='zeros'"),
+    ("ConvTranspose2d(3, 4, 3)", "1,5,4,4", "takes an input (N, 3, H, W), got --input 1,5,4,4"),
+    ("ConvTranspose1d(3, 4, 3)", "1,3", "takes an input (N, 3, L)"),
+])
+def test_bench_shape_rejects_what_it_cannot_run(capsys, layer, shape, message):
+    with pytest.raises(SystemExit):
+        main(["bench", "--shape", layer, "--input", shape])
+    assert message in capsys.readouterr().err
+
+
+def test_bench_shape_needs_input(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--shape", "ConvTranspose2d(3, 4, 3)"])
+    assert "--shape and --input go together" in capsys.readouterr().err
+
+
+def test_case_from_layer_reads_torch_arguments():
+    case = bench.case_from_layer("torch.nn.ConvTranspose3d(8, 4, (3, 5, 5), stride=(1, 2, 2), "
+                                 "output_padding=(0, 1, 1), groups=2, bias=False, dilation=1)",
+                                 (2, 8, 4, 5, 6))
+    assert (case.batch, case.in_channels, case.out_channels, case.size) == (2, 8, 4, (4, 5, 6))
+    assert case.kernel_size == (3, 5, 5) and case.stride == (1, 2, 2)
+    assert case.output_padding == (0, 1, 1) and case.dilation == (1, 1, 1)
+    assert case.groups == 2 and not case.bias
+
+
+def _meta(*shape, fmt=None):
+    t = torch.empty(shape, device="meta")
+    return t if fmt is None else t.contiguous(memory_format=fmt)
+
+
+def test_explain_follows_the_route_and_plans_of_a_call():
+    x, w = _meta(8, 64, 64, 64), _meta(64, 64, 3, 3)
+    e = gemmconv.explain(x, w, padding=1)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 1, 0, 1, 1)
+    assert e.route == ops.describe_route(a) == "rows H, GEMM + col2im"
+    assert e.output_shape == (8, 64, 64, 64) and e.layout == "NCHW-contiguous"
+    chosen = [c for c in e.candidates if c[2]]
+    assert len(chosen) == 1 and chosen[0][0].startswith("row products over H")
+    assert chosen[0][1] == min(cost for _, cost, _ in e.candidates)
+    plan = ops._forward_plan(a, *a.route(), 4, ops.get_workspace_limit())
+    assert e.workspace_bytes == plan.workspace * 4 and e.chunks == len(plan.chunks)
+    assert len(e.steps) == 3 and "row product" in e.steps[1]
+    text = str(e)
+    assert text.splitlines()[0].startswith("gemmconv.conv_transpose2d(input (8, 64, 64, 64)")
+    assert "->" in text and "workspace: forward" in text
+
+
+def test_explain_chunks_follow_the_workspace_limit():
+    x, w = _meta(4, 32, 128, 128), _meta(32, 16, 4, 4)
+    whole = gemmconv.explain(x, w, stride=2, padding=1)
+    previous = ops.get_workspace_limit()
+    ops.set_workspace_limit(whole.workspace_bytes // 3)
+    try:
+        chunked = gemmconv.explain(x, w, stride=2, padding=1)
+    finally:
+        ops.set_workspace_limit(previous)
+    assert whole.chunks == 1 and chunked.chunks > 1
+    assert chunked.workspace_bytes <= whole.workspace_bytes // 3
+
+
+def test_explain_channels_last_and_grouped():
+    x = _meta(2, 32, 32, 64, 128, fmt=torch.channels_last_3d)
+    e = gemmconv.explain(x, _meta(32, 8, 3, 3, 3), stride=2, padding=1, groups=4)
+    assert e.layout.startswith("channels_last") and e.route == "channels_last: GEMM + col2im"
+    assert any("col2im" in step for step in e.steps)
+    assert e.chunks == 1   # columns (positions, groups, taps, C_out / G), float32:
+    assert e.workspace_bytes == 2 * math.prod((32, 64, 128)) * 4 * 27 * 8 * 4
+
+
+def test_explain_checks_arguments_as_the_call_does():
+    with pytest.raises(ConvArgumentError, match="divisible"):
+        gemmconv.explain(_meta(1, 6, 4, 4), _meta(6, 2, 3, 3), groups=4)
