@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import gemmconv
 from gemmconv import _cuda, cases
 from gemmconv.columns import blocks, col2im, col2im_interleaved, im2col, im2col_interleaved
 from gemmconv.shapes import Geometry
@@ -35,8 +36,10 @@ def harness(tmp_path_factory):
             pytest.fail("nvcc not found but GEMMCONV_REQUIRE_NVCC is set")
         pytest.skip("nvcc not found")
     library = tmp_path_factory.mktemp("harness") / "harness.so"
+    source = Path(gemmconv.__file__).parent            # col2im.cu as the package ships it
     subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-O2", "-shared", "-Xcompiler", "-fPIC",
-                    "-o", str(library), str(ROOT / "tests/host/harness.cu")], check=True)
+                    f"-I{source}", "-o", str(library), str(ROOT / "tests/host/harness.cu")],
+                   check=True)
     lib = ctypes.CDLL(str(library))
     fields = ctypes.POINTER(ctypes.c_longlong)
     lib.gemmconv_host.argtypes = [ctypes.c_int] * 4 + [fields, fields] + [ctypes.c_void_p] * 3

@@ -7,7 +7,10 @@
 // the PyTorch path.
 #include <cstring>
 
-#include "../../gemmconv/col2im.cu"
+// The kernels' source as the imported gemmconv ships it: the build passes its folder
+// with -I (tests/test_host_kernels.py), so that a test of an installed wheel checks the
+// wheel's copy.
+#include "col2im.cu"
 
 namespace gemmconv {
 
