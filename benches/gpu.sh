@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the cuda-marked tests, then benchmarks. Logs go under $OUT.
-#   bash benches/gpu.sh [tests] [overhead] [columns] [stages] [bench] [bench-backward]
+#   bash benches/gpu.sh [tests] [tests-all] [overhead] [columns] [stages] [bench] [bench-backward]
 #                       [bench-cl] [bench-cl-backward] [bench-ieee] [models] [suite-reuse] [suite]
 set -uo pipefail
 export PYTHONPATH=. PYTHONUNBUFFERED=1
@@ -14,6 +14,8 @@ for step in $steps; do
   case $step in
     tests) python3 -m pytest -q -m cuda tests -p no:cacheprovider -x --junitxml="$OUT/cuda-tests.xml" \
              2>&1 | tee "$OUT/tests.log" | tail -25 ;;
+    tests-all) python3 -m pytest -q tests -p no:cacheprovider --junitxml="$OUT/all-tests.xml" \
+             2>&1 | tee "$OUT/all-tests.log" | tail -25 ;;   # the CPU tests too, on this torch
     overhead) python3 benches/overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
     columns) python3 benches/columns.py --json "$OUT/columns.json" 2>&1 | tee "$OUT/columns.log" ;;
     stages) python3 benches/stages.py --top --json "$OUT/stages.json" 2>&1 | tee "$OUT/stages.log" ;;
