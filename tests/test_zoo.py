@@ -84,7 +84,9 @@ def test_cli_models_prints_the_table_and_the_layers(capsys, tmp_path):
     assert cli.main(["bench", "--models", "--model", "depthwise", "--layers", "--repeats", "1",
                      "--png", str(tmp_path / "zoo.png"), "--json", str(tmp_path / "zoo.json")]) == 0
     out = capsys.readouterr().out
-    assert "model zoo on CPU, reduced sizes" in out
+    cuda = torch.cuda.is_available()
+    where = torch.cuda.get_device_name() if cuda else "CPU, reduced sizes"
+    assert f"model zoo on {where}" in out
     rows = [line for line in out.splitlines() if line.startswith("depthwise ") and
             not line.endswith(":")]
     assert len(rows) == 8
@@ -92,6 +94,7 @@ def test_cli_models_prints_the_table_and_the_layers(capsys, tmp_path):
         (m, p, l) for m in ("forward", "train") for p in ("float32", "bf16-autocast")
         for l in ("NCHW", "channels_last")}
     assert "convert(model, sample=x): geometric mean" in out
-    assert out.count("gemmconv.convert on cpu") == 16            # two reports per row
+    device = "cuda:0" if cuda else "cpu"
+    assert out.count(f"gemmconv.convert on {device}") == 16      # two reports per row
     assert "ConvTranspose2d(" in out and "route" in out
     assert (tmp_path / "zoo.json").read_text().count('"model": "depthwise"') == 8
