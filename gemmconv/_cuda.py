@@ -614,32 +614,30 @@ def col2im_interleaved(columns: torch.Tensor, bias: torch.Tensor | None, out: to
                        g: Geometry, padding: tuple[int, ...]) -> None:
     """``out (S, *image, C)`` = col2im of ``columns (S, *grid, G, K, C / G)``, plus
     ``bias (C,)``."""
-    if out.numel() == 0:
-        return
     bias = None if bias is None else bias.contiguous()
-
-    def work_out() -> Launch:
-        pack = interleaved_pack(columns.shape[-1], columns, out)
-        return _interleaved_launch(out, g, _interleaved_fields(columns, out, g, padding), pack,
-                                   out.numel(), max(_reach(columns), _reach(out)))
-    key = ("col2im_interleaved", g, padding, *_signature(columns), *_signature(out))
-    launch = _launch_for(key, work_out)
-    _launch("col2im", launch, out, columns, bias, out)
+    _interleaved("col2im", columns, out, g, padding, columns, bias, out)
 
 
 def im2col_interleaved(image: torch.Tensor, out: torch.Tensor, g: Geometry,
                        padding: tuple[int, ...]) -> None:
     """``out (S, *grid, G, K, C / G)`` = im2col of ``image (S, *image, C)``."""
+    _interleaved("im2col", out, image, g, padding, image, out)
+
+
+def _interleaved(op: str, columns: torch.Tensor, image: torch.Tensor, g: Geometry,
+                 padding: tuple[int, ...], *arguments: torch.Tensor | None) -> None:
+    """Launches channels-innermost ``op`` over ``columns`` and ``image`` (its output the
+    image for col2im, the columns for im2col) with the kernel's tensor ``arguments``."""
+    out = image if op == "col2im" else columns
     if out.numel() == 0:
         return
 
     def work_out() -> Launch:
-        pack = interleaved_pack(out.shape[-1], image, out)
-        return _interleaved_launch(out, g, _interleaved_fields(out, image, g, padding), pack,
-                                   out.numel(), max(_reach(image), _reach(out)))
-    key = ("im2col_interleaved", g, padding, *_signature(image), *_signature(out))
-    launch = _launch_for(key, work_out)
-    _launch("im2col", launch, out, image, out)
+        pack = interleaved_pack(columns.shape[-1], columns, image)
+        return _interleaved_launch(out, g, _interleaved_fields(columns, image, g, padding), pack,
+                                   out.numel(), max(_reach(columns), _reach(image)))
+    key = (op, "interleaved", g, padding, *_signature(columns), *_signature(image))
+    _launch(op, _launch_for(key, work_out), out, *arguments)
 
 
 @functools.cache
