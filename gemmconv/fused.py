@@ -1,0 +1,287 @@
+"""Transposed convolution with the columns kept on chip: an implicit GEMM in Triton.
+
+GEMM + col2im writes every column to memory and reads it back; where those bytes dominate,
+this route forms each column tile on chip and gathers it straight into the output. It is
+the gather form of the transposed convolution, phase by phase. Along a dim of stride ``s``
+an output position ``y = s q + r`` (phase ``r``) receives only the taps ``k`` with
+``(r + p - k d) % s == 0``, each from input position ``q + (r + p - k d) // s``. So each
+phase is a sum over its reaching taps of shifted input boxes times that tap's weight::
+
+    x        (N, *grid, C_in)                 channels innermost (a channels_last input)
+    weights  (T, C_in, C_out)                 one matrix per tap
+    out[n, s q + r, :] = bias + sum over taps t of phase r:  x[n, q + offset_t, :] @ weights[t]
+
+A program owns a tile of one phase's positions (a box of samples x positions, ``BM`` rows)
+and ``BN`` output channels. It loops over its phase's taps and ``BK`` input channels at a
+time, loading each shifted box with the bulk tensor copy engine (the input descriptor
+zero-fills what falls outside the input, so padding costs nothing), accumulates in
+registers and adds the bias before it stores. Deterministic: no atomics, a fixed order.
+
+The same kernel computes the input gradient at stride 1 (a convolution: offsets
+``k d - p``, each tap's weight transposed). ``taps`` gives the decomposition as plain
+PyTorch, the CPU path that CI checks against the kernel (through ``TRITON_INTERPRET=1``)
+and against torch.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple, Optional, Sequence
+
+import torch
+
+from .shapes import Geometry
+
+# Spatial dims are padded to three (D, H, W), so one kernel serves 1-D, 2-D and 3-D.
+DIMS = 3
+
+
+class Taps(NamedTuple):
+    """The phases of a stride and the taps that reach each: ``offsets (P, T, 3)`` input
+    offsets per phase and tap (unused entries 0), ``index (P, T)`` the tap's weight
+    matrix, ``count (P,)`` the taps reaching each phase, ``phase (P, 3)`` the residues,
+    ``stride (3,)``, and ``extent (3,)``: phase positions per dim, ceil(image / stride)."""
+    offsets: tuple
+    index: tuple
+    count: tuple
+    phase: tuple
+    stride: tuple
+
+
+def _padded(values: Sequence[int], fill: int) -> tuple:
+    return (fill,) * (DIMS - len(values)) + tuple(values)
+
+
+@functools.lru_cache(maxsize=256)
+def transposed_taps(g: Geometry) -> Taps:
+    """The phase decomposition of a transposed convolution of geometry ``g``: tap ``k`` of
+    weight ``(C_in, C_out, *kernel)`` reaches phase ``r`` from input offset
+    ``(r + p - k d) / s`` where that divides exactly."""
+    kernel, stride = _padded(g.kernel_size, 1), _padded(g.stride, 1)
+    padding, dilation = _padded(g.padding, 0), _padded(g.dilation, 1)
+    per_dim = []
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        per_dim.append([[(j, (r + p - j * d) // s) for j in range(k) if (r + p - j * d) % s == 0]
+                        for r in range(s)])
+    return _table(per_dim, kernel, stride)
+
+
+@functools.lru_cache(maxsize=256)
+def convolution_taps(g: Geometry) -> Taps:
+    """The taps of a stride-1 convolution of geometry ``g`` (the input gradient of a
+    stride-1 transposed convolution): tap ``k`` reads input offset ``k d - p``."""
+    assert all(s == 1 for s in g.stride)
+    kernel, padding, dilation = _padded(g.kernel_size, 1), _padded(g.padding, 0), _padded(g.dilation, 1)
+    per_dim = [[[(j, j * d - p) for j in range(k)]] for k, p, d in zip(kernel, padding, dilation)]
+    return _table(per_dim, kernel, (1,) * DIMS)
+
+
+def _table(per_dim: list, kernel: tuple, stride: tuple) -> Taps:
+    """Taps of every phase, from each dim's (tap, offset) lists per residue: their product,
+    the tap's index in row-major kernel order."""
+    offsets, index, count, phase = [], [], [], []
+    for r0 in range(stride[0]):
+        for r1 in range(stride[1]):
+            for r2 in range(stride[2]):
+                taps = [((o0, o1, o2), (j0 * kernel[1] + j1) * kernel[2] + j2)
+                        for j0, o0 in per_dim[0][r0] for j1, o1 in per_dim[1][r1]
+                        for j2, o2 in per_dim[2][r2]]
+                offsets.append([t[0] for t in taps])
+                index.append([t[1] for t in taps])
+                count.append(len(taps))
+                phase.append((r0, r1, r2))
+    most = max(count)
+    offsets = tuple(tuple(o + [(0, 0, 0)] * (most - len(o))) for o in offsets)
+    index = tuple(tuple(i + [0] * (most - len(i))) for i in index)
+    return Taps(offsets, index, tuple(count), tuple(phase), stride)
+
+
+def reference(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tensor],
+              taps: Taps, image: Sequence[int]) -> torch.Tensor:
+    """The kernel's decomposition in plain PyTorch: ``x (N, *grid, C_in)`` channels
+    innermost, ``weights (T, C_in, C_out)``, output ``(N, *image, C_out)``. Each phase's
+    output is the sum over its taps of the input shifted by the tap's offset (zero where
+    it falls outside) times the tap's matrix."""
+    nd = x.dim() - 2
+    grid, image = _padded(x.shape[1:-1], 1), _padded(image, 1)
+    x = x.reshape(x.shape[0], *grid, x.shape[-1])
+    out = x.new_zeros(x.shape[0], *image, weights.shape[-1])
+    if bias is not None:
+        out += bias
+    for p, (r, count) in enumerate(zip(taps.phase, taps.count)):
+        extent = [-(-(i - ri) // s) for i, ri, s in zip(image, r, taps.stride)]
+        if min(extent) <= 0:
+            continue
+        view = out[(slice(None), *[slice(ri, None, s) for ri, s in zip(r, taps.stride)])]
+        for t in range(count):
+            shifted = _shifted(x, taps.offsets[p][t], extent)
+            view += shifted @ weights[taps.index[p][t]]
+    return out.reshape(out.shape[0], *out.shape[DIMS + 1 - nd:])
+
+
+def _shifted(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -> torch.Tensor:
+    """``x[n, q + offset, :]`` for q in ``extent`` per dim, zero outside x."""
+    out = x.new_zeros(x.shape[0], *extent, x.shape[-1])
+    src, dst = [slice(None)], [slice(None)]
+    for o, e, size in zip(offset, extent, x.shape[1:-1]):
+        lo, hi = max(0, -o), min(e, size - o)
+        if hi <= lo:
+            return out
+        src.append(slice(lo + o, hi + o))
+        dst.append(slice(lo, hi))
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The kernel. Imported only where a call takes this route: Triton ships with torch's CUDA
+# wheels, and CI installs it to run the kernel through its interpreter.
+
+@functools.lru_cache(maxsize=None)
+def _kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def round_tf32(x):
+        # Round to nearest (ties away), as cuDNN's and cuBLAS's TF32 paths do: the tensor
+        # cores otherwise drop the low 13 mantissa bits, a bias of about 1e-3 relative.
+        bits = x.to(tl.uint32, bitcast=True)
+        return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+    @triton.jit
+    def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, count_ptr,
+                      batch, image0, image1, image2, stride0, stride1, stride2,
+                      out_sn, out_s0, out_s1, out_s2, out_sc, c_in, c_out, most_taps,
+                      tiles_b, tiles0, tiles1, tiles2, tiles_n,
+                      BB: tl.constexpr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
+                      BK: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
+                      HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+        BM: tl.constexpr = BB * B0 * B1 * B2
+        # Output-channel blocks innermost: neighbouring programs read the same input boxes.
+        pid = tl.program_id(0)
+        n_block = pid % tiles_n
+        rest = pid // tiles_n
+        t2 = rest % tiles2
+        rest = rest // tiles2
+        t1 = rest % tiles1
+        rest = rest // tiles1
+        t0 = rest % tiles0
+        rest = rest // tiles0
+        first = (rest % tiles_b) * BB
+        phase = rest // tiles_b
+        q0, q1, q2, co = t0 * B0, t1 * B1, t2 * B2, n_block * BN
+
+        chunks = tl.cdiv(c_in, BK)
+        # A reduction of a one-element block: a scalar the interpreter can also loop over.
+        count = tl.sum(tl.load(count_ptr + phase + tl.arange(0, 1)), axis=0)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        # One flat loop over (tap, input-channel chunk), so the loads pipeline across taps.
+        for i in range(count * chunks):
+            t = i // chunks
+            kc = (i - t * chunks) * BK
+            entry = phase * most_taps + t
+            o0 = tl.load(offsets_ptr + entry * 3)
+            o1 = tl.load(offsets_ptr + entry * 3 + 1)
+            o2 = tl.load(offsets_ptr + entry * 3 + 2)
+            a = x_desc.load([first, q0 + o0, q1 + o1, q2 + o2, kc]).reshape(BM, BK)
+            if ROUND:
+                a = round_tf32(a)
+            b = w_desc.load([tl.load(index_ptr + entry), kc, co]).reshape(BK, BN)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+
+        rows = tl.arange(0, BM)
+        r2 = phase % stride2
+        r1 = (phase // stride2) % stride1
+        r0 = phase // (stride2 * stride1)
+        y2 = (q2 + rows % B2) * stride2 + r2
+        y1 = (q1 + (rows // B2) % B1) * stride1 + r1
+        y0 = (q0 + (rows // (B2 * B1)) % B0) * stride0 + r0
+        sample = first + rows // (B2 * B1 * B0)
+        chans = co + tl.arange(0, BN)
+        if HAS_BIAS:
+            acc += tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
+        where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
+                 + y1.to(tl.int64) * out_s1 + y2 * out_s2)
+        keep = (sample < batch) & (y0 < image0) & (y1 < image1) & (y2 < image2)
+        tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
+                 acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & (chans < c_out)[None, :])
+
+    return implicit_gemm
+
+
+class Config(NamedTuple):
+    """Tile of a launch: ``box`` (samples, D, H, W) of phase positions (their product the
+    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages."""
+    box: tuple
+    bk: int
+    bn: int
+    warps: int
+    stages: int
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, element_size: int,
+           bm: int = 128, bn: int = 128, warps: int = 4, stages: int = 4) -> Config:
+    """A tile for phase grids of ``extent`` (D, H, W): the box fills W first, then H, D and
+    samples, up to ``bm`` positions; ``bk`` is 128 bytes of input channels (the widest row
+    the copy engine swizzles)."""
+    box, left = [], bm
+    for size in reversed(extent):
+        box.append(min(_pow2(size), left))
+        left //= box[-1]
+    box.append(min(_pow2(batch), left))
+    bk = min(128 // element_size, max(16, _pow2(c_in)))
+    return Config(tuple(reversed(box)), bk, min(bn, max(16, _pow2(c_out))), warps, stages)
+
+
+@functools.lru_cache(maxsize=256)
+def _table_tensor(taps: Taps, device: torch.device) -> tuple:
+    flat = [v for phase in taps.offsets for offset in phase for v in offset]
+    return (torch.tensor(flat, dtype=torch.int32, device=device),
+            torch.tensor([i for phase in taps.index for i in phase], dtype=torch.int32, device=device),
+            torch.tensor(taps.count, dtype=torch.int32, device=device))
+
+
+def round_tf32(t: torch.Tensor) -> torch.Tensor:
+    """A float32 tensor rounded to TF32 (10 mantissa bits, to nearest, ties away), as the
+    kernel rounds its input tiles."""
+    bits = t.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & -0x2000).view(torch.float32)
+
+
+def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tensor],
+                  taps: Taps, out: torch.Tensor, precision: str = "tf32",
+                  cfg: Optional[Config] = None) -> torch.Tensor:
+    """``out (N, *image, C_out)`` (any strides) = the phases of ``taps`` over ``x (N, *grid,
+    C_in)`` (contiguous) and ``weights (T, C_in, C_out')`` (contiguous; C_out' >= C_out, so
+    that rows can be padded to 16 bytes), plus ``bias``: the
+    kernel :func:`reference` describes. ``precision`` is tl.dot's for float32 inputs
+    ("tf32": inputs rounded to TF32 first, the weights by the caller; or "ieee")."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    batch, c_in, c_out = x.shape[0], x.shape[-1], out.shape[-1]
+    grid, image = _padded(x.shape[1:-1], 1), _padded(out.shape[1:-1], 1)
+    extent = [-(-i // s) for i, s in zip(image, taps.stride)]
+    cfg = cfg or config(batch, extent, c_in, c_out, x.element_size())
+    x5 = x.view(batch, *grid, c_in)
+    x_desc = TensorDescriptor(x5, list(x5.shape), list(x5.stride()), [*cfg.box, cfg.bk])
+    w_desc = TensorDescriptor(weights, list(weights.shape), list(weights.stride()), [1, cfg.bk, cfg.bn])
+    strides = _padded(out.stride()[1:-1], 0)
+    offsets, index, count = _table_tensor(taps, x.device)
+    tiles = [-(-batch // cfg.box[0])] + [-(-e // b) for e, b in zip(extent, cfg.box[1:])]
+    tiles_n = -(-c_out // cfg.bn)
+    programs = len(taps.count) * math.prod(tiles) * tiles_n
+    if programs == 0:
+        return out
+    fp32 = x.dtype == torch.float32
+    _kernel()[(programs,)](
+        x_desc, w_desc, out, bias if bias is not None else out, offsets, index, count,
+        batch, *image, *taps.stride, out.stride(0), *strides, out.stride(-1), c_in, c_out,
+        len(taps.index[0]), *tiles, tiles_n,
+        BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
+        ROUND=fp32 and precision == "tf32", HAS_BIAS=bias is not None,
+        PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
+    return out
