@@ -99,7 +99,7 @@ def _table(per_dim: list, kernel: tuple, stride: tuple) -> Taps:
 def reference(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tensor],
               taps: Taps, image: Sequence[int]) -> torch.Tensor:
     """The kernel's decomposition in plain PyTorch: ``x (N, *grid, C_in)`` channels
-    innermost, ``weights (T, C_in, C_out)``, output ``(N, *image, C_out)``. Each phase's
+    innermost, ``weights (T, C_out, C_in)``, output ``(N, *image, C_out)``. Each phase's
     output is the sum over its taps of the input shifted by the tap's offset (zero where
     it falls outside) times the tap's matrix."""
     nd = x.dim() - 2
@@ -115,7 +115,7 @@ def reference(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tenso
         view = out[(slice(None), *[slice(ri, None, s) for ri, s in zip(r, taps.stride)])]
         for t in range(count):
             shifted = _shifted(x, taps.offsets[p][t], extent)
-            view += shifted @ weights[taps.index[p][t]]
+            view += shifted @ weights[taps.index[p][t]].T
     return out.reshape(out.shape[0], *out.shape[DIMS + 1 - nd:])
 
 
@@ -131,83 +131,6 @@ def _shifted(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -> t
         dst.append(slice(lo, hi))
     out[tuple(dst)] = x[tuple(src)]
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# The kernel. Imported only where a call takes this route: Triton ships with torch's CUDA
-# wheels, and CI installs it to run the kernel through its interpreter.
-
-@functools.lru_cache(maxsize=None)
-def _kernel():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def round_tf32(x):
-        # Round to nearest (ties away), as cuDNN's and cuBLAS's TF32 paths do: the tensor
-        # cores otherwise drop the low 13 mantissa bits, a bias of about 1e-3 relative.
-        bits = x.to(tl.uint32, bitcast=True)
-        return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
-
-    @triton.jit
-    def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, count_ptr,
-                      batch, image0, image1, image2, stride0, stride1, stride2,
-                      out_sn, out_s0, out_s1, out_s2, out_sc, c_in, c_out, most_taps,
-                      tiles_b, tiles0, tiles1, tiles2, tiles_n,
-                      BB: tl.constexpr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
-                      BK: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
-                      HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
-        BM: tl.constexpr = BB * B0 * B1 * B2
-        # Output-channel blocks innermost: neighbouring programs read the same input boxes.
-        pid = tl.program_id(0)
-        n_block = pid % tiles_n
-        rest = pid // tiles_n
-        t2 = rest % tiles2
-        rest = rest // tiles2
-        t1 = rest % tiles1
-        rest = rest // tiles1
-        t0 = rest % tiles0
-        rest = rest // tiles0
-        first = (rest % tiles_b) * BB
-        phase = rest // tiles_b
-        q0, q1, q2, co = t0 * B0, t1 * B1, t2 * B2, n_block * BN
-
-        chunks = tl.cdiv(c_in, BK)
-        # A reduction of a one-element block: a scalar the interpreter can also loop over.
-        count = tl.sum(tl.load(count_ptr + phase + tl.arange(0, 1)), axis=0)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        # One flat loop over (tap, input-channel chunk), so the loads pipeline across taps.
-        for i in range(count * chunks):
-            t = i // chunks
-            kc = (i - t * chunks) * BK
-            entry = phase * most_taps + t
-            o0 = tl.load(offsets_ptr + entry * 3)
-            o1 = tl.load(offsets_ptr + entry * 3 + 1)
-            o2 = tl.load(offsets_ptr + entry * 3 + 2)
-            a = x_desc.load([first, q0 + o0, q1 + o1, q2 + o2, kc]).reshape(BM, BK)
-            if ROUND:
-                a = round_tf32(a)
-            b = w_desc.load([tl.load(index_ptr + entry), kc, co]).reshape(BK, BN)
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
-
-        rows = tl.arange(0, BM)
-        r2 = phase % stride2
-        r1 = (phase // stride2) % stride1
-        r0 = phase // (stride2 * stride1)
-        y2 = (q2 + rows % B2) * stride2 + r2
-        y1 = (q1 + (rows // B2) % B1) * stride1 + r1
-        y0 = (q0 + (rows // (B2 * B1)) % B0) * stride0 + r0
-        sample = first + rows // (B2 * B1 * B0)
-        chans = co + tl.arange(0, BN)
-        if HAS_BIAS:
-            acc += tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
-        where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
-                 + y1.to(tl.int64) * out_s1 + y2 * out_s2)
-        keep = (sample < batch) & (y0 < image0) & (y1 < image1) & (y2 < image2)
-        tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
-                 acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & (chans < c_out)[None, :])
-
-    return implicit_gemm
 
 
 class Config(NamedTuple):
@@ -255,20 +178,20 @@ def round_tf32(t: torch.Tensor) -> torch.Tensor:
 
 def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tensor],
                   taps: Taps, out: torch.Tensor, precision: str = "tf32",
-                  cfg: Optional[Config] = None) -> torch.Tensor:
+                  cfg: Optional[Config] = None, round_input: bool = True) -> torch.Tensor:
     """``out (N, *image, C_out)`` (any strides) = the phases of ``taps`` over ``x (N, *grid,
-    C_in)`` (contiguous) and ``weights (T, C_in, C_out')`` (contiguous; C_out' >= C_out, so
-    that rows can be padded to 16 bytes), plus ``bias``: the
-    kernel :func:`reference` describes. ``precision`` is tl.dot's for float32 inputs
-    ("tf32": inputs rounded to TF32 first, the weights by the caller; or "ieee")."""
+    C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous), plus ``bias``: the kernel
+    :func:`reference` describes. ``precision`` is tl.dot's for float32 inputs ("tf32":
+    the input's tiles rounded to TF32 first, the weights by the caller; or "ieee")."""
     from triton.tools.tensor_descriptor import TensorDescriptor
+    from . import _triton
     batch, c_in, c_out = x.shape[0], x.shape[-1], out.shape[-1]
     grid, image = _padded(x.shape[1:-1], 1), _padded(out.shape[1:-1], 1)
     extent = [-(-i // s) for i, s in zip(image, taps.stride)]
     cfg = cfg or config(batch, extent, c_in, c_out, x.element_size())
     x5 = x.view(batch, *grid, c_in)
     x_desc = TensorDescriptor(x5, list(x5.shape), list(x5.stride()), [*cfg.box, cfg.bk])
-    w_desc = TensorDescriptor(weights, list(weights.shape), list(weights.stride()), [1, cfg.bk, cfg.bn])
+    w_desc = TensorDescriptor(weights, list(weights.shape), list(weights.stride()), [1, cfg.bn, cfg.bk])
     strides = _padded(out.stride()[1:-1], 0)
     offsets, index, count = _table_tensor(taps, x.device)
     tiles = [-(-batch // cfg.box[0])] + [-(-e // b) for e, b in zip(extent, cfg.box[1:])]
@@ -277,11 +200,11 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     if programs == 0:
         return out
     fp32 = x.dtype == torch.float32
-    _kernel()[(programs,)](
+    _triton.implicit_gemm[(programs,)](
         x_desc, w_desc, out, bias if bias is not None else out, offsets, index, count,
         batch, *image, *taps.stride, out.stride(0), *strides, out.stride(-1), c_in, c_out,
         len(taps.index[0]), *tiles, tiles_n,
         BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
-        ROUND=fp32 and precision == "tf32", HAS_BIAS=bias is not None,
+        ROUND=fp32 and precision == "tf32" and round_input, HAS_BIAS=bias is not None,
         PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
     return out

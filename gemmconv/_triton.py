@@ -1,0 +1,78 @@
+"""The fused route's Triton kernel (gemmconv/fused.py describes what it computes).
+
+Imported only where a call takes that route: Triton ships with torch's CUDA wheels, and CI
+installs it to run the kernel on the CPU through ``TRITON_INTERPRET=1``.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def round_tf32(x):
+    # To nearest, ties away, as cuDNN's and cuBLAS's TF32 paths round: the tensor cores
+    # would otherwise drop the low 13 mantissa bits, a bias of about 1e-3 relative.
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, count_ptr,
+                  batch, image0, image1, image2, stride0, stride1, stride2,
+                  out_sn, out_s0, out_s1, out_s2, out_sc, c_in, c_out, most_taps,
+                  tiles_b, tiles0, tiles1, tiles2, tiles_n,
+                  BB: tl.constexpr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
+                  BK: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+    """One tile of ``BB`` samples x ``(B0, B1, B2)`` phase positions by ``BN`` output
+    channels. ``x_desc``: the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, B1, B2, BK)``;
+    ``w_desc``: the taps' matrices ``(T, C_out, C_in)``, input channels innermost (the
+    operand order the tensor cores take for 32-bit types), boxes ``(1, BN, BK)``."""
+    BM: tl.constexpr = BB * B0 * B1 * B2
+    # Output-channel blocks innermost: neighbouring programs read the same input boxes.
+    pid = tl.program_id(0)
+    n_block = pid % tiles_n
+    rest = pid // tiles_n
+    t2 = rest % tiles2
+    rest = rest // tiles2
+    t1 = rest % tiles1
+    rest = rest // tiles1
+    t0 = rest % tiles0
+    rest = rest // tiles0
+    first = (rest % tiles_b) * BB
+    phase = rest // tiles_b
+    q0, q1, q2, co = t0 * B0, t1 * B1, t2 * B2, n_block * BN
+
+    chunks = tl.cdiv(c_in, BK)
+    # A reduction of a one-element block: a scalar the interpreter can also loop over.
+    count = tl.sum(tl.load(count_ptr + phase + tl.arange(0, 1)), axis=0)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    # One flat loop over (tap, input-channel chunk), so the loads pipeline across taps.
+    for i in range(count * chunks):
+        t = i // chunks
+        kc = (i - t * chunks) * BK
+        entry = phase * most_taps + t
+        o0 = tl.load(offsets_ptr + entry * 3)
+        o1 = tl.load(offsets_ptr + entry * 3 + 1)
+        o2 = tl.load(offsets_ptr + entry * 3 + 2)
+        a = x_desc.load([first, q0 + o0, q1 + o1, q2 + o2, kc]).reshape(BM, BK)
+        if ROUND:
+            a = round_tf32(a)
+        b = w_desc.load([tl.load(index_ptr + entry), co, kc]).reshape(BN, BK)
+        acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
+
+    rows = tl.arange(0, BM)
+    r2 = phase % stride2
+    r1 = (phase // stride2) % stride1
+    r0 = phase // (stride2 * stride1)
+    y2 = (q2 + rows % B2) * stride2 + r2
+    y1 = (q1 + (rows // B2) % B1) * stride1 + r1
+    y0 = (q0 + (rows // (B2 * B1)) % B0) * stride0 + r0
+    sample = first + rows // (B2 * B1 * B0)
+    chans = co + tl.arange(0, BN)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
+    where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
+             + y1.to(tl.int64) * out_s1 + y2 * out_s2)
+    keep = (sample < batch) & (y0 < image0) & (y1 < image1) & (y2 < image2)
+    tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
+             acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & (chans < c_out)[None, :])
