@@ -114,7 +114,9 @@ def probe(name, n, cin, cout, k, grid, s, p, op, d, nd, conv, ours, taps, dtype,
     extent = [-(-i // st) for i, st in zip(fused._padded(image, 1), fused._padded(s, 1))]
     cfgs = [None]
     if name in SWEEP and not args.quick:
-        cfgs += [fused.config(n, extent, cin, cout, x.element_size(), **c) for c in CONFIGS]
+        bk = min(128 // x.element_size(), max(16, fused._pow2(cin)))
+        cfgs += [fused.Config(fused._box(n, extent, c["bm"]), bk, c["bn"], c["warps"], c["stages"])
+                 for c in CONFIGS]
     times = []
     for cfg in cfgs:
         try:

@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 
 from . import channels_last as cl
-from . import gemm, ops
+from . import fused, gemm, ops
 from .shapes import GATHER_MARGIN, ConvTransposeArgs, Geometry, IntOrTuple, _routes, conv_transpose_args
 
 SPLIT_DESCRIPTION = "taps of {} gathered by im2col, the others summed by col2im"
@@ -49,6 +49,16 @@ class Explanation:
                      f"{_megabytes(ops.get_workspace_limit())}; gemmconv.set_workspace_limit)")
         lines.append(f"GEMM precision: {self.precision}")
         return "\n".join(lines)
+
+
+FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
+              "that reach it times the input's shifted boxes, accumulated on chip{bias}")
+
+
+def _planar_backward_workspace(a: ConvTransposeArgs, size: int, limit: int) -> int:
+    cells = math.prod(a.grid) // a.grid[0]
+    return max(((n1 - n0) * a.groups * a.column_rows * (i1 - i0) * cells
+                for n0, n1, i0, i1 in a.backward_chunks(limit, size)), default=0)
 
 
 def _megabytes(n: int) -> str:
@@ -164,7 +174,17 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     on_cuda = input.device.type in ("cuda", "meta")
     interleaved = cl.suggested(input.unsqueeze(0) if a.unbatched else input, weight)
     size, limit = input.element_size(), ops.get_workspace_limit()
-    if interleaved:
+    why_not = fused.unavailable(a, input, weight)
+    candidates = _candidates(a, interleaved)
+    if why_not is None:
+        plan = None
+        steps = [FUSED_STEP.format(phases=len(fused.transposed_taps(a.geometry).count),
+                                   bias=", + bias" if bias is not None else "")]
+        candidates = [(c, cost, False) for c, cost, _ in candidates]
+        candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
+        backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
+            _planar_backward_workspace(a, size, limit)
+    elif interleaved:
         gathered = a.gathered_dims()
         split = a.split(gathered)
         if split.direct:
@@ -178,9 +198,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         gathered, by_rows = a.route()
         plan = ops._forward_plan(a, gathered, by_rows, size, limit)
         steps = _planar_steps(a, plan, on_cuda, bias is not None)
-        cells = math.prod(a.grid) // a.grid[0]
-        backward = max(((n1 - n0) * a.groups * a.column_rows * (i1 - i0) * cells
-                        for n0, n1, i0, i1 in a.backward_chunks(limit, size)), default=0)
+        backward = _planar_backward_workspace(a, size, limit)
+    if why_not is not None and on_cuda:
+        steps.append(f"(not the fused route: {why_not})")
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
                                                ("padding", a.geometry.padding),
                                                ("output_padding", a.output_padding),
@@ -192,6 +212,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     shape = a.output_shape[1:] if a.unbatched else a.output_shape
     return Explanation(call, tuple(shape),
                        "channels_last (no layout copies)" if interleaved else "NCHW-contiguous",
-                       ops.describe_route(a, interleaved), _candidates(a, interleaved), steps,
-                       len(plan.chunks), plan.workspace * size, backward * size,
+                       ops.describe_route(a, interleaved, why_not is None), candidates, steps,
+                       len(plan.chunks) if plan else 1, plan.workspace * size if plan else 0,
+                       backward * size,
                        _precision(input.dtype, on_cuda))

@@ -30,7 +30,8 @@ from typing import NamedTuple, Optional, Sequence
 
 import torch
 
-from .shapes import Geometry
+from . import gemm
+from .shapes import ConvTransposeArgs, Geometry
 
 # Spatial dims are padded to three (D, H, W), so one kernel serves 1-D, 2-D and 3-D.
 DIMS = 3
@@ -147,18 +148,38 @@ def _pow2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, element_size: int,
-           bm: int = 128, bn: int = 128, warps: int = 4, stages: int = 4) -> Config:
-    """A tile for phase grids of ``extent`` (D, H, W): the box fills W first, then H, D and
-    samples, up to ``bm`` positions; ``bk`` is 128 bytes of input channels (the widest row
-    the copy engine swizzles)."""
+def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int,
+           element_size: int) -> Config:
+    """The tile for a launch over ``phases`` phase grids of ``extent`` (D, H, W) positions.
+    ``bn`` 64 output channels where that covers them, else 128; ``bm`` 128 positions, 64 for
+    float32 at ``bn`` 128 (the input's tile is rounded in registers beside the accumulator)
+    or where 128 would make fewer than two waves of programs. The box fills W first, then
+    H, D and samples; ``bk`` is 128 bytes of input channels (the widest row the copy
+    engine swizzles). Chosen on the H200 (benches/NOTES.md, session 22)."""
+    bn = 64 if c_out <= 64 else 128
+    bm = 64 if element_size == 4 and bn == 128 else 128
+    if bm > 64 and _programs(batch, extent, c_out, phases, _box(batch, extent, bm), bn) < 2 * WAVE:
+        bm = 64
+    bk = min(128 // element_size, max(16, _pow2(c_in)))
+    return Config(_box(batch, extent, bm), bk, bn, 4, 4)
+
+
+WAVE = 132   # programs in flight at once: one per multiprocessor of an H100 or H200
+
+
+def _box(batch: int, extent: Sequence[int], bm: int) -> tuple:
     box, left = [], bm
     for size in reversed(extent):
         box.append(min(_pow2(size), left))
         left //= box[-1]
     box.append(min(_pow2(batch), left))
-    bk = min(128 // element_size, max(16, _pow2(c_in)))
-    return Config(tuple(reversed(box)), bk, min(bn, max(16, _pow2(c_out))), warps, stages)
+    return tuple(reversed(box))
+
+
+def _programs(batch: int, extent: Sequence[int], c_out: int, phases: int, box: tuple,
+              bn: int) -> int:
+    tiles = [-(-batch // box[0])] + [-(-e // b) for e, b in zip(extent, box[1:])]
+    return phases * math.prod(tiles) * -(-c_out // bn)
 
 
 @functools.lru_cache(maxsize=256)
@@ -180,15 +201,16 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
                   taps: Taps, out: torch.Tensor, precision: str = "tf32",
                   cfg: Optional[Config] = None, round_input: bool = True) -> torch.Tensor:
     """``out (N, *image, C_out)`` (any strides) = the phases of ``taps`` over ``x (N, *grid,
-    C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous), plus ``bias``: the kernel
-    :func:`reference` describes. ``precision`` is tl.dot's for float32 inputs ("tf32":
-    the input's tiles rounded to TF32 first, the weights by the caller; or "ieee")."""
+    C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous, 16-byte aligned), plus
+    ``bias``: the kernel :func:`reference` describes. ``precision`` is tl.dot's for float32
+    inputs ("tf32": the input's tiles rounded to TF32 first, the weights by the caller; or
+    "ieee"). ``cfg`` and ``round_input`` are for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from . import _triton
     batch, c_in, c_out = x.shape[0], x.shape[-1], out.shape[-1]
     grid, image = _padded(x.shape[1:-1], 1), _padded(out.shape[1:-1], 1)
     extent = [-(-i // s) for i, s in zip(image, taps.stride)]
-    cfg = cfg or config(batch, extent, c_in, c_out, x.element_size())
+    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size())
     x5 = x.view(batch, *grid, c_in)
     x_desc = TensorDescriptor(x5, list(x5.shape), list(x5.stride()), [*cfg.box, cfg.bk])
     w_desc = TensorDescriptor(weights, list(weights.shape), list(weights.stride()), [1, cfg.bn, cfg.bk])
@@ -196,7 +218,7 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     offsets, index, count = _table_tensor(taps, x.device)
     tiles = [-(-batch // cfg.box[0])] + [-(-e // b) for e, b in zip(extent, cfg.box[1:])]
     tiles_n = -(-c_out // cfg.bn)
-    programs = len(taps.count) * math.prod(tiles) * tiles_n
+    programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
     if programs == 0:
         return out
     fp32 = x.dtype == torch.float32
@@ -207,4 +229,62 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
         BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
         ROUND=fp32 and precision == "tf32" and round_input, HAS_BIAS=bias is not None,
         PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
+    return out
+
+
+def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
+    """Why a call cannot take the fused route, or None where it can: a CUDA device with the
+    bulk tensor copy engine (compute capability 9.0 or later) and Triton; bfloat16,
+    float16, or float32 where the policy allows TF32 (gemm.uses_tf32); one group; input
+    channels whose rows fill whole 16-byte units (the copy engine's granule)."""
+    if not x.is_cuda and x.device.type != "meta":
+        return "tensors not on a CUDA device"
+    if x.is_cuda and _capability(x.device.index) < (9, 0):
+        return "the GPU has no bulk tensor copy engine (compute capability below 9.0)"
+    if x.dtype == torch.float32 and not gemm.uses_tf32():
+        return "float32 under the 'ieee' precision policy (the kernel multiplies in TF32)"
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16) or weight.dtype != x.dtype:
+        return f"dtype {x.dtype} (the kernel takes float32, bfloat16 and float16)"
+    if a.groups != 1:
+        return "groups > 1"
+    if a.in_channels * x.element_size() % 16:
+        return f"{a.in_channels} input channels of {x.element_size()} bytes: rows not whole 16-byte units"
+    if not _triton_available():
+        return "Triton is not installed"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index: Optional[int]) -> tuple:
+    return torch.cuda.get_device_capability(index)
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def tap_weights(weight: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+    """``weight (C_in, C_out, *kernel)`` as the kernel's ``(T, C_out, C_in)``, taps in
+    row-major kernel order, float32 rounded to TF32 (the kernel rounds the input's tiles
+    alike); ``(T, C_in, C_out)`` where ``transpose`` (a convolution's weight)."""
+    w = weight.reshape(weight.shape[0], weight.shape[1], -1)
+    w = w.permute(2, 0, 1) if transpose else w.permute(2, 1, 0)
+    return round_tf32(w) if w.dtype == torch.float32 else w.contiguous()
+
+
+def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
+    """The transposed convolution ``a`` of ``x (N, C_in, *grid)`` into ``out (N, C_out,
+    *image)``, both in any layout: the input is copied channels innermost where it is not
+    (a channels_last input is not), and the kernel writes ``out`` through its strides."""
+    rows = x.movedim(1, -1)
+    if not rows.is_contiguous() or rows.data_ptr() % 16:
+        rows = rows.contiguous()
+    with torch.cuda.device(x.device):
+        implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry), out.movedim(1, -1))
     return out

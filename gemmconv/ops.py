@@ -25,7 +25,7 @@ import torch
 
 from . import channels_last as cl
 from . import columns as cols
-from . import gemm
+from . import fused, gemm
 from .shapes import (PLAIN_TENSORS, ConvTransposeArgs, Geometry, IntOrTuple, Split, blocks,
                      check, conv_args, conv_transpose_args, expand, fold_geometry)
 
@@ -115,12 +115,15 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
              a: ConvTransposeArgs, gathered: Optional[Sequence[bool]] = None,
              by_rows: bool = False, interleaved: Optional[bool] = None) -> torch.Tensor:
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
-    before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows);
-    by default the route that moves the fewest bytes (ConvTransposeArgs.route). On
+    before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows).
+    By default the fused route (fused.py: no columns in memory) where the call can take it
+    (fused.unavailable), else the route that moves the fewest bytes (ConvTransposeArgs.route). On
     channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
     weight is channels_last, as torch decides its output's memory format."""
     if interleaved is None:
         interleaved = gathered is None and cl.suggested(x, weight)
+    if gathered is None and x.is_cuda and fused.unavailable(a, x, weight) is None:
+        return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
     if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
         split = a.split(a.gathered_dims())
         if split.direct:
@@ -226,11 +229,14 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
-def describe_route(a: ConvTransposeArgs, interleaved: bool = False) -> str:
+def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: bool = False) -> str:
     """The forward route of ``a`` in words, dims named D, H, W: which dims' taps ride on row
     products, which im2col gathers, and whether col2im follows the GEMM (e.g. ``"rows H,
     GEMM + col2im"``, ``"im2col W, GEMM"``); on channels_last tensors where ``interleaved``
-    (``"channels_last: im2col W, GEMM + col2im"``; see _forward)."""
+    (``"channels_last: im2col W, GEMM + col2im"``); the fused route where ``on_chip``
+    (see _forward)."""
+    if on_chip:
+        return ("channels_last: " if interleaved else "") + FUSED_ROUTE
     if interleaved:
         gathered, by_rows = a.gathered_dims(), False
     else:
@@ -242,6 +248,9 @@ def describe_route(a: ConvTransposeArgs, interleaved: bool = False) -> str:
         parts.append("im2col " + "".join(n for n, g in zip(names, by_im2col) if g))
     parts.append("GEMM" if a.split(gathered).direct else "GEMM + col2im")
     return ("channels_last: " if interleaved else "") + ", ".join(parts)
+
+
+FUSED_ROUTE = "fused implicit GEMM (columns on chip)"
 
 
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:

@@ -104,7 +104,8 @@ def _meta(*shape, fmt=None):
 
 def test_explain_follows_the_route_and_plans_of_a_call():
     x, w = _meta(8, 64, 64, 64), _meta(64, 64, 3, 3)
-    e = gemmconv.explain(x, w, padding=1)
+    with gemmconv.float32_precision("ieee"):   # full float32: not the fused route (TF32)
+        e = gemmconv.explain(x, w, padding=1)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 1, 0, 1, 1)
     assert e.route == ops.describe_route(a) == "rows H, GEMM + col2im"
     assert e.output_shape == (8, 64, 64, 64) and e.layout == "NCHW-contiguous"
@@ -113,21 +114,34 @@ def test_explain_follows_the_route_and_plans_of_a_call():
     assert chosen[0][1] == min(cost for _, cost, _ in e.candidates)
     plan = ops._forward_plan(a, *a.route(), 4, ops.get_workspace_limit())
     assert e.workspace_bytes == plan.workspace * 4 and e.chunks == len(plan.chunks)
-    assert len(e.steps) == 3 and "row product" in e.steps[1]
+    assert len(e.steps) == 4 and "row product" in e.steps[1]
     text = str(e)
     assert text.splitlines()[0].startswith("gemmconv.conv_transpose2d(input (8, 64, 64, 64)")
     assert "->" in text and "workspace: forward" in text
+    assert "not the fused route: float32 under the 'ieee' precision policy" in e.steps[-1]
+
+
+def test_explain_names_the_fused_route_where_a_call_takes_it():
+    x, w = _meta(8, 64, 32, 32), _meta(64, 32, 4, 4)
+    e = gemmconv.explain(x, w, stride=2, padding=1)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
+    assert e.route == ops.describe_route(a, False, True) == ops.FUSED_ROUTE
+    assert [c for c in e.candidates if c[2]] == [(ops.FUSED_ROUTE, 0, True)]
+    assert "4 stride phase(s)" in e.steps[0] and e.chunks == 1 and e.workspace_bytes == 0
+    grouped = gemmconv.explain(_meta(8, 64, 32, 32), _meta(64, 16, 4, 4), stride=2, groups=2)
+    assert grouped.route != ops.FUSED_ROUTE and "groups > 1" in grouped.steps[-1]
 
 
 def test_explain_chunks_follow_the_workspace_limit():
     x, w = _meta(4, 32, 128, 128), _meta(32, 16, 4, 4)
-    whole = gemmconv.explain(x, w, stride=2, padding=1)
     previous = ops.get_workspace_limit()
-    ops.set_workspace_limit(whole.workspace_bytes // 3)
-    try:
-        chunked = gemmconv.explain(x, w, stride=2, padding=1)
-    finally:
-        ops.set_workspace_limit(previous)
+    with gemmconv.float32_precision("ieee"):   # a route with columns in memory
+        whole = gemmconv.explain(x, w, stride=2, padding=1)
+        ops.set_workspace_limit(whole.workspace_bytes // 3)
+        try:
+            chunked = gemmconv.explain(x, w, stride=2, padding=1)
+        finally:
+            ops.set_workspace_limit(previous)
     assert whole.chunks == 1 and chunked.chunks > 1
     assert chunked.workspace_bytes <= whole.workspace_bytes // 3
 
