@@ -106,7 +106,7 @@ def reference(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tenso
     nd = x.dim() - 2
     grid, image = _padded(x.shape[1:-1], 1), _padded(image, 1)
     x = x.reshape(x.shape[0], *grid, x.shape[-1])
-    out = x.new_zeros(x.shape[0], *image, weights.shape[-1])
+    out = x.new_zeros(x.shape[0], *image, weights.shape[1])
     if bias is not None:
         out += bias
     for p, (r, count) in enumerate(zip(taps.phase, taps.count)):
@@ -190,6 +190,10 @@ def _table_tensor(taps: Taps, device: torch.device) -> tuple:
             torch.tensor(taps.count, dtype=torch.int32, device=device))
 
 
+def _dense(shape: Sequence[int]) -> list:
+    return [math.prod(shape[d + 1:]) for d in range(len(shape))]
+
+
 def round_tf32(t: torch.Tensor) -> torch.Tensor:
     """A float32 tensor rounded to TF32 (10 mantissa bits, to nearest, ties away), as the
     kernel rounds its input tiles."""
@@ -211,16 +215,18 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     grid, image = _padded(x.shape[1:-1], 1), _padded(out.shape[1:-1], 1)
     extent = [-(-i // s) for i, s in zip(image, taps.stride)]
     cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size())
-    x5 = x.view(batch, *grid, c_in)
-    x_desc = TensorDescriptor(x5, list(x5.shape), list(x5.stride()), [*cfg.box, cfg.bk])
-    w_desc = TensorDescriptor(weights, list(weights.shape), list(weights.stride()), [1, cfg.bn, cfg.bk])
+    programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
+    if programs == 0:
+        return out
+    # Strides of the dense layouts: those torch gives dims of size 1 are arbitrary, and the
+    # copy engine wants every stride in whole 16-byte units.
+    x_shape, w_shape = [batch, *grid, c_in], list(weights.shape)
+    x_desc = TensorDescriptor(x, x_shape, _dense(x_shape), [*cfg.box, cfg.bk])
+    w_desc = TensorDescriptor(weights, w_shape, _dense(w_shape), [1, cfg.bn, cfg.bk])
     strides = _padded(out.stride()[1:-1], 0)
     offsets, index, count = _table_tensor(taps, x.device)
     tiles = [-(-batch // cfg.box[0])] + [-(-e // b) for e, b in zip(extent, cfg.box[1:])]
     tiles_n = -(-c_out // cfg.bn)
-    programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
-    if programs == 0:
-        return out
     fp32 = x.dtype == torch.float32
     _triton.implicit_gemm[(programs,)](
         x_desc, w_desc, out, bias if bias is not None else out, offsets, index, count,

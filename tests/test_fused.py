@@ -1,0 +1,185 @@
+"""The fused route (gemmconv/fused.py): its phase decomposition in plain PyTorch against torch
+in float64, and its Triton kernel run on the CPU through Triton's interpreter, on the shared
+case table. tests/test_cuda_fused.py runs the kernel on the GPU."""
+import dataclasses
+import math
+import os
+
+import numpy
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import cases, fused, ops
+from gemmconv.shapes import Geometry, conv_transpose_args
+from helpers import generator, reference, rel_error
+
+if not torch.cuda.is_available():   # before the kernel's module is first imported
+    os.environ["TRITON_INTERPRET"] = "1"
+
+# The decomposition handles one group (fused.unavailable sends grouped calls elsewhere).
+TABLE = [c for c in cases.random_cases(60, seed=5) + cases.EDGE + cases.LARGE_KERNELS
+         + [c.scaled(512) for c in cases.BENCH] if c.groups == 1]
+
+
+def _geometry(case) -> Geometry:
+    return Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+
+
+def _batched(case, x):
+    return x.unsqueeze(0) if case.unbatched else x
+
+
+@pytest.mark.parametrize("case", TABLE, ids=lambda c: c.name)
+def test_phases_and_taps_give_the_transposed_convolution(case):
+    x, w, b = case.tensors(generator=generator(case.name, "phases"))
+    ref = _batched(case, reference(case, x, w, b))
+    out = fused.reference(_batched(case, x).movedim(1, -1), fused.tap_weights(w), b,
+                          fused.transposed_taps(_geometry(case)), case.output_size)
+    assert rel_error(out.movedim(-1, 1), ref) < 1e-12
+
+
+@pytest.mark.parametrize("case", [c for c in TABLE if set(c.stride) == {1}], ids=lambda c: c.name)
+def test_stride_one_input_gradient_is_a_convolution_of_the_same_form(case):
+    x, w, b = case.tensors(generator=generator(case.name, "convolution"))
+    x = _batched(case, x).requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, x, grad_out)
+    got = fused.reference(grad_out.movedim(1, -1), fused.tap_weights(w, transpose=True), None,
+                          fused.convolution_taps(_geometry(case)), case.size)
+    assert rel_error(got.movedim(-1, 1), ref) < 1e-12
+
+
+def test_every_tap_reaches_exactly_one_phase_once():
+    g = Geometry((5, 4), (3, 2), (2, 1), (2, 1))
+    taps = fused.transposed_taps(g)
+    assert len(taps.count) == 6 and sum(taps.count) == 20   # 3 x 2 phases share 5 x 4 taps
+    reached = sorted(taps.index[p][t] for p, n in enumerate(taps.count) for t in range(n))
+    assert reached == list(range(20))
+    assert taps.count == (4, 4, 4, 4, 2, 2)   # ceil or floor of k / s per dim: (2, 2, 1) x (2, 2)
+
+
+def _interpreter_works() -> bool:
+    """Triton's interpreter before 3.7 loops over one-element arrays, which numpy 2.4
+    refuses to turn into ints (triton-lang/triton#9171)."""
+    try:
+        import triton
+    except ImportError:
+        return False
+    version = tuple(int(v) for v in triton.__version__.split(".")[:2])
+    return version >= (3, 7) or tuple(int(v) for v in numpy.__version__.split(".")[:2]) < (2, 4)
+
+
+interpreted = pytest.mark.skipif(
+    torch.cuda.is_available() or not _interpreter_works(),
+    reason="the kernel through Triton's interpreter, on a machine without a GPU and with "
+           "Triton >= 3.7 (or numpy < 2.4); tests/test_cuda_fused.py runs it on a GPU")
+
+
+def _aligned(case):
+    """The case with input channels filling whole 16-byte rows of float32 (the copy
+    engine's granule), as fused.unavailable requires."""
+    return dataclasses.replace(case, in_channels=-(-case.in_channels // 4) * 4)
+
+
+def _unrounded(w, transpose=False):
+    """The kernel's weights in full float32 (tap_weights rounds float32 to TF32)."""
+    return fused.tap_weights(w.double(), transpose).float()
+
+
+@interpreted
+@pytest.mark.parametrize("case", TABLE, ids=lambda c: c.name)
+def test_kernel_matches_float64_through_the_interpreter(case):
+    case = _aligned(case)
+    x, w, b = (None if t is None else t.float()
+               for t in case.tensors(generator=generator(case.name, "interpreted")))
+    ref = _batched(case, reference(case, x, w, b))
+    x = _batched(case, x)
+    planar = case.nd == 2 and len(case.name) % 2   # half the 2-D cases write planes (NCHW)
+    out = torch.full(ref.shape, float("nan")) if planar else \
+        torch.full((ref.shape[0], *ref.shape[2:], ref.shape[1]), float("nan")).movedim(-1, 1)
+    fused.implicit_gemm(x.movedim(1, -1).contiguous(), _unrounded(w), b,
+                        fused.transposed_taps(_geometry(case)), out.movedim(1, -1), "ieee")
+    assert rel_error(out, ref) < 1e-5
+
+
+@interpreted
+@pytest.mark.parametrize("case", [c for c in TABLE if set(c.stride) == {1}][::3], ids=lambda c: c.name)
+def test_kernel_computes_the_stride_one_input_gradient(case):
+    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = case.tensors(generator=generator(case.name, "interpreted-grad"))
+    x = _batched(case, x).requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, x, grad_out)
+    got = torch.full((x.shape[0], *case.size, case.in_channels), float("nan"))
+    fused.implicit_gemm(grad_out.float().movedim(1, -1).contiguous(),
+                        _unrounded(w, transpose=True), None,
+                        fused.convolution_taps(_geometry(case)), got, "ieee")
+    assert rel_error(got.movedim(-1, 1), ref) < 1e-5
+
+
+@interpreted
+def test_kernel_rounds_float32_tiles_to_tf32():
+    case = _aligned(cases.BENCH[0].scaled(256))
+    x, w, b = (t.float() for t in case.tensors(generator=generator("tf32")))
+    rounded = lambda t: fused.round_tf32(t).double()
+    ref = reference(case, rounded(x), rounded(w), b)       # the products the tensor cores form
+    out = torch.empty(ref.shape[0], *ref.shape[2:], ref.shape[1])
+    fused.implicit_gemm(x.movedim(1, -1).contiguous(), fused.tap_weights(w), b,
+                        fused.transposed_taps(_geometry(case)), out, "tf32")
+    assert rel_error(out.movedim(-1, 1), ref) < 1e-6
+    assert rel_error(out.movedim(-1, 1), reference(case, x, w, b)) > 1e-5   # it did round
+
+
+def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
+    one = torch.tensor([1.0, 1 + 2 ** -11, 1 + 2 ** -12, -(1 + 2 ** -11), 3 * 2 ** -11 + 1])
+    assert fused.round_tf32(one).tolist() == [1.0, 1 + 2 ** -10, 1.0, -(1 + 2 ** -10), 1 + 2 ** -9]
+    x = torch.randn(10000, generator=generator("round")) * 1000
+    r = fused.round_tf32(x)
+    assert (r.view(torch.int32) & 0x1FFF == 0).all()
+    ulp = torch.ldexp(torch.ones(()), torch.frexp(x)[1] - 11)   # TF32's unit in the last place
+    assert ((r - x).abs() <= ulp / 2).all()
+
+
+def _meta(*shape, dtype=torch.float32):
+    return torch.empty(shape, device="meta", dtype=dtype)
+
+
+def _why_not(x, w, **kw):
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, kw.get("stride", 1), 0, 0,
+                            kw.get("groups", 1), 1)
+    return fused.unavailable(a, x, w)
+
+
+def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
+    assert "CUDA" in _why_not(torch.empty(2, 8, 4, 4), torch.empty(8, 4, 3, 3))
+    assert "groups" in _why_not(_meta(2, 8, 4, 4), _meta(8, 2, 3, 3), groups=2)
+    assert "16-byte" in _why_not(_meta(2, 6, 4, 4), _meta(6, 4, 3, 3))
+    assert "dtype" in _why_not(_meta(2, 8, 4, 4, dtype=torch.float64), _meta(8, 4, 3, 3, dtype=torch.float64))
+    with gemmconv.float32_precision("ieee"):
+        assert "ieee" in _why_not(_meta(2, 8, 4, 4), _meta(8, 4, 3, 3))
+    bf16 = dict(dtype=torch.bfloat16)
+    assert "16-byte" in _why_not(_meta(2, 4, 4, 4, **bf16), _meta(4, 4, 3, 3, **bf16))
+    if fused._triton_available():
+        assert _why_not(_meta(2, 8, 4, 4, **bf16), _meta(8, 4, 3, 3, **bf16)) is None
+        assert _why_not(_meta(2, 4, 4, 4), _meta(4, 4, 3, 3)) is None
+
+
+@pytest.mark.parametrize("batch,extent,c_out,phases,size", [
+    (8, (1, 1024, 1024), 64, 1, 4), (128, (1, 8, 8), 128, 4, 2), (16, (1, 1, 256), 256, 8, 4),
+    (2, (3, 5, 7), 3, 1, 4), (1, (1, 1, 1), 512, 1, 2)])
+def test_tiles_are_boxes_of_powers_of_two_within_the_tile(batch, extent, c_out, phases, size):
+    cfg = fused.config(batch, extent, 64, c_out, phases, size)
+    bm = math.prod(cfg.box)
+    assert all(b & (b - 1) == 0 for b in (*cfg.box, cfg.bk, cfg.bn)) and bm <= 128
+    assert cfg.bk * size == 128 and cfg.bn == (64 if c_out <= 64 else 128)
+    few = fused._programs(batch, extent, c_out, phases, fused._box(batch, extent, 128), cfg.bn) < 2 * fused.WAVE
+    assert bm == (64 if few or (size == 4 and cfg.bn == 128) else 128) or bm < 64
+
+
+def test_routes_name_the_fused_route():
+    a = conv_transpose_args("conv_transpose2d", 2, _meta(2, 8, 4, 4), _meta(8, 4, 3, 3), None, 1, 0, 0, 1, 1)
+    assert ops.describe_route(a, True, True) == "channels_last: " + ops.FUSED_ROUTE
+    assert ops.describe_route(a, False, False) != ops.FUSED_ROUTE
