@@ -1,0 +1,119 @@
+"""GPU: the fused route (gemmconv/fused.py) on the shared case table, against float64, with
+poisoned outputs; that calls take it where they can and only there; determinism, streams,
+and outputs past 2^31 elements. Marked ``cuda``."""
+import dataclasses
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+from gemmconv import cases, fused
+from gemmconv.bench import reference as reference64
+from helpers import OURS, generator, rel_error
+from test_cuda import _poison_allocator
+
+pytestmark = pytest.mark.cuda
+CUDA = "cuda"
+MODES = {
+    "float32-tf32": (torch.float32, "tf32", 5e-3),
+    "float16": (torch.float16, "torch", 5e-3),
+    "bfloat16": (torch.bfloat16, "torch", 3e-2),
+}
+
+
+def _aligned(case):
+    """The case with input channels filling whole 16-byte rows in every mode."""
+    return dataclasses.replace(case, in_channels=-(-case.in_channels // 8) * 8)
+
+
+CASES = [_aligned(c) for c in cases.random_cases(40, seed=13) + cases.EDGE + cases.LARGE_KERNELS
+         + [c.scaled(4096) for c in cases.BENCH] if c.groups == 1]
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Counts the fused kernel's launches."""
+    count = [0]
+    launch = fused.implicit_gemm
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return launch(*args, **kwargs)
+
+    monkeypatch.setattr(fused, "implicit_gemm", counted)
+    return count
+
+
+def _tensors(case, key, dtype, channels_last):
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, key))
+    if channels_last and case.nd > 1 and not case.unbatched:
+        x = x.contiguous(memory_format=torch.channels_last if case.nd == 2 else torch.channels_last_3d)
+    return [None if t is None else t.requires_grad_() for t in (x, w, b)]
+
+
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_fused_route_matches_float64(launches, case, mode, layout):
+    if layout == "channels_last" and (case.nd == 1 or case.unbatched):
+        pytest.skip("no channels_last layout for 1-D or unbatched inputs")
+    dtype, precision, tolerance = MODES[mode]
+    x, w, b = leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
+    out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
+        (case.batch, case.out_channels, *case.output_size)
+    with gemmconv.float32_precision(precision):
+        _poison_allocator(math.prod(out_shape) * x.element_size())
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        assert launches[0] == 1 and out.shape == out_shape and out.dtype == dtype
+        if out.numel() == 0:
+            return
+        again = OURS[case.nd](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out_shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
+        mine = torch.autograd.grad(out, [t for t in leaves if t is not None], grad_out.to(dtype))
+    assert torch.equal(out, again)                       # bitwise, run to run
+    if layout == "channels_last":                        # the input's layout, as torch's
+        assert out.is_contiguous(memory_format=x.suggest_memory_format())
+    refs = reference64(case, x, w, b, grad_out)
+    assert rel_error(out, refs[0]) < tolerance
+    for m, t in zip(mine, refs[1:]):                     # the backward's routes take the output's layout
+        assert rel_error(m, t) < tolerance
+
+
+@pytest.mark.parametrize("why", ["groups", "channels", "ieee", "float64"])
+def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
+    case = cases.BENCH[4].scaled(2048) if why == "groups" else _aligned(cases.BENCH[0].scaled(2048))
+    if why == "channels":
+        case = dataclasses.replace(case, in_channels=3)
+    dtype = torch.float64 if why == "float64" else torch.float32
+    x, w, b = case.tensors(dtype, CUDA, generator("elsewhere", why))
+    with gemmconv.float32_precision("ieee" if why == "ieee" else "torch"):
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+    assert launches[0] == 0
+    assert rel_error(out, reference64(case, x, w, b)[0]) < (1e-12 if dtype == torch.float64 else 1e-5)
+
+
+def test_fused_route_runs_on_the_current_stream(launches):
+    case = _aligned(cases.BENCH[0].scaled(1 << 14))
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        x, w, b = case.tensors(torch.float32, CUDA, generator("fused-stream"))
+        torch.cuda._sleep(100_000_000)        # keep the stream busy ...
+        x = x * 2                             # ... so x is only ready late, on this stream
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+    stream.synchronize()
+    assert launches[0] == 1 and rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+
+
+def test_fused_route_past_2_31_elements(launches):
+    """A bfloat16 output of 2^32 elements: the kernel's output offsets are 64-bit."""
+    x = torch.randn(1, 8, 16384, 16384, device=CUDA, dtype=torch.bfloat16)
+    w = torch.randn(8, 4, 2, 2, device=CUDA, dtype=torch.bfloat16)
+    b = torch.randn(4, device=CUDA, dtype=torch.bfloat16)
+    _poison_allocator(2**33)
+    out = gemmconv.conv_transpose2d(x, w, b, stride=2)
+    assert launches[0] == 1 and out.shape == (1, 4, 32768, 32768) and not out.isnan().any()
+    for r in (0, 5000, 12000, 16384 - 8):                      # the last rows are past 2^31
+        ref = F.conv_transpose2d(x[..., r:r + 8, :].double(), w.double(), b.double(), stride=2)
+        assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 3e-2
