@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 22's H200 calls, after the fused route became the default where a call can take it.
 #   A: the cuda-marked tests (the fused route's first), then the 17-case forward tables, NCHW
-#      and channels_last;  B: the training tables and the model zoo.
+#      and channels_last;  B: the training tables and the model zoo;  C: after the cost model
+#      narrowed the route: its tests, the forward tables and the zoo.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o; mkdir -p $O
 case "$1" in
@@ -14,5 +15,10 @@ B)
   timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
   timeout 120 python3 -m gemmconv bench --full --channels-last --backward --repeats 10 --json $O/train-cl.json > $O/bench-train-cl.log 2>&1; grep geometric $O/bench-train-cl.log
   timeout 330 python3 -m gemmconv bench --models --png $O/m.png --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+C)
+  timeout 150 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests-fused.log 2>&1; tail -3 $O/tests-fused.log
+  timeout 70 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 70 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
+  timeout 270 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 esac
 tar czf $OUT/s22-$1.tgz -C $O .

@@ -174,7 +174,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     on_cuda = input.device.type in ("cuda", "meta")
     interleaved = cl.suggested(input.unsqueeze(0) if a.unbatched else input, weight)
     size, limit = input.element_size(), ops.get_workspace_limit()
-    why_not = fused.unavailable(a, input, weight)
+    why_not = fused.unavailable(a, input, weight, interleaved)
     candidates = _candidates(a, interleaved)
     if why_not is None:
         plan = None

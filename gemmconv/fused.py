@@ -151,12 +151,12 @@ def _pow2(n: int) -> int:
 def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int,
            element_size: int) -> Config:
     """The tile for a launch over ``phases`` phase grids of ``extent`` (D, H, W) positions.
-    ``bn`` 64 output channels where that covers them, else 128; ``bm`` 128 positions, 64 for
+    ``bn`` the output channels rounded up to a power of two, 16 to 128; ``bm`` 128 positions, 64 for
     float32 at ``bn`` 128 (the input's tile is rounded in registers beside the accumulator)
     or where 128 would make fewer than two waves of programs. The box fills W first, then
     H, D and samples; ``bk`` is 128 bytes of input channels (the widest row the copy
     engine swizzles). Chosen on the H200 (benches/NOTES.md, session 22)."""
-    bn = 64 if c_out <= 64 else 128
+    bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and bn == 128 else 128
     if bm > 64 and _programs(batch, extent, c_out, phases, _box(batch, extent, bm), bn) < 2 * WAVE:
         bm = 64
@@ -238,11 +238,29 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     return out
 
 
-def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
-    """Why a call cannot take the fused route, or None where it can: a CUDA device with the
-    bulk tensor copy engine (compute capability 9.0 or later) and Triton; bfloat16,
-    float16, or float32 where the policy allows TF32 (gemm.uses_tf32); one group; input
-    channels whose rows fill whole 16-byte units (the copy engine's granule)."""
+# The calls where the fused route beat the routes with columns in memory on the H200
+# (benches/NOTES.md, session 22): 2-D channels_last calls, stride-1 1-D calls, and calls of
+# at most this many output elements, whose time is mostly the host's (one launch against
+# several). Elsewhere, so far, its tiles idle (3-D cases of few output channels, strides
+# with one tap per phase) or its stores into planar outputs scatter.
+SMALL_OUTPUT = 1 << 22
+
+
+def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
+    """Whether the cost model sends a call that can take the fused route there."""
+    g = a.geometry
+    return (interleaved and g.nd == 2) or (g.nd == 1 and g.stride == (1,)) or \
+        a.batch * a.out_channels * math.prod(a.image) <= SMALL_OUTPUT
+
+
+def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                interleaved: bool = False) -> Optional[str]:
+    """Why a call does not take the fused route, or None where it does. It can on a CUDA
+    device with the bulk tensor copy engine (compute capability 9.0 or later) and Triton;
+    in bfloat16, float16, or float32 where the policy allows TF32 (gemm.uses_tf32); with
+    one group; with input channels whose rows fill whole 16-byte units (the copy engine's
+    granule). It does where it can and the cost model prefers it (:func:`preferred`; on
+    channels_last tensors where ``interleaved``)."""
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.is_cuda and _capability(x.device.index) < (9, 0):
@@ -257,6 +275,9 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> 
         return f"{a.in_channels} input channels of {x.element_size()} bytes: rows not whole 16-byte units"
     if not _triton_available():
         return "Triton is not installed"
+    if not preferred(a, interleaved):
+        return ("the cost model: planar, 3-D or strided 1-D, and more than "
+                f"{SMALL_OUTPUT:,} output elements")
     return None
 
 

@@ -260,8 +260,9 @@ def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
         a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, module.bias,
                                 module.stride, module.padding, output_padding, module.groups,
                                 module.dilation)
-        return ops.describe_route(a, spec.channels_last or channels_last.suggested(weight),
-                                  x.is_cuda and fused.unavailable(a, x, weight) is None)
+        interleaved = spec.channels_last or channels_last.suggested(weight)
+        return ops.describe_route(a, interleaved,
+                                  x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None)
     if issubclass(cls, torch.nn.modules.conv._ConvNd):
         return ("channels_last: " if spec.channels_last else "") + "im2col, GEMM"
     return "col2im" if cls is torch.nn.Fold else "im2col"

@@ -122,7 +122,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     weight is channels_last, as torch decides its output's memory format."""
     if interleaved is None:
         interleaved = gathered is None and cl.suggested(x, weight)
-    if gathered is None and x.is_cuda and fused.unavailable(a, x, weight) is None:
+    if gathered is None and x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None:
         return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
     if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
         split = a.split(a.gathered_dims())

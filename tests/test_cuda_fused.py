@@ -74,7 +74,8 @@ def test_fused_route_matches_float64(launches, case, mode, layout):
         mine = torch.autograd.grad(out, [t for t in leaves if t is not None], grad_out.to(dtype))
     assert torch.equal(out, again)                       # bitwise, run to run
     if layout == "channels_last":                        # the input's layout, as torch's
-        assert out.is_contiguous(memory_format=x.suggest_memory_format())
+        assert out.is_contiguous(memory_format=torch.channels_last if case.nd == 2 else
+                                 torch.channels_last_3d)
     refs = reference64(case, x, w, b, grad_out)
     assert rel_error(out, refs[0]) < tolerance
     for m, t in zip(mine, refs[1:]):                     # the backward's routes take the output's layout
@@ -91,7 +92,8 @@ def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
     with gemmconv.float32_precision("ieee" if why == "ieee" else "torch"):
         out = OURS[case.nd](x, w, b, **case.kwargs)
     assert launches[0] == 0
-    assert rel_error(out, reference64(case, x, w, b)[0]) < (1e-12 if dtype == torch.float64 else 1e-5)
+    tolerance = {"float64": 1e-12, "ieee": 1e-5}.get(why, 5e-3)   # cuBLAS in TF32 otherwise
+    assert rel_error(out, reference64(case, x, w, b)[0]) < tolerance
 
 
 def test_fused_route_runs_on_the_current_stream(launches):
@@ -108,7 +110,8 @@ def test_fused_route_runs_on_the_current_stream(launches):
 
 def test_fused_route_past_2_31_elements(launches):
     """A bfloat16 output of 2^32 elements: the kernel's output offsets are 64-bit."""
-    x = torch.randn(1, 8, 16384, 16384, device=CUDA, dtype=torch.bfloat16)
+    x = torch.randn(1, 8, 16384, 16384, device=CUDA, dtype=torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
     w = torch.randn(8, 4, 2, 2, device=CUDA, dtype=torch.bfloat16)
     b = torch.randn(4, device=CUDA, dtype=torch.bfloat16)
     _poison_allocator(2**33)

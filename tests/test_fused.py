@@ -147,10 +147,10 @@ def _meta(*shape, dtype=torch.float32):
     return torch.empty(shape, device="meta", dtype=dtype)
 
 
-def _why_not(x, w, **kw):
+def _why_not(x, w, interleaved=False, **kw):
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, kw.get("stride", 1), 0, 0,
                             kw.get("groups", 1), 1)
-    return fused.unavailable(a, x, w)
+    return fused.unavailable(a, x, w, interleaved)
 
 
 def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
@@ -165,6 +165,19 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
     if fused._triton_available():
         assert _why_not(_meta(2, 8, 4, 4, **bf16), _meta(8, 4, 3, 3, **bf16)) is None
         assert _why_not(_meta(2, 4, 4, 4), _meta(4, 4, 3, 3)) is None
+        large = _meta(8, 64, 1024, 1024), _meta(64, 64, 3, 3)
+        assert "cost model" in _why_not(*large) and _why_not(*large, interleaved=True) is None
+
+
+def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
+    args = lambda shape, k, s, nd: conv_transpose_args(
+        f"conv_transpose{nd}d", nd, _meta(*shape), _meta(shape[1], 16, *(k,) * nd), None, s, 0, 0, 1, 1)
+    assert fused.preferred(args((8, 64, 1024, 1024), 3, 1, 2), True)        # channels_last 2-D
+    assert not fused.preferred(args((8, 64, 1024, 1024), 3, 1, 2), False)   # planar, large
+    assert fused.preferred(args((32, 32, 131072), 5, 1, 1), False)          # 1-D, stride 1
+    assert not fused.preferred(args((16, 32, 131072), 3, 2, 1), False)      # 1-D, strided, large
+    assert fused.preferred(args((128, 256, 8, 8), 4, 2, 2), False)          # DCGAN's layers
+    assert not fused.preferred(args((8, 48, 64, 64, 64), 3, 1, 3), True)    # 3-D, large
 
 
 @pytest.mark.parametrize("batch,extent,c_out,phases,size", [
@@ -174,7 +187,7 @@ def test_tiles_are_boxes_of_powers_of_two_within_the_tile(batch, extent, c_out, 
     cfg = fused.config(batch, extent, 64, c_out, phases, size)
     bm = math.prod(cfg.box)
     assert all(b & (b - 1) == 0 for b in (*cfg.box, cfg.bk, cfg.bn)) and bm <= 128
-    assert cfg.bk * size == 128 and cfg.bn == (64 if c_out <= 64 else 128)
+    assert cfg.bk * size == 128 and cfg.bn == min(128, max(16, 1 << (c_out - 1).bit_length()))
     few = fused._programs(batch, extent, c_out, phases, fused._box(batch, extent, 128), cfg.bn) < 2 * fused.WAVE
     assert bm == (64 if few or (size == 4 and cfg.bn == 128) else 128) or bm < 64
 
