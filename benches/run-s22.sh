@@ -2,7 +2,8 @@
 # Session 22's H200 calls, after the fused route became the default where a call can take it.
 #   A: the cuda-marked tests (the fused route's first), then the 17-case forward tables, NCHW
 #      and channels_last;  B: the training tables and the model zoo;  C: after the cost model
-#      narrowed the route: its tests, the forward tables and the zoo.
+#      narrowed the route: its tests, the forward tables and the zoo;  D: after it sent small
+#      calls back to the other routes: the route's tests, channels_last forward, DCGAN and U-Net.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o; mkdir -p $O
 case "$1" in
@@ -20,5 +21,9 @@ C)
   timeout 70 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
   timeout 70 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
   timeout 270 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+D)
+  timeout 150 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests-fused.log 2>&1; tail -3 $O/tests-fused.log
+  timeout 60 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
+  timeout 200 python3 -m gemmconv bench --models dcgan unet2d --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 esac
 tar czf $OUT/s22-$1.tgz -C $O .

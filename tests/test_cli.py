@@ -122,10 +122,10 @@ def test_explain_follows_the_route_and_plans_of_a_call():
 
 
 def test_explain_names_the_fused_route_where_a_call_takes_it():
-    x, w = _meta(8, 64, 32, 32), _meta(64, 32, 4, 4)
+    x, w = _meta(8, 64, 128, 128, fmt=torch.channels_last), _meta(64, 32, 4, 4)
     e = gemmconv.explain(x, w, stride=2, padding=1)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
-    assert e.route == ops.describe_route(a, False, True) == ops.FUSED_ROUTE
+    assert e.route == ops.describe_route(a, True, True) == "channels_last: " + ops.FUSED_ROUTE
     assert [c for c in e.candidates if c[2]] == [(ops.FUSED_ROUTE, 0, True)]
     assert "4 stride phase(s)" in e.steps[0] and e.chunks == 1 and e.workspace_bytes == 0
     grouped = gemmconv.explain(_meta(8, 64, 32, 32), _meta(64, 16, 4, 4), stride=2, groups=2)
