@@ -41,7 +41,7 @@ class Taps(NamedTuple):
     """The phases of a stride and the taps that reach each: ``offsets (P, T, 3)`` input
     offsets per phase and tap (unused entries 0), ``index (P, T)`` the tap's weight
     matrix, ``count (P,)`` the taps reaching each phase, ``phase (P, 3)`` the residues,
-    ``stride (3,)``, and ``extent (3,)``: phase positions per dim, ceil(image / stride)."""
+    and ``stride (3,)``."""
     offsets: tuple
     index: tuple
     count: tuple
@@ -176,10 +176,14 @@ def _box(batch: int, extent: Sequence[int], bm: int) -> tuple:
     return tuple(reversed(box))
 
 
+def _tiles(batch: int, extent: Sequence[int], box: tuple) -> list:
+    """Boxes along the samples and each dim of a phase grid."""
+    return [-(-batch // box[0])] + [-(-e // b) for e, b in zip(extent, box[1:])]
+
+
 def _programs(batch: int, extent: Sequence[int], c_out: int, phases: int, box: tuple,
               bn: int) -> int:
-    tiles = [-(-batch // box[0])] + [-(-e // b) for e, b in zip(extent, box[1:])]
-    return phases * math.prod(tiles) * -(-c_out // bn)
+    return phases * math.prod(_tiles(batch, extent, box)) * -(-c_out // bn)
 
 
 @functools.lru_cache(maxsize=256)
@@ -225,13 +229,11 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     w_desc = TensorDescriptor(weights, w_shape, _dense(w_shape), [1, cfg.bn, cfg.bk])
     strides = _padded(out.stride()[1:-1], 0)
     offsets, index, count = _table_tensor(taps, x.device)
-    tiles = [-(-batch // cfg.box[0])] + [-(-e // b) for e, b in zip(extent, cfg.box[1:])]
-    tiles_n = -(-c_out // cfg.bn)
     fp32 = x.dtype == torch.float32
     _triton.implicit_gemm[(programs,)](
         x_desc, w_desc, out, bias if bias is not None else out, offsets, index, count,
         batch, *image, *taps.stride, out.stride(0), *strides, out.stride(-1), c_in, c_out,
-        len(taps.index[0]), *tiles, tiles_n,
+        len(taps.index[0]), *_tiles(batch, extent, cfg.box), -(-c_out // cfg.bn),
         BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
         ROUND=fp32 and precision == "tf32" and round_input, HAS_BIAS=bias is not None,
         PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
