@@ -202,17 +202,28 @@ def test_layout_timed_on_the_gpu_then_kept(monkeypatch):
     assert torch.equal(gemm.matmul(a, b, out), first)      # the kept layout, bit for bit
 
 
-def test_runs_on_the_current_stream():
-    case = cases.BENCH[4].scaled(1 << 14)
+def on_a_busy_stream(case, key, call):
+    """``call(x, w, b)`` on a side stream, with the case's fresh tensors and ``x`` ready only
+    late on that stream (after a long sleep kernel): work on another stream would read it
+    too early. Returns x, w, b and what ``call`` returned, once the stream is done."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        x, w, b = case.tensors(torch.float32, CUDA, generator("stream"))
+        x, w, b = case.tensors(torch.float32, CUDA, generator(key))
         torch.cuda._sleep(100_000_000)        # keep the stream busy ...
         x = x * 2                             # ... so x is only ready late, on this stream
-        out = OURS[case.nd](x, w, b, **case.kwargs)
-        grads = torch.autograd.grad(OURS[case.nd](x.requires_grad_(), w, b, **case.kwargs),
-                                    x, torch.ones_like(out))
+        result = call(x, w, b)
     stream.synchronize()
+    return x, w, b, result
+
+
+def test_runs_on_the_current_stream():
+    case = cases.BENCH[4].scaled(1 << 14)
+
+    def forward_and_input_gradient(x, w, b):
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        return out, torch.autograd.grad(OURS[case.nd](x.requires_grad_(), w, b, **case.kwargs),
+                                        x, torch.ones_like(out))
+    x, w, b, (out, grads) = on_a_busy_stream(case, "stream", forward_and_input_gradient)
     refs = reference64(case, x, w.detach(), b, torch.ones_like(out))
     assert rel_error(out, refs[0]) < 5e-3 and rel_error(grads[0], refs[1]) < 5e-3
 

@@ -12,7 +12,7 @@ import gemmconv
 from gemmconv import cases, fused
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, rel_error
-from test_cuda import _poison_allocator
+from test_cuda import _poison_allocator, on_a_busy_stream
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -100,13 +100,8 @@ def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
 def test_fused_route_runs_on_the_current_stream(monkeypatch, launches):
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)   # a small case
     case = _aligned(cases.BENCH[0].scaled(1 << 14))
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        x, w, b = case.tensors(torch.float32, CUDA, generator("fused-stream"))
-        torch.cuda._sleep(100_000_000)        # keep the stream busy ...
-        x = x * 2                             # ... so x is only ready late, on this stream
-        out = OURS[case.nd](x, w, b, **case.kwargs)
-    stream.synchronize()
+    x, w, b, out = on_a_busy_stream(case, "fused-stream",
+                                    lambda x, w, b: OURS[case.nd](x, w, b, **case.kwargs))
     assert launches[0] == 1 and rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
 
 
