@@ -243,9 +243,9 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
 # The calls where the fused route beat the routes with columns in memory on the H200
 # (benches/NOTES.md, session 22): 2-D channels_last calls and stride-1 1-D calls, of more
 # than this many output elements. Elsewhere, so far, its tiles idle (3-D cases of few
-# output channels, strides with one tap per phase), its stores into planar outputs
-# scatter, and on the zoo's small layers whole models ran slower with it (0.26-0.39x on
-# DCGAN against 0.56-0.61x without): not yet understood, so those keep the other routes.
+# output channels, strides with one tap per phase) or its stores into planar outputs
+# scatter; and calls this small are bound by host time, where one fused call (about 70 us
+# of it Triton's launch) measured no faster than the column routes' kernels (results/s22/G).
 SMALL_OUTPUT = 1 << 22
 
 
