@@ -22,16 +22,11 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
                   tiles_b, tiles0, tiles1, tiles2, tiles_n,
                   BB: tl.constexpr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
                   BK: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
-                  TRANSPOSED: tl.constexpr):
+                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
     """One tile of ``BB`` samples x ``(B0, B1, B2)`` phase positions by ``BN`` output
     channels. ``x_desc``: the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, B1, B2, BK)``;
     ``w_desc``: the taps' matrices ``(T, C_out, C_in)``, input channels innermost (the
-    operand order the tensor cores take for 32-bit types), boxes ``(1, BN, BK)``. Where
-    ``TRANSPOSED`` the tile is computed as its transpose, channels by positions: the weights'
-    tile becomes the tensor cores' register-fed operand, 64 rows a warpgroup, and the
-    positions their wide one, which asks less of shared memory when ``BN`` is small; and
-    stores into planar outputs run along positions."""
+    operand order the tensor cores take for 32-bit types), boxes ``(1, BN, BK)``."""
     BM: tl.constexpr = BB * B0 * B1 * B2
     # Output-channel blocks innermost: neighbouring programs read the same input boxes.
     pid = tl.program_id(0)
@@ -50,10 +45,7 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
     chunks = tl.cdiv(c_in, BK)
     # A reduction of a one-element block: a scalar the interpreter can also loop over.
     count = tl.sum(tl.load(count_ptr + phase + tl.arange(0, 1)), axis=0)
-    if TRANSPOSED:
-        acc = tl.zeros((BN, BM), dtype=tl.float32)
-    else:
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
     # One flat loop over (tap, input-channel chunk), so the loads pipeline across taps.
     for i in range(count * chunks):
         t = i // chunks
@@ -66,10 +58,7 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
         if ROUND:
             a = round_tf32(a)
         b = w_desc.load([tl.load(index_ptr + entry), co, kc]).reshape(BN, BK)
-        if TRANSPOSED:
-            acc = tl.dot(b, a.T, acc, input_precision=PRECISION)
-        else:
-            acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
+        acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
 
     rows = tl.arange(0, BM)
     r2 = phase % stride2
@@ -80,16 +69,10 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
     y0 = (q0 + (rows // (B2 * B1)) % B0) * stride0 + r0
     sample = first + rows // (B2 * B1 * B0)
     chans = co + tl.arange(0, BN)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
     where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
              + y1.to(tl.int64) * out_s1 + y2 * out_s2)
     keep = (sample < batch) & (y0 < image0) & (y1 < image1) & (y2 < image2)
-    if TRANSPOSED:
-        if HAS_BIAS:
-            acc += tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[:, None]
-        tl.store(out_ptr + where[None, :] + (chans.to(tl.int64) * out_sc)[:, None],
-                 acc.to(out_ptr.dtype.element_ty), mask=keep[None, :] & (chans < c_out)[:, None])
-    else:
-        if HAS_BIAS:
-            acc += tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
-        tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
-                 acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & (chans < c_out)[None, :])
+    tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
+             acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & (chans < c_out)[None, :])

@@ -136,14 +136,12 @@ def _shifted(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -> t
 
 class Config(NamedTuple):
     """Tile of a launch: ``box`` (samples, D, H, W) of phase positions (their product the
-    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages;
-    ``transposed``: the tile computed as channels by positions (the kernel says why)."""
+    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages."""
     box: tuple
     bk: int
     bn: int
     warps: int
     stages: int
-    transposed: bool = False
 
 
 def _pow2(n: int) -> int:
@@ -238,8 +236,7 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
         len(taps.index[0]), *_tiles(batch, extent, cfg.box), -(-c_out // cfg.bn),
         BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
         ROUND=fp32 and precision == "tf32" and round_input, HAS_BIAS=bias is not None,
-        PRECISION=precision if fp32 else "tf32", TRANSPOSED=cfg.transposed,
-        num_warps=cfg.warps, num_stages=cfg.stages)
+        PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
     return out
 
 
