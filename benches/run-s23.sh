@@ -1,2 +1,15 @@
+#!/usr/bin/env bash
+# Session 23's H200 calls.
+#   A: the tile-orientation probe (benches/fused_layouts.py at commit 6b677e7; results/s23/layouts.log).
+#   B: after planar stride-1 2-D calls joined the fused route through channels_innermost:
+#      the copy's probe, the fused route's tests, the forward tables in both layouts.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
-timeout 540 python3 benches/fused_layouts.py > $OUT/layouts.log 2>&1; tail -5 $OUT/layouts.log
+O=/tmp/o-$1; rm -rf $O; mkdir -p $O
+case "$1" in
+B)
+  timeout 120 python3 benches/transpose_probe.py > $O/transpose.log 2>&1; cat $O/transpose.log
+  timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests-fused.log 2>&1; tail -3 $O/tests-fused.log
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log ;;
+esac
+tar czf $OUT/s23-$1.tgz -C $O .

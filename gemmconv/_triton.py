@@ -76,3 +76,24 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
     keep = (sample < batch) & (y0 < image0) & (y1 < image1) & (y2 < image2)
     tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
              acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & (chans < c_out)[None, :])
+
+
+@triton.jit
+def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
+                       BC: tl.constexpr, BP: tl.constexpr, ROUND: tl.constexpr):
+    """``out (N, P, C)`` = ``x (N, C, P)``, both contiguous, one ``BC`` x ``BP`` tile a
+    program; rounded to TF32 where ``ROUND`` (the implicit GEMM then need not round its
+    tiles). Triton stages the tile through shared memory, so both sides move in full rows."""
+    pid = tl.program_id(0)
+    tp = pid % tiles_p
+    rest = pid // tiles_p
+    tc = rest % tiles_c
+    sample = (rest // tiles_c).to(tl.int64)
+    c = tc * BC + tl.arange(0, BC)
+    p = tp * BP + tl.arange(0, BP)
+    inside = (c < channels)[:, None] & (p < positions)[None, :]
+    base = sample * channels * positions
+    tile = tl.load(x_ptr + base + c.to(tl.int64)[:, None] * positions + p[None, :], mask=inside)
+    if ROUND:
+        tile = round_tf32(tile)
+    tl.store(out_ptr + base + p.to(tl.int64)[None, :] * channels + c[:, None], tile, mask=inside)

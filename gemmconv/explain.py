@@ -55,6 +55,9 @@ FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile,
               "that reach it times the input's shifted boxes, accumulated on chip{bias}")
 
 
+COPY_STEP = "copy the input channels innermost, {shape}{tf32} (one Triton kernel)"
+
+
 def _planar_backward_workspace(a: ConvTransposeArgs, size: int, limit: int) -> int:
     cells = math.prod(a.grid) // a.grid[0]
     return max(((n1 - n0) * a.groups * a.column_rows * (i1 - i0) * cells
@@ -176,10 +179,15 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     size, limit = input.element_size(), ops.get_workspace_limit()
     why_not = fused.unavailable(a, input, weight, interleaved)
     candidates = _candidates(a, interleaved)
+    copy = 0
     if why_not is None:
         plan = None
         steps = [FUSED_STEP.format(phases=len(fused.transposed_taps(a.geometry).count),
                                    bias=", + bias" if bias is not None else "")]
+        if fused.copies_input(input.unsqueeze(0) if a.unbatched else input):
+            copy = input.numel() * size
+            steps.insert(0, COPY_STEP.format(shape=(a.batch, *a.grid, a.in_channels),
+                                             tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))
         candidates = [(c, cost, False) for c, cost, _ in candidates]
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
         backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
@@ -213,6 +221,6 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     return Explanation(call, tuple(shape),
                        "channels_last (no layout copies)" if interleaved else "NCHW-contiguous",
                        ops.describe_route(a, interleaved, why_not is None), candidates, steps,
-                       len(plan.chunks) if plan else 1, plan.workspace * size if plan else 0,
+                       len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
                        _precision(input.dtype, on_cuda))

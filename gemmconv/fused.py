@@ -24,6 +24,7 @@ and against torch.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import NamedTuple, Optional, Sequence
@@ -212,7 +213,8 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous, 16-byte aligned), plus
     ``bias``: the kernel :func:`reference` describes. ``precision`` is tl.dot's for float32
     inputs ("tf32": the input's tiles rounded to TF32 first, the weights by the caller; or
-    "ieee"). ``cfg`` and ``round_input`` are for experiments."""
+    "ieee"). ``round_input``: whether float32 tiles still need rounding to TF32 (False
+    where ``x`` is rounded already); ``cfg`` for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from . import _triton
     batch, c_in, c_out = x.shape[0], x.shape[-1], out.shape[-1]
@@ -241,18 +243,20 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
 
 
 # The calls where the fused route beat the routes with columns in memory on the H200
-# (benches/NOTES.md, session 22): 2-D channels_last calls and stride-1 1-D calls, of more
-# than this many output elements. Elsewhere, so far, its tiles idle (3-D cases of few
-# output channels, strides with one tap per phase) or its stores into planar outputs
-# scatter; and calls this small are bound by host time, where one fused call (about 70 us
-# of it Triton's launch) measured no faster than the column routes' kernels (results/s22/G).
+# (benches/NOTES.md, sessions 22 and 23): 2-D calls at stride 1, and strided ones on
+# channels_last tensors, and stride-1 1-D calls, of more than this many output elements.
+# Elsewhere, so far, its tiles idle (3-D cases of few output channels, strides with one tap
+# per phase), or a planar input's copy costs more than the strided column routes' margin;
+# and calls this small are bound by host time, where one fused call (about 70 us of it
+# Triton's launch) measured no faster than the column routes' kernels (results/s22/G).
 SMALL_OUTPUT = 1 << 22
 
 
 def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
     """Whether the cost model sends a call that can take the fused route there."""
     g = a.geometry
-    return ((interleaved and g.nd == 2) or (g.nd == 1 and g.stride == (1,))) and \
+    return ((g.nd == 2 and (interleaved or g.stride == (1, 1))) or
+            (g.nd == 1 and g.stride == (1,))) and \
         a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT
 
 
@@ -279,7 +283,7 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     if not _triton_available():
         return "Triton is not installed"
     if not preferred(a, interleaved):
-        return ("the cost model: planar 2-D, 3-D or strided 1-D, or at most "
+        return ("the cost model: 3-D, strided planar 2-D or strided 1-D, or at most "
                 f"{SMALL_OUTPUT:,} output elements")
     return None
 
@@ -307,14 +311,52 @@ def tap_weights(weight: torch.Tensor, transpose: bool = False) -> torch.Tensor:
     return round_tf32(w) if w.dtype == torch.float32 else w.contiguous()
 
 
+def channels_innermost(x: torch.Tensor, tf32: bool = False) -> torch.Tensor:
+    """``x (N, C, *grid)``, contiguous, copied as ``(N, *grid, C)``, contiguous, and rounded
+    to TF32 where ``tf32`` (float32). A planar input takes this one pass to the kernel's
+    layout; the rounding rides along, so the kernel need not round its tiles (on the H200
+    12-14% of its time, results/s23/layouts.log). torch's own permuted copy moved 1.4 TB/s
+    there."""
+    from . import _triton
+    batch, channels, positions = x.shape[0], x.shape[1], math.prod(x.shape[2:])
+    out = x.new_empty(batch, *x.shape[2:], channels)
+    bc, bp = _transpose_tile(channels, x.element_size())
+    tiles_p, tiles_c = -(-positions // bp), -(-channels // bc)
+    if out.numel():
+        _triton.channels_innermost[(batch * tiles_c * tiles_p,)](
+            x, out, channels, positions, tiles_p, tiles_c, BC=bc, BP=bp,
+            ROUND=tf32 and x.dtype == torch.float32, num_warps=4)
+    return out
+
+
+def _transpose_tile(channels: int, element_size: int) -> tuple:
+    """Channels and positions of a transpose's tile: 16 KB, channels a power of two from
+    16 to 64 (a 16-byte row at least), positions the rest."""
+    bc = min(64, max(16, _pow2(channels)))
+    return bc, 16384 // element_size // bc
+
+
+def copies_input(x: torch.Tensor) -> bool:
+    """Whether :func:`forward` copies ``x (N, C_in, *grid)`` channels innermost first: where
+    its channels are not innermost and dense, 16-byte aligned."""
+    rows = x.movedim(1, -1)
+    return not rows.is_contiguous() or rows.data_ptr() % 16 != 0
+
+
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
     """The transposed convolution ``a`` of ``x (N, C_in, *grid)`` into ``out (N, C_out,
-    *image)``, both in any layout: the input is copied channels innermost where it is not
-    (a channels_last input is not), and the kernel writes ``out`` through its strides."""
-    rows = x.movedim(1, -1)
-    if not rows.is_contiguous() or rows.data_ptr() % 16:
-        rows = rows.contiguous()
-    with torch.cuda.device(x.device):
-        implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry), out.movedim(1, -1))
+    *image)``, both in any layout. A channels-innermost input (channels_last) goes to the
+    kernel as it is, which rounds its tiles to TF32 in registers; a planar one through
+    :func:`channels_innermost`, rounded on the way; the kernel writes ``out`` through its
+    strides."""
+    tf32 = x.dtype == torch.float32
+    # (On the CPU only under Triton's interpreter, as CI tests it.)
+    with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+        if copies_input(x):
+            rows, rounded = channels_innermost(x.contiguous(), tf32), tf32
+        else:
+            rows, rounded = x.movedim(1, -1), False
+        implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry),
+                      out.movedim(1, -1), round_input=not rounded)
     return out

@@ -128,6 +128,10 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     assert e.route == ops.describe_route(a, True, True) == "channels_last: " + ops.FUSED_ROUTE
     assert [c for c in e.candidates if c[2]] == [(ops.FUSED_ROUTE, 0, True)]
     assert "4 stride phase(s)" in e.steps[0] and e.chunks == 1 and e.workspace_bytes == 0
+    planar = gemmconv.explain(_meta(8, 64, 128, 128), _meta(64, 32, 3, 3))   # a copy, then the kernel
+    assert planar.route == ops.FUSED_ROUTE and planar.workspace_bytes == 8 * 64 * 128 * 128 * 4
+    assert "channels innermost, (8, 128, 128, 64), rounded to TF32" in planar.steps[0]
+    assert "1 stride phase(s)" in planar.steps[1]
     grouped = gemmconv.explain(_meta(8, 64, 32, 32), _meta(64, 16, 4, 4), stride=2, groups=2)
     assert grouped.route != ops.FUSED_ROUTE and "groups > 1" in grouped.steps[-1]
 

@@ -117,3 +117,20 @@ def test_fused_route_past_2_31_elements(launches):
     for r in (0, 5000, 12000, 16384 - 8):                      # the last rows are past 2^31
         ref = F.conv_transpose2d(x[..., r:r + 8, :].double(), w.double(), b.double(), stride=2)
         assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 3e-2
+
+
+@pytest.mark.parametrize("shape,dtype", [((3, 40, 7, 37), torch.float32), ((2, 8, 3000), torch.float32),
+                                         ((1, 136, 5, 3, 4), torch.bfloat16), ((4, 64, 96, 96), torch.float16)])
+def test_planar_inputs_reach_the_kernel_channels_innermost_and_rounded(shape, dtype):
+    x = (torch.randn(shape, generator=generator(str(shape), "cuda-rows")) * 100).to(CUDA, dtype)
+    for tf32 in (False, True):
+        want = x.movedim(1, -1)
+        want = fused.round_tf32(want) if tf32 and dtype == torch.float32 else want
+        assert torch.equal(fused.channels_innermost(x, tf32), want)
+
+
+def test_planar_inputs_past_2_31_elements_copy_whole():
+    x = torch.randn(1, 16, 16384, 8704, device=CUDA, dtype=torch.bfloat16)   # 2.28e9 elements
+    rows = fused.channels_innermost(x)
+    for r in (0, 9000, 16383):                                               # the last rows are past 2^31
+        assert torch.equal(rows[0, r], x[0, :, r].T)

@@ -133,6 +133,39 @@ def test_kernel_rounds_float32_tiles_to_tf32():
     assert rel_error(out.movedim(-1, 1), reference(case, x, w, b)) > 1e-5   # it did round
 
 
+@interpreted
+@pytest.mark.parametrize("shape,dtype,tf32", [
+    ((3, 40, 7, 37), torch.float32, False), ((3, 40, 7, 37), torch.float32, True),
+    ((2, 8, 300), torch.float32, True), ((1, 136, 5, 3, 4), torch.bfloat16, False),
+    ((2, 16, 129), torch.float16, True)])
+def test_channels_innermost_copies_planar_tensors_and_rounds_on_the_way(shape, dtype, tf32):
+    # Shapes whose channels and positions leave partial tiles (tiles are 16 to 64 channels).
+    x = (torch.randn(shape, generator=generator(str(shape), "rows")) * 100).to(dtype)
+    got = fused.channels_innermost(x, tf32)
+    want = x.movedim(1, -1)
+    if tf32 and dtype == torch.float32:
+        want = fused.round_tf32(want)
+        assert not torch.equal(want, x.movedim(1, -1))
+    assert got.is_contiguous() and got.shape == want.shape and torch.equal(got, want)
+
+
+@interpreted
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
+    case = _aligned(cases.BENCH[0].scaled(256))
+    x, w, b = (t.float() for t in case.tensors(generator=generator("tf32", layout)))
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    rounded = lambda t: fused.round_tf32(t).double()
+    ref = reference(case, rounded(x), rounded(w), b)
+    out = torch.full(ref.shape, float("nan"))
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    fused.forward(x, w, b, a, out)
+    assert rel_error(out, ref) < 1e-6
+    assert rel_error(out, reference(case, x, w, b)) > 1e-5
+
+
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
     one = torch.tensor([1.0, 1 + 2 ** -11, 1 + 2 ** -12, -(1 + 2 ** -11), 3 * 2 ** -11 + 1])
     assert fused.round_tf32(one).tolist() == [1.0, 1 + 2 ** -10, 1.0, -(1 + 2 ** -10), 1 + 2 ** -9]
@@ -165,14 +198,17 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
     if fused._triton_available():
         assert "cost model" in _why_not(_meta(2, 8, 4, 4, **bf16), _meta(8, 4, 3, 3, **bf16), True)
         large = _meta(8, 64, 1024, 1024), _meta(64, 64, 3, 3)
-        assert "cost model" in _why_not(*large) and _why_not(*large, interleaved=True) is None
+        assert _why_not(*large) is None and _why_not(*large, interleaved=True) is None
+        assert "cost model" in _why_not(*large, stride=2) and _why_not(*large, True, stride=2) is None
 
 
 def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
     args = lambda shape, k, s, nd: conv_transpose_args(
         f"conv_transpose{nd}d", nd, _meta(*shape), _meta(shape[1], 16, *(k,) * nd), None, s, 0, 0, 1, 1)
     assert fused.preferred(args((8, 64, 1024, 1024), 3, 1, 2), True)        # channels_last 2-D
-    assert not fused.preferred(args((8, 64, 1024, 1024), 3, 1, 2), False)   # planar, large
+    assert fused.preferred(args((8, 64, 1024, 1024), 3, 1, 2), False)       # planar, stride 1
+    assert not fused.preferred(args((8, 64, 512, 512), 3, 2, 2), False)     # planar, strided
+    assert fused.preferred(args((8, 64, 512, 512), 3, 2, 2), True)          # channels_last, strided
     assert fused.preferred(args((32, 32, 131072), 5, 1, 1), False)          # 1-D, stride 1
     assert not fused.preferred(args((16, 32, 131072), 3, 2, 1), False)      # 1-D, strided, large
     assert not fused.preferred(args((128, 256, 8, 8), 4, 2, 2), True)       # DCGAN's layers
