@@ -97,3 +97,58 @@ def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
     if ROUND:
         tile = round_tf32(tile)
     tl.store(out_ptr + base + p.to(tl.int64)[None, :] * channels + c[:, None], tile, mask=inside)
+
+
+
+@triton.jit
+def weight_gradient(x_ptr, g_ptr, out_ptr, offsets_ptr, grid0, grid1, grid2, image0, image1,
+                    image2, c_in, c_out, taps, boxes0, boxes1, boxes2, boxes, per_split,
+                    tiles_m, tiles_n, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
+                    BM: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
+                    PRECISION: tl.constexpr):
+    """One split's share of one tap's ``(BM, BN)`` tile of ``sum over samples n and input
+    positions q of x[n, :, q] g[n, :, q + offset]^T``: ``x (N, C_in, *grid)`` and ``g (N,
+    C_out, *image)`` planar and contiguous, ``out (splits, T, C_in, C_out)`` float32. Both
+    tiles are read along positions, the reduction dim, which is how the tensor cores take
+    32-bit operands; ``B0 x B1 x B2`` positions, one box of one sample, a step."""
+    BK: tl.constexpr = B0 * B1 * B2
+    pid = tl.program_id(0)
+    n_block = pid % tiles_n
+    rest = pid // tiles_n
+    m_block = rest % tiles_m
+    rest = rest // tiles_m
+    tap = rest % taps
+    split = rest // taps
+    o0 = tl.load(offsets_ptr + tap * 3)
+    o1 = tl.load(offsets_ptr + tap * 3 + 1)
+    o2 = tl.load(offsets_ptr + tap * 3 + 2)
+    ci = m_block * BM + tl.arange(0, BM)
+    co = n_block * BN + tl.arange(0, BN)
+    k = tl.arange(0, BK)
+    i2, i1, i0 = k % B2, (k // B2) % B1, k // (B2 * B1)
+    x_rows = ci.to(tl.int64)[:, None] * (grid0 * grid1 * grid2)
+    g_rows = co.to(tl.int64)[:, None] * (image0 * image1 * image2)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    first = split * per_split
+    for j in range(first, tl.minimum(first + per_split, boxes)):
+        b2 = j % boxes2
+        b1 = (j // boxes2) % boxes1
+        b0 = (j // (boxes2 * boxes1)) % boxes0
+        n = (j // (boxes2 * boxes1 * boxes0)).to(tl.int64)
+        q0, q1, q2 = b0 * B0 + i0, b1 * B1 + i1, b2 * B2 + i2
+        inside = (q0 < grid0) & (q1 < grid1) & (q2 < grid2)
+        x = tl.load(x_ptr + n * c_in * grid0 * grid1 * grid2 + x_rows
+                    + ((q0 * grid1 + q1) * grid2 + q2)[None, :],
+                    mask=(ci < c_in)[:, None] & inside[None, :], other=0.0)
+        y0, y1, y2 = q0 + o0, q1 + o1, q2 + o2
+        reached = inside & (y0 >= 0) & (y0 < image0) & (y1 >= 0) & (y1 < image1) & \
+            (y2 >= 0) & (y2 < image2)
+        g = tl.load(g_ptr + n * c_out * image0 * image1 * image2 + g_rows
+                    + ((y0 * image1 + y1) * image2 + y2)[None, :],
+                    mask=(co < c_out)[:, None] & reached[None, :], other=0.0)
+        if ROUND:
+            x = round_tf32(x)
+            g = round_tf32(g)
+        acc = tl.dot(x, g.T, acc, input_precision=PRECISION)
+    where = ((split * taps + tap) * c_in + ci).to(tl.int64)[:, None] * c_out + co[None, :]
+    tl.store(out_ptr + where, acc, mask=(ci < c_in)[:, None] & (co < c_out)[None, :])

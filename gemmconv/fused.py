@@ -360,3 +360,55 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry),
                       out.movedim(1, -1), round_input=not rounded)
     return out
+
+
+class GradConfig(NamedTuple):
+    """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
+    product the reduction's tile), ``bm`` input and ``bn`` output channels, warps, stages."""
+    box: tuple
+    bm: int
+    bn: int
+    warps: int
+    stages: int
+
+
+def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -> GradConfig:
+    """Channels a power of two, 16 to 64; 128 bytes of positions a step, W first."""
+    bk = 128 // element_size
+    return GradConfig(_box(1, grid, bk)[1:], min(64, max(16, _pow2(c_in))),
+                      min(64, max(16, _pow2(c_out))), 4, 3)
+
+
+def weight_gradient(x: torch.Tensor, grad_out: torch.Tensor, g: Geometry, precision: str = "tf32",
+                    cfg: Optional[GradConfig] = None, round_input: bool = True) -> torch.Tensor:
+    """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
+    geometry ``g`` from its input ``x (N, C_in, *grid)`` and output gradient ``grad_out (N,
+    C_out, *image)``, both planar and contiguous: per tap, ``sum over n, q of x[n, :, q]
+    grad_out[n, :, q + k d - p]^T``, with no columns in memory. The reduction over samples
+    and positions is split across programs into fixed float32 partials, summed in a fixed
+    order (deterministic). float32 runs in TF32, both tiles rounded to nearest in registers
+    (``precision`` "ieee": full float32). ``cfg`` and ``round_input`` are for experiments."""
+    from . import _triton
+    taps = convolution_taps(g)
+    batch, c_in, c_out = x.shape[0], x.shape[1], grad_out.shape[1]
+    grid, image = _padded(x.shape[2:], 1), _padded(grad_out.shape[2:], 1)
+    cfg = cfg or grad_config(grid, c_in, c_out, x.element_size())
+    count = taps.count[0]
+    boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
+    boxes = batch * math.prod(boxes_per_dim)
+    tiles_m, tiles_n = -(-c_in // cfg.bm), -(-c_out // cfg.bn)
+    tiles = count * tiles_m * tiles_n
+    splits = max(1, min(boxes, -(-2 * WAVE // tiles)))
+    per_split = -(-boxes // splits) if boxes else 1
+    splits = -(-boxes // per_split) if boxes else 0
+    partial = torch.zeros(max(splits, 1), count, c_in, c_out, dtype=torch.float32, device=x.device)
+    fp32 = x.dtype == torch.float32
+    if splits:
+        offsets = _table_tensor(taps, x.device)[0]
+        _triton.weight_gradient[(splits * tiles,)](
+            x, grad_out, partial, offsets, *grid, *image, c_in, c_out, count, *boxes_per_dim,
+            boxes, per_split, tiles_m, tiles_n, B0=cfg.box[0], B1=cfg.box[1], B2=cfg.box[2],
+            BM=cfg.bm, BN=cfg.bn, ROUND=fp32 and precision == "tf32" and round_input,
+            PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
+    grad = partial.sum(0).permute(1, 2, 0)
+    return grad.reshape(c_in, c_out, *g.kernel_size).to(x.dtype)
