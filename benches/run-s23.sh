@@ -3,7 +3,8 @@
 #   A: the tile-orientation probe (benches/fused_layouts.py at commit 6b677e7; results/s23/layouts.log).
 #   B: after planar stride-1 2-D calls joined the fused route through channels_innermost:
 #      the copy's probe, the fused route's tests, the forward tables in both layouts.
-#   C: a fused backward for stride-1 planar calls, probed (benches/fused_backward.py).
+#   C: a fused backward for stride-1 planar calls, probed (benches/fused_backward.py and
+#      fused.weight_gradient at commit 08d2c99; removed after it: results/s23/C/backward.log).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
