@@ -5,6 +5,8 @@
 #      the copy's probe, the fused route's tests, the forward tables in both layouts.
 #   C: a fused backward for stride-1 planar calls, probed (benches/fused_backward.py and
 #      fused.weight_gradient at commit 08d2c99; removed after it: results/s23/C/backward.log).
+#   D, E: after the last CUDA-side change: every cuda test (D: test_cuda, test_cuda_channels_last,
+#      test_cuda_fused; E: the rest), the forward tables, the training table, the zoo.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -15,5 +17,13 @@ B)
   timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log ;;
 C)
   timeout 500 python3 benches/fused_backward.py > $O/backward.log 2>&1; cat $O/backward.log ;;
+D)
+  timeout 380 python3 -m pytest -q -m cuda tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_fused.py -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log ;;
+E)
+  timeout 150 python3 -m pytest -q -m cuda tests -p no:cacheprovider --deselect tests/test_cuda.py --deselect tests/test_cuda_channels_last.py --deselect tests/test_cuda_fused.py > $O/tests-rest.log 2>&1; tail -3 $O/tests-rest.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
+  timeout 290 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 esac
 tar czf $OUT/s23-$1.tgz -C $O .
