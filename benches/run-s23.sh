@@ -7,6 +7,8 @@
 #      fused.weight_gradient at commit 08d2c99; removed after it: results/s23/C/backward.log).
 #   D, E: after the last CUDA-side change: every cuda test (D: test_cuda, test_cuda_channels_last,
 #      test_cuda_fused; E: the rest), the forward tables, the training table, the zoo.
+#   F: after the stride-1 planar backward joined the fused route (fused.backward): the route's
+#      tests, the training table, the forward table.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -25,5 +27,9 @@ E)
   timeout 150 python3 -m pytest -q -m cuda tests -p no:cacheprovider --deselect tests/test_cuda.py --deselect tests/test_cuda_channels_last.py --deselect tests/test_cuda_fused.py > $O/tests-rest.log 2>&1; tail -3 $O/tests-rest.log
   timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
   timeout 290 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+F)
+  timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests-fused.log 2>&1; tail -3 $O/tests-fused.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log ;;
 esac
 tar czf $OUT/s23-$1.tgz -C $O .

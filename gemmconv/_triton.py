@@ -99,3 +99,63 @@ def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
     tl.store(out_ptr + base + p.to(tl.int64)[None, :] * channels + c[:, None], tile, mask=inside)
 
 
+
+
+@triton.jit
+def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
+            BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
+    """``out[:, :width]`` = ``x (rows, width)``, contiguous, into rows ``pitch`` elements
+    apart, rounded to TF32 where ``ROUND``. The columns past ``width`` stay unwritten: a
+    descriptor of ``width`` never reads them."""
+    pid = tl.program_id(0)
+    r = (pid // tiles_w) * BR + tl.arange(0, BR)
+    c = (pid % tiles_w) * BW + tl.arange(0, BW)
+    inside = (r < rows)[:, None] & (c < width)[None, :]
+    tile = tl.load(x_ptr + r.to(tl.int64)[:, None] * width + c[None, :], mask=inside)
+    if ROUND:
+        tile = round_tf32(tile)
+    tl.store(out_ptr + r.to(tl.int64)[:, None] * pitch + c[None, :], tile, mask=inside)
+
+
+
+@triton.jit
+def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, c_in, c_out, taps,
+                    boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n,
+                    B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
+                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr):
+    """One split's share of one tap's ``(BM, BN)`` tile of ``sum over samples n and input
+    positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight gradient, output
+    channels by input channels). ``g_desc``: the output gradient channels innermost ``(N,
+    D', H', W', C_out)``, shifted boxes ``(1, B0, B1, B2, BM)``, zero outside; its tile goes
+    to the tensor cores from registers, so its layout is free. ``x_desc``: the input planar
+    ``(N, C_in, D, H, W)``, boxes ``(1, BN, B0, B1, B2)`` at whole boxes of positions: that
+    operand must lie along positions, the reduction dim, for 32-bit types. ``out (splits,
+    T, C_out, C_in)`` float32."""
+    BK: tl.constexpr = B0 * B1 * B2
+    pid = tl.program_id(0)
+    n_block = pid % tiles_n
+    rest = pid // tiles_n
+    m_block = rest % tiles_m
+    rest = rest // tiles_m
+    tap = rest % taps
+    split = rest // taps
+    o0 = tl.load(offsets_ptr + tap * 3)
+    o1 = tl.load(offsets_ptr + tap * 3 + 1)
+    o2 = tl.load(offsets_ptr + tap * 3 + 2)
+    co, ci = m_block * BM, n_block * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    first = split * per_split
+    for j in range(first, tl.minimum(first + per_split, boxes)):
+        q2 = (j % boxes2) * B2
+        q1 = (j // boxes2 % boxes1) * B1
+        q0 = (j // (boxes2 * boxes1) % boxes0) * B0
+        n = j // (boxes2 * boxes1 * boxes0)
+        a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
+        if ROUND:
+            a = round_tf32(a)
+        b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK)
+        acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
+    rows = co + tl.arange(0, BM)
+    cols = ci + tl.arange(0, BN)
+    where = ((split * taps + tap) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
+    tl.store(out_ptr + where, acc, mask=(rows < c_out)[:, None] & (cols < c_in)[None, :])

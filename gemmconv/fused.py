@@ -361,3 +361,122 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                       out.movedim(1, -1), round_input=not rounded)
     return out
 
+
+
+
+class GradConfig(NamedTuple):
+    """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
+    product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages."""
+    box: tuple
+    bm: int
+    bn: int
+    warps: int
+    stages: int
+
+
+def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -> GradConfig:
+    """128 bytes of positions a step, W first, at least 16 bytes of W (the copy engine's
+    granule); ``bm`` 64 or 128 output channels (the tensor cores' 64-row steps), ``bn`` a
+    power of two from 32 to 128 input channels."""
+    box = list(_box(1, grid, 128 // element_size)[1:])
+    box[2] = max(box[2], 16 // element_size)
+    return GradConfig(tuple(box), 64 if c_out <= 64 else 128, min(128, max(32, _pow2(c_in))), 4, 4)
+
+
+def _planar(t: torch.Tensor, tf32: bool) -> tuple:
+    """``t (N, C, *spatial)`` contiguous, as the copy engine can read it: ``(tensor, shape,
+    strides)`` of 5 dims (spatial padded to D, H, W). Rows of W must start on 16-byte
+    boundaries; where they do not, or where ``tf32`` asks for rounding, a copy with rows
+    ``pitch`` elements apart, rounded on the way."""
+    shape = [t.shape[0], t.shape[1], *_padded(t.shape[2:], 1)]
+    width, granule = shape[-1], 16 // t.element_size()
+    if not tf32 and width % granule == 0 and t.data_ptr() % 16 == 0:
+        return t, shape, _dense(shape)
+    from . import _triton
+    pitch = -(-width // granule) * granule
+    rows = t.numel() // width if width else 0
+    out = t.new_empty(rows * pitch)
+    bw = min(128, max(16, _pow2(width)))
+    tiles_w = -(-width // bw)
+    if out.numel():
+        _triton.pitched[(-(-rows // 32) * tiles_w,)](t, out, rows, width, pitch, tiles_w,
+                                                     BR=32, BW=bw, ROUND=tf32, num_warps=4)
+    return out, shape, _dense(shape[:-1] + [pitch])
+
+
+def weight_gradient(x: torch.Tensor, grad_rows: torch.Tensor, g: Geometry, precision: str = "tf32",
+                    cfg: Optional[GradConfig] = None, rounded: bool = False) -> torch.Tensor:
+    """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
+    geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, and its
+    output gradient ``grad_rows (N, *image, C_out)``, channels innermost and contiguous: per
+    tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d - p]^T``, with no columns in
+    memory. The reduction over samples and positions is split across programs into float32
+    partials, summed in a fixed order (deterministic). float32 runs in TF32 rounded to
+    nearest: the input in its copy (the tensor cores read that operand from shared memory),
+    the output gradient's tiles in registers unless ``rounded`` already. ``cfg`` is for
+    experiments."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    from . import _triton
+    taps = convolution_taps(g)
+    batch, c_in, c_out = x.shape[0], x.shape[1], grad_rows.shape[-1]
+    grid, image = _padded(x.shape[2:], 1), _padded(grad_rows.shape[1:-1], 1)
+    cfg = cfg or grad_config(grid, c_in, c_out, x.element_size())
+    tf32 = x.dtype == torch.float32 and precision == "tf32"
+    count = taps.count[0]
+    boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
+    boxes = batch * math.prod(boxes_per_dim)
+    tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
+    tiles = count * tiles_m * tiles_n
+    per_split = -(-boxes // max(1, min(boxes, -(-2 * WAVE // tiles)))) if boxes else 1
+    splits = -(-boxes // per_split)
+    partial = x.new_zeros(max(splits, 1), count, c_out, c_in, dtype=torch.float32)
+    if splits:
+        g_shape = [batch, *image, c_out]
+        g_desc = TensorDescriptor(grad_rows, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])
+        xt, x_shape, x_strides = _planar(x, tf32)
+        x_desc = TensorDescriptor(xt, x_shape, x_strides, [1, cfg.bn, *cfg.box])
+        _triton.weight_gradient[(splits * tiles,)](
+            g_desc, x_desc, partial, _table_tensor(taps, x.device)[0], c_in, c_out, count,
+            *boxes_per_dim, boxes, per_split, tiles_m, tiles_n, B0=cfg.box[0], B1=cfg.box[1],
+            B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, ROUND=tf32 and not rounded,
+            PRECISION="ieee" if x.dtype == torch.float32 and not tf32 else "tf32",
+            num_warps=cfg.warps, num_stages=cfg.stages)
+    grad = partial.sum(0).permute(2, 1, 0)
+    return grad.reshape(c_in, c_out, *g.kernel_size).to(x.dtype)
+
+
+def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                         interleaved: bool = False) -> Optional[str]:
+    """Why the backward of a call does not take the fused kernels, or None where it does:
+    where its forward can (:func:`unavailable`), on planar tensors at stride 1, with output
+    channels in whole 16-byte rows too (the output gradient's rows are the kernels' input)."""
+    why = unavailable(a, x, weight, interleaved)
+    if why is not None:
+        return why
+    if interleaved:
+        return "channels_last tensors (the fused weight gradient reads planar ones)"
+    if any(s != 1 for s in a.geometry.stride):
+        return "stride > 1"
+    if a.out_channels * x.element_size() % 16:
+        return f"{a.out_channels} output channels of {x.element_size()} bytes: rows not whole 16-byte units"
+    return None
+
+
+def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
+             need: Sequence[bool]) -> tuple:
+    """The input and weight gradients (as ``need`` asks; None for the others) of the
+    stride-1 transposed convolution ``a`` with planar ``x (N, C_in, *grid)`` and ``grad_out
+    (N, C_out, *image)``, no columns in memory. One copy of the output gradient channels
+    innermost, rounded to TF32 for float32, feeds both: the input gradient is the forward's
+    kernel over the convolution's taps (``k d - p``) with each tap's weight transposed, and
+    the weight gradient :func:`weight_gradient`."""
+    with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+        rows = channels_innermost(grad_out.contiguous(), x.dtype == torch.float32)
+        grad_input = grad_weight = None
+        if need[0]:
+            grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+            implicit_gemm(rows, tap_weights(weight, transpose=True), None,
+                          convolution_taps(a.geometry), grad_input.movedim(1, -1), round_input=False)
+        if need[1]:
+            grad_weight = weight_gradient(x.contiguous(), rows, a.geometry, rounded=True)
+    return grad_input, grad_weight

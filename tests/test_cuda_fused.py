@@ -134,3 +134,37 @@ def test_planar_inputs_past_2_31_elements_copy_whole():
     rows = fused.channels_innermost(x)
     for r in (0, 9000, 16383):                                               # the last rows are past 2^31
         assert torch.equal(rows[0, r], x[0, :, r].T)
+
+
+BACKWARD = [dataclasses.replace(c, out_channels=-(-c.out_channels // 8) * 8)
+            for c in CASES if set(c.stride) == {1} and not c.unbatched and c.nd < 3][:10]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", BACKWARD, ids=lambda c: c.name)
+def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, mode):
+    """Both gradients through the fused kernels (the input's through the forward's kernel,
+    the weight's through weight_gradient), against float64, poisoned, bitwise repeatable."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    weight_grads = [0]
+    weight_gradient = fused.weight_gradient
+
+    def counted(*args, **kwargs):
+        weight_grads[0] += 1
+        return weight_gradient(*args, **kwargs)
+
+    monkeypatch.setattr(fused, "weight_gradient", counted)
+    dtype, precision, tolerance = MODES[mode]
+    x, w, b = _tensors(case, "backward" + mode, dtype, False)
+    leaves = [t for t in (x, w, b) if t is not None]
+    with gemmconv.float32_precision(precision):
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out.shape, generator=generator(case.name, "gb"), dtype=torch.float64).to(CUDA)
+        _poison_allocator(x.numel() * x.element_size())                # where the input's lands
+        mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
+        again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
+    assert launches[0] == 3 and weight_grads[0] == 2            # forward, then the input's twice
+    assert all(torch.equal(m, g) for m, g in zip(mine, again))  # bitwise, run to run
+    refs = reference64(case, x, w, b, grad_out)
+    for m, t in zip(mine, refs[1:]):
+        assert rel_error(m, t) < tolerance

@@ -166,6 +166,45 @@ def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
     assert rel_error(out, reference(case, x, w, b)) > 1e-5
 
 
+STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
+
+
+@interpreted
+@pytest.mark.parametrize("case", STRIDE_ONE[1::3], ids=lambda c: c.name)
+def test_weight_gradient_kernel_matches_float64(case):
+    # Output channels in whole 16-byte rows (backward_unavailable asks it); any W: rows of W
+    # that do not start on 16 bytes go through the pitched copy.
+    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = case.tensors(generator=generator(case.name, "weight-grad"))
+    x, w = _batched(case, x), w.requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "gw"), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, w, grad_out)
+    got = fused.weight_gradient(x.float(), grad_out.float().movedim(1, -1).contiguous(),
+                                _geometry(case), "ieee")
+    assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
+
+
+@interpreted
+@pytest.mark.parametrize("case", STRIDE_ONE[::5], ids=lambda c: c.name)
+def test_fused_backward_gives_both_gradients_in_tf32(case):
+    """fused.backward: float32 operands rounded to TF32 once (the output gradient's copy,
+    the weights, the input's copy), so both gradients equal float64's on rounded operands."""
+    case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = (t.float() for t in case.tensors(generator=generator(case.name, "backward")))
+    x = _batched(case, x)
+    r = lambda t: fused.round_tf32(t).double().requires_grad_()
+    xr, wr = r(x), r(w)
+    out = reference(case, xr, wr, None)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "gb")).float()
+    ref = torch.autograd.grad(out, (xr, wr), fused.round_tf32(grad_out).double())
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                            case.padding, case.output_padding, case.groups, case.dilation)
+    got = fused.backward(grad_out, x, w, a, (True, True))
+    assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
+    assert fused.backward(grad_out, x, w, a, (False, True))[0] is None
+
+
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
     one = torch.tensor([1.0, 1 + 2 ** -11, 1 + 2 ** -12, -(1 + 2 ** -11), 3 * 2 ** -11 + 1])
     assert fused.round_tf32(one).tolist() == [1.0, 1 + 2 ** -10, 1.0, -(1 + 2 ** -10), 1 + 2 ** -9]
@@ -200,6 +239,12 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         large = _meta(8, 64, 1024, 1024), _meta(64, 64, 3, 3)
         assert _why_not(*large) is None and _why_not(*large, interleaved=True) is None
         assert "cost model" in _why_not(*large, stride=2) and _why_not(*large, True, stride=2) is None
+        a = conv_transpose_args("conv_transpose2d", 2, *large, None, 1, 0, 0, 1, 1)
+        assert fused.backward_unavailable(a, *large) is None
+        assert "channels_last" in fused.backward_unavailable(a, *large, interleaved=True)
+        odd = _meta(8, 64, 1024, 1024), _meta(64, 6, 3, 3)
+        a = conv_transpose_args("conv_transpose2d", 2, *odd, None, 1, 0, 0, 1, 1)
+        assert "6 output channels" in fused.backward_unavailable(a, *odd)
 
 
 def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
