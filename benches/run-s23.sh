@@ -9,6 +9,7 @@
 #      test_cuda_fused; E: the rest), the forward tables, the training table, the zoo.
 #   F: after the stride-1 planar backward joined the fused route (fused.backward): the route's
 #      tests, the training table, the forward table.
+#   G: where the fused backward's time goes (benches/wgrad_probe.py).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -31,5 +32,7 @@ F)
   timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests-fused.log 2>&1; tail -3 $O/tests-fused.log
   timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log ;;
+G)
+  timeout 400 python3 benches/wgrad_probe.py > $O/wgrad.log 2>&1; cat $O/wgrad.log ;;
 esac
 tar czf $OUT/s23-$1.tgz -C $O .

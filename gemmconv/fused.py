@@ -378,8 +378,9 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -
     """128 bytes of positions a step, W first, at least 16 bytes of W (the copy engine's
     granule); ``bm`` 64 or 128 output channels (the tensor cores' 64-row steps), ``bn`` a
     power of two from 32 to 128 input channels."""
-    box = list(_box(1, grid, 128 // element_size)[1:])
-    box[2] = max(box[2], 16 // element_size)
+    bk = 128 // element_size
+    box = list(_box(1, grid, bk)[1:])
+    box[2] *= bk // math.prod(box)   # a full step on small grids: the tensor cores take K >= 16
     return GradConfig(tuple(box), 64 if c_out <= 64 else 128, min(128, max(32, _pow2(c_in))), 4, 4)
 
 

@@ -486,7 +486,8 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
     if x.is_cuda and fused.backward_unavailable(a, x, weight, interleaved) is None:
         grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need)
         empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-        grad_bias = _bias_grad(grad_out.reshape(a.batch, a.out_channels, -1)) if need[2] else empty()
+        grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
+                     if need[2] else empty())
         return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
     if a.prefers_im2col():
         return _backward_by_im2col(grad_out, x, weight, a, need, interleaved)
