@@ -10,6 +10,7 @@
 #   F: after the stride-1 planar backward joined the fused route (fused.backward): the route's
 #      tests, the training table, the forward table.
 #   G: where the fused backward's time goes (benches/wgrad_probe.py).
+#   H: the fused backward for 16-bit types only: the route's tests, the bfloat16 training table.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -34,5 +35,10 @@ F)
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log ;;
 G)
   timeout 400 python3 benches/wgrad_probe.py > $O/wgrad.log 2>&1; cat $O/wgrad.log ;;
+H)
+  timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests-fused.log 2>&1; tail -3 $O/tests-fused.log
+  timeout 150 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep geometric $O/bench-train-bf16.log
+  # the same with the fused backward turned off, for the A/B
+  timeout 150 python3 -c "import sys; from gemmconv import fused, __main__ as m; fused.backward_unavailable = lambda *a, **k: 'off'; sys.exit(m.main(sys.argv[1:]))" bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16-off.json > $O/bench-train-bf16-off.log 2>&1; grep geometric $O/bench-train-bf16-off.log ;;
 esac
 tar czf $OUT/s23-$1.tgz -C $O .

@@ -375,13 +375,15 @@ class GradConfig(NamedTuple):
 
 
 def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -> GradConfig:
-    """128 bytes of positions a step, W first, at least 16 bytes of W (the copy engine's
-    granule); ``bm`` 64 or 128 output channels (the tensor cores' 64-row steps), ``bn`` a
-    power of two from 32 to 128 input channels."""
+    """128 bytes of positions a step, W first; 128 x 128 channels, eight warps, where both
+    sides have that many, else 64 output by 32-64 input channels, four warps. The best of
+    six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log)."""
     bk = 128 // element_size
     box = list(_box(1, grid, bk)[1:])
     box[2] *= bk // math.prod(box)   # a full step on small grids: the tensor cores take K >= 16
-    return GradConfig(tuple(box), 64 if c_out <= 64 else 128, min(128, max(32, _pow2(c_in))), 4, 4)
+    if c_in >= 128 and c_out >= 128:
+        return GradConfig(tuple(box), 128, 128, 8, 3)
+    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4)
 
 
 def _planar(t: torch.Tensor, tf32: bool) -> tuple:
@@ -454,6 +456,11 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     why = unavailable(a, x, weight, interleaved)
     if why is not None:
         return why
+    if x.dtype == torch.float32:
+        # Its tiles of the output gradient reach the tensor cores through a transposing load
+        # from shared memory, which 32-bit types make slow: 12-60 TFLOP/s on the H200, 0.4-0.7x
+        # cuDNN's weight gradient, where bfloat16 ran at 62-600 (results/s23/G/wgrad.log).
+        return "float32 (the fused weight gradient is slower than the column routes there)"
     if interleaved:
         return "channels_last tensors (the fused weight gradient reads planar ones)"
     if any(s != 1 for s in a.geometry.stride):

@@ -240,11 +240,13 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         assert _why_not(*large) is None and _why_not(*large, interleaved=True) is None
         assert "cost model" in _why_not(*large, stride=2) and _why_not(*large, True, stride=2) is None
         a = conv_transpose_args("conv_transpose2d", 2, *large, None, 1, 0, 0, 1, 1)
-        assert fused.backward_unavailable(a, *large) is None
-        assert "channels_last" in fused.backward_unavailable(a, *large, interleaved=True)
-        odd = _meta(8, 64, 1024, 1024), _meta(64, 6, 3, 3)
+        assert "float32" in fused.backward_unavailable(a, *large)
+        half = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 64, 3, 3, **bf16)
+        assert fused.backward_unavailable(a, *half) is None
+        assert "channels_last" in fused.backward_unavailable(a, *half, interleaved=True)
+        odd = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 4, 3, 3, **bf16)
         a = conv_transpose_args("conv_transpose2d", 2, *odd, None, 1, 0, 0, 1, 1)
-        assert "6 output channels" in fused.backward_unavailable(a, *odd)
+        assert "4 output channels" in fused.backward_unavailable(a, *odd)
 
 
 def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
