@@ -11,6 +11,7 @@
 #      tests, the training table, the forward table.
 #   G: where the fused backward's time goes (benches/wgrad_probe.py).
 #   H: the fused backward for 16-bit types only: the route's tests, the bfloat16 training table.
+#   I1, I2: after the last CUDA-side change: every cuda test; the zoo and the float32 training table.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -40,5 +41,10 @@ H)
   timeout 150 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep geometric $O/bench-train-bf16.log
   # the same with the fused backward turned off, for the A/B
   timeout 150 python3 -c "import sys; from gemmconv import fused, __main__ as m; fused.backward_unavailable = lambda *a, **k: 'off'; sys.exit(m.main(sys.argv[1:]))" bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16-off.json > $O/bench-train-bf16-off.log 2>&1; grep geometric $O/bench-train-bf16-off.log ;;
+I1)
+  timeout 560 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+I2)
+  timeout 290 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
 esac
 tar czf $OUT/s23-$1.tgz -C $O .

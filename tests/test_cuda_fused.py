@@ -164,8 +164,8 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         _poison_allocator(x.numel() * x.element_size())                # where the input's lands
         mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
         again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
-    if dtype == torch.float32:                                  # not there (backward_unavailable)
-        assert launches[0] == 1 and weight_grads[0] == 0
+    if dtype == torch.float32:   # not there (backward_unavailable); the column routes' input
+        assert weight_grads[0] == 0   # gradient may still run the fused forward kernel
     else:
         assert launches[0] == 3 and weight_grads[0] == 2        # forward, then the input's twice
     assert all(torch.equal(m, g) for m, g in zip(mine, again))  # bitwise, run to run
