@@ -190,8 +190,17 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))
         candidates = [(c, cost, False) for c, cost, _ in candidates]
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
-        backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
-            _planar_backward_workspace(a, size, limit)
+        batched = input.unsqueeze(0) if a.unbatched else input
+        if fused.backward_unavailable(a, batched, weight, interleaved) is None:
+            # The output gradient's copy channels innermost, and the input's rows re-pitched
+            # to 16 bytes where they are not (fused.backward).
+            width = a.grid[-1] * size
+            backward = a.batch * a.out_channels * math.prod(a.image) + \
+                (input.numel() if width % 16 else 0)
+        elif interleaved:
+            backward = cl.backward_plan(a, size, limit).workspace
+        else:
+            backward = _planar_backward_workspace(a, size, limit)
     elif interleaved:
         gathered = a.gathered_dims()
         split = a.split(gathered)

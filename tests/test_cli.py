@@ -132,6 +132,10 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     assert planar.route == ops.FUSED_ROUTE and planar.workspace_bytes == 8 * 64 * 128 * 128 * 4
     assert "channels innermost, (8, 128, 128, 64), rounded to TF32" in planar.steps[0]
     assert "1 stride phase(s)" in planar.steps[1]
+    half = torch.empty(8, 64, 128, 128, device="meta", dtype=torch.bfloat16)
+    fused_backward = gemmconv.explain(half, torch.empty(64, 32, 3, 3, device="meta", dtype=torch.bfloat16))
+    assert fused_backward.backward_workspace_bytes == 8 * 32 * 130 * 130 * 2   # the output gradient's copy
+    assert planar.backward_workspace_bytes > 8 * 32 * 130 * 130 * 4            # float32: the column routes'
     grouped = gemmconv.explain(_meta(8, 64, 32, 32), _meta(64, 16, 4, 4), stride=2, groups=2)
     assert grouped.route != ops.FUSED_ROUTE and "groups > 1" in grouped.steps[-1]
 
