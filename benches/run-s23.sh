@@ -5,7 +5,7 @@
 #      the copy's probe, the fused route's tests, the forward tables in both layouts.
 #   C: a fused backward for stride-1 planar calls, probed (benches/fused_backward.py and
 #      fused.weight_gradient at commit 08d2c99; removed after it: results/s23/C/backward.log).
-#   D, E: after the last CUDA-side change: every cuda test (D: test_cuda, test_cuda_channels_last,
+#   D, E: the checks after the forward's change (I1, I2 repeat them after the backward's): every cuda test (D: test_cuda, test_cuda_channels_last,
 #      test_cuda_fused; E: the rest), the forward tables, the training table, the zoo.
 #   F: after the stride-1 planar backward joined the fused route (fused.backward): the route's
 #      tests, the training table, the forward table.
