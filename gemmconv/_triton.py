@@ -99,8 +99,6 @@ def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
     tl.store(out_ptr + base + p.to(tl.int64)[None, :] * channels + c[:, None], tile, mask=inside)
 
 
-
-
 @triton.jit
 def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
             BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
@@ -115,7 +113,6 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
     if ROUND:
         tile = round_tf32(tile)
     tl.store(out_ptr + r.to(tl.int64)[:, None] * pitch + c[None, :], tile, mask=inside)
-
 
 
 @triton.jit

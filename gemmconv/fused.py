@@ -18,9 +18,10 @@ zero-fills what falls outside the input, so padding costs nothing), accumulates 
 registers and adds the bias before it stores. Deterministic: no atomics, a fixed order.
 
 The same kernel computes the input gradient at stride 1 (a convolution: offsets
-``k d - p``, each tap's weight transposed). ``taps`` gives the decomposition as plain
-PyTorch, the CPU path that CI checks against the kernel (through ``TRITON_INTERPRET=1``)
-and against torch.
+``k d - p``, each tap's weight transposed), and a second one the weight gradient, reducing
+over samples and positions into fixed partials: :func:`backward`, taken in 16-bit types.
+``taps`` gives the decomposition as plain PyTorch, the CPU path that CI checks against the
+kernels (through ``TRITON_INTERPRET=1``) and against torch.
 """
 from __future__ import annotations
 
@@ -360,8 +361,6 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry),
                       out.movedim(1, -1), round_input=not rounded)
     return out
-
-
 
 
 class GradConfig(NamedTuple):
