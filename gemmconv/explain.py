@@ -182,15 +182,15 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     copy = 0
     if why_not is None:
         plan = None
+        batched = input.unsqueeze(0) if a.unbatched else input
         steps = [FUSED_STEP.format(phases=len(fused.transposed_taps(a.geometry).count),
                                    bias=", + bias" if bias is not None else "")]
-        if fused.copies_input(input.unsqueeze(0) if a.unbatched else input):
+        if fused.copies_input(batched):
             copy = input.numel() * size
             steps.insert(0, COPY_STEP.format(shape=(a.batch, *a.grid, a.in_channels),
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))
         candidates = [(c, cost, False) for c, cost, _ in candidates]
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
-        batched = input.unsqueeze(0) if a.unbatched else input
         if fused.backward_unavailable(a, batched, weight, interleaved) is None:
             # The output gradient's copy channels innermost, and the input's rows re-pitched
             # to 16 bytes where they are not (fused.backward).

@@ -337,6 +337,12 @@ def _transpose_tile(channels: int, element_size: int) -> tuple:
     return bc, 16384 // element_size // bc
 
 
+def _on(device: torch.device):
+    """Launches on ``device``: its CUDA context, or none on the CPU (where the kernels run
+    only under Triton's interpreter, as CI tests them)."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
 def copies_input(x: torch.Tensor) -> bool:
     """Whether :func:`forward` copies ``x (N, C_in, *grid)`` channels innermost first: where
     its channels are not innermost and dense, 16-byte aligned."""
@@ -352,8 +358,7 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     :func:`channels_innermost`, rounded on the way; the kernel writes ``out`` through its
     strides."""
     tf32 = x.dtype == torch.float32
-    # (On the CPU only under Triton's interpreter, as CI tests it.)
-    with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+    with _on(x.device):
         if copies_input(x):
             rows, rounded = channels_innermost(x.contiguous(), tf32), tf32
         else:
@@ -477,7 +482,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     innermost, rounded to TF32 for float32, feeds both: the input gradient is the forward's
     kernel over the convolution's taps (``k d - p``) with each tap's weight transposed, and
     the weight gradient :func:`weight_gradient`."""
-    with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+    with _on(x.device):
         rows = channels_innermost(grad_out.contiguous(), x.dtype == torch.float32)
         grad_input = grad_weight = None
         if need[0]:
