@@ -32,18 +32,23 @@ CASES = [_aligned(c) for c in cases.random_cases(40, seed=13) + cases.EDGE + cas
          + [c.scaled(4096) for c in cases.BENCH] if c.groups == 1]
 
 
-@pytest.fixture
-def launches(monkeypatch):
-    """Counts the fused kernel's launches."""
+def _counted(monkeypatch, name):
+    """Counts the calls of ``fused.<name>``: a one-element list."""
     count = [0]
-    launch = fused.implicit_gemm
+    function = getattr(fused, name)
 
     def counted(*args, **kwargs):
         count[0] += 1
-        return launch(*args, **kwargs)
+        return function(*args, **kwargs)
 
-    monkeypatch.setattr(fused, "implicit_gemm", counted)
+    monkeypatch.setattr(fused, name, counted)
     return count
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Counts the fused kernel's launches."""
+    return _counted(monkeypatch, "implicit_gemm")
 
 
 def _tensors(case, key, dtype, channels_last):
@@ -147,14 +152,7 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
     forward's kernel, the weight's through weight_gradient), against float64, poisoned,
     bitwise repeatable; float32 keeps the column routes."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
-    weight_grads = [0]
-    weight_gradient = fused.weight_gradient
-
-    def counted(*args, **kwargs):
-        weight_grads[0] += 1
-        return weight_gradient(*args, **kwargs)
-
-    monkeypatch.setattr(fused, "weight_gradient", counted)
+    weight_grads = _counted(monkeypatch, "weight_gradient")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = _tensors(case, "backward" + mode, dtype, False)
     leaves = [t for t in (x, w, b) if t is not None]
