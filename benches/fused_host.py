@@ -3,7 +3,7 @@ per call of torch, the column routes and the fused route, and the fused call's h
 
     PYTHONPATH=. python benches/fused_host.py
 """
-import time
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -11,21 +11,15 @@ import torch.nn.functional as F
 from gemmconv import conv_transpose2d, fused
 from gemmconv.shapes import conv_transpose_args
 
+sys.path.insert(0, "benches")
+from overhead import per_call_us  # noqa: E402
+
 CALLS = 300
 
 
-def per_call(fn, sync_each=False):
+def per_call(fn):
     """Milliseconds per call, back to back (host-bound where above the kernels' time)."""
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        fn()
-        if sync_each:
-            torch.cuda.synchronize()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / CALLS * 1e3
+    return per_call_us(fn, CALLS) / 1e3
 
 
 def kernel_ms(fn):
