@@ -377,15 +377,34 @@ def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor 
             blocks: int | None = None) -> None:
     """Launches ``op`` on torch's current stream of ``like``'s device, over the launch's
     blocks or ``blocks``."""
+    _launch_at(op, launch, like.device, [0 if t is None else t.data_ptr() for t in tensors], blocks)
+
+
+def _launch_at(op: str, launch: Launch, device: torch.device, addresses: list[int],
+               blocks: int | None = None) -> None:
+    """:func:`_launch` with the tensor arguments given by address (0 for None)."""
     kernel = (_interleaved_kernels if launch.interleaved else _kernels)(*launch.kernels)[op]
-    pointers = [ctypes.c_void_p(0 if t is None else t.data_ptr()) for t in tensors]
+    pointers = [ctypes.c_void_p(address) for address in addresses]
     # cuLaunchKernel reads each argument through a pointer to its value.
     params = (ctypes.c_void_p * (len(launch.addresses) + len(pointers)))(
         *launch.addresses, *map(ctypes.addressof, pointers))
-    with on_device(like.device):
-        stream = raw_stream(like.device)
+    with on_device(device):
+        stream = raw_stream(device)
         _launch_status(driver().cuLaunchKernel(kernel, blocks or launch.blocks, 1, 1, BLOCK,
                                                1, 1, 0, stream, params, None))
+
+
+def run_col2im(launch: Launch, device: torch.device, columns: int, bias: int, out: int) -> None:
+    """The launches of :func:`col2im` (or :func:`col2im_interleaved`) planned as ``launch``
+    (:func:`col2im_launch`, :func:`interleaved_launch`), on tensors at these
+    addresses (bias 0 for none): for callers that replay a call (ops._Replay)."""
+    if launch.interleaved:
+        _launch_at("col2im", launch, device, [columns, bias, out])
+        return
+    if launch.fill_blocks:
+        _launch_at("fill", launch, device, [columns, bias, out], blocks=launch.fill_blocks)
+    if launch.blocks:
+        _launch_at("col2im", launch, device, [columns, columns, bias, out])
 
 
 def raw_stream(device: torch.device) -> int:
@@ -417,14 +436,21 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
     innermost 1), plus ``bias (C,)``."""
     if out.numel() == 0:
         return
-    fixed = _specialised(g, out.numel())
-    key = ("col2im", g, padding, fixed, *_signature(columns), *_signature(out))
-    launch = _launch_for(key, lambda: _col2im_plan(columns, out, g, padding, fixed))
+    launch = col2im_launch(columns, out, g, padding)
     bias = None if bias is None else bias.contiguous()
     if launch.fill_blocks:
         _launch("fill", launch, columns, bias, out, blocks=launch.fill_blocks)
     if launch.blocks:   # none where no row receives entries: the fill wrote them all
         _launch("col2im", launch, columns, columns, bias, out)
+
+
+def col2im_launch(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
+                  padding: tuple[int, ...]) -> Launch:
+    """The launch :func:`col2im` makes for tensors like these (worked out once per their
+    layouts)."""
+    fixed = _specialised(g, out.numel())
+    key = ("col2im", g, padding, fixed, *_signature(columns), *_signature(out))
+    return _launch_for(key, lambda: _col2im_plan(columns, out, g, padding, fixed))
 
 
 def _col2im_plan(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
@@ -631,13 +657,21 @@ def _interleaved(op: str, columns: torch.Tensor, image: torch.Tensor, g: Geometr
     out = image if op == "col2im" else columns
     if out.numel() == 0:
         return
+    _launch(op, interleaved_launch(op, columns, image, g, padding), out, *arguments)
+
+
+def interleaved_launch(op: str, columns: torch.Tensor, image: torch.Tensor, g: Geometry,
+                       padding: tuple[int, ...]) -> Launch:
+    """The launch :func:`_interleaved` makes of ``op`` for tensors like these (worked out once
+    per their layouts)."""
+    out = image if op == "col2im" else columns
 
     def work_out() -> Launch:
         pack = interleaved_pack(columns.shape[-1], columns, image)
         return _interleaved_launch(out, g, _interleaved_fields(columns, image, g, padding), pack,
                                    out.numel(), max(_reach(columns), _reach(image)))
     key = (op, "interleaved", g, padding, *_signature(columns), *_signature(image))
-    _launch(op, _launch_for(key, work_out), out, *arguments)
+    return _launch_for(key, work_out)
 
 
 @functools.cache

@@ -151,6 +151,18 @@ LARGE_KERNELS = [
 ]
 
 
+# The zoo's kinds of transposed convolution at test sizes (gemmconv/zoo.py has them at full
+# size): small layers of many channels, where host time per call is what the GPU waits for.
+MODEL_LAYERS = [
+    _c("dcgan-k4s2", 16, 64, 32, (4, 4), (8, 8), stride=2, padding=1, bias=False),
+    _c("vae-k3s2op1", 4, 64, 32, (3, 3), (8, 8), stride=2, padding=1, output_padding=1),
+    _c("unet-k2s2", 2, 64, 32, (2, 2), (16, 16), stride=2),
+    _c("hifigan-k16s8", 4, 64, 32, 16, 32, stride=8, padding=4),
+    _c("hifigan-k4s2", 4, 32, 16, 4, 256, stride=2, padding=1),
+    _c("unet3d-k2s2", 2, 32, 16, (2, 2, 2), (8, 8, 8), stride=2),
+]
+
+
 def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Case]:
     """``count`` random valid cases of every dimensionality, reproducible from ``seed``."""
     rng = random.Random(seed)

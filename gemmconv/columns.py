@@ -78,17 +78,7 @@ def col2im(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
     given as ``(S, C, K, *grid)``. Writes every element of ``out`` (new if None) and
     returns it.
     """
-    grid, image = tuple(grid), tuple(image)
-    padding = tuple(g.padding if padding is None else padding)
-    if bias is not None:
-        block = bias.shape[0]
-    elif columns.dim() == 3 and columns.stride(0) == g.taps * columns.stride(1):
-        # No bias: one block of every plane, so that the kernel's threads may take several
-        # planes each (_cuda.col2im_planes).
-        block = columns.shape[0] or 1
-    else:
-        block = 1
-    columns = blocks(columns, block, g.taps, grid)
+    columns, image, padding = _col2im_operands(columns, bias, g, grid, image, padding)
     planes = columns.shape[0] * columns.shape[1]
     if out is None:
         out = columns.new_empty((planes, *image))
@@ -107,6 +97,33 @@ def col2im(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
     if bias is not None:
         result = result + bias.view(-1, *[1] * g.nd)
     return out.copy_(result.reshape(out.shape))
+
+
+def _col2im_operands(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
+                     grid: Sequence[int], image: Sequence[int],
+                     padding: Optional[Sequence[int]]) -> tuple:
+    """col2im's columns as blocks ``(S, C, K, *grid)``, its image size and padding."""
+    grid, image = tuple(grid), tuple(image)
+    padding = tuple(g.padding if padding is None else padding)
+    if bias is not None:
+        block = bias.shape[0]
+    elif columns.dim() == 3 and columns.stride(0) == g.taps * columns.stride(1):
+        # No bias: one block of every plane, so that the kernel's threads may take several
+        # planes each (_cuda.col2im_planes).
+        block = columns.shape[0] or 1
+    else:
+        block = 1
+    return blocks(columns, block, g.taps, grid), image, padding
+
+
+def col2im_launch(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
+                  grid: Sequence[int], image: Sequence[int], out: torch.Tensor,
+                  padding: Optional[Sequence[int]] = None):
+    """The CUDA launch :func:`col2im` makes on these arguments (``_cuda.Launch``), for
+    callers that replay it (``_cuda.run_col2im``)."""
+    from . import _cuda
+    columns, _, padding = _col2im_operands(columns, bias, g, grid, image, padding)
+    return _cuda.col2im_launch(columns, out, g, padding)
 
 
 def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],

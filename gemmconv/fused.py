@@ -289,6 +289,21 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     return None
 
 
+def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+          interleaved: bool = False) -> bool:
+    """Whether a call takes the fused route (:func:`unavailable` is None), the cost model
+    asked first: it depends on the call's shape alone, and most small calls stop there
+    without the device and policy checks (microseconds of host time they wait for)."""
+    return preferred(a, interleaved) and unavailable(a, x, weight, interleaved) is None
+
+
+def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                   interleaved: bool = False) -> bool:
+    """Whether a call's backward takes the fused kernels (:func:`backward_unavailable` is
+    None), the cost model asked first as in :func:`takes`."""
+    return preferred(a, interleaved) and backward_unavailable(a, x, weight, interleaved) is None
+
+
 @functools.lru_cache(maxsize=None)
 def _capability(index: Optional[int]) -> tuple:
     return torch.cuda.get_device_capability(index)

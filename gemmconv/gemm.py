@@ -279,12 +279,26 @@ def _call(product: _Product, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
     if product.copied:
         a = _other_layout(a, _distinct(a))
     a, b = (t.contiguous() if c else t for t, c in zip((a, b), product.contiguous))
+    run(product, a.data_ptr(), b.data_ptr(), out.data_ptr(), out.device)
+
+
+def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+         choose_layout: bool = True) -> _Product:
+    """The cuBLAS calls :func:`matmul` makes for operands of these shapes, strides and dtypes
+    (choosing ``a``'s layout first, as matmul does): what :func:`run` replays."""
+    return _product(a, b, out, choose_layout)
+
+
+def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> None:
+    """``product``'s cuBLAS calls on operands at these addresses on ``device``, laid out as
+    it was planned for (``a`` in the copied layout where ``product.copied``): matmul's
+    work, less its planning, for callers that replay a call (ops._Replay)."""
     compute = product.compute
     one, zero = _SCALARS[np.float64 if compute == _COMPUTE_64F else np.float32]
-    pointers = (b.data_ptr(), a.data_ptr(), out.data_ptr())
+    pointers = (b, a, out)
     type_b, type_a, type_c = product.types
     lib = _cuda.cublas()
-    with _cuda.on_device(out.device):
+    with _cuda.on_device(device):
         # torch's handle for this device, bound to its current stream with a workspace that
         # CUDA-graph capture accepts. The default math mode leaves the choice of TF32 to
         # the compute type alone; torch sets its own mode again before its next call.

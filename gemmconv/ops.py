@@ -122,8 +122,12 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     weight is channels_last, as torch decides its output's memory format."""
     if interleaved is None:
         interleaved = gathered is None and cl.suggested(x, weight)
-    if gathered is None and x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None:
-        return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
+    if gathered is None and x.is_cuda:
+        if fused.takes(a, x, weight, interleaved):
+            return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
+        out = _replayed(x, weight, bias, a, interleaved)
+        if out is not None:
+            return out
     if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
         split = a.split(a.gathered_dims())
         if split.direct:
@@ -181,6 +185,141 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                     out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                     padding=split.scatter.band_padding(o0, i0))
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
+
+
+class _Replay(NamedTuple):
+    """A CUDA forward that runs as one GEMM and one col2im over the whole call: the column
+    route with nothing gathered, in one chunk, planar or channels_last. Its cuBLAS calls
+    (``product``) and col2im launch are worked out on the first call of its shape; later
+    calls only allocate and launch. On small layers the GPU waits for the host, and the
+    views and plans of _forward and channels_last.forward cost 2-3 times these launches
+    there (benches/NOTES.md, session 24). ``samples_inner``: the GEMM reads the samples side
+    by side, from a reordered copy of the input (_samples_inner)."""
+    product: gemm._Product
+    launch: object               # _cuda.Launch
+    workspace: int
+    interleaved: bool
+    samples_inner: bool
+
+    def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs, workspace: Optional[torch.Tensor] = None,
+            out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The output of call ``a``, into ``workspace`` and ``out`` where given (those its
+        plans were worked out on), else new ones."""
+        from . import _cuda
+        if out is None:
+            workspace, out = x.new_empty(self.workspace), cl.empty(x, a.output_shape, self.interleaved)
+        if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
+            w = cl._weight(weight, a)
+            operands = (x.data_ptr(), w.data_ptr())
+        elif self.samples_inner:
+            operands = (weight.data_ptr(), _samples_side_by_side(x, a).data_ptr())
+        else:
+            operands = (weight.data_ptr(), x.data_ptr())
+        gemm.run(self.product, *operands, workspace.data_ptr(), x.device)
+        _cuda.run_col2im(self.launch, x.device, workspace.data_ptr(),
+                         0 if bias is None else bias.data_ptr(), out.data_ptr())
+        return out
+
+
+def _samples_side_by_side(x: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
+    """``x (N, C_in, *grid)`` as the GEMM's operand with the samples side by side: ``(1, G,
+    C_in / G, N L)``, a copy."""
+    cells = math.prod(a.grid)
+    return x.view(a.batch, a.groups, a.in_channels // a.groups, cells).permute(1, 2, 0, 3).reshape(
+        1, a.groups, a.in_channels // a.groups, a.batch * cells)
+
+
+# Replays by call: the checked arguments, the tensors' layouts, dtypes, device and 16-byte
+# alignment, the precision policy and the workspace limit. None where a call is not one.
+_replays: dict[tuple, Optional[_Replay]] = {}
+MAX_REPLAYS = 4096
+
+
+def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+              a: ConvTransposeArgs, interleaved: bool) -> Optional[torch.Tensor]:
+    """The output of a CUDA forward by its replay (_Replay), worked out on its first call;
+    None where the call does not run as one GEMM and one col2im, or while a CUDA graph is
+    being captured and the call has no replay yet (gemm.py remembers no layout choice then)."""
+    key = (a, interleaved, x.dtype, x.device, x.stride(), x.data_ptr() % 16, weight.stride(),
+           weight.data_ptr() % 16, None if bias is None else (bias.stride(), bias.data_ptr() % 16),
+           gemm._compute_type(x.dtype), _workspace_limit)
+    replay = _replays.get(key, _UNSEEN)
+    if replay is not _UNSEEN:
+        return None if replay is None else replay.run(x, weight, bias, a)
+    if torch.cuda.is_current_stream_capturing():
+        return None
+    replay, buffers = _work_out_replay(x, weight, bias, a, interleaved)
+    if len(_replays) >= MAX_REPLAYS:
+        _replays.clear()
+    _replays[key] = replay
+    return None if replay is None else replay.run(x, weight, bias, a, *buffers)
+
+
+_UNSEEN = object()
+
+
+def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                     a: ConvTransposeArgs, interleaved: bool) -> tuple:
+    """``(replay, (workspace, out))``: the plans _forward (planar) or channels_last.forward
+    would make for this call, taken from the views they would pass on the buffers given
+    back, where it is one GEMM and one col2im with no copies but the ones _Replay.run
+    makes; ``(None, ())`` where it is not."""
+    from . import _cuda
+    groups, cells = a.groups, math.prod(a.grid)
+    if (bias is not None and bias.stride(0) != 1) or \
+            0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):
+        return None, ()
+    if interleaved:
+        if not x.is_contiguous(memory_format=cl.memory_format(x.dim())):
+            return None, ()
+        gathered = a.gathered_dims()
+        split = a.split(gathered)
+        plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
+        if split.gather or split.direct or len(plan.chunks) != 1 or \
+                gemm.dense_groups(x.dtype, True, groups, split.gather_rows):
+            return None, ()
+        m, (p0, count) = split.scatter_rows, plan.rows[0]
+        w = cl._weight(weight, a)
+        workspace, out = x.new_empty(plan.workspace), cl.empty(x, a.output_shape, True)
+        columns = workspace[:count * groups * m].view(count, groups * m)
+        product = gemm.plan(cl._group_rows(cl._positions(x).reshape(-1, a.in_channels), groups),
+                            w.unsqueeze(0), cl._group_rows(columns, groups), False)
+        launch = _cuda.interleaved_launch(
+            "col2im", columns.view(a.batch, *split.grid, groups, split.scatter.taps,
+                                   a.out_channels // groups),
+            cl._positions(out), split.scatter, split.scatter.band_padding(0, 0))
+        samples_inner = False
+    else:
+        gathered, by_rows = a.route()
+        if by_rows or not x.is_contiguous() or not weight.is_contiguous():
+            return None, ()
+        plan = _forward_plan(a, tuple(gathered), by_rows, x.element_size(), _workspace_limit)
+        split = plan.split
+        if split.gather or split.direct or len(plan.chunks) != 1 or \
+                tuple(plan.chunks[0]) != (0, a.batch, 0, a.image[0], 0, split.grid[0]):
+            return None, ()
+        rows, m, taps, n = split.gather_rows, split.scatter_rows, split.scatter.taps, a.batch
+        cells = math.prod(split.grid)
+        workspace, out = x.new_empty(plan.workspace), x.new_empty(a.output_shape)
+        w = _split_weight(weight, a, split)
+        samples_inner = plan.samples_inner
+        if samples_inner:
+            product = gemm.plan(w.as_strided((1, groups, m, rows), (0, rows * m, 1, m)),
+                                _samples_side_by_side(x, a),
+                                workspace.as_strided((1, groups, m, n * cells), (0, m * n * cells, n * cells, 1)))
+            columns = _side_by_side(workspace, n, a.out_channels, taps, cells)
+        else:
+            columns = workspace.as_strided((n, groups, m, cells), (groups * m * cells, m * cells, cells, 1))
+            product = gemm.plan(w.as_strided((n, groups, m, rows), (0, rows * m, 1, m)),
+                                x.view(n, groups, rows, cells), columns)
+            columns = columns.view(n, a.out_channels, taps, cells)
+        launch = cols.col2im_launch(columns, bias, split.scatter, split.grid, a.image,
+                                    out.view(n * a.out_channels, *a.image),
+                                    split.scatter.band_padding(0, 0))
+    if product.copied or any(product.contiguous):
+        return None, ()
+    return _Replay(product, launch, plan.workspace, interleaved, samples_inner), (workspace, out)
 
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -483,7 +622,7 @@ def _bias_columns(bias: torch.Tensor, groups: int, rows: int) -> torch.Tensor:
 def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                              a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
-    if x.is_cuda and fused.backward_unavailable(a, x, weight, interleaved) is None:
+    if x.is_cuda and fused.backward_takes(a, x, weight, interleaved):
         grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need)
         empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
         grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))

@@ -1,0 +1,69 @@
+"""GPU: forwards replayed from their first call's plans (ops._Replay) against the column
+route they replay, bit for bit, and against float64. Marked ``cuda``."""
+import math
+
+import pytest
+import torch
+
+from gemmconv import cases, ops
+from gemmconv import channels_last as cl
+from gemmconv.bench import reference as reference64
+from helpers import OURS, generator, rel_error
+
+pytestmark = pytest.mark.cuda
+CUDA = "cuda"
+CASES = cases.MODEL_LAYERS + [c for c in cases.random_cases(60, seed=24) if c.batch] + \
+    [c.scaled(4096) for c in cases.BENCH]
+LAYOUTS = ["planar", "channels_last"]
+
+
+def _poison_allocator(nbytes: int) -> None:
+    """A freed NaN-filled block where the next allocation of that size lands."""
+    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_replayed_forward_is_the_column_route_bit_for_bit(monkeypatch, case, layout, dtype):
+    if layout == "channels_last" and case.nd == 1:
+        pytest.skip("channels_last is 2-D and 3-D")
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype)))
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    runs = []
+    run = ops._Replay.run
+    monkeypatch.setattr(ops._Replay, "run", lambda self, *args: runs.append(self) or run(self, *args))
+    ops._replays.clear()
+    out_bytes = case.batch * case.out_channels * math.prod(case.output_size) * x.element_size()
+    with torch.no_grad():
+        first = OURS[case.nd](x, w, b, **case.kwargs)          # plans the replay, and runs it
+        _poison_allocator(out_bytes)
+        again = OURS[case.nd](x, w, b, **case.kwargs)          # the replay alone
+        monkeypatch.setattr(ops, "_replayed", lambda *args: None)
+        _poison_allocator(out_bytes)
+        column_route = OURS[case.nd](x, w, b, **case.kwargs)
+    replayed = any(r is not None for r in ops._replays.values())
+    assert len(runs) == (2 if replayed else 0)
+    if case in cases.MODEL_LAYERS:
+        assert replayed, "the zoo's kinds of layer run as replays"
+    assert torch.equal(first, column_route) and torch.equal(again, column_route)
+    assert again.is_contiguous(memory_format=cl.memory_format(x.dim()) if layout == "channels_last"
+                               else torch.contiguous_format)
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    assert rel_error(again, reference64(case, x, w, b)[0]) < tolerance
+
+
+def test_a_replay_follows_the_weight_in_place():
+    """A replay reads the weight and bias where they are at each call: an optimiser's step
+    in place shows in the next output."""
+    case = cases.MODEL_LAYERS[1]
+    x, w, b = case.tensors(torch.float32, CUDA, generator("in place"))
+    ops._replays.clear()
+    OURS[2](x, w, b, **case.kwargs)
+    w.mul_(-2)
+    b.add_(1)
+    out = OURS[2](x, w, b, **case.kwargs)
+    assert any(r is not None for r in ops._replays.values())
+    assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3

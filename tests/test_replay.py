@@ -1,0 +1,58 @@
+"""Which CUDA forwards run as replays (ops._Replay: one GEMM and one col2im, planned on the
+first call of a shape). The plans are host arithmetic, worked out here on the CPU; the
+replays' launches are checked on the GPU in test_cuda_replay.py."""
+import math
+
+import pytest
+import torch
+
+from gemmconv import cases, ops
+from gemmconv import channels_last as cl
+from gemmconv.shapes import conv_transpose_args
+from helpers import generator
+
+
+def _replay(case, channels_last=False, change=None):
+    """The replay ops works out for ``case`` in float32 (None where there is none), after
+    ``change(x, w, b)`` edits the tensors."""
+    x, w, b = case.tensors(torch.float32, "cpu", generator(case.name))
+    if channels_last:
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    if change is not None:
+        x, w, b = change(x, w, b)
+    k = case.kwargs
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"], k["padding"],
+                            k["output_padding"], k["groups"], k["dilation"])
+    return ops._work_out_replay(x, w, b, a, channels_last)[0]
+
+
+@pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
+def test_model_layers_run_as_replays(case):
+    replay = _replay(case)
+    assert replay is not None and not replay.interleaved
+    # Few positions a sample: the GEMM takes the samples side by side (ops._samples_inner).
+    assert replay.samples_inner == ops._samples_inner(case.batch, math.prod(case.size))
+    if case.nd in (2, 3):
+        assert _replay(case, channels_last=True).interleaved
+
+
+CASE = cases._c("k3s2", 2, 16, 8, (3, 3), (40, 40), stride=2, padding=1)
+
+
+def test_calls_of_more_than_one_gemm_and_col2im_have_none(monkeypatch):
+    assert _replay(CASE) is not None
+    # Nothing but the planar column route's single GEMM and col2im replays:
+    gathering = cases._c("gathers", 2, 4, 64, (3, 3), (40, 40), padding=1)   # im2col first
+    assert ops._args_from_lists(*gathering.tensors(torch.float32)[:3], [1, 1], [1, 1], [0, 0],
+                                [1, 1], 1).route()[0] != (False, False)
+    assert _replay(gathering) is None
+    # a strided, a dense-grouped channels_last or a bias of stride 2: copies the replay
+    # would skip
+    assert _replay(CASE, change=lambda x, w, b: (x.transpose(2, 3), w, b)) is None
+    assert _replay(CASE, change=lambda x, w, b: (x, w, torch.randn(2 * b.shape[0])[::2])) is None
+    grouped = cases._c("grouped", 2, 16, 16, (3, 3), (20, 20), stride=2, groups=8)
+    assert _replay(grouped, channels_last=True) is None
+    # chunks: a workspace limit below the columns' size
+    monkeypatch.setattr(ops, "_workspace_limit", 4096)
+    assert _replay(CASE) is None
