@@ -402,9 +402,9 @@ def run_col2im(launch: Launch, device: torch.device, columns: int, bias: int, ou
         _launch_at("col2im", launch, device, [columns, bias, out])
         return
     if launch.fill_blocks:
-        _launch_at("fill", launch, device, [columns, bias, out], blocks=launch.fill_blocks)
-    if launch.blocks:
-        _launch_at("col2im", launch, device, [columns, columns, bias, out])
+        _launch_at("fill", launch, device, [bias, out], blocks=launch.fill_blocks)
+    if launch.blocks:   # none where no row receives entries: the fill wrote them all
+        _launch_at("col2im", launch, device, [columns, bias, out])
 
 
 def raw_stream(device: torch.device) -> int:
@@ -438,10 +438,8 @@ def col2im(columns: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor, 
         return
     launch = col2im_launch(columns, out, g, padding)
     bias = None if bias is None else bias.contiguous()
-    if launch.fill_blocks:
-        _launch("fill", launch, columns, bias, out, blocks=launch.fill_blocks)
-    if launch.blocks:   # none where no row receives entries: the fill wrote them all
-        _launch("col2im", launch, columns, columns, bias, out)
+    run_col2im(launch, out.device, columns.data_ptr(), 0 if bias is None else bias.data_ptr(),
+               out.data_ptr())
 
 
 def col2im_launch(columns: torch.Tensor, out: torch.Tensor, g: Geometry,
@@ -640,8 +638,11 @@ def col2im_interleaved(columns: torch.Tensor, bias: torch.Tensor | None, out: to
                        g: Geometry, padding: tuple[int, ...]) -> None:
     """``out (S, *image, C)`` = col2im of ``columns (S, *grid, G, K, C / G)``, plus
     ``bias (C,)``."""
+    if out.numel() == 0:
+        return
     bias = None if bias is None else bias.contiguous()
-    _interleaved("col2im", columns, out, g, padding, columns, bias, out)
+    run_col2im(interleaved_launch("col2im", columns, out, g, padding), out.device,
+               columns.data_ptr(), 0 if bias is None else bias.data_ptr(), out.data_ptr())
 
 
 def im2col_interleaved(image: torch.Tensor, out: torch.Tensor, g: Geometry,
