@@ -112,7 +112,7 @@ def parts():
             with torch.no_grad() if "no_grad" in label else contextlib.nullcontext():
                 plain = per_call_us(step, 300)
                 watch = Stopwatch()
-                for owner, names in ((gemm, ["_call", "matmul"]), (_cuda, ["_launch", "raw_stream"]),
+                for owner, names in ((gemm, ["_call", "matmul"]), (_cuda, ["_launch_at", "raw_stream"]),
                                      (columns, ["col2im", "im2col", "col2im_interleaved", "im2col_interleaved"]),
                                      (ops, ["_forward", "_backward", "_conv_transpose_backward", "_bias_grad"]),
                                      (channels_last, ["forward", "backward"]),
@@ -204,7 +204,7 @@ def glue():
              (fused, ["unavailable", "backward_unavailable"]),
              (gemm, ["matmul", "_product", "_call", "uses_tf32", "torch_convolutions_use_tf32"]),
              (columns, ["col2im", "im2col", "col2im_interleaved", "im2col_interleaved"]),
-             (_cuda, ["col2im", "im2col", "_col2im_plan", "_im2col_plan", "_launch", "_interleaved"]),
+             (_cuda, ["col2im", "im2col", "_col2im_plan", "_im2col_plan", "_launch_at", "run_col2im", "run_im2col"]),
              (channels_last, ["suggested", "empty", "forward", "backward", "forward_plan", "backward_plan"]),
              (shapes, ["_signature"])]
     for dtype, cl in ((torch.float32, False), (torch.float32, True)):

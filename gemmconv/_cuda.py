@@ -373,16 +373,10 @@ def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int,
     return Launch(kernels, blocks, structs, tuple(map(ctypes.addressof, structs)), fill_blocks)
 
 
-def _launch(op: str, launch: Launch, like: torch.Tensor, *tensors: torch.Tensor | None,
-            blocks: int | None = None) -> None:
-    """Launches ``op`` on torch's current stream of ``like``'s device, over the launch's
-    blocks or ``blocks``."""
-    _launch_at(op, launch, like.device, [0 if t is None else t.data_ptr() for t in tensors], blocks)
-
-
 def _launch_at(op: str, launch: Launch, device: torch.device, addresses: list[int],
                blocks: int | None = None) -> None:
-    """:func:`_launch` with the tensor arguments given by address (0 for None)."""
+    """Launches ``op`` on torch's current stream of ``device``, over the launch's blocks or
+    ``blocks``, with its tensor arguments given by address (0 for None)."""
     kernel = (_interleaved_kernels if launch.interleaved else _kernels)(*launch.kernels)[op]
     pointers = [ctypes.c_void_p(address) for address in addresses]
     # cuLaunchKernel reads each argument through a pointer to its value.
@@ -489,10 +483,23 @@ def im2col(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
         return
     if plane_stride(image_tensor) is None:
         image_tensor = image_tensor.contiguous()
+    run_im2col(im2col_launch(image_tensor, out, g, padding), out.device, image_tensor.data_ptr(),
+               out.data_ptr())
+
+
+def im2col_launch(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
+                  padding: tuple[int, ...]) -> Launch:
+    """The launch :func:`im2col` makes for tensors like these (worked out once per their
+    layouts; ``image_tensor``'s planes contiguous)."""
     fixed = _specialised(g, out.numel())
     key = ("im2col", g, padding, fixed, *_signature(image_tensor), *_signature(out))
-    launch = _launch_for(key, lambda: _im2col_plan(image_tensor, out, g, padding, fixed))
-    _launch("im2col", launch, image_tensor, image_tensor, out)
+    return _launch_for(key, lambda: _im2col_plan(image_tensor, out, g, padding, fixed))
+
+
+def run_im2col(launch: Launch, device: torch.device, image: int, out: int) -> None:
+    """The launch of :func:`im2col` (or :func:`im2col_interleaved`) planned as ``launch``, on
+    tensors at these addresses: for callers that replay a call (ops._BackwardReplay)."""
+    _launch_at("im2col", launch, device, [image, out])
 
 
 def _im2col_plan(image_tensor: torch.Tensor, out: torch.Tensor, g: Geometry,
@@ -648,23 +655,15 @@ def col2im_interleaved(columns: torch.Tensor, bias: torch.Tensor | None, out: to
 def im2col_interleaved(image: torch.Tensor, out: torch.Tensor, g: Geometry,
                        padding: tuple[int, ...]) -> None:
     """``out (S, *grid, G, K, C / G)`` = im2col of ``image (S, *image, C)``."""
-    _interleaved("im2col", out, image, g, padding, image, out)
-
-
-def _interleaved(op: str, columns: torch.Tensor, image: torch.Tensor, g: Geometry,
-                 padding: tuple[int, ...], *arguments: torch.Tensor | None) -> None:
-    """Launches channels-innermost ``op`` over ``columns`` and ``image`` (its output the
-    image for col2im, the columns for im2col) with the kernel's tensor ``arguments``."""
-    out = image if op == "col2im" else columns
-    if out.numel() == 0:
-        return
-    _launch(op, interleaved_launch(op, columns, image, g, padding), out, *arguments)
+    if out.numel():
+        run_im2col(interleaved_launch("im2col", out, image, g, padding), out.device,
+                   image.data_ptr(), out.data_ptr())
 
 
 def interleaved_launch(op: str, columns: torch.Tensor, image: torch.Tensor, g: Geometry,
                        padding: tuple[int, ...]) -> Launch:
-    """The launch :func:`_interleaved` makes of ``op`` for tensors like these (worked out once
-    per their layouts)."""
+    """The launch of channels-innermost ``op`` ("col2im" or "im2col") over ``columns (S,
+    *grid, G, K, C / G)`` and ``image (S, *image, C)``, worked out once per their layouts."""
     out = image if op == "col2im" else columns
 
     def work_out() -> Launch:

@@ -137,9 +137,7 @@ def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
     padding = tuple(g.padding if padding is None else padding)
     if out is None:
         out = image_tensor.new_empty((planes, g.taps, math.prod(grid)))
-    elif out.dim() < 3:
-        out = out.view(planes, g.taps, -1)
-    view = blocks(out, 1, g.taps, grid)
+    view = _im2col_view(out, planes, g, grid)
     if image_tensor.is_cuda:
         from . import _cuda
         _cuda.im2col(image_tensor, view, g, padding)
@@ -151,6 +149,21 @@ def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
     for t, (_, region) in enumerate(taps):
         view[:, :, t] = buffer[(..., *region)]
     return out
+
+
+def _im2col_view(out: torch.Tensor, planes: int, g: Geometry, grid: tuple) -> torch.Tensor:
+    """im2col's ``out`` as blocks ``(S, C, K, *grid)``."""
+    return blocks(out.view(planes, g.taps, -1) if out.dim() < 3 else out, 1, g.taps, grid)
+
+
+def im2col_launch(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
+                  out: torch.Tensor, padding: Optional[Sequence[int]] = None):
+    """The CUDA launch :func:`im2col` makes on these arguments (``_cuda.Launch``; the image's
+    planes contiguous), for callers that replay it (``_cuda.run_im2col``)."""
+    from . import _cuda
+    padding = tuple(g.padding if padding is None else padding)
+    view = _im2col_view(out, image_tensor.shape[0], g, tuple(grid))
+    return _cuda.im2col_launch(image_tensor, view, g, padding)
 
 
 def _planar(columns: torch.Tensor) -> torch.Tensor:

@@ -630,7 +630,142 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
         return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
     if a.prefers_im2col():
         return _backward_by_im2col(grad_out, x, weight, a, need, interleaved)
+    if x.is_cuda:
+        grads = _replayed_backward(grad_out, x, weight, a, need, interleaved)
+        if grads is not None:
+            return grads
     return _backward(grad_out, x, weight, a, need, interleaved=interleaved)
+
+
+class _BackwardReplay(NamedTuple):
+    """The backward of a CUDA call that runs as one im2col of the output gradient and a GEMM
+    per gradient over the whole call, planned on its first call as _Replay plans a forward:
+    the planar route with the samples side by side (_samples_inner), or the channels_last
+    route (channels_last.backward), in one chunk each, with no dense groups. ``input`` and
+    ``weight`` are the products of the gradients asked for (None for the others)."""
+    im2col: object               # _cuda.Launch
+    input: Optional[gemm._Product]
+    weight: Optional[gemm._Product]
+    workspace: int
+    interleaved: bool
+
+    def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+        from . import _cuda
+        device, groups, cin = x.device, a.groups, a.in_channels // a.groups
+        acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+        empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
+        workspace = grad_out.new_empty(self.workspace)
+        _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), workspace.data_ptr())
+        grad_input, grad_weight = empty(), empty()
+        cells, m = math.prod(a.grid), a.column_rows
+        if self.input is not None:
+            grad_input = cl.empty(x, x.shape, self.interleaved)
+            if self.interleaved:   # columns @ the reordered weight, transposed
+                w = cl._weight(weight, a).transpose(1, 2)
+                gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(), device)
+            else:                  # (G, C_in / G, N L), then into the samples' order
+                side = grad_out.new_empty((groups, cin, a.batch, cells))
+                gemm.run(self.input, weight.data_ptr(), workspace.data_ptr(), side.data_ptr(), device)
+                grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
+        if self.weight is not None:
+            product = grad_out.new_empty((groups, cin, m), dtype=acc)
+            rows = x if self.interleaved else _samples_side_by_side(x, a)
+            gemm.run(self.weight, rows.data_ptr(), workspace.data_ptr(), product.data_ptr(), device)
+            g = a.geometry
+            if self.interleaved:   # (C_in, K, C_out / G) as (C_in, C_out / G, *kernel)
+                grad_weight = product.view(a.in_channels, g.taps, -1).transpose(1, 2).to(
+                    x.dtype).reshape(a.in_channels, -1, *g.kernel_size)
+            else:
+                grad_weight = product.to(x.dtype).view(a.in_channels, -1, *g.kernel_size)
+        grad_bias = empty()
+        if need[2]:
+            grad_bias = cl.channel_sums(grad_out) if self.interleaved else \
+                _bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
+        return [grad_input, grad_weight, grad_bias]
+
+
+# Backward replays by call, as _replays.
+_backward_replays: dict[tuple, Optional[_BackwardReplay]] = {}
+
+
+def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                       a: ConvTransposeArgs, need: List[bool],
+                       interleaved: bool) -> Optional[List[torch.Tensor]]:
+    """The gradients of a CUDA call by its replay (_BackwardReplay), planned on its first
+    call; None where it has none, as _replayed."""
+    key = (a, interleaved, tuple(need), x.dtype, x.device, grad_out.stride(),
+           grad_out.data_ptr() % 16, x.stride(), x.data_ptr() % 16, weight.stride(),
+           weight.data_ptr() % 16, gemm._compute_type(x.dtype), _workspace_limit)
+    replay = _backward_replays.get(key, _UNSEEN)
+    if replay is _UNSEEN:
+        if torch.cuda.is_current_stream_capturing():
+            return None
+        replay = _work_out_backward_replay(grad_out, x, weight, a, need, interleaved)
+        if len(_backward_replays) >= MAX_REPLAYS:
+            _backward_replays.clear()
+        _backward_replays[key] = replay
+    return None if replay is None else replay.run(grad_out, x, weight, a, need)
+
+
+def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                              a: ConvTransposeArgs, need: List[bool],
+                              interleaved: bool) -> Optional[_BackwardReplay]:
+    """The plans _backward (planar) or channels_last.backward would make for this call, from
+    the views they would pass, where it is one im2col and a GEMM per gradient with no copies
+    but the ones _BackwardReplay.run makes; else None."""
+    from . import _cuda
+    g, groups, n, cells = a.geometry, a.groups, a.batch, math.prod(a.grid)
+    cin, cout, m = a.in_channels // groups, a.out_channels // groups, a.column_rows
+    if not (need[0] or need[1]) or 0 in (n, a.in_channels, a.out_channels, cells, math.prod(a.image)):
+        return None
+    acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    if interleaved:
+        layout = cl.memory_format(x.dim())
+        if not (grad_out.is_contiguous(memory_format=layout) and x.is_contiguous(memory_format=layout)) \
+                or gemm.dense_groups(x.dtype, True, groups, cin):
+            return None
+        plan = cl.backward_plan(a, grad_out.element_size(), _workspace_limit)
+        if len(plan.chunks) != 1:
+            return None
+        workspace = grad_out.new_empty(plan.workspace)
+        columns = workspace[:n * cells * groups * m].view(n * cells, groups * m)
+        grad_rows = cl._positions(grad_out)
+        im2col = _cuda.interleaved_launch(
+            "im2col", columns.view(n, *a.grid, groups, g.taps, cout), grad_rows, g, g.band_padding(0, 0))
+        input_product = weight_product = None
+        if need[0]:
+            w = cl._weight(weight, a).transpose(1, 2)
+            rows = cl._positions(cl.empty(x, x.shape, True)).reshape(-1, a.in_channels)
+            input_product = gemm.plan(cl._group_rows(columns, groups), w.unsqueeze(0),
+                                      cl._group_rows(rows, groups), False)
+        if need[1]:
+            x_rows = cl._positions(x).reshape(-1, a.in_channels)
+            weight_product = gemm.plan(cl._group_rows(x_rows, groups).transpose(-1, -2),
+                                       cl._group_rows(columns, groups),
+                                       grad_out.new_empty((1, groups, cin, m), dtype=acc), False)
+    else:
+        if not (grad_out.is_contiguous() and x.is_contiguous() and weight.is_contiguous()):
+            return None
+        chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
+        if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]) or not _samples_inner(n, cells):
+            return None
+        workspace = grad_out.new_empty(groups * m * n * cells)
+        planes = grad_out.view(n * a.out_channels, *a.image)
+        im2col = cols.im2col_launch(planes, g, a.grid, _side_by_side(workspace, n, a.out_channels,
+                                                                     g.taps, cells))
+        columns = workspace.view(1, groups, m, n * cells)
+        input_product = weight_product = None
+        if need[0]:
+            input_product = gemm.plan(weight.view(1, groups, cin, m), columns,
+                                      grad_out.new_empty((1, groups, cin, n * cells)))
+        if need[1]:
+            weight_product = gemm.plan(_samples_side_by_side(x, a), columns.transpose(-1, -2),
+                                       grad_out.new_empty((1, groups, cin, m), dtype=acc))
+    for product in (input_product, weight_product):
+        if product is not None and (product.copied or any(product.contiguous)):
+            return None
+    return _BackwardReplay(im2col, input_product, weight_product, workspace.numel(), interleaved)
 
 
 @torch.library.custom_op("gemmconv::conv_transpose", mutates_args=())

@@ -67,3 +67,44 @@ def test_a_replay_follows_the_weight_in_place():
     out = OURS[2](x, w, b, **case.kwargs)
     assert any(r is not None for r in ops._replays.values())
     assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_replayed_backward_is_the_column_route_bit_for_bit(monkeypatch, case, layout, dtype):
+    if layout == "channels_last" and case.nd == 1:
+        pytest.skip("channels_last is 2-D and 3-D")
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype), "backward"))
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    grad_out = torch.randn((case.batch, case.out_channels, *case.output_size),
+                           generator=generator(case.name, "grad"), dtype=torch.float64)
+    grad_out = grad_out.to(CUDA, dtype)
+    if layout == "channels_last":
+        grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
+    runs = []
+    run = ops._BackwardReplay.run
+    monkeypatch.setattr(ops._BackwardReplay, "run", lambda self, *args: runs.append(self) or run(self, *args))
+    ops._backward_replays.clear()
+
+    def grads():
+        _poison_allocator(x.numel() * x.element_size())
+        return torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
+    first, again = grads(), grads()          # planned and run, then replayed alone
+    monkeypatch.setattr(ops, "_replayed_backward", lambda *args: None)
+    column_route = grads()
+    replayed = any(r is not None for r in ops._backward_replays.values())
+    assert len(runs) == (2 if replayed else 0)
+    if case in cases.MODEL_LAYERS and (layout == "channels_last" or
+                                       ops._samples_inner(case.batch, math.prod(case.size))):
+        assert replayed, "the zoo's kinds of layer run their backward as replays"
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    refs = reference64(case, x, w, b, grad_out.double())[1:]
+    for one, two, three, ref in zip(first, again, column_route, refs):
+        assert torch.equal(one, three) and torch.equal(two, three)
+        assert rel_error(two, ref) < tolerance
+    if layout == "channels_last":
+        assert again[0].is_contiguous(memory_format=cl.memory_format(x.dim()))

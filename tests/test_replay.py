@@ -56,3 +56,38 @@ def test_calls_of_more_than_one_gemm_and_col2im_have_none(monkeypatch):
     # chunks: a workspace limit below the columns' size
     monkeypatch.setattr(ops, "_workspace_limit", 4096)
     assert _replay(CASE) is None
+
+
+def _backward_replay(case, channels_last=False, need=(True, True, True)):
+    """The backward replay ops works out for ``case`` in float32 (None where there is none)."""
+    x, w, b = case.tensors(torch.float32, "cpu", generator(case.name, "backward"))
+    if channels_last:
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    k = case.kwargs
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"], k["padding"],
+                            k["output_padding"], k["groups"], k["dilation"])
+    grad = torch.randn(a.output_shape)
+    if channels_last:
+        grad = grad.contiguous(memory_format=cl.memory_format(x.dim()))
+    return ops._work_out_backward_replay(grad, x, w, a, list(need), channels_last)
+
+
+@pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
+def test_model_layers_backward_runs_as_replays(case):
+    replay = _backward_replay(case)
+    assert replay is not None and replay.input is not None and replay.weight is not None
+    only_input = _backward_replay(case, need=(True, False, False))
+    assert only_input.input is not None and only_input.weight is None
+    if case.nd in (2, 3):
+        assert _backward_replay(case, channels_last=True).interleaved
+
+
+def test_backward_of_many_positions_a_sample_has_no_planar_replay():
+    """The planar backward replays only with the samples side by side (ops._samples_inner):
+    otherwise its weight gradient takes split-K products (ops._add_weight_grad)."""
+    case = cases._c("k3s2-wide", 2, 16, 8, (3, 3), (40, 40), stride=2, padding=1)
+    assert not ops._samples_inner(case.batch, 1600)
+    assert _backward_replay(case) is None
+    assert _backward_replay(case, channels_last=True) is not None
+    assert _backward_replay(case, need=(False, False, True)) is None     # nothing to replay
