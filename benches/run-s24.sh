@@ -2,7 +2,8 @@
 # Session 24's H200 calls (outputs under benches/results/s24/<call>).
 #   A: the replay's GPU tests, and host time by function of tiny calls (benches/host_probe.py glue).
 #   B: every cuda test.
-#   C: the zoo, the 17 cases forward (both layouts) and training.
+#   C: the zoo and the 17 cases' training steps.
+#   E: the 17 cases forward (both layouts), and host time of tiny calls again.
 #   D: per-layer host time and kernels of the zoo's layers (benches/host_probe.py).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
@@ -14,9 +15,11 @@ B)
   timeout 580 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -5 $O/tests.log ;;
 C)
   timeout 290 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
+E)
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
   timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
-  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
+  timeout 100 python3 benches/host_probe.py glue > $O/glue.log 2>&1; grep "a step" $O/glue.log ;;
 D)
   timeout 300 python3 benches/host_probe.py > $O/host_probe.log 2>&1; head -70 $O/host_probe.log ;;
 esac

@@ -207,6 +207,7 @@ class _Replay(NamedTuple):
         """The output of call ``a``, into ``workspace`` and ``out`` where given (those its
         plans were worked out on), else new ones."""
         from . import _cuda
+        x, weight = _in_layout(x, weight, self.interleaved)
         if out is None:
             workspace, out = x.new_empty(self.workspace), cl.empty(x, a.output_shape, self.interleaved)
         if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
@@ -220,6 +221,15 @@ class _Replay(NamedTuple):
         _cuda.run_col2im(self.launch, x.device, workspace.data_ptr(),
                          0 if bias is None else bias.data_ptr(), out.data_ptr())
         return out
+
+
+def _in_layout(x: torch.Tensor, weight: torch.Tensor, interleaved: bool) -> tuple:
+    """``x`` and ``weight`` as the column routes read them, copied only where they are not:
+    channels_last ``x`` where ``interleaved`` (the weight is reordered anyway), else both
+    contiguous."""
+    if interleaved:
+        return cl.ordered(x), weight
+    return x.contiguous(), weight.contiguous()
 
 
 def _samples_side_by_side(x: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
@@ -264,15 +274,14 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     """``(replay, (workspace, out))``: the plans _forward (planar) or channels_last.forward
     would make for this call, taken from the views they would pass on the buffers given
     back, where it is one GEMM and one col2im with no copies but the ones _Replay.run
-    makes; ``(None, ())`` where it is not."""
+    makes (_in_layout's, as those routes make them); ``(None, ())`` where it is not."""
     from . import _cuda
     groups, cells = a.groups, math.prod(a.grid)
     if (bias is not None and bias.stride(0) != 1) or \
             0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):
         return None, ()
+    x, weight = _in_layout(x, weight, interleaved)
     if interleaved:
-        if not x.is_contiguous(memory_format=cl.memory_format(x.dim())):
-            return None, ()
         gathered = a.gathered_dims()
         split = a.split(gathered)
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
@@ -292,7 +301,7 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         samples_inner = False
     else:
         gathered, by_rows = a.route()
-        if by_rows or not x.is_contiguous() or not weight.is_contiguous():
+        if by_rows:
             return None, ()
         plan = _forward_plan(a, tuple(gathered), by_rows, x.element_size(), _workspace_limit)
         split = plan.split
@@ -652,6 +661,8 @@ class _BackwardReplay(NamedTuple):
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
         from . import _cuda
+        grad_out, x, weight = _gradient_in_layout(grad_out, self.interleaved), *_in_layout(
+            x, weight, self.interleaved)
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
         acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
         empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
@@ -685,6 +696,11 @@ class _BackwardReplay(NamedTuple):
         return [grad_input, grad_weight, grad_bias]
 
 
+def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    """The output gradient as the column routes' backward reads it (as _in_layout)."""
+    return cl.ordered(grad_out) if interleaved else grad_out.contiguous()
+
+
 # Backward replays by call, as _replays.
 _backward_replays: dict[tuple, Optional[_BackwardReplay]] = {}
 
@@ -713,17 +729,17 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                               interleaved: bool) -> Optional[_BackwardReplay]:
     """The plans _backward (planar) or channels_last.backward would make for this call, from
     the views they would pass, where it is one im2col and a GEMM per gradient with no copies
-    but the ones _BackwardReplay.run makes; else None."""
+    but the ones _BackwardReplay.run makes (those of _in_layout and _gradient_in_layout,
+    as those routes make them); else None."""
     from . import _cuda
     g, groups, n, cells = a.geometry, a.groups, a.batch, math.prod(a.grid)
     cin, cout, m = a.in_channels // groups, a.out_channels // groups, a.column_rows
     if not (need[0] or need[1]) or 0 in (n, a.in_channels, a.out_channels, cells, math.prod(a.image)):
         return None
     acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    grad_out, x, weight = _gradient_in_layout(grad_out, interleaved), *_in_layout(x, weight, interleaved)
     if interleaved:
-        layout = cl.memory_format(x.dim())
-        if not (grad_out.is_contiguous(memory_format=layout) and x.is_contiguous(memory_format=layout)) \
-                or gemm.dense_groups(x.dtype, True, groups, cin):
+        if gemm.dense_groups(x.dtype, True, groups, cin):
             return None
         plan = cl.backward_plan(a, grad_out.element_size(), _workspace_limit)
         if len(plan.chunks) != 1:
@@ -745,8 +761,6 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                                        cl._group_rows(columns, groups),
                                        grad_out.new_empty((1, groups, cin, m), dtype=acc), False)
     else:
-        if not (grad_out.is_contiguous() and x.is_contiguous() and weight.is_contiguous()):
-            return None
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
         if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]) or not _samples_inner(n, cells):
             return None
