@@ -4,6 +4,7 @@
 #   B: every cuda test.
 #   C: the zoo and the 17 cases' training steps.
 #   E: the 17 cases forward (both layouts), and host time of tiny calls again.
+#   F: after replays took copied weights: their tests; DCGAN, VAE and HiFi-GAN with replays and without.
 #   D: per-layer host time and kernels of the zoo's layers (benches/host_probe.py).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
@@ -20,6 +21,11 @@ E)
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
   timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
   timeout 100 python3 benches/host_probe.py glue > $O/glue.log 2>&1; grep "a step" $O/glue.log ;;
+F)
+  timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_replay.py -p no:cacheprovider > $O/tests-replay.log 2>&1; tail -3 $O/tests-replay.log
+  # the small-layer models with replays, then without (the A/B of one machine)
+  timeout 150 python3 -m gemmconv bench --models --model dcgan --model vae --model hifigan --json $O/models-on.json > $O/models-on.log 2>&1; grep "geometric mean" $O/models-on.log
+  timeout 150 python3 -c "import sys; from gemmconv import ops, __main__ as m; ops._replayed = ops._replayed_backward = lambda *a: None; sys.exit(m.main(sys.argv[1:]))" bench --models --model dcgan --model vae --model hifigan --json $O/models-off.json > $O/models-off.log 2>&1; grep "geometric mean" $O/models-off.log ;;
 D)
   timeout 300 python3 benches/host_probe.py > $O/host_probe.log 2>&1; head -70 $O/host_probe.log ;;
 esac

@@ -289,6 +289,12 @@ def plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     return _product(a, b, out, choose_layout)
 
 
+def first_operand(product: _Product, a: torch.Tensor) -> torch.Tensor:
+    """``a`` as ``product`` reads it: copied into its other layout where the product's layout
+    choice keeps that copy (keep the result alive until :func:`run` has queued the product)."""
+    return _other_layout(a, _distinct(a)) if product.copied else a
+
+
 def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> None:
     """``product``'s cuBLAS calls on operands at these addresses on ``device``, laid out as
     it was planned for (``a`` in the copied layout where ``product.copied``): matmul's

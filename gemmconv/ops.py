@@ -200,6 +200,7 @@ class _Replay(NamedTuple):
     workspace: int
     interleaved: bool
     samples_inner: bool
+    weight_view: tuple = ()      # the planar GEMM's weight operand: (size, stride) of the weight
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, workspace: Optional[torch.Tensor] = None,
@@ -213,10 +214,11 @@ class _Replay(NamedTuple):
         if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
             w = cl._weight(weight, a)
             operands = (x.data_ptr(), w.data_ptr())
-        elif self.samples_inner:
-            operands = (weight.data_ptr(), _samples_side_by_side(x, a).data_ptr())
-        else:
-            operands = (weight.data_ptr(), x.data_ptr())
+        else:   # the weight, or its copy where gemm.py's layout choice keeps one
+            w = gemm.first_operand(self.product, weight.as_strided(*self.weight_view)) \
+                if self.product.copied else weight
+            rows = _samples_side_by_side(x, a) if self.samples_inner else x
+            operands = (w.data_ptr(), rows.data_ptr())
         gemm.run(self.product, *operands, workspace.data_ptr(), x.device)
         _cuda.run_col2im(self.launch, x.device, workspace.data_ptr(),
                          0 if bias is None else bias.data_ptr(), out.data_ptr())
@@ -298,7 +300,6 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
             "col2im", columns.view(a.batch, *split.grid, groups, split.scatter.taps,
                                    a.out_channels // groups),
             cl._positions(out), split.scatter, split.scatter.band_padding(0, 0))
-        samples_inner = False
     else:
         gathered, by_rows = a.route()
         if by_rows:
@@ -313,22 +314,24 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         workspace, out = x.new_empty(plan.workspace), x.new_empty(a.output_shape)
         w = _split_weight(weight, a, split)
         samples_inner = plan.samples_inner
+        weight_view = ((1 if samples_inner else n, groups, m, rows), (0, rows * m, 1, m))
         if samples_inner:
-            product = gemm.plan(w.as_strided((1, groups, m, rows), (0, rows * m, 1, m)),
-                                _samples_side_by_side(x, a),
+            product = gemm.plan(w.as_strided(*weight_view), _samples_side_by_side(x, a),
                                 workspace.as_strided((1, groups, m, n * cells), (0, m * n * cells, n * cells, 1)))
             columns = _side_by_side(workspace, n, a.out_channels, taps, cells)
         else:
             columns = workspace.as_strided((n, groups, m, cells), (groups * m * cells, m * cells, cells, 1))
-            product = gemm.plan(w.as_strided((n, groups, m, rows), (0, rows * m, 1, m)),
-                                x.view(n, groups, rows, cells), columns)
+            product = gemm.plan(w.as_strided(*weight_view), x.view(n, groups, rows, cells), columns)
             columns = columns.view(n, a.out_channels, taps, cells)
         launch = cols.col2im_launch(columns, bias, split.scatter, split.grid, a.image,
                                     out.view(n * a.out_channels, *a.image),
                                     split.scatter.band_padding(0, 0))
+        if any(product.contiguous):
+            return None, ()
+        return _Replay(product, launch, plan.workspace, False, samples_inner, weight_view), (workspace, out)
     if product.copied or any(product.contiguous):
         return None, ()
-    return _Replay(product, launch, plan.workspace, interleaved, samples_inner), (workspace, out)
+    return _Replay(product, launch, plan.workspace, True, False), (workspace, out)
 
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -657,6 +660,7 @@ class _BackwardReplay(NamedTuple):
     weight: Optional[gemm._Product]
     workspace: int
     interleaved: bool
+    views: tuple = ((), ())      # planar: (size, stride) of each product's first operand
 
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
@@ -677,11 +681,15 @@ class _BackwardReplay(NamedTuple):
                 gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(), device)
             else:                  # (G, C_in / G, N L), then into the samples' order
                 side = grad_out.new_empty((groups, cin, a.batch, cells))
-                gemm.run(self.input, weight.data_ptr(), workspace.data_ptr(), side.data_ptr(), device)
+                w = gemm.first_operand(self.input, weight.as_strided(*self.views[0])) \
+                    if self.input.copied else weight
+                gemm.run(self.input, w.data_ptr(), workspace.data_ptr(), side.data_ptr(), device)
                 grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
         if self.weight is not None:
             product = grad_out.new_empty((groups, cin, m), dtype=acc)
             rows = x if self.interleaved else _samples_side_by_side(x, a)
+            if self.weight.copied:
+                rows = gemm.first_operand(self.weight, rows.as_strided(*self.views[1]))
             gemm.run(self.weight, rows.data_ptr(), workspace.data_ptr(), product.data_ptr(), device)
             g = a.geometry
             if self.interleaved:   # (C_in, K, C_out / G) as (C_in, C_out / G, *kernel)
@@ -770,16 +778,18 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                                                                      g.taps, cells))
         columns = workspace.view(1, groups, m, n * cells)
         input_product = weight_product = None
+        w, rows = weight.view(1, groups, cin, m), _samples_side_by_side(x, a)
         if need[0]:
-            input_product = gemm.plan(weight.view(1, groups, cin, m), columns,
-                                      grad_out.new_empty((1, groups, cin, n * cells)))
+            input_product = gemm.plan(w, columns, grad_out.new_empty((1, groups, cin, n * cells)))
         if need[1]:
-            weight_product = gemm.plan(_samples_side_by_side(x, a), columns.transpose(-1, -2),
+            weight_product = gemm.plan(rows, columns.transpose(-1, -2),
                                        grad_out.new_empty((1, groups, cin, m), dtype=acc))
+        views = ((w.shape, w.stride()), (rows.shape, rows.stride()))
     for product in (input_product, weight_product):
-        if product is not None and (product.copied or any(product.contiguous)):
+        if product is not None and (product.copied and interleaved or any(product.contiguous)):
             return None
-    return _BackwardReplay(im2col, input_product, weight_product, workspace.numel(), interleaved)
+    return _BackwardReplay(im2col, input_product, weight_product, workspace.numel(), interleaved,
+                           () if interleaved else views)
 
 
 @torch.library.custom_op("gemmconv::conv_transpose", mutates_args=())

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from gemmconv import cases, ops
+from gemmconv import cases, gemm, ops
 from gemmconv import channels_last as cl
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, rel_error
@@ -15,6 +15,7 @@ CUDA = "cuda"
 CASES = cases.MODEL_LAYERS + [c for c in cases.random_cases(60, seed=24) if c.batch] + \
     [c.scaled(4096) for c in cases.BENCH]
 LAYOUTS = ["planar", "channels_last"]
+COPIED_CASES = cases.MODEL_LAYERS + [c.scaled(4096) for c in cases.BENCH]
 
 
 def _poison_allocator(nbytes: int) -> None:
@@ -22,10 +23,31 @@ def _poison_allocator(nbytes: int) -> None:
     torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
 
 
+def _weight_copied(monkeypatch) -> None:
+    """Every product whose first operand can take its other layout runs on that copy (as
+    gemm.py's layout choice keeps for some shapes), with fresh plans."""
+    monkeypatch.setattr(gemm, "_layout_choice", lambda a, b, out: gemm._distinct(a) is not None)
+    monkeypatch.setattr(gemm, "_products", {})
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_replayed_forward_is_the_column_route_bit_for_bit(monkeypatch, case, layout, dtype):
+    _check_forward(monkeypatch, case, layout, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", COPIED_CASES, ids=lambda c: c.name)
+def test_replays_of_a_copied_weight(monkeypatch, case, dtype):
+    _weight_copied(monkeypatch)
+    _check_forward(monkeypatch, case, "planar", dtype)
+    monkeypatch.undo()
+    _weight_copied(monkeypatch)
+    _check_backward(monkeypatch, case, "planar", dtype)
+
+
+def _check_forward(monkeypatch, case, layout, dtype):
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("channels_last is 2-D and 3-D")
     x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype)))
@@ -73,6 +95,10 @@ def test_a_replay_follows_the_weight_in_place():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_replayed_backward_is_the_column_route_bit_for_bit(monkeypatch, case, layout, dtype):
+    _check_backward(monkeypatch, case, layout, dtype)
+
+
+def _check_backward(monkeypatch, case, layout, dtype):
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("channels_last is 2-D and 3-D")
     x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype), "backward"))
