@@ -290,7 +290,7 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         if split.gather or split.direct or len(plan.chunks) != 1 or \
                 gemm.dense_groups(x.dtype, True, groups, split.gather_rows):
             return None, ()
-        m, (p0, count) = split.scatter_rows, plan.rows[0]
+        m, (_, count) = split.scatter_rows, plan.rows[0]
         w = cl._weight(weight, a)
         workspace, out = x.new_empty(plan.workspace), cl.empty(x, a.output_shape, True)
         columns = workspace[:count * groups * m].view(count, groups * m)
