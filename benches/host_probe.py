@@ -238,12 +238,21 @@ def glue():
 
 
 def main():
+    if sys.argv[1:] == ["layers"]:
+        return layers_table()
     if sys.argv[1:] == ["glue"]:
         return glue()
     if sys.argv[1:] == ["bare"]:
         return bare()
     if sys.argv[1:] == ["parts"]:
         return parts()
+    layers_table()
+    stages()
+    training()
+
+
+def layers_table():
+    """Per layer of the zoo's small-layer models: per call and kernel times."""
     import triton
     print("triton", triton.__version__, "torch", torch.__version__, flush=True)
     print("layer | dtype layout | per call us: torch / ours / fused | kernels us: torch / ours / fused | ours route")
@@ -277,8 +286,6 @@ def main():
                       f"{str(dtype)[6:]} {'CL' if cl else 'NCHW'} | "
                       f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f} | {k[0]:.0f} / {k[1]:.0f} / {k[2]:.0f} | {route}"
                       + ("" if why is None else f" (fused: {why})"), flush=True)
-    stages()
-    training()
 
 
 def stages():

@@ -5,6 +5,7 @@
 #   C: the zoo and the 17 cases' training steps.
 #   E: the 17 cases forward (both layouts), and host time of tiny calls again.
 #   F: after replays took copied weights: their tests; DCGAN, VAE and HiFi-GAN with replays and without.
+#   G: per layer, per call and kernel times, replays on against off.
 #   D: per-layer host time and kernels of the zoo's layers (benches/host_probe.py).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
@@ -26,6 +27,11 @@ F)
   # the small-layer models with replays, then without (the A/B of one machine)
   timeout 150 python3 -m gemmconv bench --models --model dcgan --model vae --model hifigan --json $O/models-on.json > $O/models-on.log 2>&1; grep "geometric mean" $O/models-on.log
   timeout 150 python3 -c "import sys; from gemmconv import ops, __main__ as m; ops._replayed = ops._replayed_backward = lambda *a: None; sys.exit(m.main(sys.argv[1:]))" bench --models --model dcgan --model vae --model hifigan --json $O/models-off.json > $O/models-off.log 2>&1; grep "geometric mean" $O/models-off.log ;;
+G)
+  # per layer, replays on against off, on one machine
+  timeout 200 python3 benches/host_probe.py layers > $O/layers-on.log 2>&1
+  timeout 200 python3 -c "import sys; sys.path.insert(0, 'benches'); from gemmconv import ops; ops._replayed = ops._replayed_backward = lambda *a: None; import host_probe; sys.argv = ['host_probe', 'layers']; host_probe.main()" > $O/layers-off.log 2>&1
+  paste -d'#' <(grep "|" $O/layers-on.log | cut -d'|' -f1-4) <(grep "|" $O/layers-off.log | cut -d'|' -f3) ;;
 D)
   timeout 300 python3 benches/host_probe.py > $O/host_probe.log 2>&1; head -70 $O/host_probe.log ;;
 esac
