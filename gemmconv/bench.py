@@ -205,6 +205,53 @@ def _memory_format(dims: int, layout: str) -> Optional[torch.memory_format]:
     return None if layout == "NCHW" else channels_last.memory_format(dims)
 
 
+# Piecewise-linear activations. A float32 run may round an input within rounding error of a
+# kink to the other side of it; its result is then right for that side, but differs from a
+# float64 run that took the other side by far more than rounding (one flipped LeakyReLU input
+# of -1.4e-6 moved a VAE decoder's gradients by 1.5e-3: benches/NOTES.md, session 24).
+_KINKS = (torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.Hardtanh)   # ReLU6 is a Hardtanh
+
+
+class _Branches:
+    """``with _Branches(model) as b:`` records, in call order, the sides of their kinks that
+    the inputs of ``model``'s activation modules fell on (``b.taken``); with ``forced`` (such a
+    record), makes them take those sides instead (modules not in place)."""
+
+    def __init__(self, model: torch.nn.Module, forced: Optional[list] = None):
+        self.model, self.forced, self.taken, self.handles = model, forced, [], []
+
+    def __enter__(self) -> "_Branches":
+        for m in self.model.modules():
+            if isinstance(m, _KINKS):
+                self.handles.append(m.register_forward_pre_hook(self._record) if self.forced is None
+                                    else m.register_forward_hook(self._force))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
+            h.remove()
+
+    @staticmethod
+    def _bounds(m: torch.nn.Module) -> tuple:
+        return (m.min_val, m.max_val) if isinstance(m, torch.nn.Hardtanh) else (0.0, math.inf)
+
+    def _record(self, m, args) -> None:
+        low, high = self._bounds(m)
+        self.taken.append((args[0].detach() > low, args[0].detach() < high))
+
+    def _force(self, m, args, out) -> torch.Tensor:
+        above, below = self.forced[len(self.taken)]
+        self.taken.append((above, below))
+        x, (low, high) = args[0], self._bounds(m)
+        if isinstance(m, torch.nn.Hardtanh):
+            return torch.where(above, torch.where(below, x, high), low)
+        return torch.where(above, x, x * m.negative_slope if isinstance(m, torch.nn.LeakyReLU) else 0)
+
+    def same_as(self, other: "_Branches") -> bool:
+        return len(self.taken) == len(other.taken) and all(
+            torch.equal(a, c) and torch.equal(b, d) for (a, b), (c, d) in zip(self.taken, other.taken))
+
+
 class ModelWorkload:
     """``entry`` (a gemmconv.zoo.ZooModel) on one input in one configuration: ``mode``
     "forward" (eval, no grad) or "train" (forward and the gradients of every parameter),
@@ -250,14 +297,30 @@ class ModelWorkload:
                 return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
             return run
 
-        def error(results: list) -> float:
+        def error(results: list, reference: list) -> float:
             gradients = lambda rs: torch.cat([r.detach().double().flatten() for r in rs])
             return max(_rel(results[0], reference[0]),
                        _rel(gradients(results[1:]), gradients(reference[1:])) if train else 0.0)
 
-        reference = runner(copy.deepcopy(base).double(), x.double(), contextlib.nullcontext())()
+        # Each variant against the model in float64 on the sides of the activations' kinks
+        # that the variant's own run took (_KINKS): the float64 run's own where they agree.
+        double = copy.deepcopy(base).double()
+        for m in double.modules():
+            if isinstance(m, _KINKS):
+                m.inplace = False
+        reference_run = runner(double, x.double(), contextlib.nullcontext())
+        with _Branches(double) as natural:
+            reference = reference_run()
+
+        def error_of(model: torch.nn.Module, run: Callable[[], list]) -> float:
+            with _Branches(model) as taken:
+                results = run()
+            if taken.same_as(natural):
+                return error(results, reference)
+            with _Branches(double, forced=taken.taken):
+                return error(results, reference_run())
         self.runners = {k: runner(m) for k, m in models.items()}
-        self.errors = {k: error(run()) for k, run in self.runners.items()}
+        self.errors = {k: error_of(models[k], run) for k, run in self.runners.items()}
 
 
 def measure_model(entry, small: bool, device: torch.device, precision: str, layout: str,

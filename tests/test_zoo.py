@@ -98,3 +98,36 @@ def test_cli_models_prints_the_table_and_the_layers(capsys, tmp_path):
     assert out.count(f"gemmconv.convert on {device}") == 16      # two reports per row
     assert "ConvTranspose2d(" in out and "route" in out
     assert (tmp_path / "zoo.json").read_text().count('"model": "depthwise"') == 8
+
+
+@pytest.mark.parametrize("kink", [torch.nn.ReLU(True), torch.nn.LeakyReLU(0.2), torch.nn.ReLU6()],
+                         ids=lambda m: type(m).__name__)
+def test_errors_are_taken_on_the_sides_of_the_kinks_a_run_took(kink):
+    """bench._Branches: the sides of an activation's kinks a run took, and a float64 model
+    made to take them. An input a float32 run rounds across a kink gets the gradient of the
+    side it took; measured against that side's float64 gradient, not the other's."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4, dtype=torch.float64), kink)
+    x = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    bound = 6.0 if isinstance(kink, torch.nn.ReLU6) else 0.0
+    with torch.no_grad():   # one input just below the kink: the float64 run takes the flat side
+        model[0].bias.add_(bound - 1e-9 - model[0](x)[0, 0])
+    with bench._Branches(model) as natural:
+        model(x)
+    flipped = [(a.clone(), b.clone()) for a, b in natural.taken]
+    if bound:   # ReLU6 at its upper kink: below it, not clamped
+        flipped[0][1][0, 0] = ~flipped[0][1][0, 0]
+    else:
+        flipped[0][0][0, 0] = ~flipped[0][0][0, 0]
+    double = copy.deepcopy(model)
+    double[1].inplace = False
+    with bench._Branches(double, forced=flipped) as forced:
+        out = double(x)
+    assert not forced.same_as(natural)
+    # Below zero, (Leaky)ReLU's flat side, forced onto the linear one; below 6, ReLU6's
+    # linear side, forced onto the clamp.
+    natural_slope = 1.0 if bound else getattr(kink, "negative_slope", 0.0)
+    forced_slope = 0.0 if bound else 1.0
+    assert torch.autograd.grad(out[0, 0], double[0].bias)[0][0] == forced_slope
+    with bench._Branches(double, forced=natural.taken):
+        out = double(x)
+    assert torch.autograd.grad(out[0, 0], double[0].bias)[0][0] == natural_slope
