@@ -655,9 +655,10 @@ def col2im_interleaved(columns: torch.Tensor, bias: torch.Tensor | None, out: to
 def im2col_interleaved(image: torch.Tensor, out: torch.Tensor, g: Geometry,
                        padding: tuple[int, ...]) -> None:
     """``out (S, *grid, G, K, C / G)`` = im2col of ``image (S, *image, C)``."""
-    if out.numel():
-        run_im2col(interleaved_launch("im2col", out, image, g, padding), out.device,
-                   image.data_ptr(), out.data_ptr())
+    if out.numel() == 0:
+        return
+    run_im2col(interleaved_launch("im2col", out, image, g, padding), out.device,
+               image.data_ptr(), out.data_ptr())
 
 
 def interleaved_launch(op: str, columns: torch.Tensor, image: torch.Tensor, g: Geometry,

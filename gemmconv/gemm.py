@@ -276,8 +276,7 @@ def _cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
 
 def _call(product: _Product, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     """Runs ``product``'s cuBLAS calls on these operands (of the layouts it was planned for)."""
-    if product.copied:
-        a = _other_layout(a, _distinct(a))
+    a = first_operand(product, a)
     a, b = (t.contiguous() if c else t for t, c in zip((a, b), product.contiguous))
     run(product, a.data_ptr(), b.data_ptr(), out.data_ptr(), out.device)
 
