@@ -245,11 +245,13 @@ class _Branches:
         x, (low, high) = args[0], self._bounds(m)
         if isinstance(m, torch.nn.Hardtanh):
             return torch.where(above, torch.where(below, x, high), low)
-        return torch.where(above, x, x * m.negative_slope if isinstance(m, torch.nn.LeakyReLU) else 0)
+        slope = m.negative_slope if isinstance(m, torch.nn.LeakyReLU) else 0.0
+        return torch.where(above, x, x * slope)
 
     def same_as(self, other: "_Branches") -> bool:
         return len(self.taken) == len(other.taken) and all(
-            torch.equal(a, c) and torch.equal(b, d) for (a, b), (c, d) in zip(self.taken, other.taken))
+            torch.equal(a, c) and torch.equal(b, d)
+            for (a, b), (c, d) in zip(self.taken, other.taken))
 
 
 class ModelWorkload:

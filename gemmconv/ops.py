@@ -156,8 +156,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                 out=workspace[n * groups * m * band:n * groups * (m + rows) * band],
             ).view(n, groups, rows, band)
         elif plan.samples_inner:   # (1, G, rows, n L): the samples side by side
-            gathered_columns = x[n0:n1].view(n, groups, rows, cells).permute(1, 2, 0, 3).reshape(
-                1, groups, rows, n * cells)
+            gathered_columns = _samples_side_by_side(x[n0:n1], groups, cells)
         elif n == a.batch and band == cells:   # the whole input: no slices to take
             gathered_columns = x.view(n, groups, rows, cells)
         else:
@@ -210,14 +209,16 @@ class _Replay(NamedTuple):
         from . import _cuda
         x, weight = _in_layout(x, weight, self.interleaved)
         if out is None:
-            workspace, out = x.new_empty(self.workspace), cl.empty(x, a.output_shape, self.interleaved)
+            workspace = x.new_empty(self.workspace)
+            out = cl.empty(x, a.output_shape, self.interleaved)
         if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
             w = cl._weight(weight, a)
             operands = (x.data_ptr(), w.data_ptr())
         else:   # the weight, or its copy where gemm.py's layout choice keeps one
             w = gemm.first_operand(self.product, weight.as_strided(*self.weight_view)) \
                 if self.product.copied else weight
-            rows = _samples_side_by_side(x, a) if self.samples_inner else x
+            rows = _samples_side_by_side(x, a.groups, math.prod(a.grid)) \
+                if self.samples_inner else x
             operands = (w.data_ptr(), rows.data_ptr())
         gemm.run(self.product, *operands, workspace.data_ptr(), x.device)
         _cuda.run_col2im(self.launch, x.device, workspace.data_ptr(),
@@ -234,12 +235,11 @@ def _in_layout(x: torch.Tensor, weight: torch.Tensor, interleaved: bool) -> tupl
     return x.contiguous(), weight.contiguous()
 
 
-def _samples_side_by_side(x: torch.Tensor, a: ConvTransposeArgs) -> torch.Tensor:
-    """``x (N, C_in, *grid)`` as the GEMM's operand with the samples side by side: ``(1, G,
-    C_in / G, N L)``, a copy."""
-    cells = math.prod(a.grid)
-    return x.view(a.batch, a.groups, a.in_channels // a.groups, cells).permute(1, 2, 0, 3).reshape(
-        1, a.groups, a.in_channels // a.groups, a.batch * cells)
+def _samples_side_by_side(x: torch.Tensor, groups: int, cells: int) -> torch.Tensor:
+    """Samples ``x (n, C, *grid)`` (contiguous; or ``(n, G, C / G, L)``) as a GEMM operand
+    with the samples side by side (_samples_inner): ``(1, G, C / G, n L)``, a copy."""
+    n = x.shape[0]
+    return x.view(n, groups, -1, cells).permute(1, 2, 0, 3).reshape(1, groups, -1, n * cells)
 
 
 # Replays by call: the checked arguments, the tensors' layouts, dtypes, device and 16-byte
@@ -316,11 +316,13 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         samples_inner = plan.samples_inner
         weight_view = ((1 if samples_inner else n, groups, m, rows), (0, rows * m, 1, m))
         if samples_inner:
-            product = gemm.plan(w.as_strided(*weight_view), _samples_side_by_side(x, a),
-                                workspace.as_strided((1, groups, m, n * cells), (0, m * n * cells, n * cells, 1)))
+            side = workspace.as_strided((1, groups, m, n * cells), (0, m * n * cells, n * cells, 1))
+            product = gemm.plan(w.as_strided(*weight_view), _samples_side_by_side(x, groups, cells),
+                                side)
             columns = _side_by_side(workspace, n, a.out_channels, taps, cells)
         else:
-            columns = workspace.as_strided((n, groups, m, cells), (groups * m * cells, m * cells, cells, 1))
+            columns = workspace.as_strided((n, groups, m, cells),
+                                           (groups * m * cells, m * cells, cells, 1))
             product = gemm.plan(w.as_strided(*weight_view), x.view(n, groups, rows, cells), columns)
             columns = columns.view(n, a.out_channels, taps, cells)
         launch = cols.col2im_launch(columns, bias, split.scatter, split.grid, a.image,
@@ -328,7 +330,8 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
                                     split.scatter.band_padding(0, 0))
         if any(product.contiguous):
             return None, ()
-        return _Replay(product, launch, plan.workspace, False, samples_inner, weight_view), (workspace, out)
+        replay = _Replay(product, launch, plan.workspace, False, samples_inner, weight_view)
+        return replay, (workspace, out)
     if product.copied or any(product.contiguous):
         return None, ()
     return _Replay(product, launch, plan.workspace, True, False), (workspace, out)
@@ -603,7 +606,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                 gemm.matmul(operand.expand(n, -1, -1, -1), columns,
                             products[n0:n1, ..., i0 * inner:i1 * inner])
             if need[1] and side_by_side:   # x as (1, G, C_in/G, n L): one product, all samples
-                samples = x[n0:n1].permute(1, 2, 0, 3).reshape(1, groups, cin, n * band)
+                samples = _samples_side_by_side(x[n0:n1], groups, band)
                 grad_weight += gemm.matmul(samples, columns.transpose(-1, -2),
                                            grad_weight.new_empty((1, groups, cin, m)))[0]
             elif need[1]:
@@ -665,8 +668,8 @@ class _BackwardReplay(NamedTuple):
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
         from . import _cuda
-        grad_out, x, weight = _gradient_in_layout(grad_out, self.interleaved), *_in_layout(
-            x, weight, self.interleaved)
+        grad_out = _gradient_in_layout(grad_out, self.interleaved)
+        x, weight = _in_layout(x, weight, self.interleaved)
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
         acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
         empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
@@ -678,7 +681,8 @@ class _BackwardReplay(NamedTuple):
             grad_input = cl.empty(x, x.shape, self.interleaved)
             if self.interleaved:   # columns @ the reordered weight, transposed
                 w = cl._weight(weight, a).transpose(1, 2)
-                gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(), device)
+                gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(),
+                         device)
             else:                  # (G, C_in / G, N L), then into the samples' order
                 side = grad_out.new_empty((groups, cin, a.batch, cells))
                 w = gemm.first_operand(self.input, weight.as_strided(*self.views[0])) \
@@ -687,7 +691,7 @@ class _BackwardReplay(NamedTuple):
                 grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
         if self.weight is not None:
             product = grad_out.new_empty((groups, cin, m), dtype=acc)
-            rows = x if self.interleaved else _samples_side_by_side(x, a)
+            rows = x if self.interleaved else _samples_side_by_side(x, a.groups, math.prod(a.grid))
             if self.weight.copied:
                 rows = gemm.first_operand(self.weight, rows.as_strided(*self.views[1]))
             gemm.run(self.weight, rows.data_ptr(), workspace.data_ptr(), product.data_ptr(), device)
@@ -742,10 +746,12 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     from . import _cuda
     g, groups, n, cells = a.geometry, a.groups, a.batch, math.prod(a.grid)
     cin, cout, m = a.in_channels // groups, a.out_channels // groups, a.column_rows
-    if not (need[0] or need[1]) or 0 in (n, a.in_channels, a.out_channels, cells, math.prod(a.image)):
+    if not (need[0] or need[1]) or \
+            0 in (n, a.in_channels, a.out_channels, cells, math.prod(a.image)):
         return None
     acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-    grad_out, x, weight = _gradient_in_layout(grad_out, interleaved), *_in_layout(x, weight, interleaved)
+    grad_out = _gradient_in_layout(grad_out, interleaved)
+    x, weight = _in_layout(x, weight, interleaved)
     if interleaved:
         if gemm.dense_groups(x.dtype, True, groups, cin):
             return None
@@ -756,7 +762,8 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
         columns = workspace[:n * cells * groups * m].view(n * cells, groups * m)
         grad_rows = cl._positions(grad_out)
         im2col = _cuda.interleaved_launch(
-            "im2col", columns.view(n, *a.grid, groups, g.taps, cout), grad_rows, g, g.band_padding(0, 0))
+            "im2col", columns.view(n, *a.grid, groups, g.taps, cout), grad_rows, g,
+            g.band_padding(0, 0))
         input_product = weight_product = None
         if need[0]:
             w = cl._weight(weight, a).transpose(1, 2)
@@ -770,7 +777,8 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                                        grad_out.new_empty((1, groups, cin, m), dtype=acc), False)
     else:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
-        if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]) or not _samples_inner(n, cells):
+        if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]) or \
+                not _samples_inner(n, cells):
             return None
         workspace = grad_out.new_empty(groups * m * n * cells)
         planes = grad_out.view(n * a.out_channels, *a.image)
@@ -778,7 +786,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                                                                      g.taps, cells))
         columns = workspace.view(1, groups, m, n * cells)
         input_product = weight_product = None
-        w, rows = weight.view(1, groups, cin, m), _samples_side_by_side(x, a)
+        w, rows = weight.view(1, groups, cin, m), _samples_side_by_side(x, groups, cells)
         if need[0]:
             input_product = gemm.plan(w, columns, grad_out.new_empty((1, groups, cin, n * cells)))
         if need[1]:
