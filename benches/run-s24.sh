@@ -6,6 +6,7 @@
 #   E: the 17 cases forward (both layouts), and host time of tiny calls again.
 #   F: after replays took copied weights: their tests; DCGAN, VAE and HiFi-GAN with replays and without.
 #   G: per layer, per call and kernel times, replays on against off.
+#   H: after the review's mends: tests/test_cuda_replay.py and tests/test_cuda.py.
 #   D: per-layer host time and kernels of the zoo's layers (benches/host_probe.py).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
@@ -32,6 +33,9 @@ G)
   timeout 200 python3 benches/host_probe.py layers > $O/layers-on.log 2>&1
   timeout 200 python3 -c "import sys; sys.path.insert(0, 'benches'); from gemmconv import ops; ops._replayed = ops._replayed_backward = lambda *a: None; import host_probe; sys.argv = ['host_probe', 'layers']; host_probe.main()" > $O/layers-off.log 2>&1
   paste -d'#' <(grep "|" $O/layers-on.log | cut -d'|' -f1-4) <(grep "|" $O/layers-off.log | cut -d'|' -f3) ;;
+H)
+  # after the review's mends (a shared reorder on the planar routes): the replay and planar GPU tests
+  timeout 420 python3 -m pytest -q -m cuda tests/test_cuda_replay.py tests/test_cuda.py -p no:cacheprovider > $O/tests.log 2>&1; tail -2 $O/tests.log ;;
 D)
   timeout 300 python3 benches/host_probe.py > $O/host_probe.log 2>&1; head -70 $O/host_probe.log ;;
 esac
