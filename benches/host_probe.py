@@ -17,22 +17,13 @@ from gemmconv import fused, ops, zoo
 from gemmconv.shapes import conv_transpose_args
 
 sys.path.insert(0, "benches")
+from layer import kernel_times  # noqa: E402
 from overhead import per_call_us  # noqa: E402
 
 
 def kernel_us(fn, calls: int = 50) -> float:
     """Microseconds of GPU kernels a call, from the profiler (host time excluded)."""
-    fn()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    total = 0.0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            total += getattr(e, "device_time", None) or getattr(e, "cuda_time", 0.0)
-    return total / calls
+    return sum(ms for _, ms in kernel_times(fn, calls)) * 1e3
 
 
 def layers():
@@ -94,47 +85,55 @@ class Stopwatch:
             print(f"    {label:45s} {self.calls[label] / steps:5.1f} calls {self.time[label] / steps * 1e6:8.1f} us a step")
 
 
-def parts():
-    """Host time by function of a forward and of a training step, on the column routes, for
-    DCGAN's layer 3 (NCHW float32, channels_last bfloat16)."""
+def watched_steps(title: str, in_channels: int, out_channels: int, size: int, batch: int,
+                  dtypes: list, wraps: list, calls: int) -> None:
+    """Host time by function (Stopwatch over ``wraps``: (owner, names, label prefix or None))
+    of a forward without grad and of a training step of a k4 s2 layer, per dtype and layout
+    in ``dtypes`` ((dtype, channels_last) pairs)."""
     import time
-    from gemmconv import _cuda, columns, gemm, channels_last, nn as gnn
-    lib = _cuda.cublas() if torch.cuda.is_available() else None
-    for dtype, cl in ((torch.float32, False), (torch.bfloat16, True), (torch.bfloat16, False)):
-        m = gnn.ConvTranspose2d(256, 128, 4, 2, 1, bias=False).cuda().to(dtype)
-        x = torch.randn(128, 256, 8, 8, device="cuda", dtype=dtype)
+    from gemmconv import nn as gnn
+    for dtype, cl in dtypes:
+        m = gnn.ConvTranspose2d(in_channels, out_channels, 4, 2, 1, bias=False).cuda().to(dtype)
+        x = torch.randn(batch, in_channels, size, size, device="cuda", dtype=dtype)
         if cl:
             m = m.to(memory_format=torch.channels_last)
             x = x.contiguous(memory_format=torch.channels_last)
         xg = x.clone().requires_grad_()
-        g = torch.randn(128, 128, 16, 16, device="cuda", dtype=dtype)
+        g = torch.randn(batch, out_channels, 2 * size, 2 * size, device="cuda", dtype=dtype)
         for label, step in (("forward, no_grad", lambda: m(x)), ("training step", lambda: m(xg).backward(g))):
             with torch.no_grad() if "no_grad" in label else contextlib.nullcontext():
-                plain = per_call_us(step, 300)
+                plain = per_call_us(step, calls)
                 watch = Stopwatch()
-                for owner, names in ((gemm, ["_call", "matmul"]), (_cuda, ["_launch_at", "raw_stream"]),
-                                     (columns, ["col2im", "im2col", "col2im_interleaved", "im2col_interleaved"]),
-                                     (ops, ["_forward", "_backward", "_conv_transpose_backward", "_bias_grad"]),
-                                     (channels_last, ["forward", "backward"]),
-                                     (ops._Eager, ["forward", "backward"]),
-                                     (torch.Tensor, ["new_empty", "new_zeros", "contiguous", "sum"])):
+                for owner, names, prefix in wraps:
                     for name in names:
-                        watch.wrap(owner, name)
-                for name in ("cublasGemmStridedBatchedEx", "cublasSetMathMode"):
-                    watch.wrap(lib, name, "cublas." + name)
+                        watch.wrap(owner, name, prefix and prefix + name)
                 try:
-                    timed = per_call_us(step, 300)
+                    per_call_us(step, 50)
                     watch.time.clear(); watch.calls.clear()
                     start = time.perf_counter()
-                    for _ in range(300):
+                    for _ in range(calls):
                         step()
                     torch.cuda.synchronize()
-                    total = (time.perf_counter() - start) / 300 * 1e6
+                    total = (time.perf_counter() - start) / calls * 1e6
                 finally:
                     watch.restore()
-            print(f"\n{label}, dcgan layer 3 {str(dtype)[6:]} {'CL' if cl else 'NCHW'}: {plain:.0f} us a step "
-                  f"unwatched, {total:.0f} watched; torch's: see above", flush=True)
-            watch.report(300)
+            print(f"\n{label}, {title} {str(dtype)[6:]} {'CL' if cl else 'NCHW'}: {plain:.0f} us a step "
+                  f"unwatched, {total:.0f} watched", flush=True)
+            watch.report(calls)
+
+
+def parts():
+    """Host time by function of a forward and of a training step, on the column routes, for
+    DCGAN's layer 3 (NCHW float32, channels_last bfloat16), and bare costs of the pieces."""
+    from gemmconv import _cuda, columns, gemm, channels_last
+    wraps = [(gemm, ["_call", "matmul"], None), (_cuda, ["_launch_at", "raw_stream"], None),
+             (columns, ["col2im", "im2col", "col2im_interleaved", "im2col_interleaved"], None),
+             (ops, ["_forward", "_backward", "_conv_transpose_backward", "_bias_grad"], None),
+             (channels_last, ["forward", "backward"], None), (ops._Eager, ["forward", "backward"], None),
+             (torch.Tensor, ["new_empty", "new_zeros", "contiguous", "sum"], None),
+             (_cuda.cublas(), ["cublasGemmStridedBatchedEx", "cublasSetMathMode"], "cublas.")]
+    watched_steps("dcgan layer 3", 256, 128, 8, 128,
+                  [(torch.float32, False), (torch.bfloat16, True), (torch.bfloat16, False)], wraps, 300)
     # Bare costs of the pieces, one call each.
     x = torch.randn(128, 256, 8, 8, device="cuda")
     a, b = torch.randn(1, 1, 2048, 256, device="cuda"), torch.randn(1, 1, 256, 8192, device="cuda")
@@ -195,46 +194,20 @@ def bare():
 
 def glue():
     """Host time by function of calls too small for the GPU to matter (inclusive times)."""
-    import time
-    from gemmconv import _cuda, columns, gemm, channels_last, nn as gnn, shapes
+    from gemmconv import _cuda, columns, gemm, channels_last, shapes
     wraps = [(ops, ["_conv_transpose", "_autocast", "conv_transpose_args", "_run", "_eager", "_forward",
                     "_forward_plan", "_split_weight", "_backward", "_conv_transpose_backward",
-                    "_bias_grad", "_asked"]),
-             (ops._Eager, ["apply", "forward", "backward"]),
-             (fused, ["unavailable", "backward_unavailable"]),
-             (gemm, ["matmul", "_product", "_call", "uses_tf32", "torch_convolutions_use_tf32"]),
-             (columns, ["col2im", "im2col", "col2im_interleaved", "im2col_interleaved"]),
-             (_cuda, ["col2im", "im2col", "_col2im_plan", "_im2col_plan", "_launch_at", "run_col2im", "run_im2col"]),
-             (channels_last, ["suggested", "empty", "forward", "backward", "forward_plan", "backward_plan"]),
-             (shapes, ["_signature"])]
-    for dtype, cl in ((torch.float32, False), (torch.float32, True)):
-        m = gnn.ConvTranspose2d(8, 8, 4, 2, 1, bias=False).cuda().to(dtype)
-        x = torch.randn(2, 8, 4, 4, device="cuda", dtype=dtype)
-        if cl:
-            m = m.to(memory_format=torch.channels_last)
-            x = x.contiguous(memory_format=torch.channels_last)
-        xg = x.clone().requires_grad_()
-        g = torch.randn(2, 8, 8, 8, device="cuda", dtype=dtype)
-        for label, step in (("forward, no_grad", lambda: m(x)), ("training step", lambda: m(xg).backward(g))):
-            with torch.no_grad() if "no_grad" in label else contextlib.nullcontext():
-                plain = per_call_us(step, 500)
-                watch = Stopwatch()
-                for owner, names in wraps:
-                    for name in names:
-                        watch.wrap(owner, name)
-                try:
-                    per_call_us(step, 50)
-                    watch.time.clear(); watch.calls.clear()
-                    start = time.perf_counter()
-                    for _ in range(500):
-                        step()
-                    torch.cuda.synchronize()
-                    total = (time.perf_counter() - start) / 500 * 1e6
-                finally:
-                    watch.restore()
-            print(f"\n{label}, tiny k4 s2 {str(dtype)[6:]} {'CL' if cl else 'NCHW'}: {plain:.0f} us a step "
-                  f"unwatched, {total:.0f} watched", flush=True)
-            watch.report(500)
+                    "_bias_grad", "_asked"], None),
+             (ops._Eager, ["apply", "forward", "backward"], None),
+             (fused, ["unavailable", "backward_unavailable"], None),
+             (gemm, ["matmul", "_product", "_call", "uses_tf32", "torch_convolutions_use_tf32"], None),
+             (columns, ["col2im", "im2col", "col2im_interleaved", "im2col_interleaved"], None),
+             (_cuda, ["col2im", "im2col", "_col2im_plan", "_im2col_plan", "_launch_at", "run_col2im",
+                      "run_im2col"], None),
+             (channels_last, ["suggested", "empty", "forward", "backward", "forward_plan",
+                              "backward_plan"], None),
+             (shapes, ["_signature"], None)]
+    watched_steps("tiny k4 s2", 8, 8, 4, 2, [(torch.float32, False), (torch.float32, True)], wraps, 500)
 
 
 def main():
