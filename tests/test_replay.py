@@ -12,10 +12,10 @@ from gemmconv.shapes import conv_transpose_args
 from helpers import generator
 
 
-def _replay(case, channels_last=False, change=None):
-    """The replay ops works out for ``case`` in float32 (None where there is none), after
-    ``change(x, w, b)`` edits the tensors."""
-    x, w, b = case.tensors(torch.float32, "cpu", generator(case.name))
+def _call(case, channels_last, key, change=None):
+    """Fresh float32 ``(x, w, b)`` for ``case`` (channels_last where asked; then edited by
+    ``change(x, w, b)``) and their checked arguments."""
+    x, w, b = case.tensors(torch.float32, "cpu", generator(case.name, key))
     if channels_last:
         x = x.contiguous(memory_format=cl.memory_format(x.dim()))
         w = w.contiguous(memory_format=cl.memory_format(w.dim()))
@@ -24,6 +24,13 @@ def _replay(case, channels_last=False, change=None):
     k = case.kwargs
     a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"], k["padding"],
                             k["output_padding"], k["groups"], k["dilation"])
+    return x, w, b, a
+
+
+def _replay(case, channels_last=False, change=None):
+    """The replay ops works out for ``case`` in float32 (None where there is none), after
+    ``change(x, w, b)`` edits the tensors."""
+    x, w, b, a = _call(case, channels_last, "forward", change)
     return ops._work_out_replay(x, w, b, a, channels_last)[0]
 
 
@@ -60,13 +67,7 @@ def test_calls_of_more_than_one_gemm_and_col2im_have_none(monkeypatch):
 
 def _backward_replay(case, channels_last=False, need=(True, True, True)):
     """The backward replay ops works out for ``case`` in float32 (None where there is none)."""
-    x, w, b = case.tensors(torch.float32, "cpu", generator(case.name, "backward"))
-    if channels_last:
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
-        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
-    k = case.kwargs
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"], k["padding"],
-                            k["output_padding"], k["groups"], k["dilation"])
+    x, w, _, a = _call(case, channels_last, "backward")
     grad = torch.randn(a.output_shape)
     if channels_last:
         grad = grad.contiguous(memory_format=cl.memory_format(x.dim()))
