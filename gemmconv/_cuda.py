@@ -675,19 +675,54 @@ def interleaved_launch(op: str, columns: torch.Tensor, image: torch.Tensor, g: G
     return _launch_for(key, work_out)
 
 
+def _loaded(name: str) -> str:
+    """The path of the library ``name`` (e.g. "libcublasLt.so") torch loaded."""
+    torch.cuda.current_blas_handle()                  # makes sure torch has loaded cuBLAS
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps
+                        if f"/{name}" in line and line.split()[-1].startswith("/")})
+    if not paths:
+        raise RuntimeError(f"gemmconv could not find the {name} torch loaded")
+    return paths[0]
+
+
 @functools.cache
 def cublas() -> ctypes.CDLL:
     """The cuBLAS library torch loaded, called directly through ctypes with torch's own
     handle (see gemm.py): CuPy's cuBLAS wrappers refuse to run under CUDA-graph capture."""
-    torch.cuda.current_blas_handle()                  # makes sure torch has loaded cuBLAS
-    with open("/proc/self/maps") as maps:
-        paths = sorted({line.split()[-1] for line in maps
-                        if "/libcublas.so" in line and line.split()[-1].startswith("/")})
-    if not paths:
-        raise RuntimeError("gemmconv could not find the cuBLAS library torch loaded")
-    lib = ctypes.CDLL(paths[0])
+    lib = ctypes.CDLL(_loaded("libcublas.so"))
     p, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
     lib.cublasSetMathMode.argtypes = [p, i]
     lib.cublasGemmStridedBatchedEx.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i, ll,
                                                p, p, i, i, ll, i, i, i]
     return lib
+
+
+@functools.cache
+def cublas_lt() -> ctypes.CDLL:
+    """The cuBLASLt library torch loaded (gemm.py's products, their algorithms chosen once)."""
+    lib = ctypes.CDLL(_loaded("libcublasLt.so"))
+    p, i, size = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+    lib.cublasLtCreate.argtypes = [p]
+    lib.cublasLtMatmulDescCreate.argtypes = [p, i, i]
+    lib.cublasLtMatmulDescSetAttribute.argtypes = [p, i, p, size]
+    lib.cublasLtMatrixLayoutCreate.argtypes = [p, i, ctypes.c_uint64, ctypes.c_uint64,
+                                               ctypes.c_int64]
+    lib.cublasLtMatrixLayoutSetAttribute.argtypes = [p, i, p, size]
+    lib.cublasLtMatmulPreferenceCreate.argtypes = [p]
+    lib.cublasLtMatmulPreferenceSetAttribute.argtypes = [p, i, p, size]
+    lib.cublasLtMatmulPreferenceDestroy.argtypes = [p]
+    lib.cublasLtMatmulAlgoGetHeuristic.argtypes = [p, p, p, p, p, p, p, i, p, p]
+    lib.cublasLtMatmul.argtypes = [p] * 14 + [size, p]
+    return lib
+
+
+@functools.cache
+def cublas_lt_handle(device_index: int) -> ctypes.c_void_p:
+    """A cuBLASLt handle for the device (it holds no stream: each call names its own)."""
+    handle = ctypes.c_void_p()
+    with torch.cuda.device(device_index):
+        status = cublas_lt().cublasLtCreate(ctypes.byref(handle))
+    if status != 0:
+        raise RuntimeError(f"cublasLtCreate returned status {status}")
+    return handle

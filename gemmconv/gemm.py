@@ -1,8 +1,12 @@
 """The GEMM layer: batched matrix products on cuBLAS (CUDA) or torch.matmul (CPU).
 
-On CUDA it calls cublasGemmStridedBatchedEx itself (ctypes, Linux) with torch's cuBLAS
-handle, so it runs on torch's current stream and inside CUDA-graph capture. The calls of a
-product are worked out once per layout of its operands (_plan) and then only given pointers.
+On CUDA it calls cuBLASLt itself (ctypes, Linux), on torch's current stream, so it runs
+inside CUDA-graph capture too. The calls of a product are worked out once per layout of its
+operands (_plan), and each call's algorithm once per alignment of its pointers (_lt_choice);
+later calls only pass pointers. cublasGemmStridedBatchedEx, which runs cuBLAS's heuristics
+on every call, took 17-23 us of host time a call on the H200's host where cublasLtMatmul
+with its algorithm chosen took 11-17 (benches/NOTES.md, session 25); it stays for the calls
+no cuBLASLt algorithm takes.
 
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
@@ -37,6 +41,7 @@ runs as passed unless a choice is already kept.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 from typing import Iterator, Literal, NamedTuple
 
@@ -56,6 +61,15 @@ _DEFAULT_MATH = 0
 _COMPUTE_32F, _COMPUTE_64F, _COMPUTE_32F_FAST_TF32 = 68, 70, 77
 _DATA_TYPE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 14}
 _INT_MAX = 2**31 - 1
+# cuBLASLt's (cublasLt.h), also ABI: matmul descriptor, matrix layout and preference attributes.
+_LT_TRANSA, _LT_TRANSB = 3, 4
+_LT_BATCH_COUNT, _LT_BATCH_STRIDE = 5, 6
+_LT_MAX_WORKSPACE = 1
+_LT_MIN_ALIGNMENT = (5, 6, 7, 8)   # of A, B, C and D, in bytes
+_SCALE_TYPE = {_COMPUTE_32F: 0, _COMPUTE_32F_FAST_TF32: 0, _COMPUTE_64F: 1}   # float32, float64
+LT_WORKSPACE = 32 << 20   # the most workspace a chosen algorithm may take (torch gives cuBLAS
+                          # as much on Hopper); allocated per call, where one takes any
+MAX_ALIGNMENT = 256       # cuBLASLt assumes this alignment of pointers unless told less
 
 LAYOUT_TRIAL_FLOPS = 1 << 32       # products this large (about 10 us) choose a's layout
 LAYOUT_TRIAL_ELEMENTS = 1 << 22    # when a's distinct matrices hold at most this many elements
@@ -211,10 +225,26 @@ def _batches(sizes: tuple[int, int], operands: tuple[torch.Tensor, ...]):
 
 
 class _Call(NamedTuple):
-    """One cublasGemmStridedBatchedEx call of a product, but for its pointers: the byte
-    offsets of its first matrices in a, b and out."""
+    """One strided-batched call of a product, but for its pointers: the byte offsets of its
+    first matrices in a, b and out; the alignment its leading dims and batch strides allow
+    each pointer (_alignment); and its cuBLASLt state, made on its first run (_lt_choice):
+    "descriptors", and per alignment of the pointers the algorithm chosen."""
     offsets: tuple[int, int, int]
     args: tuple   # (op_b, op_a, n, m, k, ld_b, stride_b, ld_a, stride_a, ld_c, stride_c, count)
+    alignment: tuple[int, int, int]   # of b, a and out
+    lt: dict
+
+
+class _Heuristic(ctypes.Structure):
+    """cublasLtMatmulHeuristicResult_t: the algorithm and the workspace it takes."""
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspace", ctypes.c_size_t),
+                ("state", ctypes.c_int), ("waves", ctypes.c_float),
+                ("reserved", ctypes.c_int * 4)]
+
+
+def _alignment(*byte_counts: int) -> int:
+    """The largest power of two (at most MAX_ALIGNMENT) dividing each of the byte counts."""
+    return min([MAX_ALIGNMENT] + [c & -c for c in byte_counts if c])
 
 
 class _Product(NamedTuple):
@@ -295,27 +325,105 @@ def first_operand(product: _Product, a: torch.Tensor) -> torch.Tensor:
 
 
 def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> None:
-    """``product``'s cuBLAS calls on operands at these addresses on ``device``, laid out as
-    it was planned for (``a`` in the copied layout where ``product.copied``): matmul's
-    work, less its planning, for callers that replay a call (ops._Replay)."""
-    compute = product.compute
-    one, zero = _SCALARS[np.float64 if compute == _COMPUTE_64F else np.float32]
-    pointers = (b, a, out)
-    type_b, type_a, type_c = product.types
-    lib = _cuda.cublas()
+    """``product``'s calls on operands at these addresses on ``device``, laid out as it was
+    planned for (``a`` in the copied layout where ``product.copied``): matmul's work, less
+    its planning, for callers that replay a call (ops._Replay)."""
+    one, zero = _SCALARS[np.float64 if product.compute == _COMPUTE_64F else np.float32]
+    lib, handle = _cuda.cublas_lt(), _cuda.cublas_lt_handle(device.index)
     with _cuda.on_device(device):
-        # torch's handle for this device, bound to its current stream with a workspace that
-        # CUDA-graph capture accepts. The default math mode leaves the choice of TF32 to
-        # the compute type alone; torch sets its own mode again before its next call.
-        handle = torch.cuda.current_blas_handle()
-        _status(lib.cublasSetMathMode(handle, _DEFAULT_MATH))
+        stream = _cuda.raw_stream(device)
         for call in product.calls:
-            op_b, op_a, n, m, k, ld_b, s_b, ld_a, s_a, ld_c, s_c, count = call.args
-            pb, pa, pc = (p + o for p, o in zip(pointers, call.offsets))
-            # Row-major C = A @ B is column-major C^T = B^T @ A^T.
-            _status(lib.cublasGemmStridedBatchedEx(
-                handle, op_b, op_a, n, m, k, one, pb, type_b, ld_b, s_b, pa, type_a, ld_a, s_a,
-                zero, pc, type_c, ld_c, s_c, count, compute, _GEMM_DEFAULT))
+            pb, pa, pc = (p + o for p, o in zip((b, a, out), call.offsets))
+            alignment = tuple(min(p & -p, most) for p, most in zip((pb, pa, pc), call.alignment))
+            choice = call.lt.get(alignment)
+            if choice is None:
+                choice = call.lt[alignment] = _lt_choice(product, call, alignment, device)
+            if choice is _NO_ALGORITHM:
+                _legacy(product, call, pb, pa, pc, device)
+                continue
+            descriptors, heuristic = call.lt["descriptors"], choice
+            workspace = torch.empty(heuristic.workspace, dtype=torch.uint8, device=device) \
+                if heuristic.workspace else None
+            desc, layout_b, layout_a, layout_c = descriptors
+            _status(lib.cublasLtMatmul(
+                handle, desc, one, pb, layout_b, pa, layout_a, zero, pc, layout_c, pc, layout_c,
+                ctypes.byref(heuristic.algo), workspace.data_ptr() if workspace is not None
+                else None, heuristic.workspace, stream))
+
+
+_NO_ALGORITHM = object()
+
+
+def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
+               device: torch.device):
+    """The cuBLASLt algorithm (a _Heuristic) of ``call`` for pointers of this alignment,
+    cuBLASLt's first choice within LT_WORKSPACE; _NO_ALGORITHM where it has none."""
+    lib = _cuda.cublas_lt()
+    if "descriptors" not in call.lt:
+        call.lt["descriptors"] = _lt_descriptors(product, call)
+    desc, *layouts = call.lt["descriptors"]
+    preference = ctypes.c_void_p()
+    _status(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(preference)))
+    try:
+        _set(lib.cublasLtMatmulPreferenceSetAttribute, preference, _LT_MAX_WORKSPACE,
+             ctypes.c_uint64(LT_WORKSPACE))
+        for attribute, bytes_ in zip(_LT_MIN_ALIGNMENT, (*alignment, alignment[2])):
+            _set(lib.cublasLtMatmulPreferenceSetAttribute, preference, attribute,
+                 ctypes.c_uint32(bytes_))
+        heuristic, found = _Heuristic(), ctypes.c_int()
+        with _cuda.on_device(device):
+            status = lib.cublasLtMatmulAlgoGetHeuristic(
+                _cuda.cublas_lt_handle(device.index), desc, *layouts, layouts[-1], preference,
+                1, ctypes.byref(heuristic), ctypes.byref(found))
+    finally:
+        lib.cublasLtMatmulPreferenceDestroy(preference)
+    return heuristic if status == 0 and found.value == 1 and heuristic.state == 0 \
+        else _NO_ALGORITHM
+
+
+def _lt_descriptors(product: _Product, call: _Call) -> tuple:
+    """The matmul descriptor and the layouts of b, a and out of ``call``: cuBLASLt's
+    column-major ``out^T = op(b^T) @ op(a^T)``, as the legacy call (_legacy) reads them."""
+    lib = _cuda.cublas_lt()
+    op_b, op_a, n, m, k, ld_b, s_b, ld_a, s_a, ld_c, s_c, count = call.args
+    desc = ctypes.c_void_p()
+    _status(lib.cublasLtMatmulDescCreate(ctypes.byref(desc), product.compute,
+                                         _SCALE_TYPE[product.compute]))
+    for attribute, op in ((_LT_TRANSA, op_b), (_LT_TRANSB, op_a)):
+        _set(lib.cublasLtMatmulDescSetAttribute, desc, attribute, ctypes.c_int32(op))
+    layouts = []
+    for data_type, rows, cols, ld, stride in (
+            (product.types[0], *((n, k) if op_b == _OP_N else (k, n)), ld_b, s_b),
+            (product.types[1], *((k, m) if op_a == _OP_N else (m, k)), ld_a, s_a),
+            (product.types[2], n, m, ld_c, s_c)):
+        layout = ctypes.c_void_p()
+        _status(lib.cublasLtMatrixLayoutCreate(ctypes.byref(layout), data_type, rows, cols, ld))
+        _set(lib.cublasLtMatrixLayoutSetAttribute, layout, _LT_BATCH_COUNT, ctypes.c_int32(count))
+        _set(lib.cublasLtMatrixLayoutSetAttribute, layout, _LT_BATCH_STRIDE, ctypes.c_int64(stride))
+        layouts.append(layout)
+    return (desc, *layouts)
+
+
+def _set(setter, descriptor: ctypes.c_void_p, attribute: int, value) -> None:
+    _status(setter(descriptor, attribute, ctypes.byref(value), ctypes.sizeof(value)))
+
+
+def _legacy(product: _Product, call: _Call, pb: int, pa: int, pc: int,
+            device: torch.device) -> None:
+    """``call`` through cublasGemmStridedBatchedEx, for the calls no cuBLASLt algorithm
+    takes, with torch's handle for this device, bound to its current stream with a workspace
+    that CUDA-graph capture accepts. The default math mode leaves the choice of TF32 to the
+    compute type alone; torch sets its own mode again before its next call."""
+    one, zero = _SCALARS[np.float64 if product.compute == _COMPUTE_64F else np.float32]
+    lib = _cuda.cublas()
+    handle = torch.cuda.current_blas_handle()
+    _status(lib.cublasSetMathMode(handle, _DEFAULT_MATH))
+    op_b, op_a, n, m, k, ld_b, s_b, ld_a, s_a, ld_c, s_c, count = call.args
+    type_b, type_a, type_c = product.types
+    # Row-major C = A @ B is column-major C^T = B^T @ A^T.
+    _status(lib.cublasGemmStridedBatchedEx(
+        handle, op_b, op_a, n, m, k, one, pb, type_b, ld_b, s_b, pa, type_a, ld_a, s_a,
+        zero, pc, type_c, ld_c, s_c, count, product.compute, _GEMM_DEFAULT))
 
 
 def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int,
@@ -337,7 +445,9 @@ def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, compute: int,
         check(count <= _INT_MAX, "too many matrices in one batch for cuBLAS")
         calls.append(_Call(
             tuple(o * t.element_size() for o, t in zip(offsets, (b, a, out))),
-            (op_b, op_a, n, m, k, ld_b, strides[0], ld_a, strides[1], ld_c, strides[2], count)))
+            (op_b, op_a, n, m, k, ld_b, strides[0], ld_a, strides[1], ld_c, strides[2], count),
+            tuple(_alignment(ld * t.element_size(), s * t.element_size())
+                  for ld, s, t in zip((ld_b, ld_a, ld_c), strides, (b, a, out))), {}))
     return _Product(copied, contiguous, tuple(calls),
                     tuple(_DATA_TYPE[t.dtype] for t in (b, a, out)), compute)
 

@@ -246,29 +246,43 @@ def _samples_side_by_side(x: torch.Tensor, groups: int, cells: int) -> torch.Ten
 # alignment, the precision policy and the workspace limit. None where a call is not one.
 _replays: dict[tuple, Optional[_Replay]] = {}
 MAX_REPLAYS = 4096
+_UNSEEN = object()
+
+
+def _replay_key(a: ConvTransposeArgs, interleaved: bool, *tensors: Optional[torch.Tensor]) -> tuple:
+    """What a replay's plans depend on beyond the checked arguments ``a``: the layout, the
+    tensors' strides and 16-byte alignment, dtype and device, the precision policy and the
+    workspace limit."""
+    x = tensors[0]
+    return (a, interleaved, x.dtype, x.device, gemm._compute_type(x.dtype), _workspace_limit,
+            *(None if t is None else (t.stride(), t.data_ptr() % 16) for t in tensors))
+
+
+def _kept(cache: dict, key: tuple, work_out: Callable[[], tuple]):
+    """``(replay, buffers)``: the replay kept under ``key`` (None where the call is not
+    one), else the one ``work_out()`` gives, kept, with the buffers its plans were worked out
+    on; ``(None, ())`` while a CUDA graph is being captured and nothing is kept yet (gemm.py
+    remembers no layout choice then)."""
+    replay = cache.get(key, _UNSEEN)
+    if replay is not _UNSEEN:
+        return replay, ()
+    if torch.cuda.is_current_stream_capturing():
+        return None, ()
+    replay, buffers = work_out()
+    if len(cache) >= MAX_REPLAYS:
+        cache.clear()
+    cache[key] = replay
+    return replay, buffers
 
 
 def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
               a: ConvTransposeArgs, interleaved: bool) -> Optional[torch.Tensor]:
     """The output of a CUDA forward by its replay (_Replay), worked out on its first call;
-    None where the call does not run as one GEMM and one col2im, or while a CUDA graph is
-    being captured and the call has no replay yet (gemm.py remembers no layout choice then)."""
-    key = (a, interleaved, x.dtype, x.device, x.stride(), x.data_ptr() % 16, weight.stride(),
-           weight.data_ptr() % 16, None if bias is None else (bias.stride(), bias.data_ptr() % 16),
-           gemm._compute_type(x.dtype), _workspace_limit)
-    replay = _replays.get(key, _UNSEEN)
-    if replay is not _UNSEEN:
-        return None if replay is None else replay.run(x, weight, bias, a)
-    if torch.cuda.is_current_stream_capturing():
-        return None
-    replay, buffers = _work_out_replay(x, weight, bias, a, interleaved)
-    if len(_replays) >= MAX_REPLAYS:
-        _replays.clear()
-    _replays[key] = replay
+    None where the call does not run as one GEMM and one col2im (or see _kept)."""
+    replay, buffers = _kept(_replays, _replay_key(a, interleaved, x, weight, bias),
+                            lambda: _work_out_replay(x, weight, bias, a, interleaved))
     return None if replay is None else replay.run(x, weight, bias, a, *buffers)
 
-
-_UNSEEN = object()
 
 
 def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -691,7 +705,7 @@ class _BackwardReplay(NamedTuple):
                 grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
         if self.weight is not None:
             product = grad_out.new_empty((groups, cin, m), dtype=acc)
-            rows = x if self.interleaved else _samples_side_by_side(x, a.groups, math.prod(a.grid))
+            rows = x if self.interleaved else _samples_side_by_side(x, a.groups, cells)
             if self.weight.copied:
                 rows = gemm.first_operand(self.weight, rows.as_strided(*self.views[1]))
             gemm.run(self.weight, rows.data_ptr(), workspace.data_ptr(), product.data_ptr(), device)
@@ -722,17 +736,9 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
                        interleaved: bool) -> Optional[List[torch.Tensor]]:
     """The gradients of a CUDA call by its replay (_BackwardReplay), planned on its first
     call; None where it has none, as _replayed."""
-    key = (a, interleaved, tuple(need), x.dtype, x.device, grad_out.stride(),
-           grad_out.data_ptr() % 16, x.stride(), x.data_ptr() % 16, weight.stride(),
-           weight.data_ptr() % 16, gemm._compute_type(x.dtype), _workspace_limit)
-    replay = _backward_replays.get(key, _UNSEEN)
-    if replay is _UNSEEN:
-        if torch.cuda.is_current_stream_capturing():
-            return None
-        replay = _work_out_backward_replay(grad_out, x, weight, a, need, interleaved)
-        if len(_backward_replays) >= MAX_REPLAYS:
-            _backward_replays.clear()
-        _backward_replays[key] = replay
+    key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
+    replay, _ = _kept(_backward_replays, key, lambda: (
+        _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
     return None if replay is None else replay.run(grad_out, x, weight, a, need)
 
 

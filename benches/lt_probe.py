@@ -1,0 +1,394 @@
+"""Does cuBLASLt, with its algorithm chosen once per shape, cost less host time a call than
+cublasGemmStridedBatchedEx (cuBLAS's heuristics on every call)? And where does a replayed
+forward's host time go, piece by piece?
+
+    PYTHONPATH=. python benches/lt_probe.py
+
+For each product of the replays of DCGAN's layers (forward and backward, float32 and
+bfloat16) and of a tiny layer: host time to queue one call (no waiting on the GPU), legacy
+against Lt, and whether the two agree.
+"""
+import ctypes
+import sys
+import time
+
+import numpy as np
+import torch
+
+from gemmconv import _cuda, gemm, ops
+from gemmconv import nn as gnn
+
+sys.path.insert(0, "benches")
+from overhead import per_call_us  # noqa: E402
+
+p, i, u64, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_int64
+
+
+def lt_library() -> ctypes.CDLL:
+    torch.cuda.current_blas_handle()
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "/libcublasLt.so" in line})
+    lib = ctypes.CDLL(paths[0])
+    lib.cublasLtMatmul.argtypes = [p] * 14 + [ctypes.c_size_t, p]
+    lib.cublasLtMatrixLayoutCreate.argtypes = [p, i, u64, u64, i64]
+    lib.cublasLtMatrixLayoutSetAttribute.argtypes = [p, i, p, ctypes.c_size_t]
+    lib.cublasLtMatmulDescCreate.argtypes = [p, i, i]
+    lib.cublasLtMatmulDescSetAttribute.argtypes = [p, i, p, ctypes.c_size_t]
+    lib.cublasLtMatmulPreferenceSetAttribute.argtypes = [p, i, p, ctypes.c_size_t]
+    lib.cublasLtMatmulAlgoGetHeuristic.argtypes = [p] * 7 + [i, p, p]
+    return lib
+
+
+LT = None
+HANDLE = None
+
+
+def ok(code):
+    assert code == 0, f"cuBLASLt status {code}"
+
+
+class Heuristic(ctypes.Structure):
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspace", ctypes.c_size_t),
+                ("state", ctypes.c_int), ("waves", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+
+
+def layout(dtype, rows, cols, ld, count, stride):
+    d = p()
+    ok(LT.cublasLtMatrixLayoutCreate(ctypes.byref(d), dtype, rows, cols, ld))
+    c, s = ctypes.c_int32(count), ctypes.c_int64(stride)
+    ok(LT.cublasLtMatrixLayoutSetAttribute(d, 5, ctypes.byref(c), 4))
+    ok(LT.cublasLtMatrixLayoutSetAttribute(d, 6, ctypes.byref(s), 8))
+    return d
+
+
+def lt_plan(product):
+    """Per call of the product: (offsets, desc, layouts, heuristic, workspace bytes)."""
+    global LT, HANDLE
+    if LT is None:
+        LT = lt_library()
+        HANDLE = p()
+        ok(LT.cublasLtCreate(ctypes.byref(HANDLE)))
+    plans = []
+    type_b, type_a, type_c = product.types
+    scale = 1 if product.compute == gemm._COMPUTE_64F else 0
+    for call in product.calls:
+        op_b, op_a, n, m, k, ld_b, s_b, ld_a, s_a, ld_c, s_c, count = call.args
+        desc = p()
+        ok(LT.cublasLtMatmulDescCreate(ctypes.byref(desc), product.compute, scale))
+        for attr, value in ((3, op_b), (4, op_a)):
+            v = ctypes.c_int32(value)
+            ok(LT.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.byref(v), 4))
+        la = layout(type_b, *((n, k) if op_b == 0 else (k, n)), ld_b, count, s_b)
+        lb = layout(type_a, *((k, m) if op_a == 0 else (m, k)), ld_a, count, s_a)
+        lc = layout(type_c, n, m, ld_c, count, s_c)
+        pref = p()
+        ok(LT.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)))
+        limit = ctypes.c_uint64(32 << 20)
+        ok(LT.cublasLtMatmulPreferenceSetAttribute(pref, 1, ctypes.byref(limit), 8))
+        result, found = Heuristic(), ctypes.c_int()
+        ok(LT.cublasLtMatmulAlgoGetHeuristic(HANDLE, desc, la, lb, lc, lc, pref, 1,
+                                             ctypes.byref(result), ctypes.byref(found)))
+        assert found.value == 1 and result.state == 0
+        plans.append((call.offsets, desc, la, lb, lc, result, result.workspace))
+    return plans
+
+
+def lt_run(product, plans, a, b, out, device):
+    one, zero = gemm._SCALARS[np.float64 if product.compute == gemm._COMPUTE_64F else np.float32]
+    stream = _cuda.raw_stream(device)
+    for (ob, oa, oc), desc, la, lb, lc, result, ws in plans:
+        w = torch.empty(ws, dtype=torch.uint8, device=device) if ws else None
+        ok(LT.cublasLtMatmul(HANDLE, desc, one, b + ob, la, a + oa, lb, zero, out + oc, lc,
+                             out + oc, lc, ctypes.byref(result.algo), w.data_ptr() if ws else None,
+                             ws, stream))
+
+
+def enqueue_us(fn, calls=100):
+    """Host time to queue one call: the loop's time without waiting for the GPU after."""
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
+def products():
+    """(label, product) of the replays of DCGAN's layers and of a tiny layer."""
+    found = []
+    specs = [("tiny", 8, 8, 4, 2), ("dcgan-2", 512, 256, 4, 128), ("dcgan-3", 256, 128, 8, 128),
+             ("dcgan-4", 128, 64, 16, 128)]
+    for dtype in (torch.float32, torch.bfloat16):
+        for name, cin, cout, size, batch in specs:
+            ops._replays.clear()
+            ops._backward_replays.clear()
+            m = gnn.ConvTranspose2d(cin, cout, 4, 2, 1, bias=False).cuda().to(dtype)
+            x = torch.randn(batch, cin, size, size, device="cuda", dtype=dtype, requires_grad=True)
+            m(x).sum().backward()
+            for r in ops._replays.values():
+                if r is not None:
+                    found.append((f"{name} {str(dtype)[6:]} fwd", r.product))
+            for r in ops._backward_replays.values():
+                if r is not None:
+                    found += [(f"{name} {str(dtype)[6:]} bwd-{k}", q) for k, q in
+                              (("input", r.input), ("weight", r.weight)) if q is not None]
+    return found
+
+
+def operands(product):
+    """Random operands for the product's first call (a, b, out as flat tensors)."""
+    op_b, op_a, n, m, k, ld_b, s_b, ld_a, s_a, ld_c, s_c, count = product.calls[0].args
+    dtypes = {0: torch.float32, 14: torch.bfloat16, 2: torch.float16, 1: torch.float64}
+    tb, ta, tc = (dtypes[t] for t in product.types)
+    size = lambda ld, cols, s: ld * cols + s * (count - 1) + 64
+    b = torch.randn(size(ld_b, k if op_b == 0 else n, s_b), device="cuda", dtype=tb)
+    a = torch.randn(size(ld_a, m if op_a == 0 else k, s_a), device="cuda", dtype=ta)
+    out = torch.empty(size(ld_c, m, s_c), device="cuda", dtype=tc)
+    return a, b, out
+
+
+def main():
+    print("torch", torch.__version__, torch.cuda.get_device_name())
+    handle = torch.cuda.current_blas_handle()
+    lib = _cuda.cublas()
+    dev = torch.device("cuda", 0)
+    print(f"current_blas_handle {per_call_us(torch.cuda.current_blas_handle, 2000):.1f} us, "
+          f"cublasSetMathMode {per_call_us(lambda: lib.cublasSetMathMode(handle, 0), 2000):.1f} us, "
+          f"raw_stream {per_call_us(lambda: _cuda.raw_stream(dev), 2000):.1f} us, "
+          f"torch.empty {per_call_us(lambda: torch.empty(4096, device=dev), 2000):.1f} us")
+    print("product | m n k count | queue us: legacy / Lt | GPU us: legacy / Lt | max rel diff | Lt workspace")
+    for label, product in products():
+        if len(product.calls) != 1:
+            print(label, "several calls, skipped")
+            continue
+        a, b, out = operands(product)
+        plans = lt_plan(product)
+        pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        legacy = lambda: gemm.run(product, pa, pb, pc, dev)
+        lt = lambda: lt_run(product, plans, pa, pb, pc, dev)
+        legacy()
+        expected = out.clone()
+        out.fill_(float("nan"))
+        lt()
+        torch.cuda.synchronize()
+        n_out = product.calls[0].args[9] * product.calls[0].args[3]   # first matrix only
+        diff = ((out[:n_out].double() - expected[:n_out].double()).abs().max()
+                / expected[:n_out].double().abs().max()).item()
+        q = [enqueue_us(legacy), enqueue_us(lt)]
+        g = [per_call_us(legacy, 50), per_call_us(lt, 50)]
+        op_b, op_a, n, m, k, *_, count = product.calls[0].args
+        print(f"{label} | {m} {n} {k} {count} | {q[0]:.1f} / {q[1]:.1f} | {g[0]:.1f} / {g[1]:.1f} | "
+              f"{diff:.1e} | {plans[0][-1]}", flush=True)
+
+
+
+
+def pieces():
+    """Host time of a replayed tiny forward's pieces, one at a time (us a call)."""
+    import torch.nn.functional as F
+    from gemmconv import channels_last as cl
+    from gemmconv.shapes import conv_transpose_args
+    dev = torch.device("cuda", 0)
+    x = torch.randn(2, 8, 4, 4, device=dev)
+    w = torch.randn(8, 8, 4, 4, device=dev)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
+    ops.conv_transpose2d(x, w, None, 2, 1)
+    replay = next(r for r in ops._replays.values() if r is not None)
+    key = lambda: (a, False, x.dtype, x.device, x.stride(), x.data_ptr() % 16, w.stride(),
+                   w.data_ptr() % 16, None, gemm._compute_type(x.dtype), ops._workspace_limit)
+    k = key()
+    ws, out = x.new_empty(replay.workspace), x.new_empty(a.output_shape)
+    xg = x.clone().requires_grad_()
+    g = torch.randn(a.output_shape, device=dev)
+
+    class Identity(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.view_as(t)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    xf = x.clone().requires_grad_()
+    wf, gf = w.clone().requires_grad_(), g
+    rows = [
+        ("F.conv_transpose2d", lambda: F.conv_transpose2d(x, w, None, 2, 1)),
+        ("ops.conv_transpose2d", lambda: ops.conv_transpose2d(x, w, None, 2, 1)),
+        ("conv_transpose_args", lambda: conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)),
+        ("_autocast", lambda: ops._autocast(x, w, None)),
+        ("_eager", lambda: ops._eager(x, w, None)),
+        ("hash(a)", lambda: hash(a)),
+        ("replay key", key),
+        ("_replays.get", lambda: ops._replays.get(k)),
+        ("gemm._compute_type", lambda: gemm._compute_type(x.dtype)),
+        ("fused.takes", lambda: ops.fused.takes(a, x, w, False)),
+        ("a.route()", lambda: a.route()),
+        ("a.prefers_im2col()", lambda: a.prefers_im2col()),
+        ("replay.run (buffers given)", lambda: replay.run(x, w, None, a, ws, out)),
+        ("replay.run", lambda: replay.run(x, w, None, a)),
+        ("_in_layout", lambda: ops._in_layout(x, w, False)),
+        ("x.new_empty", lambda: x.new_empty(replay.workspace)),
+        ("cl.empty", lambda: cl.empty(x, a.output_shape, False)),
+        ("gemm.run", lambda: gemm.run(replay.product, w.data_ptr(), x.data_ptr(), ws.data_ptr(), dev)),
+        ("run_col2im", lambda: _cuda.run_col2im(replay.launch, dev, ws.data_ptr(), 0, out.data_ptr())),
+        ("torch step F (fwd+bwd)", lambda: F.conv_transpose2d(xf, wf, None, 2, 1).backward(gf)),
+        ("ours step (fwd+bwd)", lambda: ops.conv_transpose2d(xf, wf, None, 2, 1).backward(gf)),
+        ("Identity Function step", lambda: Identity.apply(xg).backward(x)),
+        ("plain view step", lambda: xg.view_as(xg).backward(x)),
+    ]
+    print("\nhost time of a tiny replayed forward's pieces, us a call:")
+    for label, fn in rows:
+        print(f"  {label:28s} {per_call_us(fn, 1000):7.1f}", flush=True)
+
+
+def backward_pieces():
+    """Host time of a tiny training step's pieces, on the main thread and in autograd."""
+    from gemmconv.shapes import conv_transpose_args
+    dev = torch.device("cuda", 0)
+    x = torch.randn(2, 8, 4, 4, device=dev)
+    w = torch.randn(8, 8, 4, 4, device=dev)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
+    g = torch.randn(a.output_shape, device=dev)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    need = [True, True, False]
+    ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
+    replay = next(r for r in ops._backward_replays.values() if r is not None)
+    ws = g.new_empty(replay.workspace)
+
+    class Busy(torch.autograd.Function):
+        """Twenty small torch ops in the backward: does the engine's thread run them slower?"""
+        @staticmethod
+        def forward(ctx, t):
+            return t.view_as(t)
+
+        @staticmethod
+        def backward(ctx, grad):
+            for _ in range(20):
+                grad.new_empty(16)
+            return grad
+
+    def twenty():
+        for _ in range(20):
+            x.new_empty(16)
+
+    rows = [
+        ("_conv_transpose_backward", lambda: ops._conv_transpose_backward(g, x, w, a, need)),
+        ("_replayed_backward", lambda: ops._replayed_backward(g, x, w, a, need, False)),
+        ("backward replay.run", lambda: replay.run(g, x, w, a, need)),
+        ("run_im2col", lambda: _cuda.run_im2col(replay.im2col, dev, g.data_ptr(), ws.data_ptr())),
+        ("gemm.run (input)", lambda: gemm.run(replay.input, w.data_ptr(), ws.data_ptr(), ws.data_ptr(), dev)),
+        ("_samples_side_by_side", lambda: ops._samples_side_by_side(x, 1, 16)),
+        ("new_empty", lambda: g.new_empty(replay.workspace)),
+        ("_forward", lambda: ops._forward(x, w, None, a)),
+        ("_Eager.apply (grad)", lambda: ops._Eager.apply(xg, wg, None, a, ops._forward,
+                                                          ops._conv_transpose_backward)),
+        ("ops.conv_transpose2d (grad)", lambda: ops.conv_transpose2d(xg, wg, None, 2, 1)),
+        ("ops.conv_transpose2d (no grad)", lambda: ops.conv_transpose2d(x, w, None, 2, 1)),
+        ("step", lambda: ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)),
+        ("twenty new_empty, main", twenty),
+        ("Busy step", lambda: Busy.apply(xg).backward(x)),
+        ("plain view step", lambda: xg.view_as(xg).backward(x)),
+    ]
+    print("\nhost time of a tiny training step's pieces, us a call:")
+    for label, fn in rows:
+        print(f"  {label:32s} {per_call_us(fn, 1000):7.1f}", flush=True)
+
+
+def step_pieces():
+    """Where a tiny training step's host time goes: wrapped functions timed on whichever
+    thread runs them, and the step with autograd's device threads off."""
+    sys.path.insert(0, "benches")
+    from host_probe import Stopwatch
+    from gemmconv import channels_last as cl
+    dev = torch.device("cuda", 0)
+    x = torch.randn(2, 8, 4, 4, device=dev)
+    w = torch.randn(8, 8, 4, 4, device=dev)
+    g = torch.randn(2, 8, 8, 8, device=dev)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    step = lambda: ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
+    by_grad = lambda: torch.autograd.grad(ops.conv_transpose2d(xg, wg, None, 2, 1), (xg, wg), g)
+    torch_step = lambda: torch.nn.functional.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
+    print("\ntiny training step, us a call:")
+    print(f"  step {per_call_us(step, 1000):.1f}, autograd.grad {per_call_us(by_grad, 1000):.1f}, "
+          f"torch step {per_call_us(torch_step, 1000):.1f}")
+    with torch.autograd.set_multithreading_enabled(False):
+        print(f"  without device threads: step {per_call_us(step, 1000):.1f}, "
+              f"torch step {per_call_us(torch_step, 1000):.1f}")
+    watch = Stopwatch()
+    for owner, names in ((ops._Eager, ["forward", "backward", "apply"]),
+                         (ops, ["_conv_transpose_backward", "_replayed_backward", "_forward",
+                                "_samples_side_by_side", "_gradient_in_layout", "_in_layout",
+                                "_asked", "_conv_transpose"]),
+                         (ops._BackwardReplay, ["run"]), (ops._Replay, ["run"]),
+                         (gemm, ["run"]), (_cuda, ["run_im2col", "run_col2im", "_launch_at"]),
+                         (cl, ["empty"]), (torch.Tensor, ["backward", "new_empty", "copy_"])):
+        for name in names:
+            watch.wrap(owner, name)
+    try:
+        per_call_us(step, 100)
+        watch.time.clear(); watch.calls.clear()
+        total = per_call_us(step, 500)
+    finally:
+        watch.restore()
+    print(f"  watched step {total:.1f} us")
+    watch.report(520)
+
+
+def model_pieces():
+    """DCGAN's forward and training step, torch and convert(model): time a call back to back,
+    host time to queue one (no waiting), and the kernels' own time; then ours by function."""
+    import copy
+    from host_probe import Stopwatch, kernel_us
+    from gemmconv import channels_last as cl, zoo
+    entry = zoo.by_name(["dcgan"])[0]
+    for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
+        model = entry.build(False).cuda()
+        x = entry.input(False, "cuda")
+        if last:
+            model = model.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
+        ours = gnn.convert(copy.deepcopy(model))
+        ctx = (lambda: torch.autocast("cuda", torch.bfloat16)) if dtype == torch.bfloat16 else \
+            (lambda: torch.autocast("cuda", enabled=False))
+        for mode in ("eval", "train"):
+            for label, m in (("torch", model), ("ours", ours)):
+                m.train(mode == "train")
+                if mode == "eval":
+                    def fn(m=m):
+                        with torch.no_grad(), ctx():
+                            m(x)
+                else:
+                    def fn(m=m):
+                        with ctx():
+                            out = m(x)
+                        out.float().square().mean().backward()
+                print(f"dcgan {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} {label}: per call "
+                      f"{per_call_us(fn, 50):.0f} us, queue {enqueue_us(fn, 20):.0f} us, "
+                      f"kernels {kernel_us(fn, 20):.0f} us", flush=True)
+            watch = Stopwatch()
+            for owner, names in ((ops, ["_conv_transpose", "_forward", "_replayed", "_conv_transpose_backward"]),
+                                 (ops._Replay, ["run"]), (ops._BackwardReplay, ["run"]),
+                                 (ops.fused, ["forward", "backward"]), (cl, ["forward", "backward"]),
+                                 (ops, ["_backward", "_forward_by_im2col", "_backward_by_im2col"]),
+                                 (gemm, ["run"]), (_cuda, ["_launch_at"]),
+                                 (torch.Tensor, ["backward"])):
+                for name in names:
+                    watch.wrap(owner, name)
+            try:
+                per_call_us(fn, 30)
+                watch.time.clear(); watch.calls.clear()
+                total = per_call_us(fn, 50)
+            finally:
+                watch.restore()
+            print(f"  watched {total:.0f} us")
+            watch.report(70)
+
+
+if __name__ == "__main__":
+    {"model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
