@@ -171,42 +171,103 @@ def test_torch_policy_follows_torch_convolution_flag_without_changing_it():
     assert gemm.torch_convolutions_use_tf32() is (before == "tf32")
 
 
-class _HostBlas:
-    """cublasGemmStridedBatchedEx carried out on host memory, for float64 operands on the
-    CPU: the calls _cublas_matmul issues, run as cuBLAS defines them (column-major, op_T
-    transposes), so that the planned offsets, leading dimensions and strides are checked
-    by the results they give."""
+def _host_matrix(pointer, rows, cols, ld, op):
+    """Column-major (rows x cols) float64 host memory at ``pointer``, then ``op``."""
+    reach = (cols - 1) * ld + rows
+    t = torch.frombuffer((ctypes.c_double * reach).from_address(pointer), dtype=torch.float64)
+    t = t.as_strided((cols, rows), (ld, 1)).t()
+    return t.t() if op == gemm._OP_T else t
 
-    def __init__(self):
-        self.calls = []
+
+def _host_gemm(op_a, op_b, m, n, k, pa, lda, sa, pb, ldb, sb, pc, ldc, sc, count):
+    """A strided-batched column-major GEMM, C = op(A) @ op(B), carried out on host memory."""
+    for i in range(count):
+        a = _host_matrix(pa + 8 * i * sa, *((m, k) if op_a == gemm._OP_N else (k, m)), lda, op_a)
+        b = _host_matrix(pb + 8 * i * sb, *((k, n) if op_b == gemm._OP_N else (n, k)), ldb, op_b)
+        _host_matrix(pc + 8 * i * sc, m, n, ldc, gemm._OP_N).copy_(a @ b)
+
+
+class _HostBlas:
+    """cuBLAS's cublasGemmStridedBatchedEx and cuBLASLt's matmul carried out on host memory,
+    for float64 operands on the CPU: the calls gemm.run issues, run as the libraries define
+    them (column-major, op_T transposes; Lt's descriptors as their attributes say), so that
+    the planned offsets, leading dimensions, strides and descriptors are checked by the
+    results they give. ``lt``: whether cuBLASLt's heuristic finds an algorithm (else
+    gemm.run takes the legacy call)."""
+
+    def __init__(self, lt: bool):
+        self.lt, self.calls, self.legacy, self.queries = lt, [], [], []
+        self.objects: dict[int, dict] = {}
 
     def cublasSetMathMode(self, handle, mode):
         return 0
 
     def cublasGemmStridedBatchedEx(self, handle, op_a, op_b, m, n, k, alpha, pa, ta, lda, sa,
                                    pb, tb, ldb, sb, beta, pc, tc, ldc, sc, count, compute, algo):
-        self.calls.append((pa, pb, pc))
+        self.legacy.append((pa, pb, pc))
         assert (ta, tb, tc) == (gemm._DATA_TYPE[torch.float64],) * 3 and \
             compute == gemm._COMPUTE_64F
+        _host_gemm(op_a, op_b, m, n, k, pa, lda, sa, pb, ldb, sb, pc, ldc, sc, count)
+        return 0
 
-        def matrix(pointer, rows, cols, ld, op):   # column-major (rows x cols), then op
-            reach = (cols - 1) * ld + rows
-            t = torch.frombuffer((ctypes.c_double * reach).from_address(pointer),
-                                 dtype=torch.float64)
-            t = t.as_strided((cols, rows), (ld, 1)).t()
-            return t.t() if op == gemm._OP_T else t
-        for i in range(count):
-            a = matrix(pa + 8 * i * sa, *((m, k) if op_a == gemm._OP_N else (k, m)), lda, op_a)
-            b = matrix(pb + 8 * i * sb, *((k, n) if op_b == gemm._OP_N else (n, k)), ldb, op_b)
-            matrix(pc + 8 * i * sc, m, n, ldc, gemm._OP_N).copy_(a @ b)
+    def _create(self, ref, **fields):
+        ref._obj.value = len(self.objects) + 1
+        self.objects[ref._obj.value] = fields
+        return 0
+
+    def _set(self, descriptor, attribute, value, size):
+        assert size == ctypes.sizeof(value._obj)
+        self.objects[descriptor.value][attribute] = value._obj.value
+        return 0
+
+    def cublasLtMatmulDescCreate(self, ref, compute, scale):
+        return self._create(ref, compute=compute, scale=scale)
+
+    def cublasLtMatrixLayoutCreate(self, ref, data_type, rows, cols, ld):
+        return self._create(ref, type=data_type, rows=rows, cols=cols, ld=ld)
+
+    def cublasLtMatmulPreferenceCreate(self, ref):
+        return self._create(ref)
+
+    cublasLtMatmulDescSetAttribute = cublasLtMatrixLayoutSetAttribute = _set
+    cublasLtMatmulPreferenceSetAttribute = _set
+
+    def cublasLtMatmulPreferenceDestroy(self, preference):
+        return 0
+
+    def cublasLtMatmulAlgoGetHeuristic(self, handle, desc, la, lb, lc, ld, preference, requested,
+                                       result, found):
+        self.queries.append(dict(self.objects[preference.value]))
+        found._obj.value = int(self.lt)
+        result._obj.workspace = 64
+        return 0
+
+    def cublasLtMatmul(self, handle, desc, alpha, pa, la, pb, lb, beta, pc, lc, pd, ld, algo,
+                       workspace, workspace_size, stream):
+        self.calls.append((pa, pb, pc))
+        d = self.objects[desc.value]
+        a, b, c = (self.objects[layout.value] for layout in (la, lb, lc))
+        assert pc == pd and lc is ld and d["compute"] == gemm._COMPUTE_64F and d["scale"] == 1
+        assert workspace_size == 64 and workspace is not None
+        assert a[gemm._LT_BATCH_COUNT] == b[gemm._LT_BATCH_COUNT] == c[gemm._LT_BATCH_COUNT]
+        op_a, op_b = d[gemm._LT_TRANSA], d[gemm._LT_TRANSB]
+        m, k = (a["rows"], a["cols"]) if op_a == gemm._OP_N else (a["cols"], a["rows"])
+        n = b["cols"] if op_b == gemm._OP_N else b["rows"]
+        assert (c["rows"], c["cols"]) == (m, n)
+        _host_gemm(op_a, op_b, m, n, k, pa, a["ld"], a[gemm._LT_BATCH_STRIDE], pb, b["ld"],
+                   b[gemm._LT_BATCH_STRIDE], pc, c["ld"], c[gemm._LT_BATCH_STRIDE],
+                   c[gemm._LT_BATCH_COUNT])
         return 0
 
 
-@pytest.fixture
-def host_blas(monkeypatch):
+@pytest.fixture(params=[True, False], ids=["cublasLt", "legacy"])
+def host_blas(request, monkeypatch):
     from gemmconv import _cuda
-    blas = _HostBlas()
-    monkeypatch.setattr(_cuda, "cublas", lambda: blas)
+    blas = _HostBlas(lt=request.param)
+    for name in ("cublas", "cublas_lt"):
+        monkeypatch.setattr(_cuda, name, lambda: blas)
+    monkeypatch.setattr(_cuda, "cublas_lt_handle", lambda index: None)
+    monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
     monkeypatch.setattr(_cuda, "on_device", lambda device: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "current_blas_handle", lambda: 0)
     monkeypatch.setattr(gemm, "_products", {})
@@ -219,23 +280,38 @@ def host_blas(monkeypatch):
 def test_planned_cublas_calls_compute_the_product_and_are_reused(
         host_blas, b1, b2, broadcast_a, transpose_b, copy_b):
     """The cuBLAS calls are worked out once per operand layout: a second product of the same
-    layouts on fresh tensors runs the kept plan at the new addresses, and gives its own
-    product; an operand cuBLAS cannot read (copy_b: every other column) is copied first."""
+    layouts on fresh tensors runs the kept plan at the new addresses (cuBLASLt's algorithms
+    too, chosen once per alignment), and gives its own product; an operand cuBLAS cannot
+    read (copy_b: every other column) is copied first. Where cuBLASLt has no algorithm,
+    the legacy call computes it."""
     for attempt in range(2):
         a, b = _operands(b1, b2, 5, 4, 6, broadcast_a, transpose_b)
         if copy_b:
             b = torch.randn(b1, b2, 4, 12, dtype=torch.float64)[..., ::2]
         out = torch.full((b1, b2, 5, 6), float("nan"), dtype=torch.float64)
-        host_blas.calls.clear()
+        host_blas.calls.clear(), host_blas.legacy.clear(), host_blas.queries.clear()
         gemm._cublas_matmul(a, b, out)
         assert rel_error(out, torch.matmul(a, b)) < 1e-14
         assert len(gemm._products) == 1
-        assert all(pc >= out.data_ptr() for _, _, pc in host_blas.calls)
+        calls = host_blas.calls if host_blas.lt else host_blas.legacy
+        assert calls and not (host_blas.legacy if host_blas.lt else host_blas.calls)
+        assert all(pc >= out.data_ptr() for _, _, pc in calls)
+        assert len(host_blas.queries) == (len(calls) if attempt == 0 else 0)   # chosen once
+        if attempt == 0:
+            # The alignment passed for A, B, C and D: the pointers', leading dims' and batch
+            # strides' (the output's rows of 6 float64: 16 bytes).
+            assert [(q[5] % 8, q[6] % 8, q[7], q[8]) for q in host_blas.queries] == \
+                [(0, 0, 16, 16)] * len(calls)
     out_t = torch.empty(b1, b2, 6, 5, dtype=torch.float64).transpose(-1, -2)
     with pytest.raises(AssertionError, match="row-major"):
         gemm._cublas_matmul(a, b, out_t)
     gemm._cublas_matmul(a, b, torch.empty(b1, b2, 5, 8, dtype=torch.float64)[..., :6])
     assert len(gemm._products) == 2     # another output stride: another plan
+
+
+def test_alignment_is_the_largest_power_of_two_dividing_each():
+    assert gemm._alignment(48, 32) == 16 and gemm._alignment(0, 24) == 8
+    assert gemm._alignment(1 << 20) == gemm.MAX_ALIGNMENT and gemm._alignment() == gemm.MAX_ALIGNMENT
 
 
 def test_block_diagonal():
