@@ -390,5 +390,52 @@ def model_pieces():
             watch.report(70)
 
 
+def engine_pieces():
+    """Which work costs more in a backward that autograd's device thread runs than on the
+    calling thread: Functions whose backward does one kind of work twenty times."""
+    from gemmconv.shapes import conv_transpose_args
+    dev = torch.device("cuda", 0)
+    x = torch.randn(2, 8, 4, 4, device=dev)
+    w = torch.randn(8, 8, 4, 4, device=dev)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
+    g = torch.randn(a.output_shape, device=dev)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
+    fwd = next(r for r in ops._replays.values() if r is not None)
+    bwd = next(r for r in ops._backward_replays.values() if r is not None)
+    ws = g.new_empty(bwd.workspace)
+    libc = ctypes.CDLL(None)
+    libc.labs.argtypes = [ctypes.c_long]
+    work = {
+        "nothing": lambda: None,
+        "ctypes labs": lambda: libc.labs(-3),
+        "new_empty": lambda: x.new_empty(16),
+        "torch add": lambda: x.add(1),
+        "run_im2col": lambda: _cuda.run_im2col(bwd.im2col, dev, g.data_ptr(), ws.data_ptr()),
+        "gemm.run": lambda: gemm.run(fwd.product, w.data_ptr(), x.data_ptr(), ws.data_ptr(), dev),
+        "current_blas_handle": torch.cuda.current_blas_handle,
+        "raw_stream": lambda: _cuda.raw_stream(dev),
+        "our backward": lambda: ops._conv_transpose_backward(g, x, w, a, [True, True, False]),
+    }
+    print("\nsteps whose backward does the work 20 times, us a step: device threads on / off")
+    for label, fn in work.items():
+        class Busy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t.view_as(t)
+
+            @staticmethod
+            def backward(ctx, grad, fn=fn):
+                for _ in range(20):
+                    fn()
+                return grad
+        step = lambda: Busy.apply(xg).backward(x)
+        on = per_call_us(step, 300)
+        with torch.autograd.set_multithreading_enabled(False):
+            off = per_call_us(step, 300)
+        main = per_call_us(lambda: [fn() for _ in range(20)], 300)
+        print(f"  {label:22s} {on:8.1f} / {off:8.1f}   (the work alone on this thread: {main:8.1f})", flush=True)
+
+
 if __name__ == "__main__":
-    {"model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
+    {"engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
