@@ -194,8 +194,11 @@ ZOO = [
              _shape((128, 100, 1, 1), (2, 100, 1, 1))),
     ZooModel("unet2d", "U-Net 2-D 256x256, up-conv k2 s2", unet2d,
              _shape((8, 3, 256, 256), (2, 3, 32, 32))),
+    # Reduced: 24^3, a 3^3 bottleneck. At 16^3 (2^3 there) torch's own CPU bfloat16 conv3d
+    # weight gradient read uninitialized memory (torch 2.13: errors of 1e35 that came and
+    # went with what the allocator held; benches/NOTES.md, session 25).
     ZooModel("unet3d", "3-D U-Net 64^3, up-conv k2 s2", unet3d,
-             _shape((2, 1, 64, 64, 64), (2, 1, 16, 16, 16))),
+             _shape((2, 1, 64, 64, 64), (2, 1, 24, 24, 24))),
     ZooModel("hifigan", "HiFi-GAN V1 generator, 8192 samples, k16 s8 / k4 s2",
              HiFiGANGenerator, _shape((16, 80, 32), (2, 80, 8))),
     ZooModel("fcn32s", "FCN-32s head, 512x512, k64 s32", fcn32s_head,
