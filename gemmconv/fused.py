@@ -247,10 +247,13 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
 # (benches/NOTES.md, sessions 22 and 23): 2-D calls at stride 1, and strided ones on
 # channels_last tensors, and stride-1 1-D calls, of more than this many output elements.
 # Elsewhere, so far, its tiles idle (3-D cases of few output channels, strides with one tap
-# per phase), or a planar input's copy costs more than the strided column routes' margin;
-# and calls this small are bound by host time, where one fused call (about 70 us of it
-# Triton's launch) measured no faster than the column routes' kernels (results/s22/G).
-SMALL_OUTPUT = 1 << 22
+# per phase), or a planar input's copy costs more than the strided column routes' margin.
+# Below it a call is bound by host time, where a fused call costs 160-460 us (Triton's
+# launcher, the weights' reorder) against the column routes' 90-210: every channels_last
+# layer of the zoo, U-Net's last up-conv at 33.5M outputs included, ran faster per call on
+# the column routes (results/s25/A/layers-columns.log), though its kernels took 123 us
+# there against 160.
+SMALL_OUTPUT = 1 << 26
 
 
 def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:

@@ -244,7 +244,7 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         half = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 64, 3, 3, **bf16)
         assert fused.backward_unavailable(a, *half) is None
         assert "channels_last" in fused.backward_unavailable(a, *half, interleaved=True)
-        odd = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 4, 3, 3, **bf16)
+        odd = _meta(32, 64, 1024, 1024, **bf16), _meta(64, 4, 3, 3, **bf16)
         a = conv_transpose_args("conv_transpose2d", 2, *odd, None, 1, 0, 0, 1, 1)
         assert "4 output channels" in fused.backward_unavailable(a, *odd)
 
@@ -259,6 +259,7 @@ def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
     assert fused.preferred(args((32, 32, 131072), 5, 1, 1), False)          # 1-D, stride 1
     assert not fused.preferred(args((16, 32, 131072), 3, 2, 1), False)      # 1-D, strided, large
     assert not fused.preferred(args((128, 256, 8, 8), 4, 2, 2), True)       # DCGAN's layers
+    assert not fused.preferred(args((8, 128, 128, 128), 2, 2, 2), True)     # U-Net's up-convs
     assert not fused.preferred(args((8, 48, 64, 64, 64), 3, 1, 3), True)    # 3-D, large
 
 
