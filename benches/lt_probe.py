@@ -437,5 +437,52 @@ def engine_pieces():
         print(f"  {label:22s} {on:8.1f} / {off:8.1f}   (the work alone on this thread: {main:8.1f})", flush=True)
 
 
+def lt_against_legacy():
+    """One machine, one process: DCGAN and the VAE decoder, forward and training step, with
+    gemm.py's products on cuBLASLt against cublasGemmStridedBatchedEx, in turns (per call,
+    back to back; the fastest of three turns each)."""
+    import copy
+    from gemmconv import zoo
+    choose = gemm._lt_choice
+    legacy = lambda *args: gemm._NO_ALGORITHM
+
+    def use(lt: bool):
+        gemm._lt_choice = choose if lt else legacy
+        for cache in (gemm._products, ops._replays, ops._backward_replays):
+            cache.clear()
+
+    print("\nmodel | mode dtype layout | torch / Lt / legacy us a call")
+    for name in ("dcgan", "vae-decoder"):
+        entry = zoo.by_name([name])[0]
+        for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
+            base = entry.build(False).cuda()
+            x = entry.input(False, "cuda")
+            if last:
+                base, x = base.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+            ours = gnn.convert(copy.deepcopy(base))
+            cast = lambda: torch.autocast("cuda", torch.bfloat16, enabled=dtype == torch.bfloat16)
+            for mode in ("eval", "train"):
+                def step(m):
+                    m.train(mode == "train")
+                    def fn():
+                        if mode == "eval":
+                            with torch.no_grad(), cast():
+                                m(x)
+                        else:
+                            with cast():
+                                out = m(x)
+                            out.float().square().mean().backward()
+                    return fn
+                best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
+                for _ in range(3):
+                    best["torch"] = min(best["torch"], per_call_us(step(base), 50))
+                    for lt in (True, False):
+                        use(lt)
+                        best[lt] = min(best[lt], per_call_us(step(ours), 50))
+                print(f"{name} | {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} | "
+                      f"{best['torch']:.0f} / {best[True]:.0f} / {best[False]:.0f}", flush=True)
+    use(True)
+
+
 if __name__ == "__main__":
-    {"engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
+    {"ab": lt_against_legacy, "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
