@@ -484,5 +484,56 @@ def lt_against_legacy():
     use(True)
 
 
+def garbage_collector():
+    """DCGAN's forward and training step with Python's cyclic garbage collector on and off
+    (torch and ours, in turns): does the collector's work explain why our calls cost several
+    times more inside a model than back to back alone? Also counts collections a step."""
+    import copy
+    import gc
+    from gemmconv import zoo
+    entry = zoo.by_name(["dcgan"])[0]
+    print("\nmodel | mode dtype layout | us a call: torch gc on / off | ours gc on / off | "
+          "gen0 collections a step: torch / ours")
+    for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
+        base = entry.build(False).cuda()
+        x = entry.input(False, "cuda")
+        if last:
+            base, x = base.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+        ours = gnn.convert(copy.deepcopy(base))
+        cast = lambda: torch.autocast("cuda", torch.bfloat16, enabled=dtype == torch.bfloat16)
+        for mode in ("eval", "train"):
+            def step(m):
+                m.train(mode == "train")
+                def fn():
+                    if mode == "eval":
+                        with torch.no_grad(), cast():
+                            m(x)
+                    else:
+                        with cast():
+                            out = m(x)
+                        out.float().square().mean().backward()
+                return fn
+            best = {}
+            for _ in range(3):
+                for label, m in (("torch", base), ("ours", ours)):
+                    for on in (True, False):
+                        (gc.enable if on else gc.disable)()
+                        t = per_call_us(step(m), 50)
+                        best[label, on] = min(best.get((label, on), float("inf")), t)
+            gc.enable()
+            counts = []
+            for m in (base, ours):
+                fn = step(m)
+                fn()
+                before = gc.get_stats()[0]["collections"]
+                for _ in range(100):
+                    fn()
+                counts.append((gc.get_stats()[0]["collections"] - before) / 100)
+            print(f"dcgan | {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} | "
+                  f"{best['torch', True]:.0f} / {best['torch', False]:.0f} | "
+                  f"{best['ours', True]:.0f} / {best['ours', False]:.0f} | "
+                  f"{counts[0]:.2f} / {counts[1]:.2f}", flush=True)
+
+
 if __name__ == "__main__":
-    {"ab": lt_against_legacy, "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
+    {"gc": garbage_collector, "ab": lt_against_legacy, "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
