@@ -378,10 +378,12 @@ def _launch_at(op: str, launch: Launch, device: torch.device, addresses: list[in
     """Launches ``op`` on torch's current stream of ``device``, over the launch's blocks or
     ``blocks``, with its tensor arguments given by address (0 for None)."""
     kernel = (_interleaved_kernels if launch.interleaved else _kernels)(*launch.kernels)[op]
-    pointers = [ctypes.c_void_p(address) for address in addresses]
-    # cuLaunchKernel reads each argument through a pointer to its value.
-    params = (ctypes.c_void_p * (len(launch.addresses) + len(pointers)))(
-        *launch.addresses, *map(ctypes.addressof, pointers))
+    # cuLaunchKernel reads each argument through a pointer to its value: the structs', and
+    # the tensors' addresses side by side in one array (one object to build, not one each).
+    values = (ctypes.c_uint64 * len(addresses))(*addresses)
+    first = ctypes.addressof(values)
+    params = (ctypes.c_void_p * (len(launch.addresses) + len(addresses)))(
+        *launch.addresses, *range(first, first + 8 * len(addresses), 8))
     with on_device(device):
         stream = raw_stream(device)
         _launch_status(driver().cuLaunchKernel(kernel, blocks or launch.blocks, 1, 1, BLOCK,

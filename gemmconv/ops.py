@@ -649,7 +649,10 @@ def _bias_columns(bias: torch.Tensor, groups: int, rows: int) -> torch.Tensor:
 
 
 def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+                             a: ConvTransposeArgs,
+                             need: List[bool]) -> List[Optional[torch.Tensor]]:
+    """The gradients of call ``a`` asked for by ``need`` (input, weight, bias); the others
+    empty, or None (a replay's)."""
     interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
     if x.is_cuda and fused.backward_takes(a, x, weight, interleaved):
         grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need)
@@ -686,10 +689,9 @@ class _BackwardReplay(NamedTuple):
         x, weight = _in_layout(x, weight, self.interleaved)
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
         acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-        empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
         workspace = grad_out.new_empty(self.workspace)
         _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), workspace.data_ptr())
-        grad_input, grad_weight = empty(), empty()
+        grad_input = grad_weight = grad_bias = None
         cells, m = math.prod(a.grid), a.column_rows
         if self.input is not None:
             grad_input = cl.empty(x, x.shape, self.interleaved)
@@ -715,11 +717,10 @@ class _BackwardReplay(NamedTuple):
                     x.dtype).reshape(a.in_channels, -1, *g.kernel_size)
             else:
                 grad_weight = product.to(x.dtype).view(a.in_channels, -1, *g.kernel_size)
-        grad_bias = empty()
         if need[2]:
             grad_bias = cl.channel_sums(grad_out) if self.interleaved else \
                 _bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
-        return [grad_input, grad_weight, grad_bias]
+        return [grad_input, grad_weight, grad_bias]   # None where not asked for
 
 
 def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -836,7 +837,9 @@ def _conv_transpose_backward_op(grad_output: torch.Tensor, input: torch.Tensor,
                                 output_padding: List[int], dilation: List[int], groups: int,
                                 output_mask: List[bool]) -> List[torch.Tensor]:
     a = _args_from_lists(input, weight, None, stride, padding, output_padding, dilation, groups)
-    return _conv_transpose_backward(grad_output, input, weight, a, output_mask)
+    grads = _conv_transpose_backward(grad_output, input, weight, a, output_mask)
+    # A fresh empty tensor per gradient not asked for (none may alias): a replay gives None.
+    return [input.new_empty(0) if g is None else g for g in grads]
 
 
 @_conv_transpose_backward_op.register_fake

@@ -92,3 +92,32 @@ def test_backward_of_many_positions_a_sample_has_no_planar_replay():
     assert _backward_replay(case) is None
     assert _backward_replay(case, channels_last=True) is not None
     assert _backward_replay(case, need=(False, False, True)) is None     # nothing to replay
+
+
+def test_launches_pass_each_argument_through_a_pointer_to_its_value(monkeypatch):
+    """_cuda._launch_at's kernel parameters, read back as cuLaunchKernel reads them: the
+    launch's structs by value, then the tensors' addresses, in order."""
+    import contextlib
+    import ctypes
+    from gemmconv import _cuda
+    seen = {}
+
+    class Driver:
+        def cuLaunchKernel(self, kernel, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+            seen.update(kernel=kernel, blocks=gx, stream=stream,
+                        structs=[list(ctypes.cast(pointers[i], ctypes.POINTER(ctypes.c_int64))[:2])
+                                 for i in range(2)],
+                        addresses=[ctypes.cast(pointers[i], ctypes.POINTER(ctypes.c_uint64))[0]
+                                   for i in range(2, 5)])
+            return 0
+
+    monkeypatch.setattr(_cuda, "driver", lambda: Driver())
+    monkeypatch.setattr(_cuda, "_kernels", lambda *key: {"col2im": ("kernel", key)})
+    monkeypatch.setattr(_cuda, "on_device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(_cuda, "raw_stream", lambda device: 7)
+    structs = (_cuda._struct([3, 4]), _cuda._struct([5, 6]))
+    launch = _cuda.Launch(("key",), 9, structs, tuple(map(ctypes.addressof, structs)))
+    _cuda._launch_at("col2im", launch, torch.device("cpu"), [2**40 + 16, 0, 2**33])
+    assert seen == dict(kernel=("kernel", ("key",)), blocks=9, stream=7,
+                        structs=[[3, 4], [5, 6]], addresses=[2**40 + 16, 0, 2**33])
