@@ -5,6 +5,9 @@
 #      the fused route off (host_probe.py layers, columns only).
 #   B: GPU tests after the GEMMs moved to cuBLASLt; Lt against the legacy call on DCGAN and the
 #      VAE decoder (lt_probe.py ab).
+#   C: the zoo (python -m gemmconv bench --models).
+#   D: session 24's code (benches/ab-old/gemmconv, from git archive 20a492d, carried) against
+#      this session's, in alternating processes, on the small-layer models; the 17 cases.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -15,5 +18,17 @@ A)
 B)
   timeout 150 python3 benches/lt_probe.py ab > $O/ab.log 2>&1; grep "|" $O/ab.log
   timeout 420 python3 -m pytest -q -m cuda tests/test_cuda.py tests/test_cuda_replay.py tests/test_cuda_fused.py -p no:cacheprovider -x > $O/tests.log 2>&1; tail -5 $O/tests.log ;;
+C)
+  timeout 420 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+D)
+  for i in 1 2; do
+    for v in old new; do
+      P=.; [ $v = old ] && P=benches/ab-old
+      PYTHONPATH=$P timeout 100 python3 -m gemmconv bench --models --model dcgan --model vae-decoder --json $O/ab-$v-$i.json > $O/ab-$v-$i.log 2>&1; echo "$v $i"; grep "geometric mean" $O/ab-$v-$i.log
+    done
+  done
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
 esac
 tar czf $OUT/s25-$1.tgz -C $O .
