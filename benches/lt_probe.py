@@ -437,11 +437,12 @@ def engine_pieces():
         print(f"  {label:22s} {on:8.1f} / {off:8.1f}   (the work alone on this thread: {main:8.1f})", flush=True)
 
 
-def lt_against_legacy():
-    """One machine, one process: DCGAN and the VAE decoder, forward and training step, with
-    gemm.py's products on cuBLASLt against cublasGemmStridedBatchedEx, in turns (per call,
-    back to back; the fastest of three turns each)."""
+def lt_against_legacy(names=("dcgan", "vae-decoder"), modes=("eval", "train")):
+    """One machine, one process: zoo models, forward and training step, with gemm.py's
+    products on cuBLASLt against cublasGemmStridedBatchedEx, in turns (per call, back to
+    back; the fastest of three turns each), and the kernels' own time (profiler)."""
     import copy
+    from host_probe import kernel_us
     from gemmconv import zoo
     choose = gemm._lt_choice
     legacy = lambda *args: gemm._NO_ALGORITHM
@@ -451,17 +452,17 @@ def lt_against_legacy():
         for cache in (gemm._products, ops._replays, ops._backward_replays):
             cache.clear()
 
-    print("\nmodel | mode dtype layout | torch / Lt / legacy us a call")
-    for name in ("dcgan", "vae-decoder"):
+    print("\nmodel | mode dtype layout | per call us: torch / Lt / legacy | kernels us: torch / Lt / legacy")
+    for name in names:
         entry = zoo.by_name([name])[0]
-        for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
+        for dtype, last in ((torch.float32, False), (torch.bfloat16, False), (torch.bfloat16, True)):
             base = entry.build(False).cuda()
             x = entry.input(False, "cuda")
             if last:
                 base, x = base.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
             ours = gnn.convert(copy.deepcopy(base))
             cast = lambda: torch.autocast("cuda", torch.bfloat16, enabled=dtype == torch.bfloat16)
-            for mode in ("eval", "train"):
+            for mode in modes:
                 def step(m):
                     m.train(mode == "train")
                     def fn():
@@ -474,13 +475,16 @@ def lt_against_legacy():
                             out.float().square().mean().backward()
                     return fn
                 best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
+                kernels = {"torch": kernel_us(step(base), 10)}
                 for _ in range(3):
-                    best["torch"] = min(best["torch"], per_call_us(step(base), 50))
+                    best["torch"] = min(best["torch"], per_call_us(step(base), 30))
                     for lt in (True, False):
                         use(lt)
-                        best[lt] = min(best[lt], per_call_us(step(ours), 50))
+                        best[lt] = min(best[lt], per_call_us(step(ours), 30))
+                        kernels.setdefault(lt, kernel_us(step(ours), 10))
                 print(f"{name} | {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} | "
-                      f"{best['torch']:.0f} / {best[True]:.0f} / {best[False]:.0f}", flush=True)
+                      f"{best['torch']:.0f} / {best[True]:.0f} / {best[False]:.0f} | "
+                      f"{kernels['torch']:.0f} / {kernels[True]:.0f} / {kernels[False]:.0f}", flush=True)
     use(True)
 
 
@@ -536,4 +540,4 @@ def garbage_collector():
 
 
 if __name__ == "__main__":
-    {"gc": garbage_collector, "ab": lt_against_legacy, "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
+    {"gc": garbage_collector, "ab": lt_against_legacy, "ab-forward": lambda: lt_against_legacy(("dcgan", "depthwise", "unet2d", "unet3d"), ("eval",)), "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()

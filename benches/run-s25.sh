@@ -6,6 +6,9 @@
 #   B: GPU tests after the GEMMs moved to cuBLASLt; Lt against the legacy call on DCGAN and the
 #      VAE decoder (lt_probe.py ab).
 #   C: the zoo (python -m gemmconv bench --models).
+#   G: forwards that moved in C: Lt against legacy in one process (lt_probe.py ab-forward), and
+#      session 24's code against this session's in alternating processes on DCGAN and the
+#      depthwise decoder.
 #   D: session 24's code (benches/ab-old/gemmconv, from git archive 20a492d, carried) against
 #      this session's, in alternating processes, on the small-layer models; the 17 cases.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
@@ -30,5 +33,13 @@ D)
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
   timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
   timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
+G)
+  timeout 240 python3 benches/lt_probe.py ab-forward > $O/ab-forward.log 2>&1; grep "|" $O/ab-forward.log
+  for i in 1 2; do
+    for v in old new; do
+      P=.; [ $v = old ] && P=benches/ab-old
+      PYTHONPATH=$P timeout 100 python3 -m gemmconv bench --models --model dcgan --model depthwise --json $O/ab-$v-$i.json > $O/ab-$v-$i.log 2>&1; echo "$v $i"; grep "forward" $O/ab-$v-$i.log | head -8
+    done
+  done ;;
 esac
 tar czf $OUT/s25-$1.tgz -C $O .
