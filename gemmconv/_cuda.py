@@ -29,6 +29,7 @@ MAX_BLOCKS = 1 << 20  # the kernels loop over the rest
 # NVRTC compile per layer and dtype, cached); smaller ones share the generic kernels.
 SPECIALIZE_MIN_ELEMENTS = 1 << 18
 MAX_FIXED_TAPS = 512  # larger kernels unroll into too much code
+GENERIC_PLANES = 8    # the most planes a generic col2im thread takes (generic_col2im_planes)
 COL2IM_WIDTH = 4      # outputs per thread along the innermost dim, in the fixed col2im...
 MAX_SPAN = 8          # ...rounded up to a multiple of the stride up to this many (col2im.cu)
 IM2COL_WIDTH = 4      # the most grid positions per im2col thread (col2im.cu's im2col_elements),
@@ -145,6 +146,18 @@ def col2im_planes(g: Geometry, width: int, fixed: bool) -> int:
     return COL2IM_PLANES[g.nd]
 
 
+def generic_col2im_planes(g: Geometry, channels: int) -> int:
+    """Planes per thread of the generic col2im (col2im.cu's col2im_kernel) for a kernel too
+    large to specialise (more than MAX_FIXED_TAPS taps): the largest divisor of the channels
+    up to GENERIC_PLANES, so that the planes share what each output costs the most, finding
+    its reaching taps (first_reaching_tap, per dim), and lie in one sample. FCN-32s's k64
+    s32 col2im was bound by those integer instructions (benches/NOTES.md, changes 66-67).
+    One elsewhere: small launches, whose threads are few already."""
+    if g.taps <= MAX_FIXED_TAPS:
+        return 1
+    return max(r for r in range(1, GENERIC_PLANES + 1) if channels % r == 0)
+
+
 def col2im_spans(g: Geometry, width: int, fixed: bool) -> int:
     """Spans per fixed col2im thread, 32 apart along a row of an image ``width`` wide
     (col2im.cu's col2im_element): a warp then decodes its row and tests the outer dims' taps
@@ -218,8 +231,9 @@ def planes_inner(g: Geometry, width: int, fixed: bool) -> bool:
 
 
 class Layout(NamedTuple):
-    """How the threads of one launch share out the work (all one in the generic kernels):
-    col2im's outputs per span, spans per thread, row order, planes per thread and whether
+    """How the threads of one launch share out the work (all one in the generic kernels but
+    col2im's planes per thread, generic_col2im_planes): col2im's outputs per span, spans per
+    thread, row order, planes per thread and whether
     it fills the image first (empty_rows_apart); im2col's positions per thread (32 apart),
     their runs stored as one access (see im2col_pack), read from a window of the image row
     (im2col_windowed), its order of threads (see im2col_samples_inner) and whether it takes
@@ -268,6 +282,8 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
                                                  f"{str(im2col_windowed).lower()}, "
                                                  f"{str(im2col_samples_inner).lower()}, "
                                                  f"{str(im2col_split_taps).lower()}"}
+    if taps is None:   # the generic col2im's planes per thread (generic_col2im_planes)
+        layouts["col2im"] = f", {planes_per_thread}"
     names = {op: f"gemmconv::{op}_{kind}<{CPP_TYPES[dtype]}, {index}, {nd}"
                  f"{layouts[op]}{specialisation}>"
              for op in ("col2im", "im2col")}
@@ -353,7 +369,9 @@ def _plan(like: torch.Tensor, g: Geometry, extent: list[int], widths: tuple[int,
     layout takes the empty rows apart, ``fill_threads(layout)`` threads fill the image
     first."""
     shares = layout(g, *widths, fixed)
-    if channels is not None and channels % shares.planes_per_thread:
+    if channels is not None and not fixed:
+        shares = shares._replace(planes_per_thread=generic_col2im_planes(g, channels))
+    elif channels is not None and channels % shares.planes_per_thread:
         shares = shares._replace(planes_per_thread=math.gcd(channels, shares.planes_per_thread))
     if fixed and pack > 1:
         shares = shares._replace(im2col_positions=1, im2col_pack=pack, im2col_windowed=windowed)

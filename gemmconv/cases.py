@@ -148,6 +148,9 @@ LARGE_KERNELS = [
     _c("fcn-like-2d", 1, 2, 2, (24, 40), (3, 2), stride=(8, 20), padding=(4, 10)),
     _c("large-kernel-dilated", 2, 2, 2, (9, 17), (4, 3), stride=(4, 6), padding=(3, 5),
        dilation=(2, 3), output_padding=(1, 2)),
+    # More taps than the fixed kernels take, and channels the generic col2im's threads take
+    # several of (_cuda.generic_col2im_planes: 6 here).
+    _c("fcn-like-2d-channels", 2, 3, 6, (24, 40), (3, 2), stride=(8, 20), padding=(4, 10)),
 ]
 
 

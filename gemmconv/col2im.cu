@@ -986,11 +986,14 @@ __global__ void fill_kernel(const Extent<ND> x, const T* __restrict__ bias, T* _
   for (I e = first_element<I>(); e < n; e += element_step<I>()) fill_element(x, bias, image, e);
 }
 
-// The generic kernels serve small launches: one element per thread.
-template <typename T, typename I, int ND>
+// The generic kernels serve small launches and kernels too large to specialise: one
+// element per thread, col2im's in R planes (a kernel much larger than its stride spends most
+// of a thread's instructions finding the few taps that reach its output, which the R planes
+// share: _cuda.generic_col2im_planes).
+template <typename T, typename I, int ND, int R = 1>
 __global__ void col2im_kernel(const Taps<ND> t, const Extent<ND> x, const T* __restrict__ columns,
                               const T* __restrict__ bias, T* __restrict__ image) {
-  col2im_all<1, 1, false, 1, false, T, I>(t, x, columns, bias, image);
+  col2im_all<1, 1, false, R, false, T, I>(t, x, columns, bias, image);
 }
 
 template <typename T, typename I, int ND>

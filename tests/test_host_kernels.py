@@ -83,13 +83,14 @@ def _band(case, planes, dtype):
 
 # Planes per thread of the harness's col2im ops that take several (their channels must be a
 # multiple).
-PLANES_PER_THREAD = {14: 2, 15: 4, 21: 2}
+PLANES_PER_THREAD = {14: 2, 15: 4, 21: 2, 22: 3}
 COL2IM_OPS = {0: "one-per-thread", 2: "spans-of-3", 3: "spans-of-6", 4: "spans-of-3-planes-inner",
               6: "2-spans-of-3-per-thread", 7: "4-spans-of-6-per-thread",
               14: "spans-of-3-planes-inner-2-planes-per-thread",
               15: "2-spans-of-3-per-thread-4-planes-per-thread",
               19: "spans-of-3-empty-rows-apart", 20: "2-spans-of-6-planes-inner-empty-rows-apart",
-              21: "spans-of-3-2-planes-per-thread-empty-rows-apart"}
+              21: "spans-of-3-2-planes-per-thread-empty-rows-apart",
+              22: "one-per-thread-3-planes-per-thread"}
 
 
 @pytest.mark.parametrize("vector", COL2IM_OPS, ids=COL2IM_OPS.values())
@@ -406,6 +407,14 @@ def test_col2im_spans_per_thread(kernel, stride, width, spans):
     g = Geometry(kernel, stride, (0,) * len(kernel), (1,) * len(kernel))
     assert _cuda.col2im_spans(g, width, True) == spans
     assert _cuda.col2im_spans(g, width, False) == 1
+
+
+def test_generic_col2im_planes_divide_the_channels_of_large_kernels():
+    """Several planes a generic col2im thread only for kernels past the fixed kernels' taps
+    (FCN-32s's 64 x 64 at stride 32), as many as divide the channels, up to GENERIC_PLANES."""
+    fcn = Geometry((64, 64), (32, 32), (16, 16), (1, 1))
+    assert [_cuda.generic_col2im_planes(fcn, c) for c in (21, 64, 13, 1)] == [7, 8, 1, 1]
+    assert _cuda.generic_col2im_planes(Geometry((4, 4), (2, 2), (1, 1), (1, 1)), 64) == 1
 
 
 @pytest.mark.parametrize("kernel, stride, width, planes", [

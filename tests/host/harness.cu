@@ -19,6 +19,8 @@ namespace gemmconv {
                                                    const T*, T*);                             \
   template __global__ void im2col_kernel<T, I, ND>(const Taps<ND>, const Extent<ND>, const T*, \
                                                    T*);                                       \
+  template __global__ void col2im_kernel<T, I, ND, 7>(const Taps<ND>, const Extent<ND>,        \
+                                                      const T*, const T*, T*);                \
   template __global__ void fill_kernel<T, I, ND>(const Extent<ND>, const T*, T*);             \
   template __global__ void col2im_interleaved_kernel<T, I, ND, 1, 1>(                          \
       const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
@@ -114,7 +116,7 @@ static void im2col_ordered(bool samples_inner, const Taps<ND>& t, const Extent<N
 // 7 four spans of six per thread, 32 spans apart (rows that end part-way through a run),
 // 14 as 4 in two planes per thread and 15 as 6 in four planes per thread, 19, 20 and 21 as
 // 2, 7 (two spans, rows planes innermost) and 14 (plane by plane) after a fill, over the
-// rows that can receive entries only;
+// rows that can receive entries only, 22 as 0 in three planes per thread;
 // 1 im2col with one grid position per element, 5 with three positions per thread, 32 apart
 // (rows that end part-way through), 8 with runs of 16 bytes per thread (the caller meets
 // spread_runs's conditions), 12 the same loading the image element by element (the caller
@@ -149,6 +151,8 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
     col2im_apart<6, 2, true, T, I, ND, 1>(t, x, src, bias, dst);
   } else if (op == 21) {
     col2im_apart<3, 1, false, T, I, ND, 2>(t, x, src, bias, dst);
+  } else if (op == 22) {
+    col2im_all<1, 1, false, T, I, ND, 3>(t, x, src, bias, dst);
   } else if (op == 1 || op == 9) {
     im2col_ordered<1, 1, false, T, I>(op == 9, t, x, src, dst);
   } else if (op == 8 || op == 11) {
@@ -264,7 +268,7 @@ extern "C" int gemmconv_host(int op, int dtype, int nd, int wide, const long lon
                              const long long* extent, const void* src, const void* bias,
                              void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 21) return 1;
+  if (op < 0 || op > 22) return 1;
   return wide ? run_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
