@@ -11,6 +11,8 @@
 #      depthwise decoder.
 #   D: session 24's code (benches/ab-old/gemmconv, from git archive 20a492d, carried) against
 #      this session's, in alternating processes, on the small-layer models; the 17 cases.
+#   H: after the generic col2im took several planes a thread: FCN-32s's layer (fcn_probe.py),
+#      the zoo's FCN-32s head, and tests/test_cuda.py.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -41,5 +43,9 @@ G)
       PYTHONPATH=$P timeout 100 python3 -m gemmconv bench --models --model dcgan --model depthwise --json $O/ab-$v-$i.json > $O/ab-$v-$i.log 2>&1; echo "$v $i"; grep "forward" $O/ab-$v-$i.log | head -8
     done
   done ;;
+H)
+  timeout 120 python3 benches/fcn_probe.py > $O/fcn.log 2>&1; grep "|" $O/fcn.log
+  timeout 100 python3 -m gemmconv bench --models --model fcn32s --json $O/fcn-model.json > $O/fcn-model.log 2>&1; grep -A12 "torch ms" $O/fcn-model.log | head -12
+  timeout 330 python3 -m pytest -q -m cuda tests/test_cuda.py -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac
 tar czf $OUT/s25-$1.tgz -C $O .
