@@ -122,20 +122,20 @@ def test_explain_follows_the_route_and_plans_of_a_call():
 
 
 def test_explain_names_the_fused_route_where_a_call_takes_it():
-    x, w = _meta(8, 64, 128, 128, fmt=torch.channels_last), _meta(64, 32, 4, 4)
+    x, w = _meta(8, 64, 512, 512, fmt=torch.channels_last), _meta(64, 32, 4, 4)
     e = gemmconv.explain(x, w, stride=2, padding=1)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
     assert e.route == ops.describe_route(a, True, True) == "channels_last: " + ops.FUSED_ROUTE
     assert [c for c in e.candidates if c[2]] == [(ops.FUSED_ROUTE, 0, True)]
     assert "4 stride phase(s)" in e.steps[0] and e.chunks == 1 and e.workspace_bytes == 0
-    planar = gemmconv.explain(_meta(8, 64, 128, 128), _meta(64, 32, 3, 3))   # a copy, then the kernel
-    assert planar.route == ops.FUSED_ROUTE and planar.workspace_bytes == 8 * 64 * 128 * 128 * 4
-    assert "channels innermost, (8, 128, 128, 64), rounded to TF32" in planar.steps[0]
+    planar = gemmconv.explain(_meta(8, 64, 512, 512), _meta(64, 64, 3, 3))   # a copy, then the kernel
+    assert planar.route == ops.FUSED_ROUTE and planar.workspace_bytes == 8 * 64 * 512 * 512 * 4
+    assert "channels innermost, (8, 512, 512, 64), rounded to TF32" in planar.steps[0]
     assert "1 stride phase(s)" in planar.steps[1]
-    half = torch.empty(8, 64, 128, 128, device="meta", dtype=torch.bfloat16)
-    fused_backward = gemmconv.explain(half, torch.empty(64, 32, 3, 3, device="meta", dtype=torch.bfloat16))
-    assert fused_backward.backward_workspace_bytes == 8 * 32 * 130 * 130 * 2   # the output gradient's copy
-    assert planar.backward_workspace_bytes > 8 * 32 * 130 * 130 * 4            # float32: the column routes'
+    half = torch.empty(8, 64, 512, 512, device="meta", dtype=torch.bfloat16)
+    fused_backward = gemmconv.explain(half, torch.empty(64, 64, 3, 3, device="meta", dtype=torch.bfloat16))
+    assert fused_backward.backward_workspace_bytes == 8 * 64 * 514 * 514 * 2   # the output gradient's copy
+    assert planar.backward_workspace_bytes > 8 * 64 * 514 * 514 * 4            # float32: the column routes'
     grouped = gemmconv.explain(_meta(8, 64, 32, 32), _meta(64, 16, 4, 4), stride=2, groups=2)
     assert grouped.route != ops.FUSED_ROUTE and "groups > 1" in grouped.steps[-1]
 
