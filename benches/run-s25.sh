@@ -13,6 +13,9 @@
 #      this session's, in alternating processes, on the small-layer models; the 17 cases.
 #   H: after the generic col2im took several planes a thread: FCN-32s's layer (fcn_probe.py),
 #      the zoo's FCN-32s head, and tests/test_cuda.py.
+#   I: every CUDA test, on the final code.
+#   J: FCN-32s's layer and head (the channels_last col2im's runs too), and the 17 cases
+#      (forward NCHW and channels_last, training), on the final code.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -47,5 +50,13 @@ H)
   timeout 120 python3 benches/fcn_probe.py > $O/fcn.log 2>&1; grep "|" $O/fcn.log
   timeout 100 python3 -m gemmconv bench --models --model fcn32s --json $O/fcn-model.json > $O/fcn-model.log 2>&1; grep -A12 "torch ms" $O/fcn-model.log | head -12
   timeout 330 python3 -m pytest -q -m cuda tests/test_cuda.py -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+I)
+  timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+J)
+  timeout 120 python3 benches/fcn_probe.py > $O/fcn.log 2>&1; grep "|" $O/fcn.log
+  timeout 100 python3 -m gemmconv bench --models --model fcn32s --json $O/fcn-model.json > $O/fcn-model.log 2>&1; grep -A12 "torch ms" $O/fcn-model.log | head -12
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
+  timeout 150 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
 esac
 tar czf $OUT/s25-$1.tgz -C $O .

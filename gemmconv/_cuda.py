@@ -636,10 +636,13 @@ def interleaved_pack(group_channels: int, *tensors: torch.Tensor) -> int:
 def _interleaved_launch(like: torch.Tensor, g: Geometry, fields: list[int], pack: int,
                         elements: int, largest_index: int) -> Launch:
     """A launch over ``elements`` outputs whose channels (fields[1]) a thread takes in
-    runs of ``pack``, as many runs as divide a position's, up to INTERLEAVED_RUNS."""
-    runs = math.gcd(fields[1] // pack, INTERLEAVED_RUNS)
-    threads = elements // (pack * runs)
+    runs of ``pack``, as many runs as divide a position's, up to INTERLEAVED_RUNS; for a
+    kernel too large to specialise, as many as generic_col2im_planes gives (the runs share
+    finding the reaching taps, as the planar col2im's planes)."""
     fixed = _specialised(g, elements)
+    runs = generic_col2im_planes(g, fields[1] // pack) if not fixed and g.taps > MAX_FIXED_TAPS \
+        else math.gcd(fields[1] // pack, INTERLEAVED_RUNS)
+    threads = elements // (pack * runs)
     blocks = min(math.ceil(threads / BLOCK), MAX_BLOCKS)
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
     structs = (_struct(fields),) if fixed else (_struct(g.taps_fields()), _struct(fields))

@@ -606,7 +606,9 @@ def _interleaved(harness, op, dtype, wide, g, columns, image, padding, src, bias
 
 
 # The harness's channels-innermost ops (col2im's; im2col's are one more), by what a thread takes.
-INTERLEAVED = {"one-channel": 0, "runs-of-16-bytes": 2, "two-runs-of-16-bytes": 4}
+INTERLEAVED = {"one-channel": 0, "runs-of-16-bytes": 2, "two-runs-of-16-bytes": 4,
+               "three-channels": 6}
+RUNS = {0: 1, 2: 1, 4: 2, 6: 3}   # what each takes the channels in multiples of (x 16 bytes)
 
 
 @pytest.mark.parametrize("variant", INTERLEAVED)
@@ -617,7 +619,7 @@ def test_host_col2im_interleaved_matches_torch(harness, case, dtype, wide, varia
     """Channels innermost, over a band of rows: every output of the band written with the
     PyTorch path's sums (each reaching tap once), nothing outside it."""
     groups = 1 + len(case.name) % 3
-    g, whole, band, grid, padding = _interleaved_band(case, dtype, groups, 1 + (INTERLEAVED[variant] == 4))
+    g, whole, band, grid, padding = _interleaved_band(case, dtype, groups, RUNS[INTERLEAVED[variant]])
     gen = generator(case.name, "col2im-interleaved", str(dtype))
     channels = band.shape[-1]
     columns = torch.randn(band.shape[0], *grid, groups, g.taps, channels // groups,
@@ -643,7 +645,7 @@ def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, varia
     groups = 1 + len(case.name) % 3
     g = _geometry(case)
     run = 16 // torch.empty(0, dtype=dtype).element_size()
-    samples, channels = max(case.batch, 1), groups * run * (1 + (INTERLEAVED[variant] == 4))
+    samples, channels = max(case.batch, 1), groups * run * (RUNS[INTERLEAVED[variant]])
     gen = generator(case.name, "im2col-interleaved", str(dtype))
     image = torch.randn(samples, *case.output_size, channels, generator=gen).to(dtype)
     grid_rows = case.size[0] // 2, case.size[0]

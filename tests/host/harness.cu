@@ -24,6 +24,8 @@ namespace gemmconv {
   template __global__ void fill_kernel<T, I, ND>(const Extent<ND>, const T*, T*);             \
   template __global__ void col2im_interleaved_kernel<T, I, ND, 1, 1>(                          \
       const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
+  template __global__ void col2im_interleaved_kernel<T, I, ND, 1, 7>(                          \
+      const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
   template __global__ void col2im_interleaved_kernel<T, I, ND, 16 / sizeof(T), 4>(             \
       const Taps<ND>, const Interleaved<ND>, const T*, const T*, T*);                         \
   template __global__ void im2col_interleaved_kernel<T, I, ND, 1, 2>(                          \
@@ -171,8 +173,8 @@ static void run(int op, const index_t* taps, const index_t* extent, const void* 
 }
 
 // The channels-innermost kernels: op 0 col2im and 1 im2col with one channel a thread, 2 and
-// 3 the same with runs of 16 bytes, 4 and 5 with two runs of 16 bytes a thread (the caller
-// meets their conditions).
+// 3 the same with runs of 16 bytes, 4 and 5 with two runs of 16 bytes a thread, 6 and 7 with
+// three channels a thread (the caller meets their conditions).
 template <int P, int R, typename T, typename I, int ND>
 static void interleaved_all(bool col2im, const Taps<ND>& t, const Interleaved<ND>& x,
                             const void* src, const void* bias, void* dst) {
@@ -200,8 +202,10 @@ static void run_interleaved(int op, const index_t* taps, const index_t* extent,
     interleaved_all<1, 1, T, I>(col2im, t, x, src, bias, dst);
   else if (op < 4)
     interleaved_all<P, 1, T, I>(col2im, t, x, src, bias, dst);
-  else
+  else if (op < 6)
     interleaved_all<P, 2, T, I>(col2im, t, x, src, bias, dst);
+  else
+    interleaved_all<1, 3, T, I>(col2im, t, x, src, bias, dst);
 }
 
 template <typename T, typename I>
@@ -280,7 +284,7 @@ extern "C" int gemmconv_host_interleaved(int op, int dtype, int nd, int wide,
                                          const long long* taps, const long long* extent,
                                          const void* src, const void* bias, void* dst) {
   using namespace gemmconv;
-  if (op < 0 || op > 5) return 1;
+  if (op < 0 || op > 7) return 1;
   return wide ? run_interleaved_types<long long>(op, dtype, nd, taps, extent, src, bias, dst)
               : run_interleaved_types<int>(op, dtype, nd, taps, extent, src, bias, dst);
 }
