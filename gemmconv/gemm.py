@@ -70,6 +70,13 @@ _SCALE_TYPE = {_COMPUTE_32F: 0, _COMPUTE_32F_FAST_TF32: 0, _COMPUTE_64F: 1}   # 
 LT_WORKSPACE = 32 << 20   # the most workspace a chosen algorithm may take (torch gives cuBLAS
                           # as much on Hopper); allocated per call, where one takes any
 MAX_ALIGNMENT = 256       # cuBLASLt assumes this alignment of pointers unless told less
+# Calls of more matrices than this stay on cublasGemmStridedBatchedEx. cuBLASLt's choice
+# matched its kernels on every single-matrix product measured (the zoo's, results/s25/G),
+# but the 17 cases' forwards whose products are batched over samples ran 27-32% slower
+# after the move (2d-strided-grouped, 2d-stride5-dil2; results/s25/J against s24/E, other
+# machines, whose spread was 6-8% that run), unconfirmed in one process before the
+# session's device time ran out.
+LT_MAX_BATCH = 1
 
 LAYOUT_TRIAL_FLOPS = 1 << 32       # products this large (about 10 us) choose a's layout
 LAYOUT_TRIAL_ELEMENTS = 1 << 22    # when a's distinct matrices hold at most this many elements
@@ -357,7 +364,10 @@ _NO_ALGORITHM = object()
 def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
                device: torch.device):
     """The cuBLASLt algorithm (a _Heuristic) of ``call`` for pointers of this alignment,
-    cuBLASLt's first choice within LT_WORKSPACE; _NO_ALGORITHM where it has none."""
+    cuBLASLt's first choice within LT_WORKSPACE; _NO_ALGORITHM where it has none, and for
+    calls of several matrices (LT_MAX_BATCH)."""
+    if call.args[-1] > LT_MAX_BATCH:
+        return _NO_ALGORITHM
     lib = _cuda.cublas_lt()
     if "descriptors" not in call.lt:
         call.lt["descriptors"] = _lt_descriptors(product, call)
