@@ -1,12 +1,13 @@
 """The GEMM layer: batched matrix products on cuBLAS (CUDA) or torch.matmul (CPU).
 
-On CUDA it calls cuBLASLt itself (ctypes, Linux), on torch's current stream, so it runs
+On CUDA it calls cuBLAS itself (ctypes, Linux), on torch's current stream, so it runs
 inside CUDA-graph capture too. The calls of a product are worked out once per layout of its
-operands (_plan), and each call's algorithm once per alignment of its pointers (_lt_choice);
-later calls only pass pointers. cublasGemmStridedBatchedEx, which runs cuBLAS's heuristics
-on every call, took 17-23 us of host time a call on the H200's host where cublasLtMatmul
-with its algorithm chosen took 11-17 (benches/NOTES.md, session 25); it stays for the calls
-no cuBLASLt algorithm takes.
+operands (_plan) and then only given pointers. A call of one matrix goes to cuBLASLt, its
+algorithm chosen once per alignment of its pointers (_lt_choice): cublasGemmStridedBatchedEx,
+which runs cuBLAS's heuristics on every call, took 17-23 us of host time a call on the
+H200's host where cublasLtMatmul with its algorithm chosen took 11-17 (benches/NOTES.md,
+session 25). Calls of several matrices (LT_MAX_BATCH), and any that no cuBLASLt algorithm
+takes, go to cublasGemmStridedBatchedEx with torch's handle.
 
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
