@@ -342,6 +342,9 @@ def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> No
         stream = _cuda.raw_stream(device)
         for call in product.calls:
             pb, pa, pc = (p + o for p, o in zip((b, a, out), call.offsets))
+            if call.args[-1] > LT_MAX_BATCH:
+                _legacy(product, call, pb, pa, pc, device)
+                continue
             alignment = tuple(min(p & -p, most) for p, most in zip((pb, pa, pc), call.alignment))
             choice = call.lt.get(alignment)
             if choice is None:
@@ -365,10 +368,8 @@ _NO_ALGORITHM = object()
 def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
                device: torch.device):
     """The cuBLASLt algorithm (a _Heuristic) of ``call`` for pointers of this alignment,
-    cuBLASLt's first choice within LT_WORKSPACE; _NO_ALGORITHM where it has none, and for
-    calls of several matrices (LT_MAX_BATCH)."""
-    if call.args[-1] > LT_MAX_BATCH:
-        return _NO_ALGORITHM
+    cuBLASLt's first choice within LT_WORKSPACE; _NO_ALGORITHM where it has none. (Run on
+    ``device``, made current by the caller.)"""
     lib = _cuda.cublas_lt()
     if "descriptors" not in call.lt:
         call.lt["descriptors"] = _lt_descriptors(product, call)
@@ -382,10 +383,9 @@ def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
             _set(lib.cublasLtMatmulPreferenceSetAttribute, preference, attribute,
                  ctypes.c_uint32(bytes_))
         heuristic, found = _Heuristic(), ctypes.c_int()
-        with _cuda.on_device(device):
-            status = lib.cublasLtMatmulAlgoGetHeuristic(
-                _cuda.cublas_lt_handle(device.index), desc, *layouts, layouts[-1], preference,
-                1, ctypes.byref(heuristic), ctypes.byref(found))
+        status = lib.cublasLtMatmulAlgoGetHeuristic(
+            _cuda.cublas_lt_handle(device.index), desc, *layouts, layouts[-1], preference, 1,
+            ctypes.byref(heuristic), ctypes.byref(found))
     finally:
         lib.cublasLtMatmulPreferenceDestroy(preference)
     return heuristic if status == 0 and found.value == 1 and heuristic.state == 0 \

@@ -284,7 +284,6 @@ def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
     return None if replay is None else replay.run(x, weight, bias, a, *buffers)
 
 
-
 def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                      a: ConvTransposeArgs, interleaved: bool) -> tuple:
     """``(replay, (workspace, out))``: the plans _forward (planar) or channels_last.forward
