@@ -9,13 +9,17 @@
 #   G: forwards that moved in C: Lt against legacy in one process (lt_probe.py ab-forward), and
 #      session 24's code against this session's in alternating processes on DCGAN and the
 #      depthwise decoder.
-#   D: session 24's code (benches/ab-old/gemmconv, from git archive 20a492d, carried) against
-#      this session's, in alternating processes, on the small-layer models; the 17 cases.
+#   D: (not run; G and J took its place) session 24's code (benches/ab-old/gemmconv, from
+#      git archive 20a492d, carried) against this session's, in alternating processes, on the
+#      small-layer models; the 17 cases. G carries benches/ab-old likewise.
 #   H: after the generic col2im took several planes a thread: FCN-32s's layer (fcn_probe.py),
 #      the zoo's FCN-32s head, and tests/test_cuda.py.
-#   I: every CUDA test, on the final code.
+#   I: every CUDA test, on the code before gemm.LT_MAX_BATCH (the last CUDA-side change).
 #   J: FCN-32s's layer and head (the channels_last col2im's runs too), and the 17 cases
-#      (forward NCHW and channels_last, training), on the final code.
+#      (forward NCHW and channels_last, training), on the same code.
+# Before them, single runs of benches/lt_probe.py (default, pieces, backward, steps modes:
+# results/s25/lt-probe.log, backward-pieces.log, step-pieces.log) and benches/numa_probe.sh
+# (results/s25/numa/).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=/tmp/o-$1; rm -rf $O; mkdir -p $O
 case "$1" in
