@@ -121,3 +121,23 @@ def test_launches_pass_each_argument_through_a_pointer_to_its_value(monkeypatch)
     _cuda._launch_at("col2im", launch, torch.device("cpu"), [2**40 + 16, 0, 2**33])
     assert seen == dict(kernel=("kernel", ("key",)), blocks=9, stream=7,
                         structs=[[3, 4], [5, 6]], addresses=[2**40 + 16, 0, 2**33])
+
+
+def test_kept_replays_are_worked_out_once_and_bounded(monkeypatch):
+    """ops._kept: a call's replay (or None, for a call that is not one) is worked out on its
+    first call only, with the buffers it was worked out on then and none after; the cache
+    clears when full."""
+    worked = []
+
+    def work_out(replay):
+        worked.append(replay)
+        return replay, ("workspace", "out")
+    cache = {}
+    assert ops._kept(cache, "a", lambda: work_out("replay")) == ("replay", ("workspace", "out"))
+    assert ops._kept(cache, "a", lambda: work_out("other")) == ("replay", ())
+    assert ops._kept(cache, "b", lambda: work_out(None)) == (None, ("workspace", "out"))
+    assert ops._kept(cache, "b", lambda: work_out("other")) == (None, ())
+    assert worked == ["replay", None]
+    monkeypatch.setattr(ops, "MAX_REPLAYS", 2)
+    ops._kept(cache, "c", lambda: work_out("third"))
+    assert cache == {"c": "third"}
