@@ -125,8 +125,10 @@ def test_launches_pass_each_argument_through_a_pointer_to_its_value(monkeypatch)
 
 def test_kept_replays_are_worked_out_once_and_bounded(monkeypatch):
     """ops._kept: a call's replay (or None, for a call that is not one) is worked out on its
-    first call only, with the buffers it was worked out on then and none after; the cache
-    clears when full."""
+    first call only, with the buffers it was worked out on then and none after; nothing is
+    worked out or kept during CUDA-graph capture; the cache clears when full."""
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
     worked = []
 
     def work_out(replay):
@@ -138,6 +140,11 @@ def test_kept_replays_are_worked_out_once_and_bounded(monkeypatch):
     assert ops._kept(cache, "b", lambda: work_out(None)) == (None, ("workspace", "out"))
     assert ops._kept(cache, "b", lambda: work_out("other")) == (None, ())
     assert worked == ["replay", None]
+    capturing[0] = True
+    assert ops._kept(cache, "c", lambda: work_out("captured")) == (None, ())
+    assert ops._kept(cache, "a", lambda: work_out("other")) == ("replay", ())   # kept before
+    capturing[0] = False
+    assert worked == ["replay", None] and "c" not in cache
     monkeypatch.setattr(ops, "MAX_REPLAYS", 2)
     ops._kept(cache, "c", lambda: work_out("third"))
     assert cache == {"c": "third"}
