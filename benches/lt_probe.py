@@ -346,34 +346,45 @@ def step_pieces():
     watch.report(520)
 
 
+def zoo_pair(name: str, dtype: torch.dtype, channels_last: bool):
+    """``(torch's model, convert(copy of it), input, autocast context)`` of zoo model ``name``
+    at full size on the GPU, in ``dtype`` (float32, or bfloat16 by autocast) and layout."""
+    import copy
+    from gemmconv import zoo
+    entry = zoo.by_name([name])[0]
+    base = entry.build(False).cuda()
+    x = entry.input(False, "cuda")
+    if channels_last:
+        base, x = base.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    cast = lambda: torch.autocast("cuda", torch.bfloat16, enabled=dtype == torch.bfloat16)
+    return base, gnn.convert(copy.deepcopy(base)), x, cast
+
+
+def model_step(m: torch.nn.Module, x: torch.Tensor, cast, mode: str):
+    """A call of ``m`` on ``x``: "eval" a forward without grad, "train" a training step."""
+    m.train(mode == "train")
+
+    def fn():
+        if mode == "eval":
+            with torch.no_grad(), cast():
+                m(x)
+        else:
+            with cast():
+                out = m(x)
+            out.float().square().mean().backward()
+    return fn
+
+
 def model_pieces():
     """DCGAN's forward and training step, torch and convert(model): time a call back to back,
     host time to queue one (no waiting), and the kernels' own time; then ours by function."""
-    import copy
     from host_probe import Stopwatch, kernel_us
-    from gemmconv import channels_last as cl, zoo
-    entry = zoo.by_name(["dcgan"])[0]
+    from gemmconv import channels_last as cl
     for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
-        model = entry.build(False).cuda()
-        x = entry.input(False, "cuda")
-        if last:
-            model = model.to(memory_format=torch.channels_last)
-            x = x.contiguous(memory_format=torch.channels_last)
-        ours = gnn.convert(copy.deepcopy(model))
-        ctx = (lambda: torch.autocast("cuda", torch.bfloat16)) if dtype == torch.bfloat16 else \
-            (lambda: torch.autocast("cuda", enabled=False))
+        model, ours, x, cast = zoo_pair("dcgan", dtype, last)
         for mode in ("eval", "train"):
             for label, m in (("torch", model), ("ours", ours)):
-                m.train(mode == "train")
-                if mode == "eval":
-                    def fn(m=m):
-                        with torch.no_grad(), ctx():
-                            m(x)
-                else:
-                    def fn(m=m):
-                        with ctx():
-                            out = m(x)
-                        out.float().square().mean().backward()
+                fn = model_step(m, x, cast, mode)
                 print(f"dcgan {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} {label}: per call "
                       f"{per_call_us(fn, 50):.0f} us, queue {enqueue_us(fn, 20):.0f} us, "
                       f"kernels {kernel_us(fn, 20):.0f} us", flush=True)
@@ -447,9 +458,7 @@ def lt_against_legacy(names=("dcgan", "vae-decoder"), modes=("eval", "train")):
     """One machine, one process: zoo models, forward and training step, with gemm.py's
     products on cuBLASLt against cublasGemmStridedBatchedEx, in turns (per call, back to
     back; the fastest of three turns each), and the kernels' own time (profiler)."""
-    import copy
     from host_probe import kernel_us
-    from gemmconv import zoo
     choose = gemm._lt_choice
     legacy = lambda *args: gemm._NO_ALGORITHM
 
@@ -460,26 +469,10 @@ def lt_against_legacy(names=("dcgan", "vae-decoder"), modes=("eval", "train")):
 
     print("\nmodel | mode dtype layout | per call us: torch / Lt / legacy | kernels us: torch / Lt / legacy")
     for name in names:
-        entry = zoo.by_name([name])[0]
         for dtype, last in ((torch.float32, False), (torch.bfloat16, False), (torch.bfloat16, True)):
-            base = entry.build(False).cuda()
-            x = entry.input(False, "cuda")
-            if last:
-                base, x = base.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
-            ours = gnn.convert(copy.deepcopy(base))
-            cast = lambda: torch.autocast("cuda", torch.bfloat16, enabled=dtype == torch.bfloat16)
+            base, ours, x, cast = zoo_pair(name, dtype, last)
             for mode in modes:
-                def step(m):
-                    m.train(mode == "train")
-                    def fn():
-                        if mode == "eval":
-                            with torch.no_grad(), cast():
-                                m(x)
-                        else:
-                            with cast():
-                                out = m(x)
-                            out.float().square().mean().backward()
-                    return fn
+                step = lambda m: model_step(m, x, cast, mode)
                 best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
                 kernels = {"torch": kernel_us(step(base), 10)}
                 for _ in range(3):
@@ -498,31 +491,13 @@ def garbage_collector():
     """DCGAN's forward and training step with Python's cyclic garbage collector on and off
     (torch and ours, in turns): does the collector's work explain why our calls cost several
     times more inside a model than back to back alone? Also counts collections a step."""
-    import copy
     import gc
-    from gemmconv import zoo
-    entry = zoo.by_name(["dcgan"])[0]
     print("\nmodel | mode dtype layout | us a call: torch gc on / off | ours gc on / off | "
           "gen0 collections a step: torch / ours")
     for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
-        base = entry.build(False).cuda()
-        x = entry.input(False, "cuda")
-        if last:
-            base, x = base.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
-        ours = gnn.convert(copy.deepcopy(base))
-        cast = lambda: torch.autocast("cuda", torch.bfloat16, enabled=dtype == torch.bfloat16)
+        base, ours, x, cast = zoo_pair("dcgan", dtype, last)
         for mode in ("eval", "train"):
-            def step(m):
-                m.train(mode == "train")
-                def fn():
-                    if mode == "eval":
-                        with torch.no_grad(), cast():
-                            m(x)
-                    else:
-                        with cast():
-                            out = m(x)
-                        out.float().square().mean().backward()
-                return fn
+            step = lambda m: model_step(m, x, cast, mode)
             best = {}
             for _ in range(3):
                 for label, m in (("torch", base), ("ours", ours)):
