@@ -309,8 +309,6 @@ def backward_pieces():
 def step_pieces():
     """Where a tiny training step's host time goes: wrapped functions timed on whichever
     thread runs them, and the step with autograd's device threads off."""
-    sys.path.insert(0, "benches")
-    from host_probe import Stopwatch
     from gemmconv import channels_last as cl
     dev = torch.device("cuda", 0)
     x = torch.randn(2, 8, 4, 4, device=dev)
@@ -326,24 +324,31 @@ def step_pieces():
     with torch.autograd.set_multithreading_enabled(False):
         print(f"  without device threads: step {per_call_us(step, 1000):.1f}, "
               f"torch step {per_call_us(torch_step, 1000):.1f}")
+    watched(step, ((ops._Eager, ["forward", "backward", "apply"]),
+                   (ops, ["_conv_transpose_backward", "_replayed_backward", "_forward",
+                          "_samples_side_by_side", "_gradient_in_layout", "_in_layout",
+                          "_asked", "_conv_transpose"]),
+                   (ops._BackwardReplay, ["run"]), (ops._Replay, ["run"]),
+                   (gemm, ["run"]), (_cuda, ["run_im2col", "run_col2im", "_launch_at"]),
+                   (cl, ["empty"]), (torch.Tensor, ["backward", "new_empty", "copy_"])), 100, 500)
+
+
+def watched(fn, wraps, warm: int, calls: int) -> None:
+    """Prints the host time a call of ``fn`` with the functions of ``wraps`` ((owner, names)
+    pairs) timed by host_probe's Stopwatch, and theirs a call, after ``warm`` calls."""
+    from host_probe import Stopwatch
     watch = Stopwatch()
-    for owner, names in ((ops._Eager, ["forward", "backward", "apply"]),
-                         (ops, ["_conv_transpose_backward", "_replayed_backward", "_forward",
-                                "_samples_side_by_side", "_gradient_in_layout", "_in_layout",
-                                "_asked", "_conv_transpose"]),
-                         (ops._BackwardReplay, ["run"]), (ops._Replay, ["run"]),
-                         (gemm, ["run"]), (_cuda, ["run_im2col", "run_col2im", "_launch_at"]),
-                         (cl, ["empty"]), (torch.Tensor, ["backward", "new_empty", "copy_"])):
+    for owner, names in wraps:
         for name in names:
             watch.wrap(owner, name)
     try:
-        per_call_us(step, 100)
+        per_call_us(fn, warm)
         watch.time.clear(); watch.calls.clear()
-        total = per_call_us(step, 500)
+        total = per_call_us(fn, calls)
     finally:
         watch.restore()
-    print(f"  watched step {total:.1f} us")
-    watch.report(520)
+    print(f"  watched {total:.1f} us a call")
+    watch.report(calls + 20)   # per_call_us warms up with 20 calls of its own
 
 
 def zoo_pair(name: str, dtype: torch.dtype, channels_last: bool):
@@ -378,7 +383,7 @@ def model_step(m: torch.nn.Module, x: torch.Tensor, cast, mode: str):
 def model_pieces():
     """DCGAN's forward and training step, torch and convert(model): time a call back to back,
     host time to queue one (no waiting), and the kernels' own time; then ours by function."""
-    from host_probe import Stopwatch, kernel_us
+    from host_probe import kernel_us
     from gemmconv import channels_last as cl
     for dtype, last in ((torch.float32, False), (torch.bfloat16, True)):
         model, ours, x, cast = zoo_pair("dcgan", dtype, last)
@@ -388,23 +393,12 @@ def model_pieces():
                 print(f"dcgan {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} {label}: per call "
                       f"{per_call_us(fn, 50):.0f} us, queue {enqueue_us(fn, 20):.0f} us, "
                       f"kernels {kernel_us(fn, 20):.0f} us", flush=True)
-            watch = Stopwatch()
-            for owner, names in ((ops, ["_conv_transpose", "_forward", "_replayed", "_conv_transpose_backward"]),
-                                 (ops._Replay, ["run"]), (ops._BackwardReplay, ["run"]),
-                                 (ops.fused, ["forward", "backward"]), (cl, ["forward", "backward"]),
-                                 (ops, ["_backward", "_forward_by_im2col", "_backward_by_im2col"]),
-                                 (gemm, ["run"]), (_cuda, ["_launch_at"]),
-                                 (torch.Tensor, ["backward"])):
-                for name in names:
-                    watch.wrap(owner, name)
-            try:
-                per_call_us(fn, 30)
-                watch.time.clear(); watch.calls.clear()
-                total = per_call_us(fn, 50)
-            finally:
-                watch.restore()
-            print(f"  watched {total:.0f} us")
-            watch.report(70)
+            watched(fn, ((ops, ["_conv_transpose", "_forward", "_replayed", "_conv_transpose_backward"]),
+                         (ops._Replay, ["run"]), (ops._BackwardReplay, ["run"]),
+                         (ops.fused, ["forward", "backward"]), (cl, ["forward", "backward"]),
+                         (ops, ["_backward", "_forward_by_im2col", "_backward_by_im2col"]),
+                         (gemm, ["run"]), (_cuda, ["_launch_at"]), (torch.Tensor, ["backward"])),
+                    30, 50)
 
 
 def engine_pieces():
@@ -558,7 +552,6 @@ def batched():
                     kernels.setdefault(limit, kernel_us(fn, 5))
             print(f"{case.name} | {mode} | {best[1 << 30]:.0f} / {best[1]:.0f} | "
                   f"{kernels[1 << 30]:.0f} / {kernels[1]:.0f}", flush=True)
-        del x, w, b
     use(1)
 
 
