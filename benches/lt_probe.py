@@ -194,23 +194,39 @@ def main():
 
 
 
-def pieces():
-    """Host time of a replayed tiny forward's pieces, one at a time (us a call)."""
-    import torch.nn.functional as F
-    from gemmconv import channels_last as cl
+def tiny_layer():
+    """A tiny k4 s2 layer on the GPU, its calls too small for the GPU to matter: ``(device,
+    x (2, 8, 4, 4), weight, checked arguments, output gradient, x and weight requiring
+    grad)``, one forward and training step run (so its replays are worked out)."""
     from gemmconv.shapes import conv_transpose_args
     dev = torch.device("cuda", 0)
     x = torch.randn(2, 8, 4, 4, device=dev)
     w = torch.randn(8, 8, 4, 4, device=dev)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
+    g = torch.randn(a.output_shape, device=dev)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
     ops.conv_transpose2d(x, w, None, 2, 1)
+    ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
+    return dev, x, w, a, g, xg, wg
+
+
+def print_rows(title: str, rows: list) -> None:
+    """Host time a call of each (label, function) of ``rows``."""
+    print(f"\n{title}, us a call:")
+    for label, fn in rows:
+        print(f"  {label:32s} {per_call_us(fn, 1000):7.1f}", flush=True)
+
+
+def pieces():
+    """Host time of a replayed tiny forward's pieces, one at a time (us a call)."""
+    import torch.nn.functional as F
+    from gemmconv import channels_last as cl
+    from gemmconv.shapes import conv_transpose_args
+    dev, x, w, a, g, xg, _ = tiny_layer()
     replay = next(r for r in ops._replays.values() if r is not None)
-    key = lambda: (a, False, x.dtype, x.device, x.stride(), x.data_ptr() % 16, w.stride(),
-                   w.data_ptr() % 16, None, gemm._compute_type(x.dtype), ops._workspace_limit)
+    key = lambda: ops._replay_key(a, False, x, w, None)
     k = key()
     ws, out = x.new_empty(replay.workspace), x.new_empty(a.output_shape)
-    xg = x.clone().requires_grad_()
-    g = torch.randn(a.output_shape, device=dev)
 
     class Identity(torch.autograd.Function):
         @staticmethod
@@ -248,22 +264,13 @@ def pieces():
         ("Identity Function step", lambda: Identity.apply(xg).backward(x)),
         ("plain view step", lambda: xg.view_as(xg).backward(x)),
     ]
-    print("\nhost time of a tiny replayed forward's pieces, us a call:")
-    for label, fn in rows:
-        print(f"  {label:28s} {per_call_us(fn, 1000):7.1f}", flush=True)
+    print_rows("host time of a tiny replayed forward's pieces", rows)
 
 
 def backward_pieces():
     """Host time of a tiny training step's pieces, on the main thread and in autograd."""
-    from gemmconv.shapes import conv_transpose_args
-    dev = torch.device("cuda", 0)
-    x = torch.randn(2, 8, 4, 4, device=dev)
-    w = torch.randn(8, 8, 4, 4, device=dev)
-    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
-    g = torch.randn(a.output_shape, device=dev)
-    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    dev, x, w, a, g, xg, wg = tiny_layer()
     need = [True, True, False]
-    ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
     replay = next(r for r in ops._backward_replays.values() if r is not None)
     ws = g.new_empty(replay.workspace)
 
@@ -301,20 +308,14 @@ def backward_pieces():
         ("Busy step", lambda: Busy.apply(xg).backward(x)),
         ("plain view step", lambda: xg.view_as(xg).backward(x)),
     ]
-    print("\nhost time of a tiny training step's pieces, us a call:")
-    for label, fn in rows:
-        print(f"  {label:32s} {per_call_us(fn, 1000):7.1f}", flush=True)
+    print_rows("host time of a tiny training step's pieces", rows)
 
 
 def step_pieces():
     """Where a tiny training step's host time goes: wrapped functions timed on whichever
     thread runs them, and the step with autograd's device threads off."""
     from gemmconv import channels_last as cl
-    dev = torch.device("cuda", 0)
-    x = torch.randn(2, 8, 4, 4, device=dev)
-    w = torch.randn(8, 8, 4, 4, device=dev)
-    g = torch.randn(2, 8, 8, 8, device=dev)
-    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    _, _, _, _, g, xg, wg = tiny_layer()
     step = lambda: ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
     by_grad = lambda: torch.autograd.grad(ops.conv_transpose2d(xg, wg, None, 2, 1), (xg, wg), g)
     torch_step = lambda: torch.nn.functional.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
@@ -404,14 +405,7 @@ def model_pieces():
 def engine_pieces():
     """Which work costs more in a backward that autograd's device thread runs than on the
     calling thread: Functions whose backward does one kind of work twenty times."""
-    from gemmconv.shapes import conv_transpose_args
-    dev = torch.device("cuda", 0)
-    x = torch.randn(2, 8, 4, 4, device=dev)
-    w = torch.randn(8, 8, 4, 4, device=dev)
-    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 2, 1, 0, 1, 1)
-    g = torch.randn(a.output_shape, device=dev)
-    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
-    ops.conv_transpose2d(xg, wg, None, 2, 1).backward(g)
+    dev, x, w, a, g, xg, wg = tiny_layer()
     fwd = next(r for r in ops._replays.values() if r is not None)
     bwd = next(r for r in ops._backward_replays.values() if r is not None)
     ws = g.new_empty(bwd.workspace)
