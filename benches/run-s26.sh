@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 26's H200 calls (outputs under benches/results/s26/<call>).
+#   A: does a call wait for the GPU (sync_probe.py: host time per call with the GPU idle and
+#      busy, zoo models); cuBLASLt against the legacy call on batched products
+#      (lt_probe.py batched).
+#   T: every CUDA test.
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+case "$1" in
+A)
+  timeout 300 python3 benches/sync_probe.py > $O/sync.log 2>&1; grep -v "Warn\|warn" $O/sync.log | head -80
+  timeout 200 python3 benches/lt_probe.py batched > $O/batched.log 2>&1; grep "|" $O/batched.log ;;
+T)
+  timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+esac
