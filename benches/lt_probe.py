@@ -10,8 +10,9 @@ GPU), the legacy call against this probe's own cuBLASLt call, and whether the tw
 Modes: ``pieces`` (a replayed tiny forward, piece by piece), ``backward`` and ``steps`` (a
 tiny training step's), ``engine`` (work on autograd's device thread against the caller's),
 ``model`` (DCGAN by function), ``ab`` and ``ab-forward`` (zoo models with gemm.py on
-cuBLASLt against the legacy call, in turns), ``gc`` (Python's collector on and off),
-``batched`` (the 17 cases' batched products on cuBLASLt against the legacy call).
+cuBLASLt against the legacy call, in turns), ``gc`` (Python's collector on and off). Session
+25's ``batched`` mode (the 17 cases' batched products on cuBLASLt against the legacy call,
+results/s26/A/batched.log) went with the limit it toggled (commit a second after 4028333).
 """
 import ctypes
 import sys
@@ -508,46 +509,5 @@ def garbage_collector():
                   f"{counts[0]:.2f} / {counts[1]:.2f}", flush=True)
 
 
-def batched():
-    """The 17 cases' forwards and training steps with their batched products (several
-    matrices a call) on cuBLASLt against the legacy call (gemm.LT_MAX_BATCH), in turns in
-    one process, with the kernels' own time: does cuBLASLt's choice lose there
-    (2d-strided-grouped and 2d-stride5-dil2 ran 27-32% slower in session 25's run J)?
-
-        PYTHONPATH=. python benches/lt_probe.py batched [CASE ...]"""
-    from host_probe import kernel_us
-    from gemmconv import cases
-
-    def use(limit: int):
-        gemm.LT_MAX_BATCH = limit
-        for cache in (gemm._products, ops._replays, ops._backward_replays):
-            cache.clear()
-
-    names = sys.argv[2:] or ["2d-strided-grouped", "2d-stride5-dil2", "1d-strided",
-                             "3d-strided-grouped", "3d-stride2-grouped", "3d-stride2-dil2"]
-    print("\ncase | mode | per call us: Lt / legacy | kernels us: Lt / legacy")
-    for case in (c for c in cases.BENCH if c.name in names):
-        x, w, b = case.tensors(torch.float32, "cuda", torch.Generator().manual_seed(0))
-        call = getattr(ops, f"conv_transpose{case.nd}d")
-        for mode in ("forward", "train"):
-            if mode == "train":
-                x.requires_grad_(), w.requires_grad_()
-                if b is not None:
-                    b.requires_grad_()
-            def fn():
-                out = call(x, w, b, **case.kwargs)
-                if mode == "train":
-                    out.backward(torch.ones_like(out))
-            best, kernels = {}, {}
-            for _ in range(3):
-                for limit in (1 << 30, 1):
-                    use(limit)
-                    best[limit] = min(best.get(limit, float("inf")), per_call_us(fn, 10))
-                    kernels.setdefault(limit, kernel_us(fn, 5))
-            print(f"{case.name} | {mode} | {best[1 << 30]:.0f} / {best[1]:.0f} | "
-                  f"{kernels[1 << 30]:.0f} / {kernels[1]:.0f}", flush=True)
-    use(1)
-
-
 if __name__ == "__main__":
-    {"batched": batched, "gc": garbage_collector, "ab": lt_against_legacy, "ab-forward": lambda: lt_against_legacy(("dcgan", "depthwise", "unet2d", "unet3d"), ("eval",)), "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()
+    {"gc": garbage_collector, "ab": lt_against_legacy, "ab-forward": lambda: lt_against_legacy(("dcgan", "depthwise", "unet2d", "unet3d"), ("eval",)), "engine": engine_pieces, "model": model_pieces, "pieces": pieces, "backward": backward_pieces, "steps": step_pieces}.get((sys.argv[1:] or [""])[0], main)()

@@ -3,6 +3,7 @@
 #   A: does a call wait for the GPU (sync_probe.py: host time per call with the GPU idle and
 #      busy, zoo models); cuBLASLt against the legacy call on batched products
 #      (lt_probe.py batched).
+#   B: where DCGAN's training step spends its host time (host_profile.py), three variants.
 #   T: every CUDA test.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -10,6 +11,11 @@ case "$1" in
 A)
   timeout 300 python3 benches/sync_probe.py > $O/sync.log 2>&1; grep -v "Warn\|warn" $O/sync.log | head -80
   timeout 200 python3 benches/lt_probe.py batched > $O/batched.log 2>&1; grep "|" $O/batched.log ;;
+B)
+  for v in "float32 NCHW" "float32 CL" "bfloat16 NCHW"; do
+    f=$O/profile-${v// /-}.log
+    timeout 150 python3 benches/host_profile.py dcgan $v > $f 2>&1; grep -v "Warn\|warn" $f | head -40
+  done ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac

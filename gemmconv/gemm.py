@@ -2,12 +2,12 @@
 
 On CUDA it calls cuBLAS itself (ctypes, Linux), on torch's current stream, so it runs
 inside CUDA-graph capture too. The calls of a product are worked out once per layout of its
-operands (_plan) and then only given pointers. A call of one matrix goes to cuBLASLt, its
-algorithm chosen once per alignment of its pointers (_lt_choice): cublasGemmStridedBatchedEx,
-which runs cuBLAS's heuristics on every call, took 17-23 us of host time a call on the
-H200's host where cublasLtMatmul with its algorithm chosen took 11-17 (benches/NOTES.md,
-session 25). Calls of several matrices (LT_MAX_BATCH), and any that no cuBLASLt algorithm
-takes, go to cublasGemmStridedBatchedEx with torch's handle.
+operands (_plan) and then only given pointers. A call goes to cuBLASLt, its algorithm
+chosen once per alignment of its pointers (_lt_choice): cublasGemmStridedBatchedEx, which
+runs cuBLAS's heuristics on every call, took 17-23 us of host time a call on the H200's
+host where cublasLtMatmul with its algorithm chosen took 11-17, and their kernels matched
+on single and batched products alike (benches/NOTES.md, sessions 25 and 26). A call that no
+cuBLASLt algorithm takes goes to cublasGemmStridedBatchedEx with torch's handle.
 
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
@@ -71,13 +71,6 @@ _SCALE_TYPE = {_COMPUTE_32F: 0, _COMPUTE_32F_FAST_TF32: 0, _COMPUTE_64F: 1}   # 
 LT_WORKSPACE = 32 << 20   # the most workspace a chosen algorithm may take (torch gives cuBLAS
                           # as much on Hopper); allocated per call, where one takes any
 MAX_ALIGNMENT = 256       # cuBLASLt assumes this alignment of pointers unless told less
-# Calls of more matrices than this stay on cublasGemmStridedBatchedEx. cuBLASLt's choice
-# matched its kernels on every single-matrix product measured (the zoo's, results/s25/G),
-# but the 17 cases' forwards whose products are batched over samples ran 27-32% slower
-# after the move (2d-strided-grouped, 2d-stride5-dil2; results/s25/J against s24/E, other
-# machines, whose spread was 6-8% that run), unconfirmed in one process before the
-# session's device time ran out.
-LT_MAX_BATCH = 1
 
 LAYOUT_TRIAL_FLOPS = 1 << 32       # products this large (about 10 us) choose a's layout
 LAYOUT_TRIAL_ELEMENTS = 1 << 22    # when a's distinct matrices hold at most this many elements
@@ -342,9 +335,6 @@ def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> No
         stream = _cuda.raw_stream(device)
         for call in product.calls:
             pb, pa, pc = (p + o for p, o in zip((b, a, out), call.offsets))
-            if call.args[-1] > LT_MAX_BATCH:
-                _legacy(product, call, pb, pa, pc, device)
-                continue
             alignment = tuple(min(p & -p, most) for p, most in zip((pb, pa, pc), call.alignment))
             choice = call.lt.get(alignment)
             if choice is None:

@@ -295,20 +295,19 @@ def test_planned_cublas_calls_compute_the_product_and_are_reused(
         assert rel_error(out, torch.matmul(a, b)) < 1e-14
         assert len(gemm._products) == 1
         product = next(iter(gemm._products.values()))
-        # cuBLASLt takes the calls of one matrix where it has an algorithm; the legacy call
-        # the rest (gemm.LT_MAX_BATCH).
-        single = sum(call.args[-1] <= gemm.LT_MAX_BATCH for call in product.calls)
-        lt_calls = single if host_blas.lt else 0
+        # cuBLASLt takes every call where it has an algorithm; the legacy call the rest.
+        lt_calls = len(product.calls) if host_blas.lt else 0
         assert len(host_blas.calls) == lt_calls
         assert len(host_blas.legacy) == len(product.calls) - lt_calls
         calls = host_blas.calls + host_blas.legacy
         assert all(pc >= out.data_ptr() for _, _, pc in calls)
-        assert len(host_blas.queries) == (single if attempt == 0 else 0)   # chosen once
+        # cuBLASLt is asked once a call and alignment, whether or not it has an algorithm.
+        assert len(host_blas.queries) == (len(product.calls) if attempt == 0 else 0)
         if attempt == 0:
             # The alignment passed for A, B, C and D: the pointers', leading dims' and batch
             # strides' (the output's rows of 6 float64: 16 bytes).
             assert [(q[5] % 8, q[6] % 8, q[7], q[8]) for q in host_blas.queries] == \
-                [(0, 0, 16, 16)] * single
+                [(0, 0, 16, 16)] * len(product.calls)
     out_t = torch.empty(b1, b2, 6, 5, dtype=torch.float64).transpose(-1, -2)
     with pytest.raises(AssertionError, match="row-major"):
         gemm._cublas_matmul(a, b, out_t)
