@@ -12,7 +12,7 @@ tiny training step's), ``engine`` (work on autograd's device thread against the 
 ``model`` (DCGAN by function), ``ab`` and ``ab-forward`` (zoo models with gemm.py on
 cuBLASLt against the legacy call, in turns), ``gc`` (Python's collector on and off). Session
 25's ``batched`` mode (the 17 cases' batched products on cuBLASLt against the legacy call,
-results/s26/A/batched.log) went with the limit it toggled (commit a second after 4028333).
+results/s26/A/batched.log) went with the limit it toggled (commit f1adba7).
 """
 import ctypes
 import sys
