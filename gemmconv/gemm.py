@@ -32,9 +32,10 @@ Weight layout: cuBLAS picks its kernel by heuristics from the shape and the oper
 layouts, and on the convolution routes' products the layout of ``a`` (the weight) alone
 moved the time by up to 45%, either way depending on the shape (benches/NOTES.md, change
 38). A weight is small, so its layout is ours to choose. The first product of each shape
-(of at least LAYOUT_TRIAL_FLOPS) times ``a`` as passed and copied into the other layout,
-waits for the timings, and keeps the faster; every product of that shape, the first
-included, then runs on the kept layout, so results repeat bit for bit within a process.
+(of at least LAYOUT_TRIAL_FLOPS) times ``a`` as passed against copied into the other
+layout, the copy included, waits for the timings, and keeps the faster; every product of
+that shape, the first included, then runs on the kept layout, so results repeat bit for bit
+within a process.
 Under ``torch.use_deterministic_algorithms`` (the choice could differ between processes
 where the two are close) and during CUDA-graph capture (nothing can be waited for), ``a``
 runs as passed unless a choice is already kept.
@@ -44,7 +45,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
-from typing import Iterator, Literal, NamedTuple
+from typing import Callable, Iterator, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -179,23 +180,27 @@ def _layout_choice(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool 
     if copy is None:
         if torch.are_deterministic_algorithms_enabled() or torch.cuda.is_current_stream_capturing():
             return None
-        copy = _kept_layouts[key] = _other_is_faster(a, _other_layout(a, distinct), b, out)
+        copy = _kept_layouts[key] = _other_is_faster(a, lambda: _other_layout(a, distinct), b,
+                                                     out)
     return copy
 
 
-def _other_is_faster(a: torch.Tensor, other: torch.Tensor, b: torch.Tensor,
+def _other_is_faster(a: torch.Tensor, other: Callable[[], torch.Tensor], b: torch.Tensor,
                      out: torch.Tensor) -> bool:
-    """Whether ``other @ b`` runs in at most LAYOUT_GAIN of the time of ``a @ b`` (each the
-    fastest of LAYOUT_TRIALS runs, taken in turns, into ``out``). Waits for the GPU."""
+    """Whether ``other() @ b``, the copy ``other()`` makes included, runs in at most
+    LAYOUT_GAIN of the time of ``a @ b`` (each the fastest of LAYOUT_TRIALS runs, taken in
+    turns, into ``out``). Every call of a copied product makes its copy, so the copy is part
+    of its cost: an activation-sized operand's copy (a weight gradient's) can cost more than
+    the layout saves. Waits for the GPU."""
     runs = []
     with _cuda.on_device(out.device):
         for _ in range(LAYOUT_TRIALS):
-            for operand in (a, other):
+            for copied in (False, True):
                 start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
                 start.record()
-                _cublas_matmul(operand, b, out)
+                _cublas_matmul(other() if copied else a, b, out)
                 end.record()
-                runs.append((operand is other, start, end))
+                runs.append((copied, start, end))
         runs[-1][2].synchronize()
     best = [min(s.elapsed_time(e) for copied, s, e in runs if copied == c) for c in (False, True)]
     return best[1] <= LAYOUT_GAIN * best[0]

@@ -101,7 +101,7 @@ def trials(monkeypatch):
 
     def timed(faster):
         monkeypatch.setattr(gemm, "_other_is_faster",
-                            lambda a, other, b, out: calls.append(other.stride()) or faster)
+                            lambda a, other, b, out: calls.append(other().stride()) or faster)
         return calls
     return timed
 
@@ -125,6 +125,50 @@ def test_layout_is_timed_once_per_shape_and_then_kept(trials, faster):
     assert len(calls) == 2
     unchosen = gemm._product(a, b, out, choose_layout=False)
     assert not unchosen.copied and _reads_a_as(unchosen) == gemm._OP_T and len(calls) == 2
+
+
+@pytest.mark.parametrize("copy_ms, faster", [(0.5, True), (3.0, False)])
+def test_layout_trial_times_the_copy_with_the_product(monkeypatch, copy_ms, faster):
+    """Each call of a copied product makes its copy, so the trial times the copy inside the
+    copied layout's events: a product 2 ms faster on the copy loses to one whose copy takes
+    3 ms."""
+    log = []
+
+    class Event:   # a stand-in whose clock advances by what ran since the last record
+        clock = 0.0
+
+        def __init__(self, enable_timing):
+            self.at = None
+
+        def record(self):
+            log.append("record")
+            self.at = Event.clock
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return end.at - self.at
+
+    def matmul(a, b, out):
+        log.append("matmul")
+        Event.clock += 3.0 if a.stride()[-1] != 1 else 1.0   # the row-major copy: 2 ms faster
+
+    def copy(a, distinct):
+        log.append("copy")
+        Event.clock += copy_ms
+        return distinct.contiguous().expand(a.shape)
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(gemm, "_cublas_matmul", matmul)
+    monkeypatch.setattr(gemm, "_other_layout", copy)
+    monkeypatch.setattr(gemm._cuda, "on_device", lambda device: contextlib.nullcontext())
+    a, b = _column_major_weight(), torch.randn(8, 3, 4, 6, dtype=torch.float64)
+    out = torch.empty(8, 3, 5, 6, dtype=torch.float64)
+    assert gemm._other_is_faster(a, lambda: gemm._other_layout(a, gemm._distinct(a)), b, out) \
+        is faster
+    assert log == ["record", "matmul", "record", "record", "copy", "matmul", "record"] * \
+        gemm.LAYOUT_TRIALS
 
 
 def test_layout_is_not_timed_for_small_products_or_deterministic_algorithms(trials, monkeypatch):
