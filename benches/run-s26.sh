@@ -4,6 +4,8 @@
 #      busy, zoo models); cuBLASLt against the legacy call on batched products
 #      (lt_probe.py batched).
 #   B: where DCGAN's training step spends its host time (host_profile.py), three variants.
+#   C: the samples side by side through a copy or a batched product (batched_probe.py); the
+#      FCN-32s layer's kernels in bfloat16, NCHW and channels_last (layer.py).
 #   T: every CUDA test.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -15,6 +17,11 @@ B)
   for v in "float32 NCHW" "float32 CL" "bfloat16 NCHW"; do
     f=$O/profile-${v// /-}.log
     timeout 150 python3 benches/host_profile.py dcgan $v > $f 2>&1; grep -v "Warn\|warn" $f | head -40
+  done ;;
+C)
+  timeout 300 python3 benches/batched_probe.py > $O/batched.log 2>&1; grep "|" $O/batched.log
+  for cl in "" --channels-last; do
+    timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, bias=False)" --input 8,21,16,16 --dtype bfloat16 $cl > $O/fcn$cl.log 2>&1; grep -v "Warn\|warn" $O/fcn$cl.log
   done ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
