@@ -18,8 +18,10 @@ w^T`` and ``grad_weight = x^T @ columns``, each one product over every position.
 
 The weight is reordered so that each tap's output channels lie side by side: col2im and
 im2col then move whole runs of channels. That copy is the weight's size, small beside the
-columns; the activations are never copied (so the GEMMs, whose first operand is an
-activation here, run without gemm.py's trial of that operand's other layout).
+columns; the activations are not copied (so the GEMMs, whose first operand is an
+activation here, run without gemm.py's trial of that operand's other layout), but where
+their rows of channels are not whole 16-byte units and the products are large (see
+:func:`pitch`): then the input, and the input gradient, pass through a copy whose rows are.
 """
 from __future__ import annotations
 
@@ -83,6 +85,25 @@ def _weight(weight: torch.Tensor, a: ConvTransposeArgs,
     w = w.permute(0, *[3 + d for d in taken], 1, *[3 + d for d in kept], 2)
     ka = math.prod(a.geometry.kernel_size[d] for d in taken)
     return w.reshape(groups, ka * a.in_channels // groups, -1)
+
+
+def pitch(a: ConvTransposeArgs, element_size: int) -> int:
+    """Elements from one position's channels to the next's in the input (and its gradient)
+    as the GEMMs read them: C_in, but where those rows are not whole 16-byte units and the
+    products are large (gemm.LAYOUT_TRIAL_FLOPS), C_in rounded up to them. On rows of any
+    alignment cuBLAS takes its kernels for unaligned rows: FCN-32s's bfloat16 forward
+    product (21 channels) took 287 us there, against 105 on the planar route's aligned
+    operands (benches/NOTES.md, session 26)."""
+    c, unit = a.in_channels, max(1, 16 // element_size)
+    flops = 2 * a.batch * math.prod(a.grid) * c * a.column_rows
+    return c if c % unit == 0 or flops < gemm.LAYOUT_TRIAL_FLOPS else -(-c // unit) * unit
+
+
+def _pitched(rows: torch.Tensor, width: int, copy: bool = True) -> torch.Tensor:
+    """Rows ``(P, C)`` in a new tensor whose rows lie ``width`` elements apart (its first
+    C columns): a copy of ``rows``, or unwritten."""
+    out = rows.new_empty(rows.shape[0], width)[:, :rows.shape[1]]
+    return out.copy_(rows) if copy else out
 
 
 def _group_rows(rows: torch.Tensor, groups: int) -> torch.Tensor:
@@ -162,6 +183,9 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     rows, m, grid = split.gather_rows, split.scatter_rows, split.grid
     x = ordered(x)
     x_rows = _positions(x).reshape(-1, a.in_channels)
+    width = pitch(a, x.element_size())
+    if width != a.in_channels and not gather:
+        x_rows = _pitched(x_rows, width)
     plan = forward_plan(a, tuple(gathered), x.element_size(), limit)
     workspace = x.new_empty(plan.workspace)
     w = _weight(weight, a, split.gathered)
@@ -200,7 +224,10 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     cin, cout = a.in_channels // groups, a.out_channels // groups
     m = cout * g.taps
     grad_rows = _positions(ordered(grad_out))
+    width = pitch(a, grad_out.element_size())
     x_rows = _positions(ordered(x)).reshape(-1, a.in_channels) if need[1] else None
+    if x_rows is not None and width != a.in_channels:
+        x_rows = _pitched(x_rows, width)
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty_grad = lambda: grad_out.new_empty(0)
     grad_input = empty(grad_out, (a.batch, a.in_channels, *a.grid), True) if need[0] else None
@@ -211,6 +238,8 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         w = None
         dense = gemm.dense_groups(grad_out.dtype, grad_out.is_cuda, groups, cin)   # as the short side of both products
         input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
+        products = input_rows if input_rows is None or width == a.in_channels else \
+            _pitched(input_rows, width, copy=False)
         for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
             n = n1 - n0
             columns = workspace[:count * groups * m].view(count, groups * m)
@@ -221,7 +250,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                 if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
                     w = _weight(weight() if callable(weight) else weight, a).transpose(1, 2)
                     w = gemm.block_diagonal(w).unsqueeze(0) if dense else w
-                _by_groups(columns, w, input_rows[p0:p0 + count])
+                _by_groups(columns, w, products[p0:p0 + count])
             if need[1] and dense:   # all groups' products at once, their diagonal blocks kept
                 product = gemm.matmul(x_rows[p0:p0 + count].t()[None, None], columns[None, None],
                                       grad_weight.new_empty(1, 1, a.in_channels, groups * m), False)
@@ -230,6 +259,8 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                 grad_weight += gemm.matmul(
                     _group_rows(x_rows[p0:p0 + count], groups).transpose(-1, -2),
                     _group_rows(columns, groups), grad_weight.new_empty(grad_weight.shape), False)
+        if need[0] and products is not input_rows:
+            input_rows.copy_(products)
         if need[0] and bias is not None:
             input_rows += bias
     if grad_input is None:

@@ -151,6 +151,10 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
                 "GEMM: (positions x taps C_out) @ flipped weight, into the output"
                 + (", then the bias added" if bias else "")]
     steps = []
+    width = cl.pitch(a, torch.empty((), dtype=dtype).element_size())
+    if split.gather is None and width != a.in_channels:
+        steps.append(f"copy the input's rows of {a.in_channels} channels into rows "
+                     f"{width} apart (whole 16-byte units, which cuBLAS's fast kernels need)")
     if split.gather is not None:
         steps.append(_kernel("channels_last im2col of the input", split.gather,
                              count * groups * split.gather_rows, on_cuda))
@@ -162,6 +166,12 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
     steps.append(_kernel("channels_last col2im" + (" + bias" if bias else ""), split.scatter,
                          elements, on_cuda))
     return steps
+
+
+def _interleaved_format(a: ConvTransposeArgs, element_size: int) -> str:
+    if cl.pitch(a, element_size) != a.in_channels and not any(a.gathered_dims()):
+        return "channels_last (the input's rows re-pitched; no layout copies)"
+    return "channels_last (no layout copies)"
 
 
 def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
@@ -228,7 +238,8 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             f"{'yes' if bias is not None else 'None'}, {kwargs})")
     shape = a.output_shape[1:] if a.unbatched else a.output_shape
     return Explanation(call, tuple(shape),
-                       "channels_last (no layout copies)" if interleaved else "NCHW-contiguous",
+                       _interleaved_format(a, input.element_size()) if interleaved
+                       else "NCHW-contiguous",
                        ops.describe_route(a, interleaved, why_not is None), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,

@@ -301,7 +301,8 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         split = a.split(gathered)
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
         if split.gather or split.direct or len(plan.chunks) != 1 or \
-                gemm.dense_groups(x.dtype, True, groups, split.gather_rows):
+                gemm.dense_groups(x.dtype, True, groups, split.gather_rows) or \
+                cl.pitch(a, x.element_size()) != a.in_channels:   # a copy of the input first
             return None, ()
         m, (_, count) = split.scatter_rows, plan.rows[0]
         w = cl._weight(weight, a)
@@ -759,7 +760,8 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     grad_out = _gradient_in_layout(grad_out, interleaved)
     x, weight = _in_layout(x, weight, interleaved)
     if interleaved:
-        if gemm.dense_groups(x.dtype, True, groups, cin):
+        if gemm.dense_groups(x.dtype, True, groups, cin) or \
+                cl.pitch(a, x.element_size()) != a.in_channels:   # copies of the input's rows
             return None
         plan = cl.backward_plan(a, grad_out.element_size(), _workspace_limit)
         if len(plan.chunks) != 1:

@@ -200,3 +200,41 @@ def test_channels_last_groups_as_one_dense_product(monkeypatch, case):
         x, w, b = _leaves(case, "dense", limit)
         _check(case, x, w, b, "dense")
     assert case.groups in calls
+
+
+@pytest.mark.parametrize("dtype, channels, pitch", [(torch.float64, 5, 6), (torch.float32, 21, 24),
+                                                    (torch.float64, 6, 6)])
+def test_unaligned_rows_of_channels_reach_the_gemms_pitched(monkeypatch, dtype, channels, pitch):
+    """Where an input's rows of channels are not whole 16-byte units and the products are
+    large, the GEMMs read the input (and write the input gradient) through copies whose rows
+    are: no operand of theirs has rows C_in elements apart. Against torch in float64."""
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)   # every product large
+    strides = []
+    matmul = gemm.matmul
+
+    def recorded(a, b, out, *args):   # the operands' leading dims
+        strides.extend(t.stride()[-2] if t.stride()[-1] == 1 else t.stride()[-1]
+                       for t in (a, b, out))
+        return matmul(a, b, out, *args)
+    monkeypatch.setattr(gemm, "matmul", recorded)
+    case = cases.Case("pitched", 2, channels, 3, (4, 3), (5, 6), stride=(2, 1), padding=(1, 0))
+    x64, w64, b64 = _leaves(case, "pitched")
+    a = ops.conv_transpose_args("conv_transpose2d", 2, x64, w64, b64, case.stride, case.padding,
+                                0, 1, 1)
+    assert channels_last.pitch(a, torch.empty((), dtype=dtype).element_size()) == pitch
+    x, w, b = (t.detach().to(dtype).requires_grad_() for t in (x64, w64, b64))
+    out = OURS[2](x, w, b, **case.kwargs)
+    grad = torch.randn(out.shape, dtype=torch.float64, generator=generator("pitched", "g"))
+    mine = torch.autograd.grad(out, (x, w, b), grad.to(dtype))
+    ref = reference(case, x64, w64, b64)
+    theirs = torch.autograd.grad(ref, (x64, w64, b64), grad)
+    tolerance = 1e-12 if dtype == torch.float64 else 1e-5
+    assert rel_error(out, ref) < tolerance
+    for m, t in zip(mine, theirs):
+        assert rel_error(m, t) < tolerance
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    assert mine[0].is_contiguous(memory_format=torch.channels_last)
+    assert len(strides) == 9 and (channels == pitch) == (channels in strides)
+    said = str(gemmconv.explain(x, w, b, **case.kwargs))
+    assert ("re-pitched" in said) == ("rows 24 apart" in said or "rows 6 apart" in said) == \
+        (channels != pitch)

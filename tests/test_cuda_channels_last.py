@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gemmconv
-from gemmconv import _cuda, cases, channels_last, ops
+from gemmconv import _cuda, cases, channels_last, gemm, ops
 from gemmconv.bench import reference as reference64
 from gemmconv.columns import col2im_interleaved, im2col_interleaved
 from gemmconv.shapes import Geometry
@@ -59,6 +59,16 @@ def _check(case, mode, key):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_channels_last_matches_float64_reference(case, mode):
     _check(case, mode, mode)
+
+
+@pytest.mark.parametrize("mode", ["float32-tf32", "bfloat16", "float64"])
+@pytest.mark.parametrize("case", [c for c in CASES if c.in_channels % 8][:16] +
+                         [c for c in CASES if c in cases.LARGE_KERNELS], ids=lambda c: c.name)
+def test_channels_last_pitched_rows_of_channels(monkeypatch, case, mode):
+    """Every product large enough for the input's unaligned rows of channels to go through
+    pitched copies (channels_last.pitch), into poisoned outputs."""
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    _check(case, mode, "pitched")
 
 
 @pytest.mark.parametrize("mode", ["float64", "bfloat16"])
