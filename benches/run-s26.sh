@@ -6,6 +6,8 @@
 #   B: where DCGAN's training step spends its host time (host_profile.py), three variants.
 #   C: the samples side by side through a copy or a batched product (batched_probe.py); the
 #      FCN-32s layer's kernels in bfloat16, NCHW and channels_last (layer.py).
+#   D: batched_probe.py again, the GPU timed alone; FCN-32s's layer after the pitched copies
+#      (fcn_probe.py, layer.py in bfloat16 and float32 channels_last).
 #   T: every CUDA test.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -22,6 +24,12 @@ C)
   timeout 300 python3 benches/batched_probe.py > $O/batched.log 2>&1; grep "|" $O/batched.log
   for cl in "" --channels-last; do
     timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, bias=False)" --input 8,21,16,16 --dtype bfloat16 $cl > $O/fcn$cl.log 2>&1; grep -v "Warn\|warn" $O/fcn$cl.log
+  done ;;
+D)
+  timeout 300 python3 benches/batched_probe.py > $O/batched.log 2>&1; grep "|" $O/batched.log
+  timeout 120 python3 benches/fcn_probe.py > $O/fcn.log 2>&1; grep "|" $O/fcn.log
+  for dt in bfloat16 float32; do
+    timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, bias=False)" --input 8,21,16,16 --dtype $dt --channels-last > $O/fcn-$dt.log 2>&1; grep -v "Warn\|warn" $O/fcn-$dt.log
   done ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
