@@ -21,7 +21,8 @@ im2col then move whole runs of channels. That copy is the weight's size, small b
 columns; the activations are not copied (so the GEMMs, whose first operand is an
 activation here, run without gemm.py's trial of that operand's other layout), but where
 their rows of channels are not whole 16-byte units and the products are large (see
-:func:`pitch`): then the input, and the input gradient, pass through a copy whose rows are.
+:func:`padded_channels`): then the input, the weight and the input gradient pass through
+copies zero-padded to whole units.
 """
 from __future__ import annotations
 
@@ -87,23 +88,26 @@ def _weight(weight: torch.Tensor, a: ConvTransposeArgs,
     return w.reshape(groups, ka * a.in_channels // groups, -1)
 
 
-def pitch(a: ConvTransposeArgs, element_size: int) -> int:
-    """Elements from one position's channels to the next's in the input (and its gradient)
-    as the GEMMs read them: C_in, but where those rows are not whole 16-byte units and the
-    products are large (gemm.LAYOUT_TRIAL_FLOPS), C_in rounded up to them. On rows of any
-    alignment cuBLAS takes its kernels for unaligned rows: FCN-32s's bfloat16 forward
-    product (21 channels) took 287 us there, against 105 on the planar route's aligned
-    operands (benches/NOTES.md, session 26)."""
+def padded_channels(a: ConvTransposeArgs, element_size: int) -> int:
+    """The input channels the GEMMs run over: C_in, but where a position's channels are not
+    whole 16-byte units, the products are large (gemm.LAYOUT_TRIAL_FLOPS) and there is one
+    group, C_in rounded up to them, the input and the weight zero-padded to as many. The
+    channels are the products' contiguous reduction dim here (the input gradient's
+    contiguous output dim), and on a dim of any length cuBLAS takes its kernels for
+    unaligned operands: FCN-32s's bfloat16 forward product (21 channels) took 287 us there,
+    against 105 on the planar route, where the channels are not contiguous (benches/NOTES.md,
+    session 26)."""
     c, unit = a.in_channels, max(1, 16 // element_size)
     flops = 2 * a.batch * math.prod(a.grid) * c * a.column_rows
-    return c if c % unit == 0 or flops < gemm.LAYOUT_TRIAL_FLOPS else -(-c // unit) * unit
+    if c % unit == 0 or a.groups != 1 or flops < gemm.LAYOUT_TRIAL_FLOPS:
+        return c
+    return -(-c // unit) * unit
 
 
-def _pitched(rows: torch.Tensor, width: int, copy: bool = True) -> torch.Tensor:
-    """Rows ``(P, C)`` in a new tensor whose rows lie ``width`` elements apart (its first
-    C columns): a copy of ``rows``, or unwritten."""
-    out = rows.new_empty(rows.shape[0], width)[:, :rows.shape[1]]
-    return out.copy_(rows) if copy else out
+def _padded(t: torch.Tensor, width: int, dim: int = -1) -> torch.Tensor:
+    """``t`` zero-padded to ``width`` along ``dim`` (-1 or -2), a dense copy."""
+    grow = width - t.shape[dim]
+    return torch.nn.functional.pad(t, (0, grow) if dim == -1 else (0, 0, 0, grow))
 
 
 def _group_rows(rows: torch.Tensor, groups: int) -> torch.Tensor:
@@ -183,12 +187,14 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     rows, m, grid = split.gather_rows, split.scatter_rows, split.grid
     x = ordered(x)
     x_rows = _positions(x).reshape(-1, a.in_channels)
-    width = pitch(a, x.element_size())
-    if width != a.in_channels and not gather:
-        x_rows = _pitched(x_rows, width)
+    padded = not gather and padded_channels(a, x.element_size()) != a.in_channels
+    if padded:
+        x_rows = _padded(x_rows, padded_channels(a, x.element_size()))
     plan = forward_plan(a, tuple(gathered), x.element_size(), limit)
     workspace = x.new_empty(plan.workspace)
     w = _weight(weight, a, split.gathered)
+    if padded:   # zero rows for the input's zero channels
+        w = _padded(w, x_rows.shape[1], dim=-2)
     if gemm.dense_groups(x.dtype, x.is_cuda, groups, rows):
         w = gemm.block_diagonal(w).unsqueeze(0)
     out = empty(x, a.output_shape, True)
@@ -224,14 +230,15 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     cin, cout = a.in_channels // groups, a.out_channels // groups
     m = cout * g.taps
     grad_rows = _positions(ordered(grad_out))
-    width = pitch(a, grad_out.element_size())
+    width = padded_channels(a, grad_out.element_size())
     x_rows = _positions(ordered(x)).reshape(-1, a.in_channels) if need[1] else None
     if x_rows is not None and width != a.in_channels:
-        x_rows = _pitched(x_rows, width)
+        x_rows = _padded(x_rows, width)
     acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
     empty_grad = lambda: grad_out.new_empty(0)
     grad_input = empty(grad_out, (a.batch, a.in_channels, *a.grid), True) if need[0] else None
-    grad_weight = grad_out.new_zeros((1, groups, cin, m), dtype=acc) if need[1] else None
+    grad_weight = grad_out.new_zeros((1, groups, width // groups, m), dtype=acc) \
+        if need[1] else None
     if need[0] or need[1]:
         plan = backward_plan(a, grad_out.element_size(), limit)
         workspace = grad_out.new_empty(plan.workspace)
@@ -239,7 +246,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         dense = gemm.dense_groups(grad_out.dtype, grad_out.is_cuda, groups, cin)   # as the short side of both products
         input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
         products = input_rows if input_rows is None or width == a.in_channels else \
-            _pitched(input_rows, width, copy=False)
+            input_rows.new_empty(input_rows.shape[0], width)
         for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
             n = n1 - n0
             columns = workspace[:count * groups * m].view(count, groups * m)
@@ -249,6 +256,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             if need[0]:
                 if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
                     w = _weight(weight() if callable(weight) else weight, a).transpose(1, 2)
+                    w = _padded(w, width) if width != a.in_channels else w
                     w = gemm.block_diagonal(w).unsqueeze(0) if dense else w
                 _by_groups(columns, w, products[p0:p0 + count])
             if need[1] and dense:   # all groups' products at once, their diagonal blocks kept
@@ -260,13 +268,13 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                     _group_rows(x_rows[p0:p0 + count], groups).transpose(-1, -2),
                     _group_rows(columns, groups), grad_weight.new_empty(grad_weight.shape), False)
         if need[0] and products is not input_rows:
-            input_rows.copy_(products)
+            input_rows.copy_(products[:, :a.in_channels])
         if need[0] and bias is not None:
             input_rows += bias
     if grad_input is None:
         grad_input = empty_grad()
     if need[1]:
-        grad_weight = grad_weight.view(a.in_channels, g.taps, cout).transpose(1, 2).to(
+        grad_weight = grad_weight[:, :, :cin].reshape(a.in_channels, g.taps, cout).transpose(1, 2).to(
             grad_out.dtype).reshape(a.in_channels, cout, *g.kernel_size)
     else:
         grad_weight = empty_grad()

@@ -151,10 +151,10 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
                 "GEMM: (positions x taps C_out) @ flipped weight, into the output"
                 + (", then the bias added" if bias else "")]
     steps = []
-    width = cl.pitch(a, torch.empty((), dtype=dtype).element_size())
+    width = cl.padded_channels(a, torch.empty((), dtype=dtype).element_size())
     if split.gather is None and width != a.in_channels:
-        steps.append(f"copy the input's rows of {a.in_channels} channels into rows "
-                     f"{width} apart (whole 16-byte units, which cuBLAS's fast kernels need)")
+        steps.append(f"copy the input and the weight zero-padded from {a.in_channels} to "
+                     f"{width} channels (whole 16-byte units, which cuBLAS's fast kernels need)")
     if split.gather is not None:
         steps.append(_kernel("channels_last im2col of the input", split.gather,
                              count * groups * split.gather_rows, on_cuda))
@@ -169,8 +169,8 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
 
 
 def _interleaved_format(a: ConvTransposeArgs, element_size: int) -> str:
-    if cl.pitch(a, element_size) != a.in_channels and not any(a.gathered_dims()):
-        return "channels_last (the input's rows re-pitched; no layout copies)"
+    if cl.padded_channels(a, element_size) != a.in_channels and not any(a.gathered_dims()):
+        return "channels_last (channels zero-padded; no layout copies)"
     return "channels_last (no layout copies)"
 
 

@@ -302,7 +302,7 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
         if split.gather or split.direct or len(plan.chunks) != 1 or \
                 gemm.dense_groups(x.dtype, True, groups, split.gather_rows) or \
-                cl.pitch(a, x.element_size()) != a.in_channels:   # a copy of the input first
+                cl.padded_channels(a, x.element_size()) != a.in_channels:   # copies first
             return None, ()
         m, (_, count) = split.scatter_rows, plan.rows[0]
         w = cl._weight(weight, a)
@@ -761,7 +761,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     x, weight = _in_layout(x, weight, interleaved)
     if interleaved:
         if gemm.dense_groups(x.dtype, True, groups, cin) or \
-                cl.pitch(a, x.element_size()) != a.in_channels:   # copies of the input's rows
+                cl.padded_channels(a, x.element_size()) != a.in_channels:   # copies first
             return None
         plan = cl.backward_plan(a, grad_out.element_size(), _workspace_limit)
         if len(plan.chunks) != 1:

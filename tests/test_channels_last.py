@@ -202,29 +202,29 @@ def test_channels_last_groups_as_one_dense_product(monkeypatch, case):
     assert case.groups in calls
 
 
-@pytest.mark.parametrize("dtype, channels, pitch", [(torch.float64, 5, 6), (torch.float32, 21, 24),
-                                                    (torch.float64, 6, 6)])
-def test_unaligned_rows_of_channels_reach_the_gemms_pitched(monkeypatch, dtype, channels, pitch):
-    """Where an input's rows of channels are not whole 16-byte units and the products are
-    large, the GEMMs read the input (and write the input gradient) through copies whose rows
-    are: no operand of theirs has rows C_in elements apart. Against torch in float64."""
+@pytest.mark.parametrize("dtype, channels, padded", [(torch.float64, 5, 6), (torch.float32, 21, 24),
+                                                     (torch.float64, 6, 6)])
+def test_unaligned_channels_reach_the_gemms_zero_padded(monkeypatch, dtype, channels, padded):
+    """Where a position's channels are not whole 16-byte units and the products are large,
+    the GEMMs run over the channels zero-padded to whole units (the input and the weight
+    padded, the input gradient computed padded): their reduction, or the input gradient's
+    row, spans the padded count, never C_in. Against torch in float64."""
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)   # every product large
-    strides = []
+    dims = []
     matmul = gemm.matmul
 
-    def recorded(a, b, out, *args):   # the operands' leading dims
-        strides.extend(t.stride()[-2] if t.stride()[-1] == 1 else t.stride()[-1]
-                       for t in (a, b, out))
+    def recorded(a, b, out, *args):   # (m, k, n) of each product
+        dims.append((a.shape[-2], a.shape[-1], b.shape[-1]))
         return matmul(a, b, out, *args)
     monkeypatch.setattr(gemm, "matmul", recorded)
-    case = cases.Case("pitched", 2, channels, 3, (4, 3), (5, 6), stride=(2, 1), padding=(1, 0))
-    x64, w64, b64 = _leaves(case, "pitched")
+    case = cases.Case("padded", 2, channels, 3, (4, 3), (5, 6), stride=(2, 1), padding=(1, 0))
+    x64, w64, b64 = _leaves(case, "padded")
     a = ops.conv_transpose_args("conv_transpose2d", 2, x64, w64, b64, case.stride, case.padding,
                                 0, 1, 1)
-    assert channels_last.pitch(a, torch.empty((), dtype=dtype).element_size()) == pitch
+    assert channels_last.padded_channels(a, torch.empty((), dtype=dtype).element_size()) == padded
     x, w, b = (t.detach().to(dtype).requires_grad_() for t in (x64, w64, b64))
     out = OURS[2](x, w, b, **case.kwargs)
-    grad = torch.randn(out.shape, dtype=torch.float64, generator=generator("pitched", "g"))
+    grad = torch.randn(out.shape, dtype=torch.float64, generator=generator("padded", "g"))
     mine = torch.autograd.grad(out, (x, w, b), grad.to(dtype))
     ref = reference(case, x64, w64, b64)
     theirs = torch.autograd.grad(ref, (x64, w64, b64), grad)
@@ -234,7 +234,9 @@ def test_unaligned_rows_of_channels_reach_the_gemms_pitched(monkeypatch, dtype, 
         assert rel_error(m, t) < tolerance
     assert out.is_contiguous(memory_format=torch.channels_last)
     assert mine[0].is_contiguous(memory_format=torch.channels_last)
-    assert len(strides) == 9 and (channels == pitch) == (channels in strides)
+    positions, m = 2 * 5 * 6, 3 * 12
+    # forward: positions x C @ C x m; input gradient: positions x m @ m x C; weight
+    # gradient: C x positions @ positions x m.
+    assert dims == [(positions, padded, m), (positions, m, padded), (padded, positions, m)]
     said = str(gemmconv.explain(x, w, b, **case.kwargs))
-    assert ("re-pitched" in said) == ("rows 24 apart" in said or "rows 6 apart" in said) == \
-        (channels != pitch)
+    assert ("zero-padded" in said) == (f"to {padded} channels" in said) == (channels != padded)

@@ -64,11 +64,11 @@ def test_channels_last_matches_float64_reference(case, mode):
 @pytest.mark.parametrize("mode", ["float32-tf32", "bfloat16", "float64"])
 @pytest.mark.parametrize("case", [c for c in CASES if c.in_channels % 8][:16] +
                          [c for c in CASES if c in cases.LARGE_KERNELS], ids=lambda c: c.name)
-def test_channels_last_pitched_rows_of_channels(monkeypatch, case, mode):
-    """Every product large enough for the input's unaligned rows of channels to go through
-    pitched copies (channels_last.pitch), into poisoned outputs."""
+def test_channels_last_zero_padded_channels(monkeypatch, case, mode):
+    """Every product large enough for unaligned channels to be zero-padded to whole 16-byte
+    units (channels_last.padded_channels), into poisoned outputs."""
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
-    _check(case, mode, "pitched")
+    _check(case, mode, "padded")
 
 
 @pytest.mark.parametrize("mode", ["float64", "bfloat16"])
