@@ -8,6 +8,8 @@
 #      FCN-32s layer's kernels in bfloat16, NCHW and channels_last (layer.py).
 #   D: batched_probe.py again, the GPU timed alone; FCN-32s's layer after the pitched copies
 #      (fcn_probe.py, layer.py in bfloat16 and float32 channels_last).
+#   E: FCN-32s's layer with its channels zero-padded (fcn_probe.py, layer.py channels_last
+#      in both dtypes, forward and backward); the channels_last CUDA tests.
 #   T: every CUDA test.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -31,6 +33,12 @@ D)
   for dt in bfloat16 float32; do
     timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, bias=False)" --input 8,21,16,16 --dtype $dt --channels-last > $O/fcn-$dt.log 2>&1; grep -v "Warn\|warn" $O/fcn-$dt.log
   done ;;
+E)
+  timeout 120 python3 benches/fcn_probe.py > $O/fcn.log 2>&1; grep "|" $O/fcn.log
+  for dt in bfloat16 float32; do for bw in "" --backward; do
+    timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, bias=False)" --input 8,21,16,16 --dtype $dt --channels-last $bw > $O/fcn-$dt$bw.log 2>&1; grep -v "Warn\|warn" $O/fcn-$dt$bw.log | head -8
+  done; done
+  timeout 300 python3 -m pytest -q -m cuda tests/test_cuda_channels_last.py -p no:cacheprovider -x > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac
