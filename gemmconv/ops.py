@@ -200,6 +200,7 @@ class _Replay(NamedTuple):
     interleaved: bool
     samples_inner: bool
     weight_view: tuple = ()      # the planar GEMM's weight operand: (size, stride) of the weight
+    padded: int = 0              # channels_last: the input channels zero-padded to, or 0
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, workspace: Optional[torch.Tensor] = None,
@@ -213,6 +214,8 @@ class _Replay(NamedTuple):
             out = cl.empty(x, a.output_shape, self.interleaved)
         if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
             w = cl._weight(weight, a)
+            if self.padded:
+                x, w = _padded_operands(x, w, a, self.padded)
             operands = (x.data_ptr(), w.data_ptr())
         else:   # the weight, or its copy where gemm.py's layout choice keeps one
             w = gemm.first_operand(self.product, weight.as_strided(*self.weight_view)) \
@@ -301,15 +304,15 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         split = a.split(gathered)
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
         if split.gather or split.direct or len(plan.chunks) != 1 or \
-                gemm.dense_groups(x.dtype, True, groups, split.gather_rows) or \
-                cl.padded_channels(a, x.element_size()) != a.in_channels:   # copies first
+                gemm.dense_groups(x.dtype, True, groups, split.gather_rows):
             return None, ()
         m, (_, count) = split.scatter_rows, plan.rows[0]
-        w = cl._weight(weight, a)
+        padded = cl.padded_channels(a, x.element_size())
+        x_rows, w = _padded_operands(x, cl._weight(weight, a), a, padded)
         workspace, out = x.new_empty(plan.workspace), cl.empty(x, a.output_shape, True)
         columns = workspace[:count * groups * m].view(count, groups * m)
-        product = gemm.plan(cl._group_rows(cl._positions(x).reshape(-1, a.in_channels), groups),
-                            w.unsqueeze(0), cl._group_rows(columns, groups), False)
+        product = gemm.plan(cl._group_rows(x_rows, groups), w.unsqueeze(0),
+                            cl._group_rows(columns, groups), False)
         launch = _cuda.interleaved_launch(
             "col2im", columns.view(a.batch, *split.grid, groups, split.scatter.taps,
                                    a.out_channels // groups),
@@ -348,7 +351,19 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         return replay, (workspace, out)
     if product.copied or any(product.contiguous):
         return None, ()
-    return _Replay(product, launch, plan.workspace, True, False), (workspace, out)
+    return _Replay(product, launch, plan.workspace, True, False,
+                   padded=0 if padded == a.in_channels else padded), (workspace, out)
+
+
+def _padded_operands(x: torch.Tensor, w: torch.Tensor, a: ConvTransposeArgs,
+                     channels: int) -> tuple:
+    """The channels_last forward's GEMM operands: ``x``'s positions ``(P, C_in)`` and the
+    reordered weight ``w (G, C_in / G, K C_out / G)``, zero-padded to ``channels`` input
+    channels where that is more (channels_last.padded_channels)."""
+    x_rows = cl._positions(x).reshape(-1, a.in_channels)
+    if channels == a.in_channels:
+        return x_rows, w
+    return cl._padded(x_rows, channels), cl._padded(w, channels, dim=-2)
 
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],

@@ -47,6 +47,24 @@ def test_replays_of_a_copied_weight(monkeypatch, case, dtype):
     _check_backward(monkeypatch, case, "planar", dtype)
 
 
+# Input channels not whole 16-byte units, 2-D (channels_last zero-pads them where the
+# products are large: channels_last.padded_channels).
+PADDED_CASES = [cases._c("k4s2-21ch", 4, 21, 16, (4, 4), (8, 8), stride=2, padding=1),
+                cases._c("k64s32-21ch", 2, 21, 5, (64, 64), (3, 2), stride=32, padding=16)] + \
+    [c for c in cases.LARGE_KERNELS if c.nd == 2]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", PADDED_CASES, ids=lambda c: c.name)
+def test_replays_with_zero_padded_channels(monkeypatch, case, dtype):
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)
+    monkeypatch.setattr(gemm, "_products", {})
+    _check_forward(monkeypatch, case, "channels_last", dtype)
+    assert [r.padded for r in ops._replays.values()] == \
+        [-(-case.in_channels * (4 if dtype == torch.float32 else 2) // 16) * 16 //
+         (4 if dtype == torch.float32 else 2)]
+
+
 def _check_forward(monkeypatch, case, layout, dtype):
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("channels_last is 2-D and 3-D")

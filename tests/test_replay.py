@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from gemmconv import cases, ops
+from gemmconv import cases, gemm, ops
 from gemmconv import channels_last as cl
 from gemmconv.shapes import conv_transpose_args
 from helpers import generator
@@ -63,6 +63,18 @@ def test_calls_of_more_than_one_gemm_and_col2im_have_none(monkeypatch):
     # chunks: a workspace limit below the columns' size
     monkeypatch.setattr(ops, "_workspace_limit", 4096)
     assert _replay(CASE) is None
+
+
+def test_channels_last_replay_zero_pads_unaligned_channels(monkeypatch):
+    """A channels_last forward whose input channels are not whole 16-byte units and whose
+    product is large replays with both operands zero-padded: its GEMM runs over 24 channels
+    where the call has 21 (float32)."""
+    case = cases._c("k4s2-21ch", 4, 21, 16, (4, 4), (8, 8), stride=2, padding=1)
+    assert _replay(case, channels_last=True).padded == 0    # a small product: not padded
+    monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)      # (channels_last tries no layouts)
+    replay = _replay(case, channels_last=True)
+    assert replay.interleaved and replay.padded == 24
+    assert replay.product.calls[0].args[4] == 24            # the reduction dim k
 
 
 def _backward_replay(case, channels_last=False, need=(True, True, True)):
