@@ -10,7 +10,9 @@
 #      (fcn_probe.py, layer.py in bfloat16 and float32 channels_last).
 #   E: FCN-32s's layer with its channels zero-padded (fcn_probe.py, layer.py channels_last
 #      in both dtypes, forward and backward); the channels_last CUDA tests.
-#   T: every CUDA test.
+#   T: every CUDA test (after E's code and the forward replay with padded channels).
+#   F: the 17 cases, forward NCHW and channels_last, and training, on T's code.
+#   Z: the zoo (python -m gemmconv bench --models), on T's code.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -39,6 +41,12 @@ E)
     timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, bias=False)" --input 8,21,16,16 --dtype $dt --channels-last $bw > $O/fcn-$dt$bw.log 2>&1; grep -v "Warn\|warn" $O/fcn-$dt$bw.log | head -8
   done; done
   timeout 300 python3 -m pytest -q -m cuda tests/test_cuda_channels_last.py -p no:cacheprovider -x > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+F)
+  timeout 100 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 100 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
+  timeout 200 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
+Z)
+  timeout 500 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac
