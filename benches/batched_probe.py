@@ -14,7 +14,12 @@ Per zoo layer on small grids, float32 and bfloat16: GPU time (CUDA events, media
 and host time (the GPU busy) of each form, forward and input gradient, and whether both give
 the same result.
 
-    PYTHONPATH=. python benches/batched_probe.py
+    PYTHONPATH=. python benches/batched_probe.py          # the layers' products alone
+    PYTHONPATH=. python benches/batched_probe.py models   # zoo models, in the library
+
+``models``: after ops took batched products (ops._samples_batched), zoo models swapped
+blindly, planar, forward and training step, with them on and off in turns in one process
+(per call back to back, the fastest of three turns; kernels' own time from the profiler).
 """
 import statistics
 import sys
@@ -119,5 +124,38 @@ def main():
                       f"{same:.1e}", flush=True)
 
 
+def models(names=("dcgan", "vae-decoder", "unet2d", "hifigan")):
+    from host_probe import kernel_us
+    from lt_probe import model_step, zoo_pair
+    from overhead import per_call_us
+    least = ops.BATCHED_MIN_POSITIONS
+
+    def use(batched: bool):
+        ops.BATCHED_MIN_POSITIONS = least if batched else 1 << 40
+        for cache in (gemm._products, ops._replays, ops._backward_replays):
+            cache.clear()
+        ops._forward_plan.cache_clear()
+
+    print("model | mode dtype | per call us: torch / batched / copies | kernels us: torch / "
+          "batched / copies")
+    for name in names:
+        for dtype in (torch.float32, torch.bfloat16):
+            base, ours, x, cast = zoo_pair(name, dtype, False)
+            for mode in ("eval", "train"):
+                step = lambda m: model_step(m, x, cast, mode)
+                best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
+                kernels = {"torch": kernel_us(step(base), 10)}
+                for _ in range(3):
+                    best["torch"] = min(best["torch"], per_call_us(step(base), 30))
+                    for batched in (True, False):
+                        use(batched)
+                        best[batched] = min(best[batched], per_call_us(step(ours), 30))
+                        kernels.setdefault(batched, kernel_us(step(ours), 10))
+                print(f"{name} | {mode} {str(dtype)[6:]} | {best['torch']:.0f} / {best[True]:.0f}"
+                      f" / {best[False]:.0f} | {kernels['torch']:.0f} / {kernels[True]:.0f} / "
+                      f"{kernels[False]:.0f}", flush=True)
+    use(True)
+
+
 if __name__ == "__main__":
-    main()
+    models() if sys.argv[1:] == ["models"] else main()

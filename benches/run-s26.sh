@@ -10,6 +10,9 @@
 #      (fcn_probe.py, layer.py in bfloat16 and float32 channels_last).
 #   E: FCN-32s's layer with its channels zero-padded (fcn_probe.py, layer.py channels_last
 #      in both dtypes, forward and backward); the channels_last CUDA tests.
+#   T2: every CUDA test, after the samples side by side came from batched products.
+#   G: zoo models with the batched products on and off in turns (batched_probe.py models),
+#      and the zoo (bench --models) on T2's code.
 #   T: every CUDA test (after E's code and the forward replay with padded channels).
 #   F: the 17 cases, forward NCHW and channels_last, and training, on T's code.
 #   Z: the zoo (python -m gemmconv bench --models), on T's code.
@@ -47,6 +50,11 @@ F)
   timeout 200 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log ;;
 Z)
   timeout 500 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+T2)
+  timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+G)
+  timeout 240 python3 benches/batched_probe.py models > $O/ab.log 2>&1; grep "|" $O/ab.log
+  timeout 330 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac

@@ -68,6 +68,25 @@ def _samples_inner(batch: int, cells: int) -> bool:
     return batch > 1 and cells <= SAMPLES_INNER_MAX_POSITIONS
 
 
+# Where the samples side by side come from a product batched over the samples rather than
+# from a reordered copy: the forward's product reads each sample where it lies and writes
+# its L columns of the side-by-side matrix (leading dim n L, batch stride L), and the input
+# gradient's writes each sample in place rather than through a permuted copy. On the H200
+# (benches/NOTES.md, session 26; benches/batched_probe.py) that ran as fast or faster, and
+# saved the copy's kernel and host time, on the zoo's layers of at least 64 positions and 64
+# input channels a group (DCGAN's 32x32 layer 48 -> 23 us forward); with fewer positions
+# (DCGAN's and the VAE's 4x4: 20 -> 41 us) or channels (FCN-32s's 21: input gradient 173 ->
+# 437 us) the thin products ran up to 2.5x slower.
+BATCHED_MIN_POSITIONS = 64
+BATCHED_MIN_CHANNELS = 64
+
+
+def _samples_batched(cells: int, channels: int) -> bool:
+    """Whether samples side by side (_samples_inner) of ``cells`` positions and ``channels``
+    input channels a group come from a batched product, not a reordered copy."""
+    return cells >= BATCHED_MIN_POSITIONS and channels >= BATCHED_MIN_CHANNELS
+
+
 def _side_by_side(buffer: torch.Tensor, n: int, channels: int, taps: int,
                   cells: int) -> torch.Tensor:
     """Columns laid out (C, taps, n, L) in ``buffer``, as the column kernels take them:
@@ -147,6 +166,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     x = x.contiguous()
     workspace = x.new_empty(plan.workspace)
     w = out = None
+    batched = plan.samples_inner and _samples_batched(cells, rows)
     for n0, n1, o0, o1, i0, i1 in plan.chunks:
         n, band = n1 - n0, (i1 - i0) * inner
         if gather:             # the gathered columns follow the GEMM's output in the workspace
@@ -155,6 +175,8 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                 padding=gather.band_padding(0, i0),
                 out=workspace[n * groups * m * band:n * groups * (m + rows) * band],
             ).view(n, groups, rows, band)
+        elif plan.samples_inner and batched:   # each sample where it lies
+            gathered_columns = x[n0:n1].view(n, groups, rows, cells)
         elif plan.samples_inner:   # (1, G, rows, n L): the samples side by side
             gathered_columns = _samples_side_by_side(x[n0:n1], groups, cells)
         elif n == a.batch and band == cells:   # the whole input: no slices to take
@@ -168,8 +190,10 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
         # samples, and the GEMM's output at the front of the workspace.
         taps = split.scatter.taps
         if plan.samples_inner:   # columns (G, m, n, L), seen by col2im as (n, C_out, taps, L)
-            gemm.matmul(w.as_strided((1, groups, m, rows), (0, rows * m, 1, m)), gathered_columns,
-                        workspace.as_strided((1, groups, m, n * band), (0, m * n * band, n * band, 1)))
+            k = n if batched else 1   # products: one a sample, or one over n L columns
+            gemm.matmul(w.as_strided((k, groups, m, rows), (0, rows * m, 1, m)), gathered_columns,
+                        workspace.as_strided((k, groups, m, n * band // k),
+                                             (band, m * n * band, n * band, 1)))
             columns = _side_by_side(workspace, n, a.out_channels, taps, band)
         else:
             columns = workspace.as_strided((n, groups, m, band), (groups * m * band, m * band, band, 1))
@@ -193,7 +217,8 @@ class _Replay(NamedTuple):
     calls only allocate and launch. On small layers the GPU waits for the host, and the
     views and plans of _forward and channels_last.forward cost 2-3 times these launches
     there (benches/NOTES.md, session 24). ``samples_inner``: the GEMM reads the samples side
-    by side, from a reordered copy of the input (_samples_inner)."""
+    by side, from a reordered copy of the input (_samples_inner; not where a product
+    batched over the samples reads them in place, _samples_batched)."""
     product: gemm._Product
     launch: object               # _cuda.Launch
     workspace: int
@@ -330,12 +355,15 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         cells = math.prod(split.grid)
         workspace, out = x.new_empty(plan.workspace), x.new_empty(a.output_shape)
         w = _split_weight(weight, a, split)
-        samples_inner = plan.samples_inner
+        batched = plan.samples_inner and _samples_batched(cells, rows)
+        samples_inner = plan.samples_inner and not batched   # (the input reordered)
         weight_view = ((1 if samples_inner else n, groups, m, rows), (0, rows * m, 1, m))
-        if samples_inner:
-            side = workspace.as_strided((1, groups, m, n * cells), (0, m * n * cells, n * cells, 1))
-            product = gemm.plan(w.as_strided(*weight_view), _samples_side_by_side(x, groups, cells),
-                                side)
+        if plan.samples_inner:
+            k = n if batched else 1
+            side = workspace.as_strided((k, groups, m, n * cells // k),
+                                        (cells, m * n * cells, n * cells, 1))
+            product = gemm.plan(w.as_strided(*weight_view), x.view(n, groups, rows, cells)
+                                if batched else _samples_side_by_side(x, groups, cells), side)
             columns = _side_by_side(workspace, n, a.out_channels, taps, cells)
         else:
             columns = workspace.as_strided((n, groups, m, cells),
@@ -628,7 +656,11 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                     1, groups, cin, m)
                 if ones:
                     operand = torch.cat([operand, _bias_columns(bias, groups, ones)], -1)
-            if need[0] and side_by_side:   # (G, C_in/G, n, L), then into the samples' order
+            if need[0] and side_by_side and _samples_batched(band, cin):   # each sample in place
+                gemm.matmul(operand.expand(n, -1, -1, -1),
+                            buffer.as_strided((n, groups, m, band), (band, m * n * band, n * band, 1)),
+                            products[n0:n1])
+            elif need[0] and side_by_side:   # (G, C_in/G, n, L), then into the samples' order
                 side = gemm.matmul(operand, columns, grad_out.new_empty((1, groups, cin, n * band)))
                 products[n0:n1].copy_(side.view(groups, cin, n, band).permute(2, 0, 1, 3))
             elif need[0]:
@@ -696,6 +728,7 @@ class _BackwardReplay(NamedTuple):
     workspace: int
     interleaved: bool
     views: tuple = ((), ())      # planar: (size, stride) of each product's first operand
+    batched: bool = False        # planar: the input gradient's product batched over samples
 
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
@@ -714,12 +747,14 @@ class _BackwardReplay(NamedTuple):
                 w = cl._weight(weight, a).transpose(1, 2)
                 gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(),
                          device)
-            else:                  # (G, C_in / G, N L), then into the samples' order
-                side = grad_out.new_empty((groups, cin, a.batch, cells))
+            else:   # each sample in place, or (G, C_in / G, N L) then into the samples' order
                 w = gemm.first_operand(self.input, weight.as_strided(*self.views[0])) \
                     if self.input.copied else weight
+                side = grad_input if self.batched else \
+                    grad_out.new_empty((groups, cin, a.batch, cells))
                 gemm.run(self.input, w.data_ptr(), workspace.data_ptr(), side.data_ptr(), device)
-                grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
+                if not self.batched:
+                    grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
         if self.weight is not None:
             product = grad_out.new_empty((groups, cin, m), dtype=acc)
             rows = x if self.interleaved else _samples_side_by_side(x, a.groups, cells)
@@ -774,6 +809,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     grad_out = _gradient_in_layout(grad_out, interleaved)
     x, weight = _in_layout(x, weight, interleaved)
+    batched = False
     if interleaved:
         if gemm.dense_groups(x.dtype, True, groups, cin) or \
                 cl.padded_channels(a, x.element_size()) != a.in_channels:   # copies first
@@ -810,7 +846,13 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
         columns = workspace.view(1, groups, m, n * cells)
         input_product = weight_product = None
         w, rows = weight.view(1, groups, cin, m), _samples_side_by_side(x, groups, cells)
-        if need[0]:
+        batched = _samples_batched(cells, cin)
+        if need[0] and batched:   # as _backward: each sample's input gradient in place
+            w = w.expand(n, -1, -1, -1)
+            input_product = gemm.plan(
+                w, workspace.as_strided((n, groups, m, cells), (cells, m * n * cells, n * cells, 1)),
+                grad_out.new_empty((n, groups, cin, cells)))
+        elif need[0]:
             input_product = gemm.plan(w, columns, grad_out.new_empty((1, groups, cin, n * cells)))
         if need[1]:
             weight_product = gemm.plan(rows, columns.transpose(-1, -2),
@@ -820,7 +862,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
         if product is not None and (product.copied and interleaved or any(product.contiguous)):
             return None
     return _BackwardReplay(im2col, input_product, weight_product, workspace.numel(), interleaved,
-                           () if interleaved else views)
+                           () if interleaved else views, batched)
 
 
 @torch.library.custom_op("gemmconv::conv_transpose", mutates_args=())

@@ -9,7 +9,7 @@ import torch
 from gemmconv import cases, gemm, ops
 from gemmconv import channels_last as cl
 from gemmconv.shapes import conv_transpose_args
-from helpers import generator
+from helpers import OURS, generator, reference, rel_error
 
 
 def _call(case, channels_last, key, change=None):
@@ -34,12 +34,22 @@ def _replay(case, channels_last=False, change=None):
     return ops._work_out_replay(x, w, b, a, channels_last)[0]
 
 
+def _batched(case) -> bool:
+    """Whether ``case``'s samples side by side come from products batched over them."""
+    cells = math.prod(case.size)
+    return ops._samples_inner(case.batch, cells) and \
+        ops._samples_batched(cells, case.in_channels // case.groups)
+
+
 @pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
 def test_model_layers_run_as_replays(case):
     replay = _replay(case)
     assert replay is not None and not replay.interleaved
-    # Few positions a sample: the GEMM takes the samples side by side (ops._samples_inner).
-    assert replay.samples_inner == ops._samples_inner(case.batch, math.prod(case.size))
+    # Few positions a sample: the GEMM takes the samples side by side (ops._samples_inner),
+    # from the input reordered, or by a product batched over the samples (one call of n).
+    assert replay.samples_inner == (ops._samples_inner(case.batch, math.prod(case.size))
+                                    and not _batched(case))
+    assert [c.args[-1] for c in replay.product.calls] == [case.batch if _batched(case) else 1]
     if case.nd in (2, 3):
         assert _replay(case, channels_last=True).interleaved
 
@@ -90,10 +100,35 @@ def _backward_replay(case, channels_last=False, need=(True, True, True)):
 def test_model_layers_backward_runs_as_replays(case):
     replay = _backward_replay(case)
     assert replay is not None and replay.input is not None and replay.weight is not None
+    assert replay.batched == _batched(case)
+    assert [c.args[-1] for c in replay.input.calls] == [case.batch if _batched(case) else 1]
     only_input = _backward_replay(case, need=(True, False, False))
     assert only_input.input is not None and only_input.weight is None
     if case.nd in (2, 3):
         assert _backward_replay(case, channels_last=True).interleaved
+
+
+@pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
+def test_samples_side_by_side_by_batched_products_match_torch(monkeypatch, case):
+    """The planar route on the CPU (the replays' decomposition): with the samples side by
+    side, the forward's and the input gradient's products run batched over the samples
+    where ops._samples_batched says (each output n matrices), else as one product over n L
+    columns; either way the results match torch in float64."""
+    outputs = []
+    matmul = gemm.matmul
+    monkeypatch.setattr(gemm, "matmul", lambda a, b, out, *args: outputs.append(out.shape[0])
+                        or matmul(a, b, out, *args))
+    x, w, b = case.tensors(torch.float64, "cpu", generator(case.name, "batched"))
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    out = OURS[case.nd](x, w, b, **case.kwargs)
+    grad = torch.randn(out.shape, dtype=torch.float64, generator=generator(case.name, "g"))
+    mine = torch.autograd.grad(out, leaves, grad)
+    n = case.batch if _batched(case) else 1
+    assert outputs == [n, n, 1]    # forward, input gradient, weight gradient
+    ref = reference(case, x, w, b)
+    assert rel_error(out, ref) < 1e-12
+    for m, t in zip(mine, torch.autograd.grad(ref, leaves, grad)):
+        assert rel_error(m, t) < 1e-12
 
 
 def test_backward_of_many_positions_a_sample_has_no_planar_replay():
