@@ -60,7 +60,9 @@ def _args_from_lists(input, weight, bias, stride, padding, output_padding, dilat
 # (columns (G, M, N, L) rather than (N, G, M, L)): per-sample products L wide keep most of a
 # tensor-core tile idle, and the weight gradient's per-sample partial products (N of them,
 # each the weight's size) outweigh the columns. The input (and the input gradient) are
-# reordered to match, one pass over a tensor that is small where L is.
+# reordered to match, one pass over a tensor that is small where L is; or, where L is not
+# that small, products batched over the samples read and write them in place
+# (_samples_batched).
 SAMPLES_INNER_MAX_POSITIONS = 1024
 
 
