@@ -187,14 +187,15 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     rows, m, grid = split.gather_rows, split.scatter_rows, split.grid
     x = ordered(x)
     x_rows = _positions(x).reshape(-1, a.in_channels)
-    padded = not gather and padded_channels(a, x.element_size()) != a.in_channels
+    width = padded_channels(a, x.element_size())
+    padded = not gather and width != a.in_channels
     if padded:
-        x_rows = _padded(x_rows, padded_channels(a, x.element_size()))
+        x_rows = _padded(x_rows, width)
     plan = forward_plan(a, tuple(gathered), x.element_size(), limit)
     workspace = x.new_empty(plan.workspace)
     w = _weight(weight, a, split.gathered)
     if padded:   # zero rows for the input's zero channels
-        w = _padded(w, x_rows.shape[1], dim=-2)
+        w = _padded(w, width, dim=-2)
     if gemm.dense_groups(x.dtype, x.is_cuda, groups, rows):
         w = gemm.block_diagonal(w).unsqueeze(0)
     out = empty(x, a.output_shape, True)
