@@ -125,9 +125,7 @@ def main():
 
 
 def models(names=("dcgan", "vae-decoder", "unet2d", "hifigan")):
-    from host_probe import kernel_us
-    from lt_probe import model_step, zoo_pair
-    from overhead import per_call_us
+    from lt_probe import in_turns
     least = ops.BATCHED_MIN_POSITIONS
 
     def use(batched: bool):
@@ -136,25 +134,8 @@ def models(names=("dcgan", "vae-decoder", "unet2d", "hifigan")):
             cache.clear()
         ops._forward_plan.cache_clear()
 
-    print("model | mode dtype | per call us: torch / batched / copies | kernels us: torch / "
-          "batched / copies")
-    for name in names:
-        for dtype in (torch.float32, torch.bfloat16):
-            base, ours, x, cast = zoo_pair(name, dtype, False)
-            for mode in ("eval", "train"):
-                step = lambda m: model_step(m, x, cast, mode)
-                best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
-                kernels = {"torch": kernel_us(step(base), 10)}
-                for _ in range(3):
-                    best["torch"] = min(best["torch"], per_call_us(step(base), 30))
-                    for batched in (True, False):
-                        use(batched)
-                        best[batched] = min(best[batched], per_call_us(step(ours), 30))
-                        kernels.setdefault(batched, kernel_us(step(ours), 10))
-                print(f"{name} | {mode} {str(dtype)[6:]} | {best['torch']:.0f} / {best[True]:.0f}"
-                      f" / {best[False]:.0f} | {kernels['torch']:.0f} / {kernels[True]:.0f} / "
-                      f"{kernels[False]:.0f}", flush=True)
-    use(True)
+    in_turns(use, names, ((torch.float32, False), (torch.bfloat16, False)), ("eval", "train"),
+             ("batched", "copies"))
 
 
 if __name__ == "__main__":

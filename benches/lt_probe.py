@@ -443,11 +443,36 @@ def engine_pieces():
         print(f"  {label:22s} {on:8.1f} / {off:8.1f}   (the work alone on this thread: {main:8.1f})", flush=True)
 
 
-def lt_against_legacy(names=("dcgan", "vae-decoder"), modes=("eval", "train")):
-    """One machine, one process: zoo models, forward and training step, with gemm.py's
-    products on cuBLASLt against cublasGemmStridedBatchedEx, in turns (per call, back to
-    back; the fastest of three turns each), and the kernels' own time (profiler)."""
+def in_turns(use, names, variants, modes, labels):
+    """One machine, one process: zoo models ``names`` in ``variants`` ((dtype, channels_last)
+    pairs) and ``modes``, torch's beside ours with ``use(True)`` and ``use(False)`` in turns
+    (per call, back to back; the fastest of three turns each), and the kernels' own time
+    (profiler). ``labels`` name the two settings; ``use(True)`` is left on."""
     from host_probe import kernel_us
+    print(f"\nmodel | mode dtype layout | per call us: torch / {labels[0]} / {labels[1]} | "
+          f"kernels us: torch / {labels[0]} / {labels[1]}")
+    for name in names:
+        for dtype, last in variants:
+            base, ours, x, cast = zoo_pair(name, dtype, last)
+            for mode in modes:
+                step = lambda m: model_step(m, x, cast, mode)
+                best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
+                kernels = {"torch": kernel_us(step(base), 10)}
+                for _ in range(3):
+                    best["torch"] = min(best["torch"], per_call_us(step(base), 30))
+                    for setting in (True, False):
+                        use(setting)
+                        best[setting] = min(best[setting], per_call_us(step(ours), 30))
+                        kernels.setdefault(setting, kernel_us(step(ours), 10))
+                print(f"{name} | {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} | "
+                      f"{best['torch']:.0f} / {best[True]:.0f} / {best[False]:.0f} | "
+                      f"{kernels['torch']:.0f} / {kernels[True]:.0f} / {kernels[False]:.0f}", flush=True)
+    use(True)
+
+
+def lt_against_legacy(names=("dcgan", "vae-decoder"), modes=("eval", "train")):
+    """Zoo models with gemm.py's products on cuBLASLt against cublasGemmStridedBatchedEx,
+    in turns (in_turns)."""
     choose = gemm._lt_choice
     legacy = lambda *args: gemm._NO_ALGORITHM
 
@@ -456,24 +481,8 @@ def lt_against_legacy(names=("dcgan", "vae-decoder"), modes=("eval", "train")):
         for cache in (gemm._products, ops._replays, ops._backward_replays):
             cache.clear()
 
-    print("\nmodel | mode dtype layout | per call us: torch / Lt / legacy | kernels us: torch / Lt / legacy")
-    for name in names:
-        for dtype, last in ((torch.float32, False), (torch.bfloat16, False), (torch.bfloat16, True)):
-            base, ours, x, cast = zoo_pair(name, dtype, last)
-            for mode in modes:
-                step = lambda m: model_step(m, x, cast, mode)
-                best = {"torch": float("inf"), True: float("inf"), False: float("inf")}
-                kernels = {"torch": kernel_us(step(base), 10)}
-                for _ in range(3):
-                    best["torch"] = min(best["torch"], per_call_us(step(base), 30))
-                    for lt in (True, False):
-                        use(lt)
-                        best[lt] = min(best[lt], per_call_us(step(ours), 30))
-                        kernels.setdefault(lt, kernel_us(step(ours), 10))
-                print(f"{name} | {mode} {str(dtype)[6:]} {'CL' if last else 'NCHW'} | "
-                      f"{best['torch']:.0f} / {best[True]:.0f} / {best[False]:.0f} | "
-                      f"{kernels['torch']:.0f} / {kernels[True]:.0f} / {kernels[False]:.0f}", flush=True)
-    use(True)
+    in_turns(use, names, ((torch.float32, False), (torch.bfloat16, False), (torch.bfloat16, True)),
+             modes, ("Lt", "legacy"))
 
 
 def garbage_collector():
