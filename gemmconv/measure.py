@@ -43,11 +43,19 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
     turns, one sample of each per round, so that drift in clocks, caches and the allocator
     falls on all of them alike (timed one after the other, two runs of one and the same
     model differed by 10% on the H200). A sample is one call from an idle GPU, or with
-    ``back_to_back`` as many calls in a row as fill MIN_SAMPLE_MS (from the warmup's
-    last call), the steady state of a loop of them."""
+    ``back_to_back`` the steady state of a loop of them: one untimed call, then as many
+    calls in a row as fill MIN_SAMPLE_MS (from the warmup's last call). Each round starts
+    at the next of ``fns``."""
     cuda = device.type == "cuda"
 
     def sample(fn: Callable[[], object], calls: int) -> float:
+        if back_to_back:
+            # A sample that followed another call's samples found the host's caches holding
+            # that call's code: with DCGAN's layers all torch's, a model timed after one of
+            # ours ran 4-12% slower than the same model timed after itself (run Z of
+            # session 26). The call before the start warms them, and keeps the GPU busy
+            # when the clock starts, as in a loop.
+            fn()
         if cuda:
             start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
             start.record()
@@ -70,10 +78,12 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
         estimate = sample(fn, 1) if warmup else MIN_SAMPLE_MS
         calls[key] = max(1, min(1000, int(MIN_SAMPLE_MS / max(estimate, 1e-3)))) \
             if back_to_back else 1
-    times: dict = {key: [] for key in fns}
-    for _ in range(repeats):
-        for key, fn in fns.items():
-            times[key].append(sample(fn, calls[key]))
+    keys = list(fns)
+    times: dict = {key: [] for key in keys}
+    for round_ in range(repeats):
+        for i in range(len(keys)):
+            key = keys[(round_ + i) % len(keys)]
+            times[key].append(sample(fns[key], calls[key]))
     return {key: statistics.median(t) for key, t in times.items()}
 
 

@@ -211,6 +211,30 @@ def test_timers_take_short_calls_back_to_back(back_to_back):
         time.sleep(measure.MIN_SAMPLE_MS / 1e3)
     times = measure.timers(torch.device("cpu"), {"short": short, "long": long}, repeats=3,
                            back_to_back=back_to_back)
-    assert calls["long"] == 2 + 3                    # warmup, then one call a sample
+    # warmup, then one call a sample; back to back, an untimed call ahead of each sample
+    assert calls["long"] == (1 + 2 + 3 * 2 if back_to_back else 2 + 3)
     assert calls["short"] > 50 if back_to_back else calls["short"] == 5
     assert times["long"] >= measure.MIN_SAMPLE_MS and times["short"] < measure.MIN_SAMPLE_MS / 10
+
+
+def test_timers_warm_each_call_before_its_samples():
+    """A call that runs slower right after another (the host's caches holding the other's
+    code) is timed warm back to back: the untimed call ahead of each sample takes the cold
+    start. Each round starts at the next call, so none always follows the same one."""
+    state = {"cold": True}
+    order = []
+
+    def cold_after_others():
+        order.append("a")
+        time.sleep((10 if state["cold"] else 1) * measure.MIN_SAMPLE_MS / 1e3)
+        state["cold"] = False
+
+    def other():
+        order.append("b")
+        time.sleep(measure.MIN_SAMPLE_MS / 1e3)
+        state["cold"] = True
+    times = measure.timers(torch.device("cpu"), {"a": cold_after_others, "b": other},
+                           repeats=4, back_to_back=True)
+    assert times["a"] < 2 * measure.MIN_SAMPLE_MS
+    # warmup (a call, then an untimed one and one timed), then a sample of each per round
+    assert "".join(order) == "aaa" "bbb" + "aabb" "bbaa" "aabb" "bbaa"
