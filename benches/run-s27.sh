@@ -4,6 +4,9 @@
 #      DCGAN and the VAE decoder); per layer of the small-layer models, forward, per call
 #      and kernel time (host_probe.py layers); the 2-D U-Net's up-convolutions in
 #      bfloat16 channels_last, forward and training, kernel by kernel (layer.py).
+#      (Ran on an H100: the session's device time was nearly spent by an earlier try.)
+#   B: the float32 fused weight gradient from shifted copies (wgrad_shifted_probe.py), and
+#      the fused backward's CUDA tests.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -15,4 +18,7 @@ A)
       timeout 60 python3 benches/layer.py "ConvTranspose2d($1, $2, 2, stride=2)" --input 8,$1,$3,$3 --dtype bfloat16 --channels-last $bw > $O/unet-$1$bw.log 2>&1; grep -v "Warn\|warn" $O/unet-$1$bw.log | head -12
     done
   done ;;
+B)
+  timeout 90 python3 benches/wgrad_shifted_probe.py > $O/probe.log 2>&1; grep "|" $O/probe.log
+  timeout 60 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -k backward -x -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac

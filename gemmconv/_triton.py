@@ -116,18 +116,44 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
 
 
 @triton.jit
-def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, c_in, c_out, taps,
+def shifted_rows(x_ptr, out_ptr, rows, width, pitch, shift, tiles_w,
+                 BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
+    """``out (rows, pitch)`` = ``x (rows, width)``, contiguous, moved ``shift`` elements
+    along its rows (``out[:, c] = x[:, c - shift]``), zero where that falls outside ``x``:
+    every element written, since a descriptor over the pitch reads them all. Rounded to TF32
+    where ``ROUND``."""
+    pid = tl.program_id(0)
+    r = (pid // tiles_w) * BR + tl.arange(0, BR)
+    c = (pid % tiles_w) * BW + tl.arange(0, BW)
+    src = c - shift
+    inside = (r < rows)[:, None] & ((src >= 0) & (src < width))[None, :]
+    tile = tl.load(x_ptr + r.to(tl.int64)[:, None] * width + src[None, :], mask=inside, other=0.0)
+    if ROUND:
+        tile = round_tf32(tile)
+    tl.store(out_ptr + r.to(tl.int64)[:, None] * pitch + c[None, :], tile,
+             mask=(r < rows)[:, None] & (c < pitch)[None, :])
+
+
+@triton.jit
+def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
                     boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n,
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
-                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr):
+                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
+                    SHIFTED: tl.constexpr):
     """One split's share of one tap's ``(BM, BN)`` tile of ``sum over samples n and input
     positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight gradient, output
-    channels by input channels). ``g_desc``: the output gradient channels innermost ``(N,
-    D', H', W', C_out)``, shifted boxes ``(1, B0, B1, B2, BM)``, zero outside; its tile goes
-    to the tensor cores from registers, so its layout is free. ``x_desc``: the input planar
-    ``(N, C_in, D, H, W)``, boxes ``(1, BN, B0, B1, B2)`` at whole boxes of positions: that
-    operand must lie along positions, the reduction dim, for 32-bit types. ``out (splits,
-    T, C_out, C_in)`` float32."""
+    channels by input channels). ``x_desc``: the input planar ``(N, C_in, D, H, W)``, boxes
+    ``(1, BN, B0, B1, B2)`` at whole boxes of positions: that operand must lie along
+    positions, the reduction dim, for 32-bit types. ``g_desc``, zero outside:
+    - the output gradient channels innermost ``(N, D', H', W', C_out)``, shifted boxes
+      ``(1, B0, B1, B2, BM)``; its tile goes to the tensor cores from registers, so its
+      layout is free for 16-bit types; ``offsets_ptr`` (T, 3) the taps' offsets;
+    - or, ``SHIFTED``, planar copies of it moved along W ``(S N, C_out, D', H', W'')``,
+      boxes ``(1, BM, B0, B1, B2)``: the 32-bit layout, along positions too. A box must
+      start on 16 bytes along W, so a tap whose offset along W is not a multiple of 16
+      bytes reads the copy moved by the rest (fused.shifted_taps); ``offsets_ptr`` (T, 4)
+      the offsets within that copy, and the copy.
+    ``out (splits, T, C_out, C_in)`` float32."""
     BK: tl.constexpr = B0 * B1 * B2
     pid = tl.program_id(0)
     n_block = pid % tiles_n
@@ -136,9 +162,13 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, c_in, c_out, taps,
     rest = rest // tiles_m
     tap = rest % taps
     split = rest // taps
-    o0 = tl.load(offsets_ptr + tap * 3)
-    o1 = tl.load(offsets_ptr + tap * 3 + 1)
-    o2 = tl.load(offsets_ptr + tap * 3 + 2)
+    WIDTH: tl.constexpr = 4 if SHIFTED else 3
+    o0 = tl.load(offsets_ptr + tap * WIDTH)
+    o1 = tl.load(offsets_ptr + tap * WIDTH + 1)
+    o2 = tl.load(offsets_ptr + tap * WIDTH + 2)
+    copy = 0
+    if SHIFTED:
+        copy = tl.load(offsets_ptr + tap * WIDTH + 3)
     co, ci = m_block * BM, n_block * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     first = split * per_split
@@ -147,7 +177,10 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, c_in, c_out, taps,
         q1 = (j // boxes2 % boxes1) * B1
         q0 = (j // (boxes2 * boxes1) % boxes0) * B0
         n = j // (boxes2 * boxes1 * boxes0)
-        a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
+        if SHIFTED:
+            a = g_desc.load([copy * batch + n, co, q0 + o0, q1 + o1, q2 + o2]).reshape(BM, BK)
+        else:
+            a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
         if ROUND:
             a = round_tf32(a)
         b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK)

@@ -202,11 +202,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         candidates = [(c, cost, False) for c, cost, _ in candidates]
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
         if fused.backward_unavailable(a, batched, weight, interleaved) is None:
-            # The output gradient's copy channels innermost, and the input's rows re-pitched
-            # to 16 bytes where they are not (fused.backward).
-            width = a.grid[-1] * size
-            backward = a.batch * a.out_channels * math.prod(a.image) + \
-                (input.numel() if width % 16 else 0)
+            backward = fused.backward_workspace(a, size)
         elif interleaved:
             backward = cl.backward_plan(a, size, limit).workspace
         else:

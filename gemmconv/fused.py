@@ -403,6 +403,12 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -
     bk = 128 // element_size
     box = list(_box(1, grid, bk)[1:])
     box[2] *= bk // math.prod(box)   # a full step on small grids: the tensor cores take K >= 16
+    granule = 16 // element_size      # a box's rows are whole 16-byte units for the copy engine
+    if box[2] < granule:
+        wider, box[2] = granule // box[2], granule
+        for d in (1, 0):
+            taken = min(wider, box[d])
+            box[d], wider = box[d] // taken, wider // taken
     if c_in >= 128 and c_out >= 128:
         return GradConfig(tuple(box), 128, 128, 8, 3)
     return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4)
@@ -429,25 +435,74 @@ def _planar(t: torch.Tensor, tf32: bool) -> tuple:
     return out, shape, _dense(shape[:-1] + [pitch])
 
 
-def weight_gradient(x: torch.Tensor, grad_rows: torch.Tensor, g: Geometry, precision: str = "tf32",
-                    cfg: Optional[GradConfig] = None, rounded: bool = False) -> torch.Tensor:
+@functools.lru_cache(maxsize=256)
+def shifted_taps(g: Geometry, element_size: int) -> tuple:
+    """The weight gradient's taps over copies of the output gradient moved along W:
+    ``(shifts, table)``. A box of the copy engine starts on 16 bytes along W, so the tap
+    of offset ``o`` along W reads the copy moved by ``m = -o mod (16 / element_size)``
+    elements (``copy[w] = grad[w - m]``) at offset ``o + m``, a whole number of 16-byte
+    units. ``shifts`` the distinct moves; ``table`` per tap of convolution_taps(g) its
+    offsets (D, H, W, the last one moved) and the index of its copy in ``shifts``."""
+    taps = convolution_taps(g)
+    granule = 16 // element_size
+    offsets = taps.offsets[0][:taps.count[0]]
+    moves = [-o[2] % granule for o in offsets]
+    shifts = tuple(sorted(set(moves)))
+    return shifts, tuple((o0, o1, o2 + m, shifts.index(m)) for (o0, o1, o2), m in zip(offsets, moves))
+
+
+def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
+    """``grad (N, C, *spatial)``, contiguous, copied once per shift ``m`` in ``shifts`` moved
+    ``m`` elements along W, zero-filled, rounded to TF32 where ``tf32``: ``(tensor, shape,
+    strides)`` of 5 dims ``(S N, C, D, H, W'')``, spatial padded to D, H, W, rows ``W''``
+    elements apart: whole 16-byte units that hold the moved rows."""
+    from . import _triton
+    shape = [grad.shape[0], grad.shape[1], *_padded(grad.shape[2:], 1)]
+    width, granule = shape[-1], 16 // grad.element_size()
+    pitch = -(-(width + max(shifts)) // granule) * granule
+    rows = grad.numel() // width if width else 0
+    out = grad.new_empty(len(shifts), rows, pitch)
+    bw = min(128, _pow2(pitch))
+    tiles_w = -(-pitch // bw)
+    for copy, shift in zip(out, shifts):
+        if rows:
+            _triton.shifted_rows[(-(-rows // 32) * tiles_w,)](
+                grad, copy, rows, width, pitch, shift, tiles_w, BR=32, BW=bw, ROUND=tf32,
+                num_warps=4)
+    full = [len(shifts) * shape[0], *shape[1:-1], pitch]
+    return out, full, _dense(full)
+
+
+def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
+                    cfg: Optional[GradConfig] = None, rounded: bool = False,
+                    shifted: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, and its
-    output gradient ``grad_rows (N, *image, C_out)``, channels innermost and contiguous: per
-    tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d - p]^T``, with no columns in
-    memory. The reduction over samples and positions is split across programs into float32
-    partials, summed in a fixed order (deterministic). float32 runs in TF32 rounded to
-    nearest: the input in its copy (the tensor cores read that operand from shared memory),
-    the output gradient's tiles in registers unless ``rounded`` already. ``cfg`` is for
-    experiments."""
+    output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d
+    - p]^T``, with no columns in memory. The reduction over samples and positions is split
+    across programs into float32 partials, summed in a fixed order (deterministic).
+    ``grad`` is either
+    - ``(N, *image, C_out)``, channels innermost and contiguous: its tiles reach the tensor
+      cores from registers, the 16-bit layout; or
+    - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous, read from its copies
+      moved along W (:func:`shifted_taps`): both operands then lie along positions, the
+      reduction dim, as the tensor cores take 32-bit types from shared memory.
+    float32 runs in TF32 rounded to nearest: the input in its copy, the output gradient in
+    its copies where ``shifted``, else in registers unless ``rounded`` already. ``cfg`` is
+    for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from . import _triton
-    taps = convolution_taps(g)
-    batch, c_in, c_out = x.shape[0], x.shape[1], grad_rows.shape[-1]
-    grid, image = _padded(x.shape[2:], 1), _padded(grad_rows.shape[1:-1], 1)
+    batch, c_in = x.shape[0], x.shape[1]
+    c_out = grad.shape[1] if shifted else grad.shape[-1]
+    grid = _padded(x.shape[2:], 1)
     cfg = cfg or grad_config(grid, c_in, c_out, x.element_size())
     tf32 = x.dtype == torch.float32 and precision == "tf32"
-    count = taps.count[0]
+    if shifted:
+        shifts, table = shifted_taps(g, x.element_size())
+        offsets = torch.tensor(table, dtype=torch.int32, device=x.device)
+    else:
+        offsets = _table_tensor(convolution_taps(g), x.device)[0]
+    count = math.prod(g.kernel_size)
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
@@ -456,18 +511,22 @@ def weight_gradient(x: torch.Tensor, grad_rows: torch.Tensor, g: Geometry, preci
     splits = -(-boxes // per_split)
     partial = x.new_zeros(max(splits, 1), count, c_out, c_in, dtype=torch.float32)
     if splits:
-        g_shape = [batch, *image, c_out]
-        g_desc = TensorDescriptor(grad_rows, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])
+        if shifted:
+            copies, g_shape, g_strides = shifted_copies(grad, shifts, tf32)
+            g_desc = TensorDescriptor(copies, g_shape, g_strides, [1, cfg.bm, *cfg.box])
+        else:
+            g_shape = [batch, *_padded(grad.shape[1:-1], 1), c_out]
+            g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])
         xt, x_shape, x_strides = _planar(x, tf32)
         x_desc = TensorDescriptor(xt, x_shape, x_strides, [1, cfg.bn, *cfg.box])
         _triton.weight_gradient[(splits * tiles,)](
-            g_desc, x_desc, partial, _table_tensor(taps, x.device)[0], c_in, c_out, count,
+            g_desc, x_desc, partial, offsets, batch, c_in, c_out, count,
             *boxes_per_dim, boxes, per_split, tiles_m, tiles_n, B0=cfg.box[0], B1=cfg.box[1],
-            B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, ROUND=tf32 and not rounded,
+            B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, ROUND=tf32 and not (rounded or shifted),
             PRECISION="ieee" if x.dtype == torch.float32 and not tf32 else "tf32",
-            num_warps=cfg.warps, num_stages=cfg.stages)
-    grad = partial.sum(0).permute(2, 1, 0)
-    return grad.reshape(c_in, c_out, *g.kernel_size).to(x.dtype)
+            SHIFTED=shifted, num_warps=cfg.warps, num_stages=cfg.stages)
+    grad_weight = partial.sum(0).permute(2, 1, 0)
+    return grad_weight.reshape(c_in, c_out, *g.kernel_size).to(x.dtype)
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -478,11 +537,6 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     why = unavailable(a, x, weight, interleaved)
     if why is not None:
         return why
-    if x.dtype == torch.float32:
-        # Its tiles of the output gradient reach the tensor cores through a transposing load
-        # from shared memory, which 32-bit types make slow: 12-60 TFLOP/s on the H200, 0.4-0.7x
-        # cuDNN's weight gradient, where bfloat16 ran at 62-600 (results/s23/G/wgrad.log).
-        return "float32 (the fused weight gradient is slower than the column routes there)"
     if interleaved:
         return "channels_last tensors (the fused weight gradient reads planar ones)"
     if any(s != 1 for s in a.geometry.stride):
@@ -492,21 +546,40 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     return None
 
 
+def backward_workspace(a: ConvTransposeArgs, element_size: int) -> int:
+    """Elements :func:`backward` copies into beyond the gradients: the output gradient
+    channels innermost; in float32 its copies moved along W and the input's rounded copy,
+    in 16-bit types the input's where its rows do not start on 16 bytes."""
+    granule = 16 // element_size
+    grid, image = _padded(a.grid, 1), _padded(a.image, 1)
+    rows = a.batch * a.out_channels * math.prod(image)
+    pitched = a.batch * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
+    if element_size != 4:
+        return rows + (pitched if grid[-1] % granule else 0)
+    shifts, _ = shifted_taps(a.geometry, element_size)
+    moved = -(-(image[-1] + max(shifts)) // granule) * granule
+    return rows + pitched + len(shifts) * a.batch * a.out_channels * math.prod(image[:-1]) * moved
+
+
 def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
              need: Sequence[bool]) -> tuple:
     """The input and weight gradients (as ``need`` asks; None for the others) of the
     stride-1 transposed convolution ``a`` with planar ``x (N, C_in, *grid)`` and ``grad_out
-    (N, C_out, *image)``, no columns in memory. One copy of the output gradient channels
-    innermost, rounded to TF32 for float32, feeds both: the input gradient is the forward's
-    kernel over the convolution's taps (``k d - p``) with each tap's weight transposed, and
-    the weight gradient :func:`weight_gradient`."""
+    (N, C_out, *image)``, no columns in memory. The input gradient is the forward's kernel
+    over the convolution's taps (``k d - p``) with each tap's weight transposed, on a copy
+    of the output gradient channels innermost, rounded to TF32 for float32; the weight
+    gradient :func:`weight_gradient`, on that copy in 16-bit types, on copies moved along W
+    in float32 (its 32-bit tiles must lie along positions)."""
+    grad_out = grad_out.contiguous()
+    wide = x.dtype == torch.float32
     with _on(x.device):
-        rows = channels_innermost(grad_out.contiguous(), x.dtype == torch.float32)
+        rows = channels_innermost(grad_out, wide) if need[0] or not wide and need[1] else None
         grad_input = grad_weight = None
         if need[0]:
             grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
             implicit_gemm(rows, tap_weights(weight, transpose=True), None,
                           convolution_taps(a.geometry), grad_input.movedim(1, -1), round_input=False)
         if need[1]:
-            grad_weight = weight_gradient(x.contiguous(), rows, a.geometry, rounded=True)
+            grad_weight = weight_gradient(x.contiguous(), grad_out, a.geometry, shifted=True) \
+                if wide else weight_gradient(x.contiguous(), rows, a.geometry, rounded=True)
     return grad_input, grad_weight

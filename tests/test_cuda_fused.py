@@ -148,9 +148,9 @@ BACKWARD = [dataclasses.replace(c, out_channels=-(-c.out_channels // 8) * 8)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", BACKWARD, ids=lambda c: c.name)
 def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, mode):
-    """Both gradients through the fused kernels in 16-bit types (the input's through the
-    forward's kernel, the weight's through weight_gradient), against float64, poisoned,
-    bitwise repeatable; float32 keeps the column routes."""
+    """Both gradients through the fused kernels (the input's through the forward's kernel,
+    the weight's through weight_gradient: in float32 from the output gradient's copies
+    moved along W), against float64, poisoned, bitwise repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     weight_grads = _counted(monkeypatch, "weight_gradient")
     dtype, precision, tolerance = MODES[mode]
@@ -162,10 +162,7 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         _poison_allocator(x.numel() * x.element_size())                # where the input's lands
         mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
         again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
-    if dtype == torch.float32:   # not there (backward_unavailable); the column routes' input
-        assert weight_grads[0] == 0   # gradient may still run the fused forward kernel
-    else:
-        assert launches[0] == 3 and weight_grads[0] == 2        # forward, then the input's twice
+    assert launches[0] == 3 and weight_grads[0] == 2        # forward, then the input's twice
     assert all(torch.equal(m, g) for m, g in zip(mine, again))  # bitwise, run to run
     refs = reference64(case, x, w, b, grad_out)
     for m, t in zip(mine, refs[1:]):

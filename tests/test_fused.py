@@ -186,6 +186,50 @@ def test_weight_gradient_kernel_matches_float64(case):
 
 
 @interpreted
+@pytest.mark.parametrize("case", STRIDE_ONE[::3], ids=lambda c: c.name)
+def test_weight_gradient_from_shifted_copies_matches_float64(case):
+    """The 32-bit layout: the output gradient planar, read from its copies moved along W.
+    Any W, any padding and dilation: the taps' offsets along W take every remainder."""
+    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = case.tensors(generator=generator(case.name, "weight-grad-shifted"))
+    x, w = _batched(case, x), w.requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "gws"), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, w, grad_out)
+    got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), _geometry(case),
+                                "ieee", shifted=True)
+    assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
+
+
+@pytest.mark.parametrize("kernel,padding,dilation,size", [
+    (3, 1, 1, 4), (7, 3, 1, 4), (5, 0, 3, 2), (4, 2, 2, 8), (1, 0, 1, 4)])
+def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, size):
+    """Each tap reads a copy moved by less than 16 bytes, at an offset of whole 16-byte
+    units, and that copy holds the output gradient at the tap's own offset."""
+    g = Geometry((kernel,), (1,), (padding,), (dilation,))
+    shifts, table = fused.shifted_taps(g, size)
+    granule = 16 // size
+    taps = fused.convolution_taps(g)
+    assert len(table) == kernel and all(0 <= m < granule for m in shifts)
+    for (o0, o1, o2, copy), offset in zip(table, taps.offsets[0]):
+        assert (o0, o1) == offset[:2] and o2 % granule == 0
+        assert o2 - shifts[copy] == offset[2]       # copy[w] = grad[w - m]
+
+
+@interpreted
+def test_shifted_copies_move_rows_and_fill_zeros():
+    grad = torch.randn(2, 3, 5, 7)
+    copies, shape, strides = fused.shifted_copies(grad, (0, 1, 3), tf32=False)
+    assert shape == [6, 3, 1, 5, 12] and strides == [180, 60, 60, 12, 1]   # rows of 7 + 3 -> 12
+    view = copies.view(3, 2, 3, 5, 12)
+    for i, m in enumerate((0, 1, 3)):
+        assert torch.equal(view[i, ..., m:m + 7], grad)
+        assert not view[i, ..., :m].any() and not view[i, ..., m + 7:].any()
+    rounded, *_ = fused.shifted_copies(grad, (2,), tf32=True)
+    assert torch.equal(rounded.view(2, 3, 5, 12)[..., 2:9], fused.round_tf32(grad))
+
+
+@interpreted
 @pytest.mark.parametrize("case", STRIDE_ONE[::5], ids=lambda c: c.name)
 def test_fused_backward_gives_both_gradients_in_tf32(case):
     """fused.backward: float32 operands rounded to TF32 once (the output gradient's copy,
@@ -240,7 +284,7 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         assert _why_not(*large) is None and _why_not(*large, interleaved=True) is None
         assert "cost model" in _why_not(*large, stride=2) and _why_not(*large, True, stride=2) is None
         a = conv_transpose_args("conv_transpose2d", 2, *large, None, 1, 0, 0, 1, 1)
-        assert "float32" in fused.backward_unavailable(a, *large)
+        assert fused.backward_unavailable(a, *large) is None   # float32: copies moved along W
         half = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 64, 3, 3, **bf16)
         assert fused.backward_unavailable(a, *half) is None
         assert "channels_last" in fused.backward_unavailable(a, *half, interleaved=True)
