@@ -18,6 +18,7 @@ from gemmconv import _triton, cases, fused, ops
 from gemmconv.measure import timers
 from gemmconv.shapes import Geometry, conv_transpose_args
 
+TILES = [(128, 64, 8, 3), (64, 128, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3)]
 CASES = [c for c in cases.BENCH if set(c.stride) == {1} and c.nd < 3 and c.groups == 1]
 
 
@@ -53,6 +54,12 @@ def main():
         t_x = bench(lambda: fused._planar(xd, True))
         t_ours = bench(lambda: fused.weight_gradient(xd, gy, geo, shifted=True))
         kernel = t_ours - t_copies - t_x
+        cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
+        tiles = []
+        for bm, bn, warps, stages in TILES:
+            other = cfg._replace(bm=bm, bn=bn, warps=warps, stages=stages)
+            t = bench(lambda: fused.weight_gradient(xd, gy, geo, cfg=other, shifted=True))
+            tiles.append(f"{bm}x{bn}/{warps}w{stages}s {t_cudnn / t:.2f}x")
         with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
             exact, = torch.autograd.grad(conv(x, w, b, **case.kwargs), w, gy)
         got = fused.weight_gradient(xd, gy, geo, shifted=True)
@@ -60,7 +67,7 @@ def main():
         print(f"{case.name} | cudnn grad_w {t_cudnn:.3f} ms | ours {t_ours:.3f} ms "
               f"({t_cudnn / t_ours:.2f}x): copies {t_copies:.3f} ({len(shifts)} moved) + input "
               f"{t_x:.3f} + kernel {kernel:.3f} ({flops / kernel / 1e9:.0f} TF/s, {wgmma()}) "
-              f"| err {err:.1e}", flush=True)
+              f"| err {err:.1e} | other tiles: {', '.join(tiles)}", flush=True)
 
         ours_x, ours_w, ours_b = (None if t is None else t.detach().clone().requires_grad_()
                                   for t in (x, w, b))
