@@ -19,6 +19,6 @@ A)
     done
   done ;;
 B)
-  timeout 90 python3 benches/wgrad_shifted_probe.py > $O/probe.log 2>&1; grep "|" $O/probe.log
+  timeout 100 python3 benches/wgrad_shifted_probe.py > $O/probe.log 2>&1; grep "|" $O/probe.log
   timeout 60 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -k backward -x -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
 esac
