@@ -533,10 +533,16 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
                          interleaved: bool = False) -> Optional[str]:
     """Why the backward of a call does not take the fused kernels, or None where it does:
     where its forward can (:func:`unavailable`), on planar tensors at stride 1, with output
-    channels in whole 16-byte rows too (the output gradient's rows are the kernels' input)."""
+    channels in whole 16-byte rows too (the output gradient's rows are the kernels' input);
+    in float32, 2-D calls only."""
     why = unavailable(a, x, weight, interleaved)
     if why is not None:
         return why
+    if x.dtype == torch.float32 and a.geometry.nd != 2:
+        # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
+        # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
+        # copies of the output gradient moved along W, and runs at 42-104 TFLOP/s.
+        return "float32 1-D (the column routes' backward is faster there)"
     if interleaved:
         return "channels_last tensors (the fused weight gradient reads planar ones)"
     if any(s != 1 for s in a.geometry.stride):

@@ -150,7 +150,7 @@ BACKWARD = [dataclasses.replace(c, out_channels=-(-c.out_channels // 8) * 8)
 def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, mode):
     """Both gradients through the fused kernels (the input's through the forward's kernel,
     the weight's through weight_gradient: in float32 from the output gradient's copies
-    moved along W), against float64, poisoned, bitwise repeatable."""
+    moved along W, 2-D calls only), against float64, poisoned, bitwise repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     weight_grads = _counted(monkeypatch, "weight_gradient")
     dtype, precision, tolerance = MODES[mode]
@@ -162,7 +162,10 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         _poison_allocator(x.numel() * x.element_size())                # where the input's lands
         mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
         again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
-    assert launches[0] == 3 and weight_grads[0] == 2        # forward, then the input's twice
+    if dtype == torch.float32 and case.nd == 1:   # not there (backward_unavailable): the column
+        assert weight_grads[0] == 0                 # routes, whose input gradient may still run
+    else:                                           # the fused forward kernel
+        assert launches[0] == 3 and weight_grads[0] == 2        # forward, then the input's twice
     assert all(torch.equal(m, g) for m, g in zip(mine, again))  # bitwise, run to run
     refs = reference64(case, x, w, b, grad_out)
     for m, t in zip(mine, refs[1:]):

@@ -285,6 +285,10 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         assert "cost model" in _why_not(*large, stride=2) and _why_not(*large, True, stride=2) is None
         a = conv_transpose_args("conv_transpose2d", 2, *large, None, 1, 0, 0, 1, 1)
         assert fused.backward_unavailable(a, *large) is None   # float32: copies moved along W
+        line = _meta(64, 128, 65536), _meta(128, 128, 3)
+        a1 = conv_transpose_args("conv_transpose1d", 1, *line, None, 1, 0, 0, 1, 1)
+        assert fused.unavailable(a1, *line) is None and "float32 1-D" in fused.backward_unavailable(a1, *line)
+        assert fused.backward_unavailable(a1, *(t.to(torch.bfloat16) for t in line)) is None
         half = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 64, 3, 3, **bf16)
         assert fused.backward_unavailable(a, *half) is None
         assert "channels_last" in fused.backward_unavailable(a, *half, interleaved=True)
