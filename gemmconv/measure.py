@@ -50,11 +50,11 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
 
     def sample(fn: Callable[[], object], calls: int) -> float:
         if back_to_back:
-            # A sample that followed another call's samples found the host's caches holding
-            # that call's code: with DCGAN's layers all torch's, a model timed after one of
-            # ours ran 4-12% slower than the same model timed after itself (run Z of
-            # session 26). The call before the start warms them, and keeps the GPU busy
-            # when the clock starts, as in a loop.
+            # A sample that follows another call's finds the host's caches holding that
+            # call's code: a copy of torch's model timed right after ours averaged 0.966x
+            # against 1.011x for a second copy timed after the first (DCGAN, VAE decoder;
+            # benches/NOTES.md, session 27). The call before the start warms them, and keeps
+            # the GPU busy when the clock starts, as in a loop.
             fn()
         if cuda:
             start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
