@@ -116,22 +116,26 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
 
 
 @triton.jit
-def shifted_rows(x_ptr, out_ptr, rows, width, pitch, shift, tiles_w,
+def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, tiles_w,
                  BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
-    """``out (rows, pitch)`` = ``x (rows, width)``, contiguous, moved ``shift`` elements
-    along its rows (``out[:, c] = x[:, c - shift]``), zero where that falls outside ``x``:
-    every element written, since a descriptor over the pitch reads them all. Rounded to TF32
-    where ``ROUND``."""
+    """``out (copies, rows, pitch)``: copy ``i`` is ``x (rows, width)``, contiguous, moved
+    ``shifts[i]`` elements along its rows (``out[i, :, c] = x[:, c - shifts[i]]``), zero
+    where that falls outside ``x``: every element written, since a descriptor over the
+    pitch reads them all. Rounded to TF32 where ``ROUND``. A program writes its tile of
+    every copy, so the copies after the first read ``x`` from the caches."""
     pid = tl.program_id(0)
     r = (pid // tiles_w) * BR + tl.arange(0, BR)
     c = (pid % tiles_w) * BW + tl.arange(0, BW)
-    src = c - shift
-    inside = (r < rows)[:, None] & ((src >= 0) & (src < width))[None, :]
-    tile = tl.load(x_ptr + r.to(tl.int64)[:, None] * width + src[None, :], mask=inside, other=0.0)
-    if ROUND:
-        tile = round_tf32(tile)
-    tl.store(out_ptr + r.to(tl.int64)[:, None] * pitch + c[None, :], tile,
-             mask=(r < rows)[:, None] & (c < pitch)[None, :])
+    where = r.to(tl.int64)[:, None] * pitch + c[None, :]
+    keep = (r < rows)[:, None] & (c < pitch)[None, :]
+    for i in range(copies):
+        src = c - tl.load(shifts_ptr + i)
+        inside = (r < rows)[:, None] & ((src >= 0) & (src < width))[None, :]
+        tile = tl.load(x_ptr + r.to(tl.int64)[:, None] * width + src[None, :], mask=inside,
+                       other=0.0)
+        if ROUND:
+            tile = round_tf32(tile)
+        tl.store(out_ptr + i * rows.to(tl.int64) * pitch + where, tile, mask=keep)
 
 
 @triton.jit

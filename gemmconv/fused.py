@@ -189,6 +189,14 @@ def _programs(batch: int, extent: Sequence[int], c_out: int, phases: int, box: t
 
 
 @functools.lru_cache(maxsize=256)
+def _int_tensor(values: tuple, device: torch.device) -> torch.Tensor:
+    """``values`` (flattened) as int32 on ``device``, made once: a kernel's small table, not
+    copied to the device on every call (nor during CUDA-graph capture, where it cannot be)."""
+    flat = [v for item in values for v in (item if isinstance(item, tuple) else (item,))]
+    return torch.tensor(flat, dtype=torch.int32, device=device)
+
+
+@functools.lru_cache(maxsize=256)
 def _table_tensor(taps: Taps, device: torch.device) -> tuple:
     flat = [v for phase in taps.offsets for offset in phase for v in offset]
     return (torch.tensor(flat, dtype=torch.int32, device=device),
@@ -464,11 +472,10 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     out = grad.new_empty(len(shifts), rows, pitch)
     bw = min(128, _pow2(pitch))
     tiles_w = -(-pitch // bw)
-    for copy, shift in zip(out, shifts):
-        if rows:
-            _triton.shifted_rows[(-(-rows // 32) * tiles_w,)](
-                grad, copy, rows, width, pitch, shift, tiles_w, BR=32, BW=bw, ROUND=tf32,
-                num_warps=4)
+    if rows:
+        _triton.shifted_rows[(-(-rows // 32) * tiles_w,)](
+            grad, out, _int_tensor(tuple(shifts), grad.device), len(shifts),
+            rows, width, pitch, tiles_w, BR=32, BW=bw, ROUND=tf32, num_warps=4)
     full = [len(shifts) * shape[0], *shape[1:-1], pitch]
     return out, full, _dense(full)
 
@@ -499,7 +506,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     tf32 = x.dtype == torch.float32 and precision == "tf32"
     if shifted:
         shifts, table = shifted_taps(g, x.element_size())
-        offsets = torch.tensor(table, dtype=torch.int32, device=x.device)
+        offsets = _int_tensor(table, x.device)
     else:
         offsets = _table_tensor(convolution_taps(g), x.device)[0]
     count = math.prod(g.kernel_size)
