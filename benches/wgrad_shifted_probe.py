@@ -1,5 +1,6 @@
 """The float32 fused weight gradient from copies of the output gradient moved along W
-(session 27, fused.weight_gradient(shifted=True)), on the 17 cases that take the fused
+(session 27, fused.weight_gradient(shifted=True)), its default tile and others (several taps
+a program: _triton.weight_gradient_taps), on the 17 cases that take the fused
 route forward in float32 planar (stride 1, 1-D and 2-D): the kernel's time and TFLOP/s and
 the copies', next to cuDNN's weight gradient; its error against cuDNN in full float32; then
 the training step, torch against ours with the float32 backward on the column routes (as
@@ -18,7 +19,9 @@ from gemmconv import _triton, cases, fused, ops
 from gemmconv.measure import timers
 from gemmconv.shapes import Geometry, conv_transpose_args
 
-TILES = [(128, 64, 8, 3), (64, 64, 4, 3)]
+# Changes to the default tile (fused.grad_config): taps a program, other tiles.
+TILES = [dict(taps=2), dict(taps=3), dict(taps=4), dict(stages=3, taps=3),
+         dict(bm=128, bn=64, warps=8, stages=3, taps=3)]
 CASES = [c for c in cases.BENCH if set(c.stride) == {1} and c.nd < 3 and c.groups == 1]
 
 
@@ -56,10 +59,11 @@ def main():
         kernel = t_ours - t_copies - t_x
         cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
         tiles = []
-        for bm, bn, warps, stages in TILES:
-            other = cfg._replace(bm=bm, bn=bn, warps=warps, stages=stages)
+        for change in TILES:
+            other = cfg._replace(**change)
             t = bench(lambda: fused.weight_gradient(xd, gy, geo, cfg=other, shifted=True))
-            tiles.append(f"{bm}x{bn}/{warps}w{stages}s {t_cudnn / t:.2f}x")
+            tiles.append(f"{other.bm}x{other.bn}/{other.warps}w{other.stages}s/{other.taps}t "
+                         f"{t_cudnn / t:.2f}x")
         with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
             exact, = torch.autograd.grad(conv(x, w, b, **case.kwargs), w, gy)
         got = fused.weight_gradient(xd, gy, geo, shifted=True)

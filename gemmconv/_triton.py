@@ -193,3 +193,75 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     cols = ci + tl.arange(0, BN)
     where = ((split * taps + tap) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
     tl.store(out_ptr + where, acc, mask=(rows < c_out)[:, None] & (cols < c_in)[None, :])
+
+
+@triton.jit
+def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2,
+               BM: tl.constexpr, BK: tl.constexpr):
+    """Tap ``tap``'s ``(BM, BK)`` tile of the output gradient's copies moved along W
+    (weight_gradient's SHIFTED form)."""
+    o0 = tl.load(offsets_ptr + tap * 4)
+    o1 = tl.load(offsets_ptr + tap * 4 + 1)
+    o2 = tl.load(offsets_ptr + tap * 4 + 2)
+    copy = tl.load(offsets_ptr + tap * 4 + 3)
+    return g_desc.load([copy * batch + n, co, q0 + o0, q1 + o1, q2 + o2]).reshape(BM, BK)
+
+
+@triton.jit
+def _store_partial(out_ptr, acc, split, tap, taps, c_out, c_in, co, ci,
+                   BM: tl.constexpr, BN: tl.constexpr):
+    rows = co + tl.arange(0, BM)
+    cols = ci + tl.arange(0, BN)
+    where = ((split * taps + tap) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
+    stored = tl.where(tap < taps, c_out, 0)   # no rows for a tap past the last
+    tl.store(out_ptr + where, acc, mask=(rows < stored)[:, None] & (cols < c_in)[None, :])
+
+
+@triton.jit
+def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
+                         boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
+                         B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
+                         BM: tl.constexpr, BN: tl.constexpr, TP: tl.constexpr,
+                         PRECISION: tl.constexpr):
+    """weight_gradient's SHIFTED form with ``TP`` (2 to 4) taps a program, taps ``TP g`` to
+    ``TP g + TP - 1`` of group ``g``: the input's box, loaded once a step, serves all of
+    them, where one tap a program loads it once per tap (the L2 traffic is then the taps
+    times both operands). Taps past the last repeat it, unstored."""
+    BK: tl.constexpr = B0 * B1 * B2
+    pid = tl.program_id(0)
+    n_block = pid % tiles_n
+    rest = pid // tiles_n
+    m_block = rest % tiles_m
+    rest = rest // tiles_m
+    group = rest % groups
+    split = rest // groups
+    tap0 = group * TP
+    last = taps - 1
+    co, ci = m_block * BM, n_block * BN
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    acc1 = tl.zeros((BM, BN), dtype=tl.float32)
+    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
+    acc3 = tl.zeros((BM, BN), dtype=tl.float32)
+    first = split * per_split
+    for j in range(first, tl.minimum(first + per_split, boxes)):
+        q2 = (j % boxes2) * B2
+        q1 = (j // boxes2 % boxes1) * B1
+        q0 = (j // (boxes2 * boxes1) % boxes0) * B0
+        n = j // (boxes2 * boxes1 * boxes0)
+        b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
+        acc0 = tl.dot(_moved_box(g_desc, offsets_ptr, tap0, batch, n, co, q0, q1, q2, BM, BK),
+                      b, acc0, input_precision=PRECISION)
+        acc1 = tl.dot(_moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), batch, n, co,
+                                 q0, q1, q2, BM, BK), b, acc1, input_precision=PRECISION)
+        if TP > 2:
+            acc2 = tl.dot(_moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), batch, n,
+                                     co, q0, q1, q2, BM, BK), b, acc2, input_precision=PRECISION)
+        if TP > 3:
+            acc3 = tl.dot(_moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 3, last), batch, n,
+                                     co, q0, q1, q2, BM, BK), b, acc3, input_precision=PRECISION)
+    _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
+    _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
+    if TP > 2:
+        _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
+    if TP > 3:
+        _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)

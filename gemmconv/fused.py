@@ -396,12 +396,15 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
 
 class GradConfig(NamedTuple):
     """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
-    product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages."""
+    product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages;
+    ``taps`` a program (1 to 4; more than one only from the output gradient's moved copies,
+    a candidate not yet timed: _triton.weight_gradient_taps)."""
     box: tuple
     bm: int
     bn: int
     warps: int
     stages: int
+    taps: int = 1
 
 
 def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -> GradConfig:
@@ -513,7 +516,9 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
-    tiles = count * tiles_m * tiles_n
+    several = shifted and cfg.taps > 1
+    groups = -(-count // cfg.taps) if several else count
+    tiles = groups * tiles_m * tiles_n
     per_split = -(-boxes // max(1, min(boxes, -(-2 * WAVE // tiles)))) if boxes else 1
     splits = -(-boxes // per_split)
     partial = x.new_zeros(max(splits, 1), count, c_out, c_in, dtype=torch.float32)
@@ -526,14 +531,27 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
             g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])
         xt, x_shape, x_strides = _planar(x, tf32)
         x_desc = TensorDescriptor(xt, x_shape, x_strides, [1, cfg.bn, *cfg.box])
+        dot_precision = "ieee" if x.dtype == torch.float32 and not tf32 else "tf32"
+        if several:
+            _triton.weight_gradient_taps[(splits * tiles,)](
+                g_desc, x_desc, partial, offsets, batch, c_in, c_out, count, *boxes_per_dim,
+                boxes, per_split, tiles_m, tiles_n, groups, B0=cfg.box[0], B1=cfg.box[1],
+                B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, TP=cfg.taps, PRECISION=dot_precision,
+                num_warps=cfg.warps, num_stages=cfg.stages)
+            return _summed(partial, c_in, c_out, g, x.dtype)
         _triton.weight_gradient[(splits * tiles,)](
             g_desc, x_desc, partial, offsets, batch, c_in, c_out, count,
             *boxes_per_dim, boxes, per_split, tiles_m, tiles_n, B0=cfg.box[0], B1=cfg.box[1],
             B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, ROUND=tf32 and not (rounded or shifted),
-            PRECISION="ieee" if x.dtype == torch.float32 and not tf32 else "tf32",
-            SHIFTED=shifted, num_warps=cfg.warps, num_stages=cfg.stages)
-    grad_weight = partial.sum(0).permute(2, 1, 0)
-    return grad_weight.reshape(c_in, c_out, *g.kernel_size).to(x.dtype)
+            PRECISION=dot_precision, SHIFTED=shifted, num_warps=cfg.warps, num_stages=cfg.stages)
+    return _summed(partial, c_in, c_out, g, x.dtype)
+
+
+def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
+            dtype: torch.dtype) -> torch.Tensor:
+    """The weight gradient ``(C_in, C_out, *kernel)`` from the splits' partials ``(splits, T,
+    C_out, C_in)``, summed in order."""
+    return partial.sum(0).permute(2, 1, 0).reshape(c_in, c_out, *g.kernel_size).to(dtype)
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,

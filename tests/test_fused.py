@@ -201,6 +201,24 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
+@interpreted
+@pytest.mark.parametrize("taps", [2, 3, 4])
+@pytest.mark.parametrize("case", STRIDE_ONE[1::7], ids=lambda c: c.name)
+def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
+    """weight_gradient_taps: the input's box shared by several taps' products; a group past
+    the last tap repeats it and stores nothing (kernels of 1 to 21 taps, groups of 2-4)."""
+    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = case.tensors(generator=generator(case.name, f"weight-grad-taps{taps}"))
+    x, w = _batched(case, x), w.requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "gwt"), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, w, grad_out)
+    cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
+    got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), _geometry(case),
+                                "ieee", cfg._replace(taps=taps), shifted=True)
+    assert rel_error(got, ref) < 1e-5
+
+
 @pytest.mark.parametrize("kernel,padding,dilation,size", [
     (3, 1, 1, 4), (7, 3, 1, 4), (5, 0, 3, 2), (4, 2, 2, 8), (1, 0, 1, 4)])
 def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, size):
