@@ -135,7 +135,7 @@ def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, tiles_w
                        other=0.0)
         if ROUND:
             tile = round_tf32(tile)
-        tl.store(out_ptr + i * rows.to(tl.int64) * pitch + where, tile, mask=keep)
+        tl.store(out_ptr + i.to(tl.int64) * rows * pitch + where, tile, mask=keep)
 
 
 @triton.jit
