@@ -116,7 +116,7 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
 
 
 @triton.jit
-def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, tiles_w,
+def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, rows_pitch, tiles_w,
                  BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
     """``out (copies, rows, pitch)``: copy ``i`` is ``x (rows, width)``, contiguous, moved
     ``shifts[i]`` elements along its rows (``out[i, :, c] = x[:, c - shifts[i]]``), zero
@@ -135,7 +135,8 @@ def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, tiles_w
                        other=0.0)
         if ROUND:
             tile = round_tf32(tile)
-        tl.store(out_ptr + i.to(tl.int64) * rows * pitch + where, tile, mask=keep)
+        tl.store(out_ptr + where, tile, mask=keep)
+        out_ptr += rows_pitch   # the next copy (a pointer step: no 32-bit product to overflow)
 
 
 @triton.jit

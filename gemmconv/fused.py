@@ -478,7 +478,7 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     if rows:
         _triton.shifted_rows[(-(-rows // 32) * tiles_w,)](
             grad, out, _int_tensor(tuple(shifts), grad.device), len(shifts),
-            rows, width, pitch, tiles_w, BR=32, BW=bw, ROUND=tf32, num_warps=4)
+            rows, width, pitch, rows * pitch, tiles_w, BR=32, BW=bw, ROUND=tf32, num_warps=4)
     full = [len(shifts) * shape[0], *shape[1:-1], pitch]
     return out, full, _dense(full)
 
