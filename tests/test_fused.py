@@ -219,6 +219,16 @@ def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
     assert rel_error(got, ref) < 1e-5
 
 
+@pytest.mark.parametrize("element_size", [2, 4])
+@pytest.mark.parametrize("grid", [(1, 64, 2), (1, 1, 3), (4, 64, 1), (1, 16, 5), (8, 8, 8), (1, 1, 1024)])
+def test_weight_gradient_boxes_start_rows_on_16_bytes(grid, element_size):
+    """A box's W extent is whole 16-byte units: the copy engine's rows, and the shifted
+    copies' offsets (whole units) stay whole from box to box."""
+    box = fused.grad_config(grid, 64, 64, element_size).box
+    assert box[2] * element_size % 16 == 0 and math.prod(box) >= 128 // element_size
+    assert all(b & (b - 1) == 0 for b in box)
+
+
 @pytest.mark.parametrize("kernel,padding,dilation,size", [
     (3, 1, 1, 4), (7, 3, 1, 4), (5, 0, 3, 2), (4, 2, 2, 8), (1, 0, 1, 4)])
 def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, size):
