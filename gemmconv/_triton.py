@@ -116,17 +116,22 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
 
 
 @triton.jit
-def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, rows_pitch, tiles_w,
-                 BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
-    """``out (copies, rows, pitch)``: copy ``i`` is ``x (rows, width)``, contiguous, moved
-    ``shifts[i]`` elements along its rows (``out[i, :, c] = x[:, c - shifts[i]]``), zero
-    where that falls outside ``x``: every element written, since a descriptor over the
-    pitch reads them all. Rounded to TF32 where ``ROUND``. A program writes its tile of
-    every copy, so the copies after the first read ``x`` from the caches."""
+def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, channels, planes, width, pitch,
+                 rows_pitch, tiles_w, BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
+    """``out (copies, N, planes, channels, pitch)``: copy ``i`` is ``x (N, channels, planes,
+    width)``, contiguous (``rows`` rows of ``width``), its channels moved next to W and its
+    rows moved ``shifts[i]`` elements (``out[i, n, p, c, w] = x[n, c, p, w - shifts[i]]``),
+    zero where that falls outside ``x``: every element written, since a descriptor over the
+    pitch reads them all. Rounded to TF32 where ``ROUND``. A program writes its tile of every
+    copy, so the copies after the first read ``x`` from the caches."""
     pid = tl.program_id(0)
     r = (pid // tiles_w) * BR + tl.arange(0, BR)
     c = (pid % tiles_w) * BW + tl.arange(0, BW)
-    where = r.to(tl.int64)[:, None] * pitch + c[None, :]
+    sample = r // (channels * planes)
+    channel = r // planes % channels
+    plane = r % planes
+    moved = ((sample * planes + plane).to(tl.int64) * channels + channel) * pitch
+    where = moved[:, None] + c[None, :]
     keep = (r < rows)[:, None] & (c < pitch)[None, :]
     for i in range(copies):
         src = c - tl.load(shifts_ptr + i)
@@ -137,6 +142,21 @@ def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, width, pitch, rows_pi
             tile = round_tf32(tile)
         tl.store(out_ptr + where, tile, mask=keep)
         out_ptr += rows_pitch   # the next copy (a pointer step: no 32-bit product to overflow)
+
+
+@triton.jit
+def _moved_tile(g_desc, copy, batch, n, co, p0, p1, p2, B0: tl.constexpr, B1: tl.constexpr,
+                B2: tl.constexpr, BM: tl.constexpr):
+    """The ``(BM, B0 B1 B2)`` tile (channels x positions) of the output gradient's copy
+    ``copy`` moved along W, sample ``n``, channels from ``co``, positions from ``(p0, p1,
+    p2)``. The copies hold channels next to W, so where the box is one row of W its tile
+    is the box itself and stays in shared memory for the tensor cores (the compiler reads
+    an A operand reshaped from a box whose leading dims are not the tile's through
+    registers); otherwise the box's rows are reordered in registers."""
+    box = g_desc.load([copy * batch + n, p0, p1, co, p2])
+    if B0 * B1 == 1:
+        return box.reshape(BM, B2)
+    return box.reshape(B0 * B1, BM, B2).permute(1, 0, 2).reshape(BM, B0 * B1 * B2)
 
 
 @triton.jit
@@ -153,8 +173,8 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     - the output gradient channels innermost ``(N, D', H', W', C_out)``, shifted boxes
       ``(1, B0, B1, B2, BM)``; its tile goes to the tensor cores from registers, so its
       layout is free for 16-bit types; ``offsets_ptr`` (T, 3) the taps' offsets;
-    - or, ``SHIFTED``, planar copies of it moved along W ``(S N, C_out, D', H', W'')``,
-      boxes ``(1, BM, B0, B1, B2)``: the 32-bit layout, along positions too. A box must
+    - or, ``SHIFTED``, copies of it moved along W ``(S N, D', H', C_out, W'')``, boxes
+      ``(1, B0, B1, BM, B2)``: the 32-bit layout, along positions too. A box must
       start on 16 bytes along W, so a tap whose offset along W is not a multiple of 16
       bytes reads the copy moved by the rest (fused.shifted_taps); ``offsets_ptr`` (T, 4)
       the offsets within that copy, and the copy.
@@ -183,7 +203,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
         q0 = (j // (boxes2 * boxes1) % boxes0) * B0
         n = j // (boxes2 * boxes1 * boxes0)
         if SHIFTED:
-            a = g_desc.load([copy * batch + n, co, q0 + o0, q1 + o1, q2 + o2]).reshape(BM, BK)
+            a = _moved_tile(g_desc, copy, batch, n, co, q0 + o0, q1 + o1, q2 + o2, B0, B1, B2, BM)
         else:
             a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
         if ROUND:
@@ -197,15 +217,15 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
 
 
 @triton.jit
-def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2,
-               BM: tl.constexpr, BK: tl.constexpr):
-    """Tap ``tap``'s ``(BM, BK)`` tile of the output gradient's copies moved along W
-    (weight_gradient's SHIFTED form)."""
+def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.constexpr,
+               B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr):
+    """Tap ``tap``'s tile of the output gradient's copies moved along W (weight_gradient's
+    SHIFTED form)."""
     o0 = tl.load(offsets_ptr + tap * 4)
     o1 = tl.load(offsets_ptr + tap * 4 + 1)
     o2 = tl.load(offsets_ptr + tap * 4 + 2)
     copy = tl.load(offsets_ptr + tap * 4 + 3)
-    return g_desc.load([copy * batch + n, co, q0 + o0, q1 + o1, q2 + o2]).reshape(BM, BK)
+    return _moved_tile(g_desc, copy, batch, n, co, q0 + o0, q1 + o1, q2 + o2, B0, B1, B2, BM)
 
 
 @triton.jit
@@ -250,16 +270,19 @@ def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_ou
         q0 = (j // (boxes2 * boxes1) % boxes0) * B0
         n = j // (boxes2 * boxes1 * boxes0)
         b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
-        acc0 = tl.dot(_moved_box(g_desc, offsets_ptr, tap0, batch, n, co, q0, q1, q2, BM, BK),
-                      b, acc0, input_precision=PRECISION)
-        acc1 = tl.dot(_moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), batch, n, co,
-                                 q0, q1, q2, BM, BK), b, acc1, input_precision=PRECISION)
+        a = _moved_box(g_desc, offsets_ptr, tap0, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
+        acc0 = tl.dot(a, b, acc0, input_precision=PRECISION)
+        a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), batch, n, co, q0, q1,
+                       q2, B0, B1, B2, BM)
+        acc1 = tl.dot(a, b, acc1, input_precision=PRECISION)
         if TP > 2:
-            acc2 = tl.dot(_moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), batch, n,
-                                     co, q0, q1, q2, BM, BK), b, acc2, input_precision=PRECISION)
+            a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), batch, n, co, q0,
+                           q1, q2, B0, B1, B2, BM)
+            acc2 = tl.dot(a, b, acc2, input_precision=PRECISION)
         if TP > 3:
-            acc3 = tl.dot(_moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 3, last), batch, n,
-                                     co, q0, q1, q2, BM, BK), b, acc3, input_precision=PRECISION)
+            a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 3, last), batch, n, co, q0,
+                           q1, q2, B0, B1, B2, BM)
+            acc3 = tl.dot(a, b, acc3, input_precision=PRECISION)
     _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
     _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
     if TP > 2:

@@ -464,12 +464,14 @@ def shifted_taps(g: Geometry, element_size: int) -> tuple:
 
 def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
     """``grad (N, C, *spatial)``, contiguous, copied once per shift ``m`` in ``shifts`` moved
-    ``m`` elements along W, zero-filled, rounded to TF32 where ``tf32``: ``(tensor, shape,
-    strides)`` of 5 dims ``(S N, C, D, H, W'')``, spatial padded to D, H, W, rows ``W''``
-    elements apart: whole 16-byte units that hold the moved rows."""
+    ``m`` elements along W, zero-filled, rounded to TF32 where ``tf32``, with its channels
+    next to W: ``(tensor, shape, strides)`` of 5 dims ``(S N, D, H, C, W'')``, spatial padded
+    to D, H, W, rows ``W''`` elements apart: whole 16-byte units that hold the moved rows.
+    (With channels next to W, a box of one row of W is a tile the tensor cores read from
+    shared memory as it lies: _triton._moved_tile.)"""
     from . import _triton
-    shape = [grad.shape[0], grad.shape[1], *_padded(grad.shape[2:], 1)]
-    width, granule = shape[-1], 16 // grad.element_size()
+    batch, channels, *spatial = [grad.shape[0], grad.shape[1], *_padded(grad.shape[2:], 1)]
+    width, granule = spatial[-1], 16 // grad.element_size()
     pitch = -(-(width + max(shifts)) // granule) * granule
     rows = grad.numel() // width if width else 0
     out = grad.new_empty(len(shifts), rows, pitch)
@@ -477,9 +479,10 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     tiles_w = -(-pitch // bw)
     if rows:
         _triton.shifted_rows[(-(-rows // 32) * tiles_w,)](
-            grad, out, _int_tensor(tuple(shifts), grad.device), len(shifts),
-            rows, width, pitch, rows * pitch, tiles_w, BR=32, BW=bw, ROUND=tf32, num_warps=4)
-    full = [len(shifts) * shape[0], *shape[1:-1], pitch]
+            grad, out, _int_tensor(tuple(shifts), grad.device), len(shifts), rows, channels,
+            spatial[0] * spatial[1], width, pitch, rows * pitch, tiles_w, BR=32, BW=bw,
+            ROUND=tf32, num_warps=4)
+    full = [len(shifts) * batch, *spatial[:-1], channels, pitch]
     return out, full, _dense(full)
 
 
@@ -525,7 +528,8 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     if splits:
         if shifted:
             copies, g_shape, g_strides = shifted_copies(grad, shifts, tf32)
-            g_desc = TensorDescriptor(copies, g_shape, g_strides, [1, cfg.bm, *cfg.box])
+            g_desc = TensorDescriptor(copies, g_shape, g_strides, [1, *cfg.box[:2], cfg.bm,
+                                                                   cfg.box[2]])
         else:
             g_shape = [batch, *_padded(grad.shape[1:-1], 1), c_out]
             g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])

@@ -246,15 +246,15 @@ def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, siz
 
 @interpreted
 def test_shifted_copies_move_rows_and_fill_zeros():
-    grad = torch.randn(2, 3, 5, 7)
+    grad = torch.randn(2, 3, 5, 7)      # (N, C, H, W): copies (S N, D, H, C, W'')
     copies, shape, strides = fused.shifted_copies(grad, (0, 1, 3), tf32=False)
-    assert shape == [6, 3, 1, 5, 12] and strides == [180, 60, 60, 12, 1]   # rows of 7 + 3 -> 12
-    view = copies.view(3, 2, 3, 5, 12)
+    assert shape == [6, 1, 5, 3, 12] and strides == [180, 180, 36, 12, 1]   # rows of 7 + 3 -> 12
+    view = copies.view(3, 2, 5, 3, 12).transpose(2, 3)          # back to (S, N, C, H, W'')
     for i, m in enumerate((0, 1, 3)):
         assert torch.equal(view[i, ..., m:m + 7], grad)
         assert not view[i, ..., :m].any() and not view[i, ..., m + 7:].any()
     rounded, *_ = fused.shifted_copies(grad, (2,), tf32=True)
-    assert torch.equal(rounded.view(2, 3, 5, 12)[..., 2:9], fused.round_tf32(grad))
+    assert torch.equal(rounded.view(2, 5, 3, 12).transpose(1, 2)[..., 2:9], fused.round_tf32(grad))
 
 
 @interpreted
