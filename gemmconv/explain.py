@@ -201,8 +201,8 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))
         candidates = [(c, cost, False) for c, cost, _ in candidates]
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
-        if fused.backward_unavailable(a, batched, weight, interleaved) is None:
-            backward = fused.backward_workspace(a, size)
+        if fused.backward_unavailable(a, batched, weight, interleaved, limit) is None:
+            backward = fused.backward_workspace(a, size, fused.backward_samples(a, size, limit))
         elif interleaved:
             backward = cl.backward_plan(a, size, limit).workspace
         else:

@@ -309,10 +309,11 @@ def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
 
 
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
-                   interleaved: bool = False) -> bool:
+                   interleaved: bool = False, limit: Optional[int] = None) -> bool:
     """Whether a call's backward takes the fused kernels (:func:`backward_unavailable` is
     None), the cost model asked first as in :func:`takes`."""
-    return preferred(a, interleaved) and backward_unavailable(a, x, weight, interleaved) is None
+    return preferred(a, interleaved) and \
+        backward_unavailable(a, x, weight, interleaved, limit) is None
 
 
 @functools.lru_cache(maxsize=None)
@@ -488,7 +489,7 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
 
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
-                    shifted: bool = False) -> torch.Tensor:
+                    shifted: bool = False, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, and its
     output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d
@@ -501,8 +502,8 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
       moved along W (:func:`shifted_taps`): both operands then lie along positions, the
       reduction dim, as the tensor cores take 32-bit types from shared memory.
     float32 runs in TF32 rounded to nearest: the input in its copy, the output gradient in
-    its copies where ``shifted``, else in registers unless ``rounded`` already. ``cfg`` is
-    for experiments."""
+    its copies where ``shifted``, else in registers unless ``rounded`` already. The result
+    is in ``dtype`` (``x``'s by default). ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from . import _triton
     batch, c_in = x.shape[0], x.shape[1]
@@ -542,13 +543,13 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
                 boxes, per_split, tiles_m, tiles_n, groups, B0=cfg.box[0], B1=cfg.box[1],
                 B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, TP=cfg.taps, PRECISION=dot_precision,
                 num_warps=cfg.warps, num_stages=cfg.stages)
-            return _summed(partial, c_in, c_out, g, x.dtype)
+            return _summed(partial, c_in, c_out, g, dtype or x.dtype)
         _triton.weight_gradient[(splits * tiles,)](
             g_desc, x_desc, partial, offsets, batch, c_in, c_out, count,
             *boxes_per_dim, boxes, per_split, tiles_m, tiles_n, B0=cfg.box[0], B1=cfg.box[1],
             B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, ROUND=tf32 and not (rounded or shifted),
             PRECISION=dot_precision, SHIFTED=shifted, num_warps=cfg.warps, num_stages=cfg.stages)
-    return _summed(partial, c_in, c_out, g, x.dtype)
+    return _summed(partial, c_in, c_out, g, dtype or x.dtype)
 
 
 def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
@@ -559,11 +560,13 @@ def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
-                         interleaved: bool = False) -> Optional[str]:
+                         interleaved: bool = False, limit: Optional[int] = None) -> Optional[str]:
     """Why the backward of a call does not take the fused kernels, or None where it does:
     where its forward can (:func:`unavailable`), on planar tensors at stride 1, with output
     channels in whole 16-byte rows too (the output gradient's rows are the kernels' input);
-    in float32, 2-D calls only."""
+    in float32, 2-D calls only; where one sample's copies fit in ``limit`` bytes, if given
+    (the workspace limit: :func:`backward` takes whole samples, the column routes split
+    further)."""
     why = unavailable(a, x, weight, interleaved)
     if why is not None:
         return why
@@ -578,43 +581,67 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return "stride > 1"
     if a.out_channels * x.element_size() % 16:
         return f"{a.out_channels} output channels of {x.element_size()} bytes: rows not whole 16-byte units"
+    if limit is not None and backward_samples(a, x.element_size(), limit) == 0:
+        one = backward_workspace(a, x.element_size(), 1) * x.element_size()
+        return (f"the workspace limit: one sample's copies take {one / 2**20:.0f} MB, over "
+                f"{limit / 2**20:.0f} MB")
     return None
 
 
-def backward_workspace(a: ConvTransposeArgs, element_size: int) -> int:
-    """Elements :func:`backward` copies into beyond the gradients: the output gradient
-    channels innermost; in float32 its copies moved along W and the input's rounded copy,
-    in 16-bit types the input's where its rows do not start on 16 bytes."""
+def backward_workspace(a: ConvTransposeArgs, element_size: int,
+                       samples: Optional[int] = None) -> int:
+    """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
+    (all by default): the output gradient channels innermost; in float32 its copies moved
+    along W and the input's rounded copy, in 16-bit types the input's where its rows do not
+    start on 16 bytes."""
+    n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
-    rows = a.batch * a.out_channels * math.prod(image)
-    pitched = a.batch * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
+    rows = n * a.out_channels * math.prod(image)
+    pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
     if element_size != 4:
         return rows + (pitched if grid[-1] % granule else 0)
     shifts, _ = shifted_taps(a.geometry, element_size)
     moved = -(-(image[-1] + max(shifts)) // granule) * granule
-    return rows + pitched + len(shifts) * a.batch * a.out_channels * math.prod(image[:-1]) * moved
+    return rows + pitched + len(shifts) * n * a.out_channels * math.prod(image[:-1]) * moved
+
+
+def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int:
+    """Samples :func:`backward` takes at a time so that its copies fit in ``limit`` bytes:
+    all of them where they fit, 0 where one sample's do not."""
+    return min(a.batch, limit // (backward_workspace(a, element_size, 1) * element_size))
 
 
 def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
-             need: Sequence[bool]) -> tuple:
+             need: Sequence[bool], limit: Optional[int] = None) -> tuple:
     """The input and weight gradients (as ``need`` asks; None for the others) of the
     stride-1 transposed convolution ``a`` with planar ``x (N, C_in, *grid)`` and ``grad_out
     (N, C_out, *image)``, no columns in memory. The input gradient is the forward's kernel
     over the convolution's taps (``k d - p``) with each tap's weight transposed, on a copy
     of the output gradient channels innermost, rounded to TF32 for float32; the weight
     gradient :func:`weight_gradient`, on that copy in 16-bit types, on copies moved along W
-    in float32 (its 32-bit tiles must lie along positions)."""
-    grad_out = grad_out.contiguous()
+    in float32 (its 32-bit tiles must lie along positions). Where the copies of all samples
+    would pass ``limit`` bytes, chunks of whole samples (at least one) whose copies fit, the
+    weight gradient summed over them in order."""
+    grad_out, x = grad_out.contiguous(), x.contiguous()
     wide = x.dtype == torch.float32
+    step = a.batch if limit is None else max(1, backward_samples(a, x.element_size(), limit))
+    grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
+    weights = tap_weights(weight, transpose=True) if need[0] else None
+    grad_weight = None
     with _on(x.device):
-        rows = channels_innermost(grad_out, wide) if need[0] or not wide and need[1] else None
-        grad_input = grad_weight = None
-        if need[0]:
-            grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-            implicit_gemm(rows, tap_weights(weight, transpose=True), None,
-                          convolution_taps(a.geometry), grad_input.movedim(1, -1), round_input=False)
-        if need[1]:
-            grad_weight = weight_gradient(x.contiguous(), grad_out, a.geometry, shifted=True) \
-                if wide else weight_gradient(x.contiguous(), rows, a.geometry, rounded=True)
+        for first in range(0, a.batch, step):
+            g, xs = grad_out[first:first + step], x[first:first + step]
+            rows = channels_innermost(g, wide) if need[0] or not wide and need[1] else None
+            if need[0]:
+                implicit_gemm(rows, weights, None, convolution_taps(a.geometry),
+                              grad_input[first:first + step].movedim(1, -1), round_input=False)
+            if need[1]:
+                part = weight_gradient(xs, g, a.geometry, shifted=True, dtype=torch.float32) \
+                    if wide else weight_gradient(xs, rows, a.geometry, rounded=True,
+                                                 dtype=torch.float32)
+                grad_weight = part if grad_weight is None else grad_weight.add_(part)
+    if need[1]:
+        grad_weight = (weight.new_zeros(weight.shape) if grad_weight is None
+                       else grad_weight.to(x.dtype))
     return grad_input, grad_weight

@@ -42,8 +42,9 @@ def get_workspace_limit() -> int:
 def set_workspace_limit(nbytes: int) -> None:
     """Bounds the column buffer: work is split into chunks of whole samples, or of bands of
     the outermost spatial dim of one sample, whose columns fit in ``nbytes``. The least a
-    chunk holds is the columns for one output row of one sample. Default 4 GiB: lower it
-    where memory is short, at some cost in speed on large inputs."""
+    chunk holds is the columns for one output row of one sample. The fused backward's
+    copies keep to it too, in chunks of whole samples (fused.backward). Default 4 GiB:
+    lower it where memory is short, at some cost in speed on large inputs."""
     global _workspace_limit
     if not isinstance(nbytes, int) or nbytes <= 0:
         raise ValueError(f"workspace limit must be a positive number of bytes, got {nbytes!r}")
@@ -703,8 +704,8 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
     """The gradients of call ``a`` asked for by ``need`` (input, weight, bias); the others
     empty, or None (a replay's)."""
     interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
-    if x.is_cuda and fused.backward_takes(a, x, weight, interleaved):
-        grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need)
+    if x.is_cuda and fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
+        grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need, _workspace_limit)
         empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
         grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
                      if need[2] else empty())

@@ -137,8 +137,15 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     assert fused_backward.backward_workspace_bytes == 8 * 64 * 514 * 514 * 2   # the output gradient's copy
     # float32: the output gradient channels innermost, its three copies moved along W by 0, 2
     # and 3 elements (taps at offsets 0, 1, 2) in rows of 520, and the input's rounded copy
-    assert planar.backward_workspace_bytes == \
-        (8 * 64 * 514 * 514 + 3 * 8 * 64 * 514 * 520 + 8 * 64 * 512 * 512) * 4
+    one = (64 * 514 * 514 + 3 * 64 * 514 * 520 + 64 * 512 * 512) * 4
+    assert planar.backward_workspace_bytes == 8 * one
+    previous = ops.get_workspace_limit()
+    try:   # the fused backward takes whole samples whose copies fit
+        ops.set_workspace_limit(3 * one - 1)
+        chunked = gemmconv.explain(_meta(8, 64, 512, 512), _meta(64, 64, 3, 3))
+        assert chunked.route == ops.FUSED_ROUTE and chunked.backward_workspace_bytes == 2 * one
+    finally:
+        ops.set_workspace_limit(previous)
     grouped = gemmconv.explain(_meta(8, 64, 32, 32), _meta(64, 16, 4, 4), stride=2, groups=2)
     assert grouped.route != ops.FUSED_ROUTE and "groups > 1" in grouped.steps[-1]
 

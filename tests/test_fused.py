@@ -277,6 +277,43 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     assert fused.backward(grad_out, x, w, a, (False, True))[0] is None
 
 
+@interpreted
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monkeypatch, dtype):
+    """Under a workspace limit that holds two samples' copies, five samples go in chunks of
+    two, two and one: the input gradient filled chunk by chunk, the weight gradient summed
+    over the chunks in float32, both as without a limit."""
+    case = cases._c("chunks", 5, 8, 8, (3, 2), (4, 6), padding=(1, 0), dilation=(1, 2))
+    x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "chunks")))
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    grad_out = torch.randn(5, 8, *a.image, generator=generator(case.name, "gc")).to(dtype)
+    whole = fused.backward(grad_out, x, w, a, (True, True))
+    one = fused.backward_workspace(a, x.element_size(), 1) * x.element_size()
+    assert fused.backward_workspace(a, x.element_size()) * x.element_size() == 5 * one
+    assert fused.backward_samples(a, x.element_size(), 2 * one + one // 2) == 2
+    calls = []
+    inner = fused.weight_gradient
+    monkeypatch.setattr(fused, "weight_gradient",
+                        lambda x, *rest, **kw: calls.append(x.shape[0]) or inner(x, *rest, **kw))
+    chunked = fused.backward(grad_out, x, w, a, (True, True), limit=2 * one + one // 2)
+    assert calls == [2, 2, 1] and chunked[1].dtype == dtype
+    assert torch.equal(chunked[0], whole[0])
+    tolerance = 1e-6 if dtype == torch.float32 else 1e-2   # bfloat16: rounded once per sum
+    assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
+
+
+def test_fused_backward_stays_off_where_one_sample_passes_the_workspace_limit():
+    x, w = _meta(8, 64, 1024, 1024), _meta(64, 64, 3, 3)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 0, 0, 1, 1)
+    one = fused.backward_workspace(a, 4, 1) * 4     # the copies of one sample
+    assert one == (64 * 1026 * 1026 + 3 * 64 * 1026 * 1032 + 64 * 1024 * 1024) * 4
+    if fused._triton_available():
+        assert fused.backward_unavailable(a, x, w, limit=one) is None
+        assert "workspace limit" in fused.backward_unavailable(a, x, w, limit=one - 1)
+        assert fused.backward_unavailable(a, x, w) is None      # no limit given
+
+
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
     one = torch.tensor([1.0, 1 + 2 ** -11, 1 + 2 ** -12, -(1 + 2 ** -11), 3 * 2 ** -11 + 1])
     assert fused.round_tf32(one).tolist() == [1.0, 1 + 2 ** -10, 1.0, -(1 + 2 ** -10), 1 + 2 ** -9]
