@@ -520,7 +520,10 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
-    several = shifted and cfg.taps > 1
+    if cfg.taps > 1 and not shifted:
+        raise ValueError("several taps a program read the output gradient's moved copies "
+                         "(shifted=True)")
+    several = cfg.taps > 1
     groups = -(-count // cfg.taps) if several else count
     tiles = groups * tiles_m * tiles_n
     per_split = -(-boxes // max(1, min(boxes, -(-2 * WAVE // tiles)))) if boxes else 1
