@@ -78,6 +78,14 @@ def main() -> None:
                                    dict(out_ptr="fp32", offsets_ptr="i32"),
                                    dict(common, TP=taps), warps, stages)
                 report(f"weight_gradient_taps {dt} {bm}x{bn} {taps} taps", several)
+        for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),
+                                 (_triton.channels_innermost, ("x_ptr", "out_ptr")),
+                                 (_triton.pitched, ("x_ptr", "out_ptr"))):
+            types = {name: ("i32" if name == "shifts_ptr" else dt) for name in pointers}
+            rows = 16 if kernel is _triton.shifted_rows else 32      # as fused.py launches them
+            blocks = dict(BR=rows, BW=128) if "BW" in kernel.arg_names else dict(BC=64, BP=64)
+            copy = compile_(kernel, {}, types, dict(blocks, ROUND=dt == "fp32"), 4, 1)
+            report(f"{kernel.__name__} {dt}", copy)
         for bn in (64, 128):
             forward = compile_(_triton.implicit_gemm,
                                dict(x_desc=(dt, (1, 1, 1, 128, bk)), w_desc=(dt, (1, bn, bk))),

@@ -478,10 +478,10 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     out = grad.new_empty(len(shifts), rows, pitch)
     bw = min(128, _pow2(pitch))
     tiles_w = -(-pitch // bw)
-    if rows:
-        _triton.shifted_rows[(-(-rows // 32) * tiles_w,)](
+    if rows:   # 16 rows a program: 32 took 236 registers a thread (benches/ttgir_check.py)
+        _triton.shifted_rows[(-(-rows // 16) * tiles_w,)](
             grad, out, _int_tensor(tuple(shifts), grad.device), len(shifts), rows, channels,
-            spatial[0] * spatial[1], width, pitch, rows * pitch, tiles_w, BR=32, BW=bw,
+            spatial[0] * spatial[1], width, pitch, rows * pitch, tiles_w, BR=16, BW=bw,
             ROUND=tf32, num_warps=4)
     full = [len(shifts) * batch, *spatial[:-1], channels, pitch]
     return out, full, _dense(full)
