@@ -628,7 +628,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     weight gradient summed over them in order."""
     grad_out, x = grad_out.contiguous(), x.contiguous()
     wide = x.dtype == torch.float32
-    step = a.batch if limit is None else max(1, backward_samples(a, x.element_size(), limit))
+    step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
     grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
     weights = tap_weights(weight, transpose=True) if need[0] else None
     grad_weight = None
