@@ -314,6 +314,65 @@ def test_fused_backward_stays_off_where_one_sample_passes_the_workspace_limit():
         assert fused.backward_unavailable(a, x, w) is None      # no limit given
 
 
+_WGMMA_A_OPERANDS = """
+import json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from gemmconv import _triton
+shifted = sys.argv[1] == "shifted"
+fn = _triton.weight_gradient
+g_block = (1, 1, 1, 64, 32) if shifted else (1, 1, 1, 32, 64)
+sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
+       "x_desc": "tensordesc<fp32[1,64,1,1,32]>", "out_ptr": "*fp32", "offsets_ptr": "*i32"}
+constants = dict(B0=1, B1=1, B2=32, BM=64, BN=64, ROUND=not shifted, PRECISION="tf32",
+                 SHIFTED=shifted)
+sig.update({name: "constexpr" for name in constants})
+sig = {name: sig.get(name, "i32") for name in fn.arg_names}
+try:
+    kernel = triton.compile(
+        ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in constants.items()}),
+        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, num_stages=4))
+except Exception as e:
+    print(json.dumps({"skip": repr(e)[:200]}))
+    sys.exit()
+calls = re.findall(r"wgmma\\.mma_async[^;]*;", kernel.asm["ptx"])
+print(json.dumps({"a": [re.sub(r"\\s+", "", c).split("},", 1)[1][0] for c in calls]}))
+"""
+
+
+def _a_operands_of_wgmma(shifted: bool) -> list:
+    """The A operand of each wgmma in the float32 weight-gradient kernel compiled for sm_90
+    (64 x 64 tiles, one row of 32 positions a step): a shared-memory descriptor (``%``) or
+    a register list (``{``). Compiled in a process of its own: this module runs Triton's
+    interpreter, which compiles nothing."""
+    import json
+    import subprocess
+    import sys
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(
+        gemmconv.__file__)), env.get("PYTHONPATH", "")] if p)
+    done = subprocess.run([sys.executable, "-c", _WGMMA_A_OPERANDS,
+                           "shifted" if shifted else "rows"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if "skip" in result:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {result['skip']}")
+    return result["a"]
+
+
+def test_float32_weight_gradient_reads_its_tiles_from_shared_memory():
+    """The moved copies' boxes are the tensor cores' A tiles as they lie: every wgmma of the
+    float32 weight gradient takes A from shared memory (a descriptor, ``%``), where the
+    channels-innermost form loads it into registers (``{``) and converts its layout at each
+    step (benches/NOTES.md, session 27)."""
+    moved = _a_operands_of_wgmma(shifted=True)
+    assert moved and set(moved) == {"%"}
+    assert set(_a_operands_of_wgmma(shifted=False)) == {"{"}
+
+
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
     one = torch.tensor([1.0, 1 + 2 ** -11, 1 + 2 ** -12, -(1 + 2 ** -11), 3 * 2 ** -11 + 1])
     assert fused.round_tf32(one).tolist() == [1.0, 1 + 2 ** -10, 1.0, -(1 + 2 ** -10), 1 + 2 ** -9]
