@@ -7,6 +7,9 @@
 #      (Ran on an H100: the session's device time was nearly spent by an earlier try.)
 #   B: the float32 fused weight gradient from shifted copies (wgrad_shifted_probe.py), and
 #      the fused backward's CUDA tests.
+# Prepared for the next session (not run in session 27: no device time left):
+#   T: every CUDA test.
+#   F: the 17 cases, float32 training and bfloat16 training, then the zoo.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 case "$1" in
@@ -21,4 +24,10 @@ A)
 B)
   timeout 100 python3 benches/wgrad_shifted_probe.py > $O/probe.log 2>&1; grep "|" $O/probe.log
   timeout 60 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -k backward -x -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+T)
+  timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -3 $O/tests.log ;;
+F)
+  timeout 200 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
+  timeout 150 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep geometric $O/bench-train-bf16.log
+  timeout 240 python3 -m gemmconv bench --models --model unet --model fcn --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 esac
