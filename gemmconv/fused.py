@@ -520,6 +520,8 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
+    if not 1 <= cfg.taps <= 4:
+        raise ValueError(f"taps a program must be 1 to 4, got {cfg.taps}")
     if cfg.taps > 1 and not shifted:
         raise ValueError("several taps a program read the output gradient's moved copies "
                          "(shifted=True)")

@@ -303,6 +303,16 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
 
 
+def test_weight_gradient_refuses_taps_it_cannot_group():
+    x, grad = torch.randn(1, 4, 8), torch.randn(1, 4, 10)
+    g = Geometry((3,), (1,), (0,), (1,))
+    cfg = fused.grad_config((1, 1, 8), 4, 4, 4)
+    with pytest.raises(ValueError, match="1 to 4, got 5"):
+        fused.weight_gradient(x, grad, g, cfg=cfg._replace(taps=5), shifted=True)
+    with pytest.raises(ValueError, match="moved copies"):
+        fused.weight_gradient(x, grad.movedim(1, -1), g, cfg=cfg._replace(taps=2))
+
+
 def test_fused_backward_stays_off_where_one_sample_passes_the_workspace_limit():
     x, w = _meta(8, 64, 1024, 1024), _meta(64, 64, 3, 3)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 0, 0, 1, 1)
