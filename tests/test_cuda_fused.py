@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv import cases, fused
 from gemmconv.bench import reference as reference64
+from gemmconv.shapes import conv_transpose_args
 from helpers import OURS, generator, rel_error
 from test_cuda import _poison_allocator, on_a_busy_stream
 
@@ -169,4 +170,42 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
     assert all(torch.equal(m, g) for m, g in zip(mine, again))  # bitwise, run to run
     refs = reference64(case, x, w, b, grad_out)
     for m, t in zip(mine, refs[1:]):
+        assert rel_error(m, t) < tolerance
+
+
+@pytest.mark.parametrize("mode", ["float32-tf32", "bfloat16"])
+def test_fused_backward_in_chunks_of_samples_under_the_workspace_limit(monkeypatch, mode):
+    """A workspace limit that holds two samples' copies: five samples' gradients in chunks
+    of 2, 2 and 1, into poisoned memory, against float64, bitwise repeatable, and the input
+    gradient bit for bit as without the limit."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    chunks = []
+    inner = fused.weight_gradient
+    monkeypatch.setattr(fused, "weight_gradient",
+                        lambda x, *rest, **kw: chunks.append(x.shape[0]) or inner(x, *rest, **kw))
+    case = cases._c("chunked-backward", 5, 16, 16, (3, 5), (40, 36), padding=(1, 2))
+    dtype, precision, tolerance = MODES[mode]
+    x, w, b = _tensors(case, "chunks" + mode, dtype, False)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    one = fused.backward_workspace(a, x.element_size(), 1) * x.element_size()
+    previous = gemmconv.get_workspace_limit()
+    with gemmconv.float32_precision(precision):
+        out = OURS[2](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out.shape, generator=generator(case.name, "gc"),
+                               dtype=torch.float64).to(CUDA)
+        whole = torch.autograd.grad(out, (x, w), grad_out.to(dtype), retain_graph=True)
+        try:
+            gemmconv.set_workspace_limit(2 * one + one // 2)
+            chunks.clear()
+            _poison_allocator(x.numel() * x.element_size())
+            mine = torch.autograd.grad(out, (x, w), grad_out.to(dtype), retain_graph=True)
+            again = torch.autograd.grad(out, (x, w), grad_out.to(dtype))
+        finally:
+            gemmconv.set_workspace_limit(previous)
+    assert chunks == [2, 2, 1] * 2
+    assert all(torch.equal(m, g) for m, g in zip(mine, again))
+    assert torch.equal(mine[0], whole[0])
+    refs = reference64(case, x, w, b, grad_out)
+    for m, t in zip(mine, refs[1:3]):
         assert rel_error(m, t) < tolerance
