@@ -160,6 +160,22 @@ def _moved_tile(g_desc, copy, batch, n, co, p0, p1, p2, B0: tl.constexpr, B1: tl
 
 
 @triton.jit
+def _grad_program(tiles_m, tiles_n, groups):
+    """``(split, group, row block, column block)`` of this weight-gradient program, column
+    blocks innermost (neighbouring programs read the same output-gradient boxes)."""
+    pid = tl.program_id(0)
+    rest = pid // tiles_n
+    return rest // tiles_m // groups, rest // tiles_m % groups, rest % tiles_m, pid % tiles_n
+
+
+@triton.jit
+def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr):
+    """``(sample, q0, q1, q2)``: where the ``j``-th box of positions starts, W fastest."""
+    return (j // (boxes2 * boxes1 * boxes0), (j // (boxes2 * boxes1) % boxes0) * B0,
+            (j // boxes2 % boxes1) * B1, (j % boxes2) * B2)
+
+
+@triton.jit
 def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
                     boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n,
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
@@ -180,13 +196,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       the offsets within that copy, and the copy.
     ``out (splits, T, C_out, C_in)`` float32."""
     BK: tl.constexpr = B0 * B1 * B2
-    pid = tl.program_id(0)
-    n_block = pid % tiles_n
-    rest = pid // tiles_n
-    m_block = rest % tiles_m
-    rest = rest // tiles_m
-    tap = rest % taps
-    split = rest // taps
+    split, tap, m_block, n_block = _grad_program(tiles_m, tiles_n, taps)
     WIDTH: tl.constexpr = 4 if SHIFTED else 3
     o0 = tl.load(offsets_ptr + tap * WIDTH)
     o1 = tl.load(offsets_ptr + tap * WIDTH + 1)
@@ -198,10 +208,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
-        q2 = (j % boxes2) * B2
-        q1 = (j // boxes2 % boxes1) * B1
-        q0 = (j // (boxes2 * boxes1) % boxes0) * B0
-        n = j // (boxes2 * boxes1 * boxes0)
+        n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
         if SHIFTED:
             a = _moved_tile(g_desc, copy, batch, n, co, q0 + o0, q1 + o1, q2 + o2, B0, B1, B2, BM)
         else:
@@ -251,13 +258,7 @@ def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_ou
     them, where one tap a program loads it once per tap (the L2 traffic is then the taps
     times both operands). Taps past the last repeat it, unstored."""
     BK: tl.constexpr = B0 * B1 * B2
-    pid = tl.program_id(0)
-    n_block = pid % tiles_n
-    rest = pid // tiles_n
-    m_block = rest % tiles_m
-    rest = rest // tiles_m
-    group = rest % groups
-    split = rest // groups
+    split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
@@ -267,10 +268,7 @@ def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_ou
     acc3 = tl.zeros((BM, BN), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
-        q2 = (j % boxes2) * B2
-        q1 = (j // boxes2 % boxes1) * B1
-        q0 = (j // (boxes2 * boxes1) % boxes0) * B0
-        n = j // (boxes2 * boxes1 * boxes0)
+        n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
         b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
         a = _moved_box(g_desc, offsets_ptr, tap0, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
         acc0 = tl.dot(a, b, acc0, input_precision=PRECISION)
