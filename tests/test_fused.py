@@ -169,17 +169,24 @@ def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
 STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
 
 
+def _weight_gradient_problem(case, key: str, grad_key: str) -> tuple:
+    """``(case, x, grad_out, ref)``: the case with output channels in whole 16-byte rows
+    (backward_unavailable asks it), fresh float64 input and output gradient drawn under
+    these keys, and the weight gradient torch gives in float64."""
+    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = case.tensors(generator=generator(case.name, key))
+    x, w = _batched(case, x), w.requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, grad_key), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, w, grad_out)
+    return case, x, grad_out, ref
+
+
 @interpreted
 @pytest.mark.parametrize("case", STRIDE_ONE[1::3], ids=lambda c: c.name)
 def test_weight_gradient_kernel_matches_float64(case):
-    # Output channels in whole 16-byte rows (backward_unavailable asks it); any W: rows of W
-    # that do not start on 16 bytes go through the pitched copy.
-    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
-    x, w, b = case.tensors(generator=generator(case.name, "weight-grad"))
-    x, w = _batched(case, x), w.requires_grad_()
-    out = reference(case, x, w, b)
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "gw"), dtype=torch.float64)
-    ref, = torch.autograd.grad(out, w, grad_out)
+    # Any W: rows of W that do not start on 16 bytes go through the pitched copy.
+    case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad", "gw")
     got = fused.weight_gradient(x.float(), grad_out.float().movedim(1, -1).contiguous(),
                                 _geometry(case), "ieee")
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
@@ -190,12 +197,7 @@ def test_weight_gradient_kernel_matches_float64(case):
 def test_weight_gradient_from_shifted_copies_matches_float64(case):
     """The 32-bit layout: the output gradient planar, read from its copies moved along W.
     Any W, any padding and dilation: the taps' offsets along W take every remainder."""
-    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
-    x, w, b = case.tensors(generator=generator(case.name, "weight-grad-shifted"))
-    x, w = _batched(case, x), w.requires_grad_()
-    out = reference(case, x, w, b)
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "gws"), dtype=torch.float64)
-    ref, = torch.autograd.grad(out, w, grad_out)
+    case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad-shifted", "gws")
     got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), _geometry(case),
                                 "ieee", shifted=True)
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
@@ -207,12 +209,7 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
 def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
     """weight_gradient_taps: the input's box shared by several taps' products; a group past
     the last tap repeats it and stores nothing (kernels of 1 to 21 taps, groups of 2-4)."""
-    case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
-    x, w, b = case.tensors(generator=generator(case.name, f"weight-grad-taps{taps}"))
-    x, w = _batched(case, x), w.requires_grad_()
-    out = reference(case, x, w, b)
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "gwt"), dtype=torch.float64)
-    ref, = torch.autograd.grad(out, w, grad_out)
+    case, x, grad_out, ref = _weight_gradient_problem(case, f"weight-grad-taps{taps}", "gwt")
     cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
     got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), _geometry(case),
                                 "ieee", cfg._replace(taps=taps), shifted=True)
