@@ -1,7 +1,7 @@
 """The float32 fused weight gradient from copies of the output gradient moved along W
-(session 27, fused.weight_gradient(shifted=True)), its default tile and others (several taps
-a program: _triton.weight_gradient_taps), on the 17 cases that take the fused
-route forward in float32 planar (stride 1, 1-D and 2-D): the kernel's time and TFLOP/s and
+(session 27, fused.weight_gradient(shifted=True)), its default tile and others (taps a
+program: _triton.weight_gradient_moved, fused.taps_a_program), on the 17 cases that take the
+fused backward in float32 planar (stride 1, 2-D): the kernel's time and TFLOP/s and
 the copies', next to cuDNN's weight gradient; its error against cuDNN in full float32; then
 the training step, torch against ours with the float32 backward on the column routes (as
 before) and on the fused kernels, in turns in one process.
@@ -19,10 +19,9 @@ from gemmconv import _triton, cases, fused, ops
 from gemmconv.measure import timers
 from gemmconv.shapes import Geometry, conv_transpose_args
 
-# Changes to the default tile (fused.grad_config): taps a program, other tiles.
-TILES = [dict(taps=2), dict(taps=3), dict(taps=4), dict(stages=3, taps=3),
-         dict(bm=128, bn=64, warps=8, stages=3, taps=3)]
-CASES = [c for c in cases.BENCH if set(c.stride) == {1} and c.nd < 3 and c.groups == 1]
+# Other tiles than the default (fused.grad_config, fused.taps_a_program): taps a program.
+TILES = [dict(taps=1), dict(taps=2), dict(taps=3), dict(taps=4), dict(stages=3, taps=3)]
+CASES = [c for c in cases.BENCH if set(c.stride) == {1} and c.nd == 2 and c.groups == 1]
 
 
 def bench(fn):
@@ -31,7 +30,7 @@ def bench(fn):
 
 def wgmma():
     found = set()
-    for cache in _triton.weight_gradient.device_caches.values():
+    for cache in _triton.weight_gradient_moved.device_caches.values():
         for kernel in cache[0].values():
             ptx = kernel.asm.get("ptx", "")
             found.add("wgmma" if "wgmma" in ptx else ("mma.sync" if "mma.sync" in ptx else "no mma"))
@@ -68,7 +67,8 @@ def main():
             exact, = torch.autograd.grad(conv(x, w, b, **case.kwargs), w, gy)
         got = fused.weight_gradient(xd, gy, geo, shifted=True)
         err = ((got - exact).norm() / exact.norm()).item()
-        print(f"{case.name} | cudnn grad_w {t_cudnn:.3f} ms | ours {t_ours:.3f} ms "
+        taps = fused.taps_a_program(math.prod(case.kernel_size), 4 if cfg.bm * cfg.bn <= 4096 else 1)
+        print(f"{case.name} | cudnn grad_w {t_cudnn:.3f} ms | ours ({taps} taps) {t_ours:.3f} ms "
               f"({t_cudnn / t_ours:.2f}x): copies {t_copies:.3f} ({len(shifts)} moved) + input "
               f"{t_x:.3f} + kernel {kernel:.3f} ({flops / kernel / 1e9:.0f} TF/s, {wgmma()}) "
               f"| err {err:.1e} | other tiles: {', '.join(tiles)}", flush=True)

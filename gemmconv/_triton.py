@@ -145,21 +145,6 @@ def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, channels, planes, wid
 
 
 @triton.jit
-def _moved_tile(g_desc, copy, batch, n, co, p0, p1, p2, B0: tl.constexpr, B1: tl.constexpr,
-                B2: tl.constexpr, BM: tl.constexpr):
-    """The ``(BM, B0 B1 B2)`` tile (channels x positions) of the output gradient's copy
-    ``copy`` moved along W, sample ``n``, channels from ``co``, positions from ``(p0, p1,
-    p2)``. The copies hold channels next to W, so where the box is one row of W its tile
-    is the box itself and stays in shared memory for the tensor cores (the compiler reads
-    an A operand reshaped from a box whose leading dims are not the tile's through
-    registers); otherwise the box's rows are reordered in registers."""
-    box = g_desc.load([copy * batch + n, p0, p1, co, p2])
-    if B0 * B1 == 1:
-        return box.reshape(BM, B2)
-    return box.reshape(B0 * B1, BM, B2).permute(1, 0, 2).reshape(BM, B0 * B1 * B2)
-
-
-@triton.jit
 def _grad_program(tiles_m, tiles_n, groups):
     """``(split, group, row block, column block)`` of this weight-gradient program, column
     blocks innermost (neighbouring programs read the same output-gradient boxes)."""
@@ -179,40 +164,26 @@ def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: t
 def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
                     boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n,
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
-                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
-                    SHIFTED: tl.constexpr):
+                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr):
     """One split's share of one tap's ``(BM, BN)`` tile of ``sum over samples n and input
     positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight gradient, output
     channels by input channels). ``x_desc``: the input planar ``(N, C_in, D, H, W)``, boxes
-    ``(1, BN, B0, B1, B2)`` at whole boxes of positions: that operand must lie along
-    positions, the reduction dim, for 32-bit types. ``g_desc``, zero outside:
-    - the output gradient channels innermost ``(N, D', H', W', C_out)``, shifted boxes
-      ``(1, B0, B1, B2, BM)``; its tile goes to the tensor cores from registers, so its
-      layout is free for 16-bit types; ``offsets_ptr`` (T, 3) the taps' offsets;
-    - or, ``SHIFTED``, copies of it moved along W ``(S N, D', H', C_out, W'')``, boxes
-      ``(1, B0, B1, BM, B2)``: the 32-bit layout, along positions too. A box must
-      start on 16 bytes along W, so a tap whose offset along W is not a multiple of 16
-      bytes reads the copy moved by the rest (fused.shifted_taps); ``offsets_ptr`` (T, 4)
-      the offsets within that copy, and the copy.
-    ``out (splits, T, C_out, C_in)`` float32."""
+    ``(1, BN, B0, B1, B2)`` at whole boxes of positions. ``g_desc``: the output gradient
+    channels innermost ``(N, D', H', W', C_out)``, zero outside, shifted boxes ``(1, B0,
+    B1, B2, BM)``; its tile goes to the tensor cores from registers, so its layout is free
+    for 16-bit types (32-bit ones take weight_gradient_moved). ``offsets_ptr`` (T, 3) the
+    taps' offsets. ``out (splits, T, C_out, C_in)`` float32."""
     BK: tl.constexpr = B0 * B1 * B2
     split, tap, m_block, n_block = _grad_program(tiles_m, tiles_n, taps)
-    WIDTH: tl.constexpr = 4 if SHIFTED else 3
-    o0 = tl.load(offsets_ptr + tap * WIDTH)
-    o1 = tl.load(offsets_ptr + tap * WIDTH + 1)
-    o2 = tl.load(offsets_ptr + tap * WIDTH + 2)
-    copy = 0
-    if SHIFTED:
-        copy = tl.load(offsets_ptr + tap * WIDTH + 3)
+    o0 = tl.load(offsets_ptr + tap * 3)
+    o1 = tl.load(offsets_ptr + tap * 3 + 1)
+    o2 = tl.load(offsets_ptr + tap * 3 + 2)
     co, ci = m_block * BM, n_block * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
-        if SHIFTED:
-            a = _moved_tile(g_desc, copy, batch, n, co, q0 + o0, q1 + o1, q2 + o2, B0, B1, B2, BM)
-        else:
-            a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
+        a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
         if ROUND:
             a = round_tf32(a)
         b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK)
@@ -228,13 +199,20 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
 @triton.jit
 def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.constexpr,
                B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr):
-    """Tap ``tap``'s tile of the output gradient's copies moved along W (weight_gradient's
-    SHIFTED form)."""
+    """Tap ``tap``'s ``(BM, B0 B1 B2)`` tile (channels x positions) of the output gradient's
+    copies moved along W, sample ``n``, channels from ``co``, input positions from ``(q0,
+    q1, q2)``. The copies hold channels next to W, so where the box is one row of W its
+    tile is the box itself and stays in shared memory for the tensor cores (the compiler
+    reads an A operand reshaped from a box whose leading dims are not the tile's through
+    registers); otherwise the box's rows are reordered in registers."""
     o0 = tl.load(offsets_ptr + tap * 4)
     o1 = tl.load(offsets_ptr + tap * 4 + 1)
     o2 = tl.load(offsets_ptr + tap * 4 + 2)
     copy = tl.load(offsets_ptr + tap * 4 + 3)
-    return _moved_tile(g_desc, copy, batch, n, co, q0 + o0, q1 + o1, q2 + o2, B0, B1, B2, BM)
+    box = g_desc.load([copy * batch + n, q0 + o0, q1 + o1, co, q2 + o2])
+    if B0 * B1 == 1:
+        return box.reshape(BM, B2)
+    return box.reshape(B0 * B1, BM, B2).permute(1, 0, 2).reshape(BM, B0 * B1 * B2)
 
 
 @triton.jit
@@ -248,15 +226,20 @@ def _store_partial(out_ptr, acc, split, tap, taps, c_out, c_in, co, ci,
 
 
 @triton.jit
-def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
-                         boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
-                         B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
-                         BM: tl.constexpr, BN: tl.constexpr, TP: tl.constexpr,
-                         PRECISION: tl.constexpr):
-    """weight_gradient's SHIFTED form with ``TP`` (2 to 4) taps a program, taps ``TP g`` to
-    ``TP g + TP - 1`` of group ``g``: the input's box, loaded once a step, serves all of
-    them, where one tap a program loads it once per tap (the L2 traffic is then the taps
-    times both operands). Taps past the last repeat it, unstored."""
+def weight_gradient_moved(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
+                          boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
+                          B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
+                          BM: tl.constexpr, BN: tl.constexpr, TP: tl.constexpr,
+                          PRECISION: tl.constexpr):
+    """weight_gradient for 32-bit types, whose tiles must reach the tensor cores from shared
+    memory along the reduction dim: the output gradient is read from its copies moved along
+    W ``(S N, D', H', C_out, W'')``, zero outside, boxes ``(1, B0, B1, BM, B2)``. A box must
+    start on 16 bytes along W, so a tap whose offset along W is not a multiple of 16 bytes
+    reads the copy moved by the rest (fused.shifted_taps); ``offsets_ptr`` (T, 4) the
+    offsets within that copy, and the copy. ``TP`` (1 to 4) taps a program, taps ``TP g``
+    to ``TP g + TP - 1`` of group ``g``: the input's box, loaded once a step, serves all of
+    them (with one tap a program, the L2 traffic is the taps times both operands). Taps
+    past the last repeat it, unstored."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
@@ -272,9 +255,10 @@ def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_ou
         b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
         a = _moved_box(g_desc, offsets_ptr, tap0, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
         acc0 = tl.dot(a, b, acc0, input_precision=PRECISION)
-        a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), batch, n, co, q0, q1,
-                       q2, B0, B1, B2, BM)
-        acc1 = tl.dot(a, b, acc1, input_precision=PRECISION)
+        if TP > 1:
+            a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), batch, n, co, q0,
+                           q1, q2, B0, B1, B2, BM)
+            acc1 = tl.dot(a, b, acc1, input_precision=PRECISION)
         if TP > 2:
             a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), batch, n, co, q0,
                            q1, q2, B0, B1, B2, BM)
@@ -284,7 +268,8 @@ def weight_gradient_taps(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_ou
                            q1, q2, B0, B1, B2, BM)
             acc3 = tl.dot(a, b, acc3, input_precision=PRECISION)
     _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
-    _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
+    if TP > 1:
+        _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
     if TP > 2:
         _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
     if TP > 3:

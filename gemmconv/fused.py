@@ -398,8 +398,8 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
 class GradConfig(NamedTuple):
     """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
     product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages;
-    ``taps`` a program (1 to 4; more than one only from the output gradient's moved copies,
-    a candidate not yet timed: _triton.weight_gradient_taps)."""
+    ``taps`` a program (1 to 4; more than one only from the output gradient's moved copies:
+    :func:`taps_a_program`)."""
     box: tuple
     bm: int
     bn: int
@@ -424,6 +424,20 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -
     if c_in >= 128 and c_out >= 128:
         return GradConfig(tuple(box), 128, 128, 8, 3)
     return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4)
+
+
+def taps_a_program(count: int, most: int = 4) -> int:
+    """Taps of the float32 weight gradient a program computes, sharing the input's box
+    (_triton.weight_gradient_moved), for a kernel of ``count`` taps: the most, up to
+    ``most``, whose groups leave at most one slot in eight to a repeated, unstored tap. On the H100
+    the weight gradient of the five 2-D cases ran at 0.60-1.11x cuDNN's speed with one tap
+    a program, 0.70-1.25x with four and 0.73-1.17x with three; three won on 3x3 kernels,
+    where four leave a quarter of the slots idle (benches/results/s28/P/probe.log)."""
+    for taps in range(min(most, 4), 1, -1):
+        slots = -(-count // taps) * taps
+        if 8 * (slots - count) <= slots:
+            return taps
+    return 1
 
 
 def _planar(t: torch.Tensor, tf32: bool) -> tuple:
@@ -509,14 +523,19 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     batch, c_in = x.shape[0], x.shape[1]
     c_out = grad.shape[1] if shifted else grad.shape[-1]
     grid = _padded(x.shape[2:], 1)
-    cfg = cfg or grad_config(grid, c_in, c_out, x.element_size())
+    count = math.prod(g.kernel_size)
+    if cfg is None:
+        cfg = grad_config(grid, c_in, c_out, x.element_size())
+        # One tap a program on 128 x 128 tiles: two took 250 registers a thread, four
+        # spilled (sm_90, benches/ttgir_check.py).
+        cfg = cfg._replace(taps=taps_a_program(count, 4 if cfg.bm * cfg.bn <= 64 * 64 else 1)
+                           if shifted else 1)
     tf32 = x.dtype == torch.float32 and precision == "tf32"
     if shifted:
         shifts, table = shifted_taps(g, x.element_size())
         offsets = _int_tensor(table, x.device)
     else:
         offsets = _table_tensor(convolution_taps(g), x.device)[0]
-    count = math.prod(g.kernel_size)
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
@@ -525,8 +544,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     if cfg.taps > 1 and not shifted:
         raise ValueError("several taps a program read the output gradient's moved copies "
                          "(shifted=True)")
-    several = cfg.taps > 1
-    groups = -(-count // cfg.taps) if several else count
+    groups = -(-count // cfg.taps)
     tiles = groups * tiles_m * tiles_n
     per_split = -(-boxes // max(1, min(boxes, -(-2 * WAVE // tiles)))) if boxes else 1
     splits = -(-boxes // per_split)
@@ -542,18 +560,16 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
         xt, x_shape, x_strides = _planar(x, tf32)
         x_desc = TensorDescriptor(xt, x_shape, x_strides, [1, cfg.bn, *cfg.box])
         dot_precision = "ieee" if x.dtype == torch.float32 and not tf32 else "tf32"
-        if several:
-            _triton.weight_gradient_taps[(splits * tiles,)](
+        common = dict(B0=cfg.box[0], B1=cfg.box[1], B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn,
+                      PRECISION=dot_precision, num_warps=cfg.warps, num_stages=cfg.stages)
+        if shifted:
+            _triton.weight_gradient_moved[(splits * tiles,)](
                 g_desc, x_desc, partial, offsets, batch, c_in, c_out, count, *boxes_per_dim,
-                boxes, per_split, tiles_m, tiles_n, groups, B0=cfg.box[0], B1=cfg.box[1],
-                B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, TP=cfg.taps, PRECISION=dot_precision,
-                num_warps=cfg.warps, num_stages=cfg.stages)
-            return _summed(partial, c_in, c_out, g, dtype or x.dtype)
-        _triton.weight_gradient[(splits * tiles,)](
-            g_desc, x_desc, partial, offsets, batch, c_in, c_out, count,
-            *boxes_per_dim, boxes, per_split, tiles_m, tiles_n, B0=cfg.box[0], B1=cfg.box[1],
-            B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn, ROUND=tf32 and not (rounded or shifted),
-            PRECISION=dot_precision, SHIFTED=shifted, num_warps=cfg.warps, num_stages=cfg.stages)
+                boxes, per_split, tiles_m, tiles_n, groups, TP=cfg.taps, **common)
+        else:
+            _triton.weight_gradient[(splits * tiles,)](
+                g_desc, x_desc, partial, offsets, batch, c_in, c_out, count, *boxes_per_dim,
+                boxes, per_split, tiles_m, tiles_n, ROUND=tf32 and not rounded, **common)
     return _summed(partial, c_in, c_out, g, dtype or x.dtype)
 
 

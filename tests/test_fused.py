@@ -204,11 +204,11 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
 
 
 @interpreted
-@pytest.mark.parametrize("taps", [2, 3, 4])
+@pytest.mark.parametrize("taps", [1, 2, 3, 4])
 @pytest.mark.parametrize("case", STRIDE_ONE[1::7], ids=lambda c: c.name)
 def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
-    """weight_gradient_taps: the input's box shared by several taps' products; a group past
-    the last tap repeats it and stores nothing (kernels of 1 to 21 taps, groups of 2-4)."""
+    """weight_gradient_moved: the input's box shared by several taps' products; a group past
+    the last tap repeats it and stores nothing (kernels of 1 to 21 taps, groups of 1-4)."""
     case, x, grad_out, ref = _weight_gradient_problem(case, f"weight-grad-taps{taps}", "gwt")
     cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
     got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), _geometry(case),
@@ -300,6 +300,22 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
 
 
+@pytest.mark.parametrize("count,taps,of_two", [
+    (1, 1, 1), (2, 2, 2), (3, 3, 1), (5, 1, 1), (7, 4, 2), (9, 3, 2), (10, 2, 2), (15, 4, 2),
+    (21, 4, 2), (27, 4, 2)])
+def test_taps_a_program_leave_at_most_one_slot_in_eight_idle(count, taps, of_two):
+    assert fused.taps_a_program(count) == taps and fused.taps_a_program(count, 1) == 1
+    assert fused.taps_a_program(count, 2) == of_two
+
+
+@interpreted
+def test_fused_backward_of_an_empty_batch_gives_zero_weight_gradient():
+    x, w = torch.randn(0, 4, 5, 6), torch.randn(4, 8, 3, 3)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 1, 0, 1, 1)
+    grad_x, grad_w = fused.backward(torch.randn(0, 8, 5, 6), x, w, a, (True, True))
+    assert grad_x.shape == x.shape and torch.equal(grad_w, torch.zeros_like(w))
+
+
 def test_weight_gradient_refuses_taps_it_cannot_group():
     x, grad = torch.randn(1, 4, 8), torch.randn(1, 4, 10)
     g = Geometry((3,), (1,), (0,), (1,))
@@ -328,12 +344,12 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from gemmconv import _triton
 shifted = sys.argv[1] == "shifted"
-fn = _triton.weight_gradient
+fn = _triton.weight_gradient_moved if shifted else _triton.weight_gradient
 g_block = (1, 1, 1, 64, 32) if shifted else (1, 1, 1, 32, 64)
 sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
        "x_desc": "tensordesc<fp32[1,64,1,1,32]>", "out_ptr": "*fp32", "offsets_ptr": "*i32"}
-constants = dict(B0=1, B1=1, B2=32, BM=64, BN=64, ROUND=not shifted, PRECISION="tf32",
-                 SHIFTED=shifted)
+constants = dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32",
+                 **(dict(TP=3) if shifted else dict(ROUND=True)))
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:
