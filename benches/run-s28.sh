@@ -3,8 +3,10 @@
 #   P: session 27's CPU-only changes on a GPU first: the float32 weight-gradient probe
 #      (copies, kernel, tiles, taps a program), every fused-route CUDA test (the chunked
 #      backward's included), the 17 cases' float32 training table.
-#   T: every CUDA test.
-#   F: the 17 cases forward (NCHW, channels_last), bfloat16 training, then the zoo.
+#   T: every CUDA test (after the float32 weight gradient's taps a program).
+#   F1: the float32 weight-gradient probe again (taps a program by fused.taps_a_program against
+#       1-4), the 17 cases' float32 training, forward NCHW and channels_last.
+#   F2: the 17 cases' bfloat16 training, then the zoo.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -15,9 +17,12 @@ P)
   timeout 220 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; cat $O/bench-train.log | tail -25 ;;
 T)
   timeout 590 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
-F)
-  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
-  timeout 80 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
-  timeout 120 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep geometric $O/bench-train-bf16.log
-  timeout 300 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+F1)
+  timeout 110 python3 benches/wgrad_shifted_probe.py > $O/probe.log 2>&1; grep "|" $O/probe.log
+  timeout 200 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
+  timeout 90 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log
+  timeout 90 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log ;;
+F2)
+  timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep geometric $O/bench-train-bf16.log
+  timeout 420 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 esac
