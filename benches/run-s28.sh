@@ -7,6 +7,8 @@
 #   F1: the float32 weight-gradient probe again (taps a program by fused.taps_a_program against
 #       1-4), the 17 cases' float32 training, forward NCHW and channels_last.
 #   F2: the 17 cases' bfloat16 training, then the zoo.
+#   G: the forward kernel's tile for float32 inputs rounded beforehand (fwd_tile_probe.py:
+#      128 x 128 now against 64 x 128 and others), then the fused route's CUDA tests on it.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -25,4 +27,7 @@ F1)
 F2)
   timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep geometric $O/bench-train-bf16.log
   timeout 420 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+G)
+  timeout 90 python3 benches/fwd_tile_probe.py > $O/probe.log 2>&1; cat $O/probe.log
+  timeout 110 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests.log 2>&1; tail -4 $O/tests.log ;;
 esac

@@ -151,15 +151,15 @@ def _pow2(n: int) -> int:
 
 
 def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int,
-           element_size: int) -> Config:
+           element_size: int, rounds: bool = True) -> Config:
     """The tile for a launch over ``phases`` phase grids of ``extent`` (D, H, W) positions.
     ``bn`` the output channels rounded up to a power of two, 16 to 128; ``bm`` 128 positions, 64 for
-    float32 at ``bn`` 128 (the input's tile is rounded in registers beside the accumulator)
-    or where 128 would make fewer than two waves of programs. The box fills W first, then
-    H, D and samples; ``bk`` is 128 bytes of input channels (the widest row the copy
-    engine swizzles). Chosen on the H200 (benches/NOTES.md, session 22)."""
+    float32 at ``bn`` 128 where the kernel ``rounds`` the input's tiles to TF32 (in registers,
+    beside the accumulator) or where 128 would make fewer than two waves of programs. The
+    box fills W first, then H, D and samples; ``bk`` is 128 bytes of input channels (the
+    widest row the copy engine swizzles). Chosen on the H200 (benches/NOTES.md, session 22)."""
     bn = min(128, max(16, _pow2(c_out)))
-    bm = 64 if element_size == 4 and bn == 128 else 128
+    bm = 64 if element_size == 4 and rounds and bn == 128 else 128
     if bm > 64 and _programs(batch, extent, c_out, phases, _box(batch, extent, bm), bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
@@ -229,7 +229,9 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     batch, c_in, c_out = x.shape[0], x.shape[-1], out.shape[-1]
     grid, image = _padded(x.shape[1:-1], 1), _padded(out.shape[1:-1], 1)
     extent = [-(-i // s) for i, s in zip(image, taps.stride)]
-    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size())
+    fp32 = x.dtype == torch.float32
+    rounds = fp32 and precision == "tf32" and round_input
+    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size(), rounds)
     programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
     if programs == 0:
         return out
@@ -240,13 +242,12 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     w_desc = TensorDescriptor(weights, w_shape, _dense(w_shape), [1, cfg.bn, cfg.bk])
     strides = _padded(out.stride()[1:-1], 0)
     offsets, index, count = _table_tensor(taps, x.device)
-    fp32 = x.dtype == torch.float32
     _triton.implicit_gemm[(programs,)](
         x_desc, w_desc, out, bias if bias is not None else out, offsets, index, count,
         batch, *image, *taps.stride, out.stride(0), *strides, out.stride(-1), c_in, c_out,
         len(taps.index[0]), *_tiles(batch, extent, cfg.box), -(-c_out // cfg.bn),
         BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
-        ROUND=fp32 and precision == "tf32" and round_input, HAS_BIAS=bias is not None,
+        ROUND=rounds, HAS_BIAS=bias is not None,
         PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
     return out
 
