@@ -80,7 +80,8 @@ def main() -> None:
             types = {name: ("i32" if name == "shifts_ptr" else dt) for name in pointers}
             rows = 16 if kernel is _triton.shifted_rows else 32      # as fused.py launches them
             blocks = dict(BR=rows, BW=128) if "BW" in kernel.arg_names else dict(BC=64, BP=64)
-            copy = compile_(kernel, {}, types, dict(blocks, ROUND=dt == "fp32"), 4, 1)
+            rounds = dict(ROUND=dt == "fp32") if "ROUND" in kernel.arg_names else {}
+            copy = compile_(kernel, {}, types, dict(blocks, **rounds), 4, 1)
             report(f"{kernel.__name__} {dt}", copy)
         for bn in (64, 128):
             forward = compile_(_triton.implicit_gemm,

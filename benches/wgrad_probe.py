@@ -50,7 +50,7 @@ def main():
             t_rows = bench(lambda: fused.channels_innermost(gy, fp32))
             rows = fused.channels_innermost(gy, fp32)
             xd = x.detach()
-            t_pitch = bench(lambda: fused._planar(xd, fp32))
+            t_pitch = bench(lambda: fused._planar(xd))
             wt = fused.tap_weights(w.detach(), transpose=True)
             gx = torch.empty_like(xd)
             taps = fused.convolution_taps(geo)

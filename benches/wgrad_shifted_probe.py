@@ -53,7 +53,7 @@ def main():
         xd = x.detach()
         shifts, _ = fused.shifted_taps(geo, 4)
         t_copies = bench(lambda: fused.shifted_copies(gy, shifts, True))
-        t_x = bench(lambda: fused._planar(xd, True))
+        t_x = bench(lambda: fused._planar(xd))
         t_ours = bench(lambda: fused.weight_gradient(xd, gy, geo, shifted=True))
         kernel = t_ours - t_copies - t_x
         cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)

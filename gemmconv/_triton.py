@@ -100,18 +100,15 @@ def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
 
 
 @triton.jit
-def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w,
-            BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
+def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w, BR: tl.constexpr, BW: tl.constexpr):
     """``out[:, :width]`` = ``x (rows, width)``, contiguous, into rows ``pitch`` elements
-    apart, rounded to TF32 where ``ROUND``. The columns past ``width`` stay unwritten: a
-    descriptor of ``width`` never reads them."""
+    apart. The columns past ``width`` stay unwritten: a descriptor of ``width`` never reads
+    them."""
     pid = tl.program_id(0)
     r = (pid // tiles_w) * BR + tl.arange(0, BR)
     c = (pid % tiles_w) * BW + tl.arange(0, BW)
     inside = (r < rows)[:, None] & (c < width)[None, :]
     tile = tl.load(x_ptr + r.to(tl.int64)[:, None] * width + c[None, :], mask=inside)
-    if ROUND:
-        tile = round_tf32(tile)
     tl.store(out_ptr + r.to(tl.int64)[:, None] * pitch + c[None, :], tile, mask=inside)
 
 

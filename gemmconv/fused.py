@@ -441,14 +441,13 @@ def taps_a_program(count: int, most: int = 4) -> int:
     return 1
 
 
-def _planar(t: torch.Tensor, tf32: bool) -> tuple:
+def _planar(t: torch.Tensor) -> tuple:
     """``t (N, C, *spatial)`` contiguous, as the copy engine can read it: ``(tensor, shape,
     strides)`` of 5 dims (spatial padded to D, H, W). Rows of W must start on 16-byte
-    boundaries; where they do not, or where ``tf32`` asks for rounding, a copy with rows
-    ``pitch`` elements apart, rounded on the way."""
+    boundaries; where they do not, a copy with rows ``pitch`` elements apart."""
     shape = [t.shape[0], t.shape[1], *_padded(t.shape[2:], 1)]
     width, granule = shape[-1], 16 // t.element_size()
-    if not tf32 and width % granule == 0 and t.data_ptr() % 16 == 0:
+    if width % granule == 0 and t.data_ptr() % 16 == 0:
         return t, shape, _dense(shape)
     from . import _triton
     pitch = -(-width // granule) * granule
@@ -458,7 +457,7 @@ def _planar(t: torch.Tensor, tf32: bool) -> tuple:
     tiles_w = -(-width // bw)
     if out.numel():
         _triton.pitched[(-(-rows // 32) * tiles_w,)](t, out, rows, width, pitch, tiles_w,
-                                                     BR=32, BW=bw, ROUND=tf32, num_warps=4)
+                                                     BR=32, BW=bw, num_warps=4)
     return out, shape, _dense(shape[:-1] + [pitch])
 
 
@@ -516,9 +515,13 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous, read from its copies
       moved along W (:func:`shifted_taps`): both operands then lie along positions, the
       reduction dim, as the tensor cores take 32-bit types from shared memory.
-    float32 runs in TF32 rounded to nearest: the input in its copy, the output gradient in
-    its copies where ``shifted``, else in registers unless ``rounded`` already. The result
-    is in ``dtype`` (``x``'s by default). ``cfg`` is for experiments."""
+    float32 runs in TF32: the output gradient rounded to nearest, in its copies where
+    ``shifted``, else in registers unless ``rounded`` already; the input as it lies, which
+    the tensor cores truncate. (A rounded copy of the input cost 0.36-1.44 ms, 2-6% of the
+    stride-1 2-D cases' training steps on an H100, for an error of 3.0e-4 against 4.7e-4
+    truncated, emulated in float64; torch's training step errs by 1.3-6.0e-3 on those cases:
+    benches/NOTES.md, session 28.) The result is in ``dtype`` (``x``'s by default).
+    ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from . import _triton
     batch, c_in = x.shape[0], x.shape[1]
@@ -558,7 +561,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
         else:
             g_shape = [batch, *_padded(grad.shape[1:-1], 1), c_out]
             g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])
-        xt, x_shape, x_strides = _planar(x, tf32)
+        xt, x_shape, x_strides = _planar(x)
         x_desc = TensorDescriptor(xt, x_shape, x_strides, [1, cfg.bn, *cfg.box])
         dot_precision = "ieee" if x.dtype == torch.float32 and not tf32 else "tf32"
         common = dict(B0=cfg.box[0], B1=cfg.box[1], B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn,
@@ -613,19 +616,19 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
                        samples: Optional[int] = None) -> int:
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
-    (all by default): the output gradient channels innermost; in float32 its copies moved
-    along W and the input's rounded copy, in 16-bit types the input's where its rows do not
-    start on 16 bytes."""
+    (all by default): the output gradient channels innermost, in float32 its copies moved
+    along W too, and the input's where its rows do not start on 16 bytes."""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
     rows = n * a.out_channels * math.prod(image)
     pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
+    copies = rows + (pitched if grid[-1] % granule else 0)
     if element_size != 4:
-        return rows + (pitched if grid[-1] % granule else 0)
+        return copies
     shifts, _ = shifted_taps(a.geometry, element_size)
     moved = -(-(image[-1] + max(shifts)) // granule) * granule
-    return rows + pitched + len(shifts) * n * a.out_channels * math.prod(image[:-1]) * moved
+    return copies + len(shifts) * n * a.out_channels * math.prod(image[:-1]) * moved
 
 
 def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int:

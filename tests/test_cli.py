@@ -135,9 +135,9 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     half = torch.empty(8, 64, 512, 512, device="meta", dtype=torch.bfloat16)
     fused_backward = gemmconv.explain(half, torch.empty(64, 64, 3, 3, device="meta", dtype=torch.bfloat16))
     assert fused_backward.backward_workspace_bytes == 8 * 64 * 514 * 514 * 2   # the output gradient's copy
-    # float32: the output gradient channels innermost, its three copies moved along W by 0, 2
-    # and 3 elements (taps at offsets 0, 1, 2) in rows of 520, and the input's rounded copy
-    one = (64 * 514 * 514 + 3 * 64 * 514 * 520 + 64 * 512 * 512) * 4
+    # float32: the output gradient channels innermost and its three copies moved along W by
+    # 0, 2 and 3 elements (taps at offsets 0, 1, 2) in rows of 520; the input as it lies
+    one = (64 * 514 * 514 + 3 * 64 * 514 * 520) * 4
     assert planar.backward_workspace_bytes == 8 * one
     previous = ops.get_workspace_limit()
     try:   # the fused backward takes whole samples whose copies fit

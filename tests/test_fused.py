@@ -257,16 +257,18 @@ def test_shifted_copies_move_rows_and_fill_zeros():
 @interpreted
 @pytest.mark.parametrize("case", STRIDE_ONE[::5], ids=lambda c: c.name)
 def test_fused_backward_gives_both_gradients_in_tf32(case):
-    """fused.backward: float32 operands rounded to TF32 once (the output gradient's copy,
-    the weights, the input's copy), so both gradients equal float64's on rounded operands."""
+    """fused.backward: float32 operands rounded to TF32 once (the output gradient's copies,
+    the weights), the input to the weight gradient as it lies (the tensor cores truncate
+    it; the interpreter multiplies it whole), so both gradients equal float64's on those
+    operands."""
     case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
     x, w, b = (t.float() for t in case.tensors(generator=generator(case.name, "backward")))
     x = _batched(case, x)
     r = lambda t: fused.round_tf32(t).double().requires_grad_()
-    xr, wr = r(x), r(w)
-    out = reference(case, xr, wr, None)
+    xd, wr = x.double().requires_grad_(), r(w)
+    out = reference(case, xd, wr, None)
     grad_out = torch.randn(out.shape, generator=generator(case.name, "gb")).float()
-    ref = torch.autograd.grad(out, (xr, wr), fused.round_tf32(grad_out).double())
+    ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
     a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
                             case.padding, case.output_padding, case.groups, case.dilation)
     got = fused.backward(grad_out, x, w, a, (True, True))
@@ -330,7 +332,7 @@ def test_fused_backward_stays_off_where_one_sample_passes_the_workspace_limit():
     x, w = _meta(8, 64, 1024, 1024), _meta(64, 64, 3, 3)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 0, 0, 1, 1)
     one = fused.backward_workspace(a, 4, 1) * 4     # the copies of one sample
-    assert one == (64 * 1026 * 1026 + 3 * 64 * 1026 * 1032 + 64 * 1024 * 1024) * 4
+    assert one == (64 * 1026 * 1026 + 3 * 64 * 1026 * 1032) * 4   # rows of 1024: no input copy
     if fused._triton_available():
         assert fused.backward_unavailable(a, x, w, limit=one) is None
         assert "workspace limit" in fused.backward_unavailable(a, x, w, limit=one - 1)
