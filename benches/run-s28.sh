@@ -11,6 +11,11 @@
 #      128 x 128 now against 64 x 128 and others), then the fused route's CUDA tests on it
 #      (they passed their 110 s limit at 60%, none failed; G2 ran the file again with 170 s).
 #   G2: the same tests, whole.
+# Prepared for the next session (changes 92-93 ran no whole suite, change 93 no GPU at all):
+#   T first (every CUDA test), then
+#   N: whether the copy engine loads boxes that start off 16 bytes (tma_offset_probe.py), the
+#      float32 weight gradient without the input's rounded copy (wgrad_shifted_probe.py), the
+#      17 cases' float32 training and forward; then F2 (bfloat16 training, the zoo).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -32,4 +37,9 @@ F2)
 G)
   timeout 90 python3 benches/fwd_tile_probe.py > $O/probe.log 2>&1; cat $O/probe.log
   timeout 110 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests.log 2>&1; tail -4 $O/tests.log ;;
+N)
+  timeout 60 python3 benches/tma_offset_probe.py > $O/tma.log 2>&1; tail -3 $O/tma.log
+  timeout 110 python3 benches/wgrad_shifted_probe.py > $O/probe.log 2>&1; grep "|" $O/probe.log
+  timeout 200 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep geometric $O/bench-train.log
+  timeout 90 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log ;;
 esac
