@@ -430,10 +430,10 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -
 def taps_a_program(count: int, most: int = 4) -> int:
     """Taps of the float32 weight gradient a program computes, sharing the input's box
     (_triton.weight_gradient_moved), for a kernel of ``count`` taps: the most, up to
-    ``most``, whose groups leave at most one slot in eight to a repeated, unstored tap. On the H100
-    the weight gradient of the five 2-D cases ran at 0.60-1.11x cuDNN's speed with one tap
-    a program, 0.70-1.25x with four and 0.73-1.17x with three; three won on 3x3 kernels,
-    where four leave a quarter of the slots idle (benches/results/s28/P/probe.log)."""
+    ``most``, whose groups leave at most one slot in eight to a repeated, unstored tap. On
+    the H100 the weight gradient of the five 2-D cases ran at 0.60-1.11x cuDNN's speed with
+    one tap a program, 0.70-1.25x with four and 0.73-1.17x with three; three won on 3x3
+    kernels, where four leave a quarter of the slots idle (benches/results/s28/P/probe.log)."""
     for taps in range(min(most, 4), 1, -1):
         slots = -(-count // taps) * taps
         if 8 * (slots - count) <= slots:
