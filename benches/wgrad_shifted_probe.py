@@ -56,7 +56,8 @@ def main():
         t_x = bench(lambda: fused._planar(xd))
         t_ours = bench(lambda: fused.weight_gradient(xd, gy, geo, shifted=True))
         kernel = t_ours - t_copies - t_x
-        cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
+        cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4,
+                                math.prod(case.kernel_size))
         tiles = []
         for change in TILES:
             other = cfg._replace(**change)
@@ -67,8 +68,7 @@ def main():
             exact, = torch.autograd.grad(conv(x, w, b, **case.kwargs), w, gy)
         got = fused.weight_gradient(xd, gy, geo, shifted=True)
         err = ((got - exact).norm() / exact.norm()).item()
-        taps = fused.taps_a_program(math.prod(case.kernel_size), 4 if cfg.bm * cfg.bn <= 4096 else 1)
-        print(f"{case.name} | cudnn grad_w {t_cudnn:.3f} ms | ours ({taps} taps) {t_ours:.3f} ms "
+        print(f"{case.name} | cudnn grad_w {t_cudnn:.3f} ms | ours ({cfg.taps} taps) {t_ours:.3f} ms "
               f"({t_cudnn / t_ours:.2f}x): copies {t_copies:.3f} ({len(shifts)} moved) + input "
               f"{t_x:.3f} + kernel {kernel:.3f} ({flops / kernel / 1e9:.0f} TF/s, {wgmma()}) "
               f"| err {err:.1e} | other tiles: {', '.join(tiles)}", flush=True)

@@ -409,10 +409,14 @@ class GradConfig(NamedTuple):
     taps: int = 1
 
 
-def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -> GradConfig:
+def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
+                moved_taps: int = 1) -> GradConfig:
     """128 bytes of positions a step, W first; 128 x 128 channels, eight warps, where both
     sides have that many, else 64 output by 32-64 input channels, four warps. The best of
-    six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log)."""
+    six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log). A kernel of ``moved_taps``
+    taps read from the output gradient's moved copies takes :func:`taps_a_program` of them a
+    program on the 64-row tiles, one on 128 x 128 (two took 250 registers a thread there,
+    four spilled: sm_90, benches/ttgir_check.py)."""
     bk = 128 // element_size
     box = list(_box(1, grid, bk)[1:])
     box[2] *= bk // math.prod(box)   # a full step on small grids: the tensor cores take K >= 16
@@ -424,17 +428,18 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int) -
             box[d], wider = box[d] // taken, wider // taken
     if c_in >= 128 and c_out >= 128:
         return GradConfig(tuple(box), 128, 128, 8, 3)
-    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4)
+    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4,
+                      taps_a_program(moved_taps))
 
 
-def taps_a_program(count: int, most: int = 4) -> int:
+def taps_a_program(count: int) -> int:
     """Taps of the float32 weight gradient a program computes, sharing the input's box
-    (_triton.weight_gradient_moved), for a kernel of ``count`` taps: the most, up to
-    ``most``, whose groups leave at most one slot in eight to a repeated, unstored tap. On
+    (_triton.weight_gradient_moved), for a kernel of ``count`` taps: the most, up to four,
+    whose groups leave at most one slot in eight to a repeated, unstored tap. On
     the H100 the weight gradient of the five 2-D cases ran at 0.60-1.11x cuDNN's speed with
     one tap a program, 0.70-1.25x with four and 0.73-1.17x with three; three won on 3x3
     kernels, where four leave a quarter of the slots idle (benches/results/s28/P/probe.log)."""
-    for taps in range(min(most, 4), 1, -1):
+    for taps in (4, 3, 2):
         slots = -(-count // taps) * taps
         if 8 * (slots - count) <= slots:
             return taps
@@ -528,12 +533,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     c_out = grad.shape[1] if shifted else grad.shape[-1]
     grid = _padded(x.shape[2:], 1)
     count = math.prod(g.kernel_size)
-    if cfg is None:
-        cfg = grad_config(grid, c_in, c_out, x.element_size())
-        # One tap a program on 128 x 128 tiles: two took 250 registers a thread, four
-        # spilled (sm_90, benches/ttgir_check.py).
-        cfg = cfg._replace(taps=taps_a_program(count, 4 if cfg.bm * cfg.bn <= 64 * 64 else 1)
-                           if shifted else 1)
+    cfg = cfg or grad_config(grid, c_in, c_out, x.element_size(), count if shifted else 1)
     tf32 = x.dtype == torch.float32 and precision == "tf32"
     if shifted:
         shifts, table = shifted_taps(g, x.element_size())
