@@ -467,15 +467,16 @@ def _planar(t: torch.Tensor) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def shifted_taps(g: Geometry, element_size: int) -> tuple:
+def shifted_taps(g: Geometry, element_size: int, aligned: bool = True) -> tuple:
     """The weight gradient's taps over copies of the output gradient moved along W:
     ``(shifts, table)``. A box of the copy engine starts on 16 bytes along W, so the tap
     of offset ``o`` along W reads the copy moved by ``m = -o mod (16 / element_size)``
     elements (``copy[w] = grad[w - m]``) at offset ``o + m``, a whole number of 16-byte
     units. ``shifts`` the distinct moves; ``table`` per tap of convolution_taps(g) its
-    offsets (D, H, W, the last one moved) and the index of its copy in ``shifts``."""
+    offsets (D, H, W, the last one moved) and the index of its copy in ``shifts``. Not
+    ``aligned``: boxes start anywhere, one copy, unmoved (see :func:`weight_gradient`)."""
     taps = convolution_taps(g)
-    granule = 16 // element_size
+    granule = 16 // element_size if aligned else 1
     offsets = taps.offsets[0][:taps.count[0]]
     moves = [-o[2] % granule for o in offsets]
     shifts = tuple(sorted(set(moves)))
@@ -508,7 +509,8 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
 
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
-                    shifted: bool = False, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+                    shifted: bool = False, dtype: Optional[torch.dtype] = None,
+                    aligned: bool = True) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, and its
     output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d
@@ -526,7 +528,9 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     stride-1 2-D cases' training steps on an H100, for an error of 3.0e-4 against 4.7e-4
     truncated, emulated in float64; torch's training step errs by 1.3-6.0e-3 on those cases:
     benches/NOTES.md, session 28.) The result is in ``dtype`` (``x``'s by default).
-    ``cfg`` is for experiments."""
+    ``cfg`` and ``aligned`` are for experiments: not ``aligned``, the boxes of one unmoved
+    copy start anywhere along W, which Triton's interpreter refuses and the copy engine may
+    take (benches/tma_offset_probe.py asks it)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from . import _triton
     batch, c_in = x.shape[0], x.shape[1]
@@ -536,7 +540,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     cfg = cfg or grad_config(grid, c_in, c_out, x.element_size(), count if shifted else 1)
     tf32 = x.dtype == torch.float32 and precision == "tf32"
     if shifted:
-        shifts, table = shifted_taps(g, x.element_size())
+        shifts, table = shifted_taps(g, x.element_size(), aligned)
         offsets = _int_tensor(table, x.device)
     else:
         offsets = _table_tensor(convolution_taps(g), x.device)[0]
