@@ -5,9 +5,11 @@ measurement that :func:`gemmconv.convert` decides by when it is given a sample.
 matching layer really gets, then times each such layer on fresh random inputs of that
 shape, dtype, device and memory format, as torch's class and as gemmconv's (forward, plus
 backward where the model is in training mode), and gives each layer the class that was
-faster. Last it times the whole model with those choices against torch's classes
-throughout, and keeps the choices only where they are faster. The model's parameters,
-gradients and buffers are left as they were.
+faster. Last it times the whole model with torch's classes throughout, with those
+choices, and with gemmconv's throughout, and keeps the fastest: a layer's time alone need
+not be its time among its neighbours (a call bound by host time alone can hide behind the
+GPU work queued before it). The model's parameters, gradients and buffers are left as
+they were.
 """
 from __future__ import annotations
 
@@ -140,9 +142,11 @@ class ConversionReport:
     layers: list[LayerTiming]
     backward: bool
     device: str
-    # The whole model's times, torch's classes throughout and the layers' choices, where any
-    # layer chose gemmconv; and whether those choices were then dropped for being slower.
-    model_ms: Optional[tuple[float, float]] = None
+    # The whole model's times by classes: torch's throughout ("torch"), the layers' choices
+    # ("chosen", where they differ from both others) and gemmconv's throughout ("every");
+    # which of those the model kept; and whether the layers' choices were dropped for it.
+    model_ms: dict = dataclasses.field(default_factory=dict)
+    kept: str = "chosen"
     reverted: bool = False
 
     @property
@@ -160,10 +164,11 @@ class ConversionReport:
                          f"{t.gemmconv_ms:12.3f} {t.speedup:7.2f}x  "
                          f"{'gemmconv' if t.swapped else 'torch':<9} {t.route:<32} {t.layer}")
         if self.model_ms:
-            torch_ms, chosen_ms = self.model_ms
-            lines.append(f"whole model: {torch_ms:.3f} ms with torch's layers, {chosen_ms:.3f} ms "
-                         f"with the faster layers swapped"
-                         + ("; slower, so every layer stays torch's" if self.reverted else ""))
+            names = {"torch": "torch's layers", "chosen": "the faster layers swapped",
+                     "every": "every layer swapped"}
+            lines.append("whole model: " + ", ".join(
+                f"{ms:.3f} ms with {names[k]}" for k, ms in self.model_ms.items())
+                + f"; kept: {names[self.kept]}")
         return "\n".join(lines)
 
 
@@ -283,8 +288,8 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
     """Gives each module of ``model`` whose torch class is in ``types`` the faster of torch's
     class and gemmconv's, as measured on the inputs ``sample`` gives it (see the module
     docs), in place; then times the whole model on ``sample`` with those choices and with
-    torch's classes throughout, and goes back to torch's throughout unless the choices are
-    faster (a layer faster alone can be slower among its neighbours). Returns the report."""
+    torch's classes throughout and with gemmconv's throughout, and keeps the fastest of the
+    three (a layer's time alone is not its time among its neighbours). Returns the report."""
     backward = model.training and torch.is_grad_enabled()
     rows, torch_classes, chosen = [], {}, {}
     for name, module, spec in layer_inputs(model, sample, types):
@@ -299,25 +304,27 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
                                 chosen[module] is ours))
     first = sample if isinstance(sample, torch.Tensor) else sample[0]
     report = ConversionReport(model, rows, backward, str(first.device))
-    if any(row.swapped for row in rows):
+    every = {module: gnn.SWAPS[cls] for module, cls in torch_classes.items()}
+    candidates = {"torch": torch_classes, "chosen": chosen, "every": every}
+    if chosen in (torch_classes, every):
+        del candidates["chosen"]
+    if rows:
         # Running the model moves BatchNorm statistics: they are put back afterwards.
         buffers = {b: b.clone() for b in model.buffers()}
         try:
             with torch.set_grad_enabled(backward):
-                times = timers(first.device, {
-                    "torch": _model_step(model, sample, torch_classes, backward),
-                    "chosen": _model_step(model, sample, chosen, backward)}, repeats,
-                               back_to_back=True)
+                report.model_ms = timers(first.device, {
+                    key: _model_step(model, sample, classes, backward)
+                    for key, classes in candidates.items()}, repeats, back_to_back=True)
         finally:
             with torch.no_grad():
                 for b, value in buffers.items():
                     b.copy_(value)
-        report.model_ms = (times["torch"], times["chosen"])
-        if times["chosen"] >= times["torch"]:
-            chosen = torch_classes
-            for row in rows:
-                row.swapped = False
-            report.reverted = True
+        report.kept = min(report.model_ms, key=report.model_ms.get)   # ties: torch's first
+        report.reverted = candidates[report.kept] != chosen
+        chosen = candidates[report.kept]
+        for row, module in zip(rows, torch_classes):
+            row.swapped = chosen[module] is not torch_classes[module]
     for module, cls in chosen.items():
         module.__class__ = cls
     return report

@@ -116,7 +116,9 @@ def convert(model, *, types=TRANSPOSED, sample=None, repeats=10):
     inputs of the shape, dtype, device and memory format it got (forward, plus backward
     where the model is in training mode and gradients are enabled; under the caller's
     autocast, if any), the median of ``repeats`` runs each, and only the modules gemmconv
-    runs faster are swapped (swapped ones that lose go back to torch's class). Returns a
+    runs faster are swapped (swapped ones that lose go back to torch's class); then the
+    whole model is timed with torch's classes throughout, with those choices and with
+    gemmconv's throughout, and the fastest of the three is kept. Returns a
     :class:`gemmconv.measure.ConversionReport` of what was measured and decided: ``print``
     it for a table; its ``model`` is ``model``. Parameters, gradients and buffers are left
     as they were.
