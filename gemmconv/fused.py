@@ -19,7 +19,10 @@ registers and adds the bias before it stores. Deterministic: no atomics, a fixed
 
 The same kernel computes the input gradient at stride 1 (a convolution: offsets
 ``k d - p``, each tap's weight transposed), and a second one the weight gradient, reducing
-over samples and positions into fixed partials: :func:`backward`, taken in 16-bit types.
+over samples and positions into fixed partials: :func:`backward`, taken in 16-bit types and
+for 2-D calls in float32 (a third kernel there, since 32-bit tiles must reach the tensor
+cores along the reduction dim: it reads copies of the output gradient moved along W, and
+computes up to four taps a program on one load of the input's box).
 ``taps`` gives the decomposition as plain PyTorch, the CPU path that CI checks against the
 kernels (through ``TRITON_INTERPRET=1``) and against torch.
 """
