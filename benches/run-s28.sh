@@ -10,12 +10,14 @@
 #   G: the forward kernel's tile for float32 inputs rounded beforehand (fwd_tile_probe.py:
 #      128 x 128 now against 64 x 128 and others), then the fused route's CUDA tests on it
 #      (they passed their 110 s limit at 60%, none failed; G2 ran the file again with 170 s).
-#   G2: the same tests, whole.
+#   G2: the same tests, whole (a command of its own, not a letter here:
+#       pytest -q -m cuda tests/test_cuda_fused.py, 170 s limit).
 # Prepared for the next session (changes 92-93 ran no whole suite, change 93 no GPU at all):
 #   T first (every CUDA test), then
 #   N: whether the copy engine loads boxes that start off 16 bytes (tma_offset_probe.py), the
-#      float32 weight gradient without the input's rounded copy (wgrad_shifted_probe.py), the
-#      17 cases' float32 training and forward; then F2 (bfloat16 training, the zoo).
+#      float32 weight gradient without the input's rounded copy (wgrad_shifted_probe.py, with
+#      --unaligned where the first probe says yes), the 17 cases' float32 training and
+#      forward; then F2 (bfloat16 training, the zoo, with change 94's convert).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
