@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 29's device calls (outputs under benches/results/s29/<call>).
+#   N, T, F1, F2: session 28's letters (benches/run-s28.sh) on its final code, on an H200:
+#      N the copy-engine probe, the float32 weight-gradient probe and the float32 tables,
+#      T every CUDA test, F2 bfloat16 training and the zoo, F1 the channels_last forward.
+#   D: diagnostics. The fused kernels on the 3-D stride-1 cases (fused3d_probe.py), where
+#      DCGAN's and the VAE decoder's converted forward spends its time (model_profile.py),
+#      and the 2-D U-Net's layers as convert(model, sample=x) measured them.
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+nvidia-smi --query-gpu=name --format=csv,noheader
+case "$1" in
+D)
+  timeout 200 python3 benches/fused3d_probe.py > $O/fused3d.log 2>&1; cat $O/fused3d.log
+  timeout 100 python3 benches/model_profile.py > $O/profile.log 2>&1; grep "a call" $O/profile.log
+  timeout 250 python3 -m gemmconv bench --models --model unet2d --layers --json $O/unet2d.json > $O/unet2d.log 2>&1; tail -12 $O/unet2d.log ;;
+esac
