@@ -6,6 +6,8 @@
 #   D: diagnostics. The fused kernels on the 3-D stride-1 cases (fused3d_probe.py), where
 #      DCGAN's and the VAE decoder's converted forward spends its time (model_profile.py),
 #      and the 2-D U-Net's layers as convert(model, sample=x) measured them.
+#   E: each gradient's error on the 3-D cases (fused3d_error.py), and the host time of a
+#      U-Net up-conv's bfloat16 channels_last training step (train_host_profile.py).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -14,4 +16,7 @@ D)
   timeout 200 python3 benches/fused3d_probe.py > $O/fused3d.log 2>&1; cat $O/fused3d.log
   timeout 100 python3 benches/model_profile.py > $O/profile.log 2>&1; grep "a call" $O/profile.log
   timeout 250 python3 -m gemmconv bench --models --model unet2d --layers --json $O/unet2d.json > $O/unet2d.log 2>&1; tail -12 $O/unet2d.log ;;
+E)
+  timeout 150 python3 benches/fused3d_error.py > $O/error.log 2>&1; cat $O/error.log
+  timeout 100 python3 benches/train_host_profile.py > $O/host.log 2>&1; head -100 $O/host.log ;;
 esac
