@@ -284,6 +284,15 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     one group; with input channels whose rows fill whole 16-byte units (the copy engine's
     granule). It does where it can and the cost model prefers it (:func:`preferred`; on
     channels_last tensors where ``interleaved``)."""
+    why = _unable(a, x, weight)
+    if why is None and not preferred(a, interleaved):
+        return ("the cost model: 3-D, strided planar 2-D or strided 1-D, or at most "
+                f"{SMALL_OUTPUT:,} output elements")
+    return why
+
+
+def _unable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
+    """Why the fused kernels cannot take a call, whatever the cost model says, or None."""
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.is_cuda and _capability(x.device.index) < (9, 0):
@@ -298,9 +307,6 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
         return f"{a.in_channels} input channels of {x.element_size()} bytes: rows not whole 16-byte units"
     if not _triton_available():
         return "Triton is not installed"
-    if not preferred(a, interleaved):
-        return ("the cost model: 3-D, strided planar 2-D or strided 1-D, or at most "
-                f"{SMALL_OUTPUT:,} output elements")
     return None
 
 
@@ -312,11 +318,25 @@ def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     return preferred(a, interleaved) and unavailable(a, x, weight, interleaved) is None
 
 
+def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
+    """Whether the cost model sends a call's backward to the fused kernels: the calls whose
+    forward it sends there (:func:`preferred`), and 3-D calls at stride 1 in 16-bit types
+    whose output channels fill at least half of the kernels' 128-byte chunk of the
+    reduction (the input gradient's). Their training step in bfloat16, the forward on the
+    column routes, ran 3d-64cube 1.17x -> 1.68x and 3d-32to64 0.80x -> 1.27x torch's, and
+    3d-96cube (24 output channels) 1.62x -> 1.05x (H100, benches/results/s29/D)."""
+    g = a.geometry
+    return preferred(a, interleaved) or (
+        g.nd == 3 and set(g.stride) == {1} and element_size < 4 and
+        a.out_channels * element_size >= 64 and
+        a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT)
+
+
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                    interleaved: bool = False, limit: Optional[int] = None) -> bool:
     """Whether a call's backward takes the fused kernels (:func:`backward_unavailable` is
     None), the cost model asked first as in :func:`takes`."""
-    return preferred(a, interleaved) and \
+    return backward_preferred(a, interleaved, x.element_size()) and \
         backward_unavailable(a, x, weight, interleaved, limit) is None
 
 
@@ -557,9 +577,10 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
                          "(shifted=True)")
     groups = -(-count // cfg.taps)
     tiles = groups * tiles_m * tiles_n
-    per_split = -(-boxes // max(1, min(boxes, -(-2 * WAVE // tiles)))) if boxes else 1
-    splits = -(-boxes // per_split)
-    partial = x.new_zeros(max(splits, 1), count, c_out, c_in, dtype=torch.float32)
+    per_split, splits = split_boxes(boxes, tiles, math.prod(cfg.box), count * c_out * c_in * 4)
+    # Every program stores its whole tile: only an empty batch leaves a partial to zero.
+    partial = (x.new_empty if splits else x.new_zeros)(max(splits, 1), count, c_out, c_in,
+                                                       dtype=torch.float32)
     if splits:
         if shifted:
             copies, g_shape, g_strides = shifted_copies(grad, shifts, tf32)
@@ -584,6 +605,29 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     return _summed(partial, c_in, c_out, g, dtype or x.dtype)
 
 
+# Positions one program of the weight gradient sums on the tensor cores. Their float32
+# accumulators do not round each addition to nearest: on positive data the sum drifts low
+# with the number of products added, 6.8e-3 after 1M positions (bfloat16, 3d-32to64, H100)
+# where cuBLAS's column route errs 3.9e-4 (benches/results/s29/E/error.log). The rest of
+# the reduction runs over the splits' partials, in torch's sum, as long as they take at
+# most PARTIALS bytes; beyond that, longer splits.
+CHAIN = 1 << 15
+PARTIALS = 1 << 28
+
+
+def split_boxes(boxes: int, tiles: int, box: int, partial: int) -> tuple:
+    """``(per_split, splits)``: the weight gradient's ``boxes`` boxes of ``box`` positions
+    shared out among splits of consecutive boxes, one program a split and tile of ``tiles``,
+    each split's partials ``partial`` bytes: enough splits for two waves of programs, and
+    at most :data:`CHAIN` positions a split where the partials fit in :data:`PARTIALS`."""
+    if not boxes:
+        return 1, 0
+    waves = -(-boxes // min(boxes, -(-2 * WAVE // tiles)))
+    room = -(-boxes // max(1, PARTIALS // partial))
+    per_split = min(waves, max(CHAIN // box, room, 1))
+    return per_split, -(-boxes // per_split)
+
+
 def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
             dtype: torch.dtype) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` from the splits' partials ``(splits, T,
@@ -594,19 +638,24 @@ def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                          interleaved: bool = False, limit: Optional[int] = None) -> Optional[str]:
     """Why the backward of a call does not take the fused kernels, or None where it does:
-    where its forward can (:func:`unavailable`), on planar tensors at stride 1, with output
-    channels in whole 16-byte rows too (the output gradient's rows are the kernels' input);
-    in float32, 2-D calls only; where one sample's copies fit in ``limit`` bytes, if given
-    (the workspace limit: :func:`backward` takes whole samples, the column routes split
-    further)."""
-    why = unavailable(a, x, weight, interleaved)
+    where the kernels can take its forward (:func:`unavailable`, the cost model aside) and
+    the cost model sends it (:func:`backward_preferred`), on planar tensors at stride 1,
+    with output channels in whole 16-byte rows too (the output gradient's rows are the
+    kernels' input); in float32, 2-D calls only; where one sample's copies fit in
+    ``limit`` bytes, if given (the workspace limit: :func:`backward` takes whole samples,
+    the column routes split further)."""
+    why = _unable(a, x, weight)
     if why is not None:
         return why
+    if not backward_preferred(a, interleaved, x.element_size()):
+        return ("the cost model: 3-D of few output channels or in float32, strided planar "
+                f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements")
     if x.dtype == torch.float32 and a.geometry.nd != 2:
         # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
         # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
-        # copies of the output gradient moved along W, and runs at 42-104 TFLOP/s.
-        return "float32 1-D (the column routes' backward is faster there)"
+        # copies of the output gradient moved along W, and runs at 42-104 TFLOP/s. (3-D
+        # float32: the column routes' step ran 1.00-1.51x faster, results/s29/D.)
+        return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
     if interleaved:
         return "channels_last tensors (the fused weight gradient reads planar ones)"
     if any(s != 1 for s in a.geometry.stride):

@@ -320,6 +320,23 @@ def test_taps_a_program_leave_at_most_one_slot_in_eight_idle(count, taps):
     assert fused.grad_config((1, 64, 64), 64, 64, 4).taps == 1     # the channels-innermost form
 
 
+@pytest.mark.parametrize("boxes", [1, 7, 300, 65536, 131072, 4_000_000])
+@pytest.mark.parametrize("tiles", [1, 9, 75, 196, 1000])
+@pytest.mark.parametrize("partial", [1 << 10, 9 * 64 * 64 * 4, 49 * 256 * 256 * 4])
+def test_weight_gradient_splits_sum_at_most_a_chain_on_the_tensor_cores(boxes, tiles, partial):
+    """Every box in one split; at least as many splits as two waves of programs take; no
+    split longer than fused.CHAIN positions (the tensor cores' float32 sums drift low
+    with their length) unless more splits' partials would pass fused.PARTIALS bytes."""
+    box = 64
+    per_split, splits = fused.split_boxes(boxes, tiles, box, partial)
+    assert (splits - 1) * per_split < boxes <= splits * per_split
+    waves = -(-boxes // min(boxes, -(-2 * fused.WAVE // tiles)))
+    assert per_split <= waves
+    if per_split * box > fused.CHAIN:   # only where shorter splits' partials pass the bound
+        assert per_split == waves <= 1 or -(-boxes // (per_split - 1)) * partial > fused.PARTIALS
+    assert fused.split_boxes(0, tiles, box, partial) == (1, 0)
+
+
 @interpreted
 def test_fused_backward_of_an_empty_batch_gives_zero_weight_gradient():
     x, w = torch.randn(0, 4, 5, 6), torch.randn(4, 8, 3, 3)
@@ -468,6 +485,27 @@ def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
     assert not fused.preferred(args((128, 256, 8, 8), 4, 2, 2), True)       # DCGAN's layers
     assert not fused.preferred(args((8, 128, 128, 128), 2, 2, 2), True)     # U-Net's up-convs
     assert not fused.preferred(args((8, 48, 64, 64, 64), 3, 1, 3), True)    # 3-D, large
+
+
+def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_fused_kernels():
+    """3-D stride-1 calls: the forward on the column routes, the backward on the fused
+    kernels where the output channels fill 64 bytes of the input gradient's 128-byte
+    reduction chunk (3d-64cube and 3d-32to64 won there in bfloat16, 3d-96cube's 24 lost)."""
+    def args(shape, c_out, k, s, dtype):
+        x, w = _meta(*shape, dtype=dtype), _meta(shape[1], c_out, *(k,) * 3, dtype=dtype)
+        return conv_transpose_args("conv_transpose3d", 3, x, w, None, s, 0, 0, 1, 1), x, w
+    for c_out, dtype, sent in ((48, torch.bfloat16, True), (64, torch.float16, True),
+                               (24, torch.bfloat16, False), (64, torch.float32, False)):
+        a, x, w = args((8, 48, 64, 64, 64), c_out, 3, 1, dtype)
+        assert not fused.preferred(a, False)                          # the forward: columns
+        assert fused.backward_preferred(a, False, x.element_size()) == sent, (c_out, dtype)
+        if fused._triton_available():
+            assert (fused.backward_unavailable(a, x, w) is None) == sent
+            assert fused.unavailable(a, x, w) is not None
+    a, x, _ = args((8, 48, 64, 64, 64), 64, 3, 2, torch.bfloat16)       # strided
+    assert not fused.backward_preferred(a, False, 2)
+    a, x, _ = args((1, 48, 16, 16, 16), 64, 3, 1, torch.bfloat16)       # small
+    assert not fused.backward_preferred(a, False, 2)
 
 
 @pytest.mark.parametrize("batch,extent,c_out,phases,size", [
