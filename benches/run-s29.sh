@@ -8,6 +8,9 @@
 #      and the 2-D U-Net's layers as convert(model, sample=x) measured them.
 #   E: each gradient's error on the 3-D cases (fused3d_error.py), and the host time of a
 #      U-Net up-conv's bfloat16 channels_last training step (train_host_profile.py).
+#   W: the fused forward with warp specialization (fwd_ws_probe.py); the fused route's CUDA
+#      tests and the bfloat16 training table after the weight gradient's chain cap and the
+#      3-D 16-bit fused backward.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -19,4 +22,8 @@ D)
 E)
   timeout 150 python3 benches/fused3d_error.py > $O/error.log 2>&1; cat $O/error.log
   timeout 100 python3 benches/train_host_profile.py > $O/host.log 2>&1; head -100 $O/host.log ;;
+W)
+  timeout 150 python3 benches/fwd_ws_probe.py > $O/ws.log 2>&1; cat $O/ws.log
+  timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests.log 2>&1; tail -4 $O/tests.log
+  timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
 esac
