@@ -8,7 +8,8 @@
 #      and the 2-D U-Net's layers as convert(model, sample=x) measured them.
 #   E: each gradient's error on the 3-D cases (fused3d_error.py), and the host time of a
 #      U-Net up-conv's bfloat16 channels_last training step (train_host_profile.py).
-#   W: the fused forward with warp specialization (fwd_ws_probe.py); the fused route's CUDA
+#   W: the fused forward with warp specialization (fwd_ws_probe.py, commit ef9816e; it gave no
+#      row within its 150 s, a hang suspected, and was taken out again); the fused route's CUDA
 #      tests and the bfloat16 training table after the weight gradient's chain cap and the
 #      3-D 16-bit fused backward.
 export PYTHONPATH=. PYTHONUNBUFFERED=1

@@ -22,7 +22,7 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
                   tiles_b, tiles0, tiles1, tiles2, tiles_n,
                   BB: tl.constexpr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
                   BK: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, WS: tl.constexpr = False):
+                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
     """One tile of ``BB`` samples x ``(B0, B1, B2)`` phase positions by ``BN`` output
     channels. ``x_desc``: the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, B1, B2, BK)``;
     ``w_desc``: the taps' matrices ``(T, C_out, C_in)``, input channels innermost (the
@@ -47,7 +47,7 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
     count = tl.sum(tl.load(count_ptr + phase + tl.arange(0, 1)), axis=0)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     # One flat loop over (tap, input-channel chunk), so the loads pipeline across taps.
-    for i in tl.range(count * chunks, warp_specialize=WS):
+    for i in range(count * chunks):
         t = i // chunks
         kc = (i - t * chunks) * BK
         entry = phase * most_taps + t

@@ -141,15 +141,12 @@ def _shifted(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -> t
 
 class Config(NamedTuple):
     """Tile of a launch: ``box`` (samples, D, H, W) of phase positions (their product the
-    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages,
-    and whether the compiler gives the copies and the products warps of their own
-    (``specialized``: Triton's warp specialization on sm_90, with four warps)."""
+    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages."""
     box: tuple
     bk: int
     bn: int
     warps: int
     stages: int
-    specialized: bool = False
 
 
 def _pow2(n: int) -> int:
@@ -253,8 +250,8 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
         batch, *image, *taps.stride, out.stride(0), *strides, out.stride(-1), c_in, c_out,
         len(taps.index[0]), *_tiles(batch, extent, cfg.box), -(-c_out // cfg.bn),
         BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
-        ROUND=rounds, HAS_BIAS=bias is not None, PRECISION=precision if fp32 else "tf32",
-        WS=cfg.specialized, num_warps=cfg.warps, num_stages=cfg.stages)
+        ROUND=rounds, HAS_BIAS=bias is not None,
+        PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
     return out
 
 
