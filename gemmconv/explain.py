@@ -34,6 +34,7 @@ class Explanation:
     workspace_bytes: int
     backward_workspace_bytes: int
     precision: str
+    backward: str = ""
 
     def __str__(self) -> str:
         lines = [self.call, f"output {self.output_shape}, {self.layout}",
@@ -44,6 +45,8 @@ class Explanation:
             lines.append(f"  {'->' if chosen else '  '} {cost:14,.0f}  {description}")
         lines.append(f"forward, per chunk ({self.chunks} chunk{'s' * (self.chunks != 1)}):")
         lines += [f"  {i}. {step}" for i, step in enumerate(self.steps, 1)]
+        if self.backward:
+            lines.append(f"backward: {self.backward}")
         lines.append(f"workspace: forward {_megabytes(self.workspace_bytes)}, backward "
                      f"{_megabytes(self.backward_workspace_bytes)} (limit "
                      f"{_megabytes(ops.get_workspace_limit())}; gemmconv.set_workspace_limit)")
@@ -53,6 +56,11 @@ class Explanation:
 
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
               "that reach it times the input's shifted boxes, accumulated on chip{bias}")
+
+
+BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel over the "
+                  "convolution's taps, the weight gradient in partials over samples and "
+                  "positions")
 
 
 COPY_STEP = "copy the input channels innermost, {shape}{tf32} (one Triton kernel)"
@@ -201,12 +209,8 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))
         candidates = [(c, cost, False) for c, cost, _ in candidates]
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
-        if fused.backward_unavailable(a, batched, weight, interleaved, limit) is None:
-            backward = fused.backward_workspace(a, size, fused.backward_samples(a, size, limit))
-        elif interleaved:
-            backward = cl.backward_plan(a, size, limit).workspace
-        else:
-            backward = _planar_backward_workspace(a, size, limit)
+        backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
+            _planar_backward_workspace(a, size, limit)
     elif interleaved:
         gathered = a.gathered_dims()
         split = a.split(gathered)
@@ -224,6 +228,15 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         backward = _planar_backward_workspace(a, size, limit)
     if why_not is not None and on_cuda:
         steps.append(f"(not the fused route: {why_not})")
+    backward_route = ""
+    if on_cuda:
+        batched = input.unsqueeze(0) if a.unbatched else input
+        why_not_back = fused.backward_unavailable(a, batched, weight, interleaved, limit)
+        if why_not_back is None:
+            backward = fused.backward_workspace(a, size, fused.backward_samples(a, size, limit))
+            backward_route = BACKWARD_FUSED
+        else:
+            backward_route = f"the column routes (not the fused kernels: {why_not_back})"
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
                                                ("padding", a.geometry.padding),
                                                ("output_padding", a.output_padding),
@@ -239,4 +252,4 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                        ops.describe_route(a, interleaved, why_not is None), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
-                       _precision(input.dtype, on_cuda))
+                       _precision(input.dtype, on_cuda), backward_route)

@@ -135,6 +135,18 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     half = torch.empty(8, 64, 512, 512, device="meta", dtype=torch.bfloat16)
     fused_backward = gemmconv.explain(half, torch.empty(64, 64, 3, 3, device="meta", dtype=torch.bfloat16))
     assert fused_backward.backward_workspace_bytes == 8 * 64 * 514 * 514 * 2   # the output gradient's copy
+    assert fused_backward.backward.startswith("the fused kernels")
+    # 3-D in 16-bit types: the forward on the column routes, the backward fused where the
+    # output channels fill 64 bytes; the workspace the fused backward's copy
+    volume = torch.empty(16, 32, 64, 64, 64, device="meta", dtype=torch.bfloat16)
+    wide = gemmconv.explain(volume, torch.empty(32, 64, 3, 5, 5, device="meta", dtype=torch.bfloat16),
+                            padding=(1, 2, 2))
+    assert wide.route != ops.FUSED_ROUTE and wide.backward.startswith("the fused kernels")
+    assert wide.backward_workspace_bytes == 16 * 64 * 64 ** 3 * 2
+    assert "backward: the fused kernels" in str(wide)
+    narrow = gemmconv.explain(volume, torch.empty(32, 16, 3, 5, 5, device="meta", dtype=torch.bfloat16),
+                              padding=(1, 2, 2))
+    assert "not the fused kernels: the cost model" in narrow.backward
     # float32: the output gradient channels innermost and its three copies moved along W by
     # 0, 2 and 3 elements (taps at offsets 0, 1, 2) in rows of 520; the input as it lies
     one = (64 * 514 * 514 + 3 * 64 * 514 * 520) * 4
