@@ -12,6 +12,8 @@
 #      row within its 150 s, a hang suspected, and was taken out again); the fused route's CUDA
 #      tests and the bfloat16 training table after the weight gradient's chain cap and the
 #      3-D 16-bit fused backward.
+#   X1, X2: the final code: every CUDA test, the float32 training and forward tables (X1);
+#      the channels_last forward table and the zoo (X2). bfloat16 training: run W.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -27,4 +29,11 @@ W)
   timeout 150 python3 benches/fwd_ws_probe.py > $O/ws.log 2>&1; cat $O/ws.log
   timeout 200 python3 -m pytest -q -m cuda tests/test_cuda_fused.py -p no:cacheprovider > $O/tests.log 2>&1; tail -4 $O/tests.log
   timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+X1)
+  timeout 400 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -4 $O/tests.log
+  timeout 110 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 60 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep geometric $O/bench-fwd.log ;;
+X2)
+  timeout 60 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
+  timeout 480 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
 esac
