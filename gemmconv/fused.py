@@ -654,7 +654,8 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
         # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
         # copies of the output gradient moved along W, and runs at 42-104 TFLOP/s. (3-D
-        # float32: the column routes' step ran 1.00-1.51x faster, results/s29/D.)
+        # float32, the forward fused too: the column routes' step ran 1.1-1.5x faster,
+        # results/s29/D.)
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
     if interleaved:
         return "channels_last tensors (the fused weight gradient reads planar ones)"
