@@ -16,6 +16,8 @@
 #      the channels_last forward table and the zoo (X2). bfloat16 training: run W. X1's tests
 #      passed their 400 s at 3483 of 3777 (3322 passed, 161 skipped, none failed): X2 runs
 #      the rest, tests/test_cuda_reuse.py, whole.
+#   U: the 2-D U-Net again with --layers: X2's convert(model, sample=x) swapped its four
+#      up-convs in the bfloat16 channels_last training step, which then ran 0.86x.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -39,4 +41,6 @@ X2)
   timeout 80 python3 -m pytest -q -m cuda tests/test_cuda_reuse.py -p no:cacheprovider > $O/tests-reuse.log 2>&1; tail -2 $O/tests-reuse.log
   timeout 45 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep geometric $O/bench-fwd-cl.log
   timeout 450 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; grep "geometric mean" $O/models.log ;;
+U)
+  timeout 280 python3 -m gemmconv bench --models --model unet2d --layers --json $O/unet2d.json > $O/unet2d.log 2>&1; grep -A3 "train bf16-autocast channels_last ...$" $O/unet2d.log; tail -14 $O/unet2d.log ;;
 esac
