@@ -15,18 +15,8 @@ from torch.profiler import ProfilerActivity, profile
 import gemmconv
 from gemmconv import zoo
 
-
-def per_call_ms(fn, calls: int = 50) -> float:
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
+sys.path.insert(0, "benches")
+from overhead import per_call_us  # noqa: E402
 
 
 def main() -> int:
@@ -41,7 +31,7 @@ def main() -> int:
                 x = entry.input(False, "cuda").contiguous(memory_format=layout)
                 with torch.no_grad():
                     run = lambda: model(x)
-                    ms = per_call_ms(run)
+                    ms = per_call_us(run, 50) / 1e3
                     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                         for _ in range(20):
                             run()
