@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 from typing import NamedTuple, Optional, Sequence
 
@@ -159,26 +160,53 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
     ``bn`` the output channels rounded up to a power of two, 16 to 128; ``bm`` 128 positions, 64 for
     float32 at ``bn`` 128 where the kernel ``rounds`` the input's tiles to TF32 (in registers,
     beside the accumulator) or where 128 would make fewer than two waves of programs. The
-    box fills W first, then H, D and samples; ``bk`` is 128 bytes of input channels (the
-    widest row the copy engine swizzles). Chosen on the H200 (benches/NOTES.md, session 22)."""
+    box is :func:`_fitted_box`; ``bk`` is 128 bytes of input channels (the widest row the
+    copy engine swizzles). Chosen on the H200 (benches/NOTES.md, sessions 22 and 30)."""
+    extent = tuple(extent)
     bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and rounds and bn == 128 else 128
-    if bm > 64 and _programs(batch, extent, c_out, phases, _box(batch, extent, bm), bn) < 2 * WAVE:
+    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm), bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
-    return Config(_box(batch, extent, bm), bk, bn, 4, 4)
+    return Config(_fitted_box(batch, extent, bm), bk, bn, 4, 4)
 
 
 WAVE = 132   # programs in flight at once: one per multiprocessor of an H100 or H200
 
 
 def _box(batch: int, extent: Sequence[int], bm: int) -> tuple:
+    """A box of ``bm`` (samples, D, H, W) positions, powers of two, filling W first, then H,
+    D and samples, none longer than its dim rounded up to a power of two."""
     box, left = [], bm
     for size in reversed(extent):
         box.append(min(_pow2(size), left))
         left //= box[-1]
     box.append(min(_pow2(batch), left))
     return tuple(reversed(box))
+
+
+# A box may pad the grids this much more than the least-padding box does, for longer runs
+# along W (the planar output's rows) and fewer samples a box.
+FIT_SLACK = 1 / 32
+
+
+@functools.lru_cache(maxsize=256)
+def _fitted_box(batch: int, extent: tuple, bm: int) -> tuple:
+    """The box of ``bm`` (samples, D, H, W) positions, powers of two, that tiles the phase
+    grids with the fewest positions past their ends, within :data:`FIT_SLACK`: the widest
+    along W, then H and D. Those positions cost the tensor cores as much as real ones
+    (their input reads as zeros), and a box filling W first pads an odd W by up to half:
+    130 x 260 outputs (2d-64to128) took 48% more products in boxes of 128 along W, 3% in
+    boxes of 4 x 8 positions and 4 samples."""
+    sizes = (batch, *extent)
+    caps = [_pow2(s).bit_length() - 1 for s in sizes]
+    if sum(caps) <= bm.bit_length() - 1:
+        return tuple(1 << c for c in caps)
+    boxes = [tuple(1 << e for e in exps) for exps in itertools.product(*(range(c + 1) for c in caps))
+             if 1 << sum(exps) == bm]
+    padded = {box: math.prod(-(-s // b) * b for s, b in zip(sizes, box)) for box in boxes}
+    enough = min(padded.values()) * (1 + FIT_SLACK)
+    return max((box for box in boxes if padded[box] <= enough), key=lambda box: box[::-1])
 
 
 def _tiles(batch: int, extent: Sequence[int], box: tuple) -> list:

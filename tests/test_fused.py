@@ -517,9 +517,29 @@ def test_tiles_are_boxes_of_powers_of_two_within_the_tile(batch, extent, c_out, 
     bm = math.prod(cfg.box)
     assert all(b & (b - 1) == 0 for b in (*cfg.box, cfg.bk, cfg.bn)) and bm <= 128
     assert cfg.bk * size == 128 and cfg.bn == min(128, max(16, 1 << (c_out - 1).bit_length()))
-    few = fused._programs(batch, extent, c_out, phases, fused._box(batch, extent, 128), cfg.bn) < 2 * fused.WAVE
+    few = fused._programs(batch, extent, c_out, phases, fused._fitted_box(batch, extent, 128), cfg.bn) < 2 * fused.WAVE
     in_registers = size == 4 and rounds and cfg.bn == 128     # float32 tiles rounded there
     assert bm == (64 if few or in_registers else 128) or bm < 64
+
+
+@pytest.mark.parametrize("batch,extent", [
+    (8, (1, 514, 518)), (64, (1, 130, 260)), (8, (1, 1026, 1026)), (8, (1, 514, 1026)),
+    (8, (66, 66, 66)), (16, (18, 36, 70)), (8, (98, 98, 98)), (3, (1, 1, 131084))])
+@pytest.mark.parametrize("bm", [64, 128])
+def test_tiles_pad_odd_grids_by_a_few_percent(batch, extent, bm):
+    """The forward's output grids of the 17 cases and their 3-D kin: a box filling W first
+    pads them by 12-94% (518 wide in boxes of 128: 640 positions computed)."""
+    box = fused._fitted_box(batch, extent, bm)
+    assert math.prod(box) == bm and all(b & (b - 1) == 0 for b in box)
+    padded = math.prod(-(-s // b) * b for s, b in zip((batch, *extent), box))
+    assert padded <= 1.07 * batch * math.prod(extent), box
+
+
+def test_tiles_keep_long_runs_along_w_where_they_pad_as_little():
+    assert fused._fitted_box(8, (1, 512, 1024), 128) == (1, 1, 1, 128)
+    assert fused._fitted_box(16, (16, 32, 64), 128) == (1, 1, 2, 64)
+    assert fused._fitted_box(8, (1, 1026, 1026), 128) == (1, 1, 4, 32)   # 3.1%, where 8 x 16 pads 2.0%
+    assert fused._fitted_box(2, (1, 4, 4), 128) == (2, 1, 4, 4)           # the whole call, 32 positions
 
 
 def test_routes_name_the_fused_route():

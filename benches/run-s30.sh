@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 30's device calls (outputs under benches/results/s30/<call>).
+#   A: the fused forward's boxes (fwd_box_probe.py: filling W first against the least
+#      padding box), then the float32 forward tables, NCHW and channels_last, on the fitted
+#      boxes.
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+nvidia-smi --query-gpu=name --format=csv,noheader
+case "$1" in
+A)
+  timeout 240 python3 benches/fwd_box_probe.py > $O/box.log 2>&1; cat $O/box.log
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 70 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log ;;
+esac
