@@ -2,7 +2,7 @@
 # Session 30's device calls (outputs under benches/results/s30/<call>).
 #   A: the fused forward's boxes (fwd_box_probe.py: filling W first against the least
 #      padding box), then the float32 forward tables, NCHW and channels_last, on the fitted
-#      boxes.
+#      boxes, and the bfloat16 training table (the 16-bit weight gradient's boxes fitted too).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -10,5 +10,6 @@ case "$1" in
 A)
   timeout 240 python3 benches/fwd_box_probe.py > $O/box.log 2>&1; cat $O/box.log
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
-  timeout 70 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log ;;
+  timeout 70 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
 esac

@@ -462,14 +462,16 @@ class GradConfig(NamedTuple):
 
 def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
                 moved_taps: int = 1) -> GradConfig:
-    """128 bytes of positions a step, W first; 128 x 128 channels, eight warps, where both
+    """128 bytes of positions a step (W first in 32-bit types); 128 x 128 channels, eight warps, where both
     sides have that many, else 64 output by 32-64 input channels, four warps. The best of
     six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log). A kernel of ``moved_taps``
     taps read from the output gradient's moved copies takes :func:`taps_a_program` of them a
     program on the 64-row tiles, one on 128 x 128 (two took 250 registers a thread there,
     four spilled: sm_90, benches/ttgir_check.py)."""
     bk = 128 // element_size
-    box = list(_box(1, grid, bk)[1:])
+    # A 32-bit tile stays in shared memory only where its box is one row of W (_moved_box);
+    # a 16-bit one takes any box, so its box pads the grid least (3d-96cube: 33% in rows of 64).
+    box = list((_box if element_size == 4 else _fitted_box)(1, tuple(grid), bk)[1:])
     box[2] *= bk // math.prod(box)   # a full step on small grids: the tensor cores take K >= 16
     granule = 16 // element_size      # a box's rows are whole 16-byte units for the copy engine
     if box[2] < granule:

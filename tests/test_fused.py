@@ -183,12 +183,16 @@ def _weight_gradient_problem(case, key: str, grad_key: str) -> tuple:
 
 
 @interpreted
+@pytest.mark.parametrize("boxes", [4, 2])
 @pytest.mark.parametrize("case", STRIDE_ONE[1::3], ids=lambda c: c.name)
-def test_weight_gradient_kernel_matches_float64(case):
-    # Any W: rows of W that do not start on 16 bytes go through the pitched copy.
+def test_weight_gradient_kernel_matches_float64(case, boxes):
+    """Any W: rows of W that do not start on 16 bytes go through the pitched copy. On
+    either element size's boxes: rows of W (32-bit), or the least padding ones (16-bit,
+    whose index math the interpreter checks in float32, which it runs exactly)."""
     case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad", "gw")
+    cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, boxes)
     got = fused.weight_gradient(x.float(), grad_out.float().movedim(1, -1).contiguous(),
-                                _geometry(case), "ieee")
+                                _geometry(case), "ieee", cfg)
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
@@ -224,6 +228,13 @@ def test_weight_gradient_boxes_start_rows_on_16_bytes(grid, element_size):
     box = fused.grad_config(grid, 64, 64, element_size).box
     assert box[2] * element_size % 16 == 0 and math.prod(box) >= 128 // element_size
     assert all(b & (b - 1) == 0 for b in box)
+
+
+def test_16_bit_weight_gradient_boxes_pad_the_grid_least():
+    """3d-96cube's input: rows of 64 along W pad it by a third; 2 x 32 boxes tile it."""
+    box = fused.grad_config((96, 96, 96), 48, 24, 2).box
+    assert math.prod(box) == 64 and all(96 % b == 0 for b in box)
+    assert fused.grad_config((96, 96, 96), 48, 24, 4).box == (1, 1, 32)   # one row: 32-bit
 
 
 @pytest.mark.parametrize("kernel,padding,dilation,size", [
