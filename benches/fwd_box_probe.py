@@ -6,7 +6,11 @@ wide ones 31-94%. Per case and operand layout, the kernel's time with each box (
 channels innermost, weights reordered, the output written as the route writes it), whether
 both give the same bits, and cuDNN's forward in both layouts for scale.
 
-    PYTHONPATH=. python benches/fwd_box_probe.py
+    PYTHONPATH=. python benches/fwd_box_probe.py [names,...]
+
+Planar outputs also try the fitted box without the runs along W that fused.config asks
+there (run A: 2d-64to128's planar output in boxes of 4 x 8 positions and 4 samples, runs of
+32 bytes, took 13% longer than rows of 128).
 """
 import math
 import sys
@@ -18,8 +22,9 @@ import triton.testing
 from gemmconv import cases, fused
 from gemmconv.shapes import Geometry
 
-NAMES = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded", "3d-3x5x7",
-         "3d-64cube", "3d-32to64", "3d-96cube"]
+NAMES = sys.argv[1].split(",") if len(sys.argv) > 1 else [
+    "2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded", "3d-3x5x7",
+    "3d-64cube", "3d-32to64", "3d-96cube"]
 
 
 def bench(fn):
@@ -49,10 +54,14 @@ def main():
             extent = fused._padded(ref.shape[2:], 1)
             fp32 = dtype == torch.float32
             default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1,
-                                   x.element_size(), rounds=fp32 and not planar)
+                                   x.element_size(), rounds=fp32 and not planar, planar=planar)
             old = default._replace(box=fused._box(case.batch, extent, math.prod(default.box)))
+            tiles = [("W first", old), ("fitted", default)]
+            if planar:   # the planar output's runs along W, against any run
+                tiles.append(("fitted, any run", default._replace(box=fused._fitted_box(
+                    case.batch, extent, math.prod(default.box)))))
             cells, results = [], []
-            for name, cfg in (("W first", old), ("fitted", default)):
+            for name, cfg in tiles:
                 padded = math.prod(-(-s // b) * b for s, b in zip((case.batch, *extent), cfg.box))
                 run = lambda: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1),
                                                   cfg=cfg, round_input=fp32 and not planar)
@@ -61,7 +70,7 @@ def main():
                 results.append(out.clone())
                 cells.append(f"{name} {cfg.box} pads {padded / case.batch / math.prod(extent) - 1:.1%} "
                              f"{t:.3f} ms {case.flops / t / 1e9:.0f} TF/s")
-            same = torch.equal(results[0], results[1])
+            same = all(torch.equal(results[0], r) for r in results[1:])
             err = ((results[1].double() - ref.double()).abs().max() / ref.double().abs().max()).item()
             print(f"{case.name} {str(dtype)[6:]} {'planar' if planar else 'channels_last'} | "
                   f"cuDNN {t_cudnn:.3f} ms | " + " | ".join(cells)

@@ -3,6 +3,9 @@
 #   A: the fused forward's boxes (fwd_box_probe.py: filling W first against the least
 #      padding box), then the float32 forward tables, NCHW and channels_last, on the fitted
 #      boxes, and the bfloat16 training table (the 16-bit weight gradient's boxes fitted too).
+#   B: planar outputs' boxes with runs of 64 bytes along W (fwd_box_probe.py on the 2-D
+#      cases), what a fused call costs beyond its kernel (fused_call_probe.py), and the
+#      float32 forward table.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -12,4 +15,8 @@ A)
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
   timeout 70 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+B)
+  timeout 150 python3 benches/fwd_box_probe.py 2d-1024,2d-3x7-512,2d-64to128,2d-512x1024 > $O/box.log 2>&1; cat $O/box.log
+  timeout 200 python3 benches/fused_call_probe.py > $O/call.log 2>&1; cat $O/call.log
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
 esac

@@ -155,20 +155,25 @@ def _pow2(n: int) -> int:
 
 
 def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int,
-           element_size: int, rounds: bool = True) -> Config:
+           element_size: int, rounds: bool = True, planar: bool = False) -> Config:
     """The tile for a launch over ``phases`` phase grids of ``extent`` (D, H, W) positions.
     ``bn`` the output channels rounded up to a power of two, 16 to 128; ``bm`` 128 positions, 64 for
     float32 at ``bn`` 128 where the kernel ``rounds`` the input's tiles to TF32 (in registers,
     beside the accumulator) or where 128 would make fewer than two waves of programs. The
-    box is :func:`_fitted_box`; ``bk`` is 128 bytes of input channels (the widest row the
-    copy engine swizzles). Chosen on the H200 (benches/NOTES.md, sessions 22 and 30)."""
+    box is :func:`_fitted_box`, with runs of 64 bytes along W where the output is
+    ``planar`` (its rows along W: runs of 32 bytes, 2d-64to128's boxes of 4 x 8 positions
+    and 4 samples, took 13% longer than rows of 128 that compute 48% more, where boxes of
+    8 x 16 took 16% less than rows of 128 on 2d-3x7-512). ``bk`` is 128 bytes of input
+    channels (the widest row the copy engine swizzles). Chosen on the H200
+    (benches/NOTES.md, sessions 22 and 30)."""
     extent = tuple(extent)
     bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and rounds and bn == 128 else 128
-    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm), bn) < 2 * WAVE:
+    run = 64 // element_size if planar else 1
+    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm, run), bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
-    return Config(_fitted_box(batch, extent, bm), bk, bn, 4, 4)
+    return Config(_fitted_box(batch, extent, bm, run), bk, bn, 4, 4)
 
 
 WAVE = 132   # programs in flight at once: one per multiprocessor of an H100 or H200
@@ -191,19 +196,20 @@ FIT_SLACK = 1 / 32
 
 
 @functools.lru_cache(maxsize=256)
-def _fitted_box(batch: int, extent: tuple, bm: int) -> tuple:
-    """The box of ``bm`` (samples, D, H, W) positions, powers of two, that tiles the phase
-    grids with the fewest positions past their ends, within :data:`FIT_SLACK`: the widest
-    along W, then H and D. Those positions cost the tensor cores as much as real ones
-    (their input reads as zeros), and a box filling W first pads an odd W by up to half:
-    130 x 260 outputs (2d-64to128) took 48% more products in boxes of 128 along W, 3% in
-    boxes of 4 x 8 positions and 4 samples."""
+def _fitted_box(batch: int, extent: tuple, bm: int, run: int = 1) -> tuple:
+    """The box of ``bm`` (samples, D, H, W) positions, powers of two, at least ``run`` along
+    W (or all of W), that tiles the phase grids with the fewest positions past their ends,
+    within :data:`FIT_SLACK`: the widest along W, then H and D. Those positions cost the
+    tensor cores as much as real ones (their input reads as zeros), and a box filling W
+    first pads an odd W by up to half: 130 x 260 outputs (2d-64to128) took 48% more
+    products in boxes of 128 along W, 3% in boxes of 4 x 8 positions and 4 samples."""
     sizes = (batch, *extent)
     caps = [_pow2(s).bit_length() - 1 for s in sizes]
     if sum(caps) <= bm.bit_length() - 1:
         return tuple(1 << c for c in caps)
+    least_w = min(_pow2(run), 1 << caps[-1]).bit_length() - 1
     boxes = [tuple(1 << e for e in exps) for exps in itertools.product(*(range(c + 1) for c in caps))
-             if 1 << sum(exps) == bm]
+             if 1 << sum(exps) == bm and exps[-1] >= least_w]
     padded = {box: math.prod(-(-s // b) * b for s, b in zip(sizes, box)) for box in boxes}
     enough = min(padded.values()) * (1 + FIT_SLACK)
     return max((box for box in boxes if padded[box] <= enough), key=lambda box: box[::-1])
@@ -262,7 +268,8 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     extent = [-(-i // s) for i, s in zip(image, taps.stride)]
     fp32 = x.dtype == torch.float32
     rounds = fp32 and precision == "tf32" and round_input
-    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size(), rounds)
+    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size(), rounds,
+                        planar=out.stride(-1) != 1)
     programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
     if programs == 0:
         return out

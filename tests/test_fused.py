@@ -553,6 +553,15 @@ def test_tiles_keep_long_runs_along_w_where_they_pad_as_little():
     assert fused._fitted_box(2, (1, 4, 4), 128) == (2, 1, 4, 4)           # the whole call, 32 positions
 
 
+@pytest.mark.parametrize("element_size", [2, 4])
+def test_tiles_of_planar_outputs_store_runs_of_64_bytes_along_w(element_size):
+    for batch, extent, c_out in [(64, (1, 130, 260), 128), (8, (1, 514, 518), 64), (2, (1, 4, 6), 4)]:
+        planar = fused.config(batch, extent, 64, c_out, 1, element_size, False, planar=True)
+        assert planar.box[-1] >= min(64 // element_size, fused._pow2(extent[-1])), planar
+        assert planar.bn == fused.config(batch, extent, 64, c_out, 1, element_size, False).bn
+    assert fused.config(64, (1, 130, 260), 64, 128, 1, 4, False).box[-1] == 8   # channels_last
+
+
 def test_routes_name_the_fused_route():
     a = conv_transpose_args("conv_transpose2d", 2, _meta(2, 8, 4, 4), _meta(8, 4, 3, 3), None, 1, 0, 0, 1, 1)
     assert ops.describe_route(a, True, True) == "channels_last: " + ops.FUSED_ROUTE
