@@ -160,16 +160,17 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
     ``bn`` the output channels rounded up to a power of two, 16 to 128; ``bm`` 128 positions, 64 for
     float32 at ``bn`` 128 where the kernel ``rounds`` the input's tiles to TF32 (in registers,
     beside the accumulator) or where 128 would make fewer than two waves of programs. The
-    box is :func:`_fitted_box`, with runs of 64 bytes along W where the output is
-    ``planar`` (its rows along W: runs of 32 bytes, 2d-64to128's boxes of 4 x 8 positions
-    and 4 samples, took 13% longer than rows of 128 that compute 48% more, where boxes of
-    8 x 16 took 16% less than rows of 128 on 2d-3x7-512). ``bk`` is 128 bytes of input
+    box is :func:`_fitted_box`, with runs of 128 bytes along W where the output is
+    ``planar`` (its rows along W). There, 2d-64to128's boxes of 4 x 8 positions and 4
+    samples took 13% longer than rows of 128 that compute 48% more, and 2 x 16 and 2
+    samples 7% longer; on 2d-3x7-512, 2 x 32 and 2 samples took 16% less than rows of 128
+    (benches/results/s30/A, B). ``bk`` is 128 bytes of input
     channels (the widest row the copy engine swizzles). Chosen on the H200
     (benches/NOTES.md, sessions 22 and 30)."""
     extent = tuple(extent)
     bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and rounds and bn == 128 else 128
-    run = 64 // element_size if planar else 1
+    run = 128 // element_size if planar else 1
     if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm, run), bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
