@@ -6,6 +6,9 @@
 #   B: planar outputs' boxes with runs of 64 bytes along W (fwd_box_probe.py on the 2-D
 #      cases), what a fused call costs beyond its kernel (fused_call_probe.py), and the
 #      float32 forward table.
+#   C: the 16-bit fused backward with W's taps folded into the channels (fold_probe.py),
+#      the planar boxes with runs of 128 bytes (fwd_box_probe.py), the float32 forward
+#      table and the bfloat16 training table.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -19,4 +22,9 @@ B)
   timeout 150 python3 benches/fwd_box_probe.py 2d-1024,2d-3x7-512,2d-64to128,2d-512x1024 > $O/box.log 2>&1; cat $O/box.log
   timeout 200 python3 benches/fused_call_probe.py > $O/call.log 2>&1; cat $O/call.log
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
+C)
+  timeout 150 python3 benches/fold_probe.py > $O/fold.log 2>&1; cat $O/fold.log
+  timeout 100 python3 benches/fwd_box_probe.py 2d-1024,2d-3x7-512,2d-64to128 > $O/box.log 2>&1; grep planar $O/box.log
+  timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
 esac

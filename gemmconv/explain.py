@@ -63,6 +63,9 @@ BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel
                   "positions")
 
 
+BACKWARD_FOLDED = (", both reducing over the output gradient's rows with W's {} taps folded "
+                   "into its channels (an im2col along W)")
+
 COPY_STEP = "copy the input channels innermost, {shape}{tf32} (one Triton kernel)"
 
 
@@ -235,6 +238,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         if why_not_back is None:
             backward = fused.backward_workspace(a, size, fused.backward_samples(a, size, limit))
             backward_route = BACKWARD_FUSED
+            fold = fused.folded_taps(a.geometry, a.out_channels, size)
+            if fold > 1:
+                backward_route += BACKWARD_FOLDED.format(fold)
         else:
             backward_route = f"the column routes (not the fused kernels: {why_not_back})"
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),

@@ -302,6 +302,7 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
 # the column routes (results/s25/A/layers-columns.log), though its kernels took 123 us
 # there against 160.
 SMALL_OUTPUT = 1 << 26
+SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
 
 def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
@@ -360,12 +361,16 @@ def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: in
     whose output channels fill at least half of the kernels' 128-byte chunk of the
     reduction (the input gradient's). Their training step in bfloat16, the forward on the
     column routes, ran 3d-64cube 1.17x -> 1.68x and 3d-32to64 0.80x -> 1.27x torch's, and
-    3d-96cube (24 output channels) 1.62x -> 1.05x (H100, benches/results/s29/D)."""
+    3d-96cube (24 output channels) 1.62x -> 1.05x (H100, benches/results/s29/D). Channels
+    counted with the taps along W folded into them (:func:`folded_taps`); the call's size
+    as its column elements (output elements times taps: 3d-3x5x7's 11.6M outputs take 105
+    taps each)."""
     g = a.geometry
+    fold = folded_taps(g, a.out_channels, element_size)
     return preferred(a, interleaved) or (
         g.nd == 3 and set(g.stride) == {1} and element_size < 4 and
-        a.out_channels * element_size >= 64 and
-        a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT)
+        fold * a.out_channels * element_size >= 64 and
+        a.batch * a.out_channels * math.prod(a.image) * g.taps > SMALL_COLUMNS)
 
 
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -390,13 +395,61 @@ def _triton_available() -> bool:
     return True
 
 
-def tap_weights(weight: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+def tap_weights(weight: torch.Tensor, transpose: bool = False, fold: int = 1) -> torch.Tensor:
     """``weight (C_in, C_out, *kernel)`` as the kernel's ``(T, C_out, C_in)``, taps in
     row-major kernel order, float32 rounded to TF32 (the kernel rounds the input's tiles
-    alike); ``(T, C_in, C_out)`` where ``transpose`` (a convolution's weight)."""
-    w = weight.reshape(weight.shape[0], weight.shape[1], -1)
-    w = w.permute(2, 0, 1) if transpose else w.permute(2, 1, 0)
+    alike); ``(T, C_in, C_out)`` where ``transpose`` (a convolution's weight), and with the
+    ``fold`` taps along W in the reduction, ``(T / fold, C_in, fold C_out)`` (tap along W
+    outer, as :func:`folded_rows` lays them)."""
+    w = weight.reshape(weight.shape[0], weight.shape[1], -1, fold)
+    if fold > 1:
+        assert transpose, "W's taps fold into the input gradient's reduction"
+        w = w.permute(2, 0, 3, 1).reshape(w.shape[2], w.shape[0], -1)
+    else:
+        w = w[..., 0].permute(2, 0, 1) if transpose else w[..., 0].permute(2, 1, 0)
     return round_tf32(w) if w.dtype == torch.float32 else w.contiguous()
+
+
+def folded_taps(g: Geometry, c_out: int, element_size: int) -> int:
+    """The taps along W that the 16-bit fused backward folds into the output gradient's
+    channels: all of them where the channels fill less than 64 bytes, half the kernels'
+    128-byte chunk of the reduction (3d-3x5x7's 16 output channels: 7 taps of 16 channels
+    a chunk, or 105 taps of 16), else 1."""
+    kw = g.kernel_size[-1]
+    return kw if element_size < 4 and c_out * element_size < 64 and kw > 1 else 1
+
+
+def narrowed(g: Geometry) -> Geometry:
+    """``g`` with its taps along W folded into the channels: one tap there, no padding."""
+    return Geometry(g.kernel_size[:-1] + (1,), g.stride, g.padding[:-1] + (0,),
+                    g.dilation[:-1] + (1,))
+
+
+def folded_rows(grad: torch.Tensor, g: Geometry, width: int) -> torch.Tensor:
+    """``grad (N, C, *image)`` as ``(N, *image[:-1], width, kw C)``, contiguous: at position
+    ``w`` along W, tap by tap, the channels at ``w + t d - p`` (zero outside the image). The
+    stride-1 input and weight gradients reduce over these rows with W's taps folded in
+    (``narrowed(g)``): an im2col along W alone, channels innermost, ``kw`` times the output
+    gradient's size."""
+    kw, d, p = g.kernel_size[-1], g.dilation[-1], g.padding[-1]
+    n, c, *image = grad.shape
+    span = width + (kw - 1) * d
+    padded = grad.new_zeros(n, *image[:-1], span, c)
+    lo, hi = min(p, span), min(span, image[-1] + p)   # padded position j holds grad's j - p
+    if hi > lo:
+        padded[..., lo:hi, :] = grad.movedim(1, -1)[..., lo - p:hi - p, :]
+    strides = padded.stride()
+    windows = padded.as_strided((n, *image[:-1], width, kw, c),
+                                (*strides[:-2], strides[-2], d * strides[-2], 1))
+    return windows.contiguous().view(n, *image[:-1], width, kw * c)
+
+
+def _unfolded(grad_weight: torch.Tensor, g: Geometry, fold: int) -> torch.Tensor:
+    """A weight gradient ``(C_in, fold C_out, *narrowed kernel)`` with W's taps folded into
+    its output channels, as ``(C_in, C_out, *kernel)``."""
+    c_in = grad_weight.shape[0]
+    w = grad_weight.reshape(c_in, fold, -1, *g.kernel_size[:-1])
+    return w.movedim(1, -1).contiguous()
 
 
 def channels_innermost(x: torch.Tensor, tf32: bool = False) -> torch.Tensor:
@@ -687,7 +740,8 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return why
     if not backward_preferred(a, interleaved, x.element_size()):
         return ("the cost model: 3-D of few output channels or in float32, strided planar "
-                f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements")
+                f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements (3-D: "
+                f"{SMALL_COLUMNS:,} column elements)")
     if x.dtype == torch.float32 and a.geometry.nd != 2:
         # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
         # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
@@ -711,12 +765,18 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
                        samples: Optional[int] = None) -> int:
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
-    (all by default): the output gradient channels innermost, in float32 its copies moved
-    along W too, and the input's where its rows do not start on 16 bytes."""
+    (all by default): the output gradient channels innermost (or padded along W and its
+    rows folded, :func:`folded_rows`), in float32 its copies moved along W too, and the
+    input's where its rows do not start on 16 bytes."""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
     rows = n * a.out_channels * math.prod(image)
+    fold = folded_taps(a.geometry, a.out_channels, element_size)
+    if fold > 1:   # folded_rows: the output gradient padded along W, then its rows
+        g = a.geometry
+        span = grid[-1] + (fold - 1) * g.dilation[-1]
+        rows = n * a.out_channels * math.prod(image[:-1]) * (span + fold * grid[-1])
     pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
     copies = rows + (pitched if grid[-1] % granule else 0)
     if element_size != 4:
@@ -733,7 +793,8 @@ def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int
 
 
 def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
-             need: Sequence[bool], limit: Optional[int] = None) -> tuple:
+             need: Sequence[bool], limit: Optional[int] = None,
+             fold: Optional[int] = None) -> tuple:
     """The input and weight gradients (as ``need`` asks; None for the others) of the
     stride-1 transposed convolution ``a`` with planar ``x (N, C_in, *grid)`` and ``grad_out
     (N, C_out, *image)``, no columns in memory. The input gradient is the forward's kernel
@@ -742,24 +803,36 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     gradient :func:`weight_gradient`, on that copy in 16-bit types, on copies moved along W
     in float32 (its 32-bit tiles must lie along positions). Where the copies of all samples
     would pass ``limit`` bytes, chunks of whole samples (at least one) whose copies fit, the
-    weight gradient summed over them in order."""
+    weight gradient summed over them in order. Where the output channels are few
+    (:func:`folded_taps`; ``fold`` for tests), both gradients reduce over
+    :func:`folded_rows` instead, W's taps folded into the channels."""
     grad_out, x = grad_out.contiguous(), x.contiguous()
     wide = x.dtype == torch.float32
+    if fold is None:
+        fold = folded_taps(a.geometry, a.out_channels, x.element_size())
+    geometry = narrowed(a.geometry) if fold > 1 else a.geometry
+    shifted = wide and fold == 1
     step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
     grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
-    weights = tap_weights(weight, transpose=True) if need[0] else None
+    weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = None
     with _on(x.device):
         for first in range(0, a.batch, step):
             g, xs = grad_out[first:first + step], x[first:first + step]
-            rows = channels_innermost(g, wide) if need[0] or not wide and need[1] else None
+            rows = None
+            if fold > 1:
+                rows = folded_rows(g, a.geometry, x.shape[-1])
+                rows = round_tf32(rows) if wide else rows
+            elif need[0] or not shifted and need[1]:
+                rows = channels_innermost(g, wide)
             if need[0]:
-                implicit_gemm(rows, weights, None, convolution_taps(a.geometry),
+                implicit_gemm(rows, weights, None, convolution_taps(geometry),
                               grad_input[first:first + step].movedim(1, -1), round_input=False)
             if need[1]:
-                part = weight_gradient(xs, g, a.geometry, shifted=True, dtype=torch.float32) \
-                    if wide else weight_gradient(xs, rows, a.geometry, rounded=True,
-                                                 dtype=torch.float32)
+                part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32) \
+                    if shifted else weight_gradient(xs, rows, geometry, rounded=True,
+                                                    dtype=torch.float32)
+                part = _unfolded(part, a.geometry, fold) if fold > 1 else part
                 grad_weight = part if grad_weight is None else grad_weight.add_(part)
     if need[1]:
         grad_weight = (weight.new_zeros(weight.shape) if grad_weight is None

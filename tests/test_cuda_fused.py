@@ -153,10 +153,12 @@ BACKWARD = ([c for c in _PLANAR_STRIDE_ONE if c.nd < 3][:10]
 def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, mode):
     """Both gradients through the fused kernels (the input's through the forward's kernel,
     the weight's through weight_gradient: in float32 from the output gradient's copies
-    moved along W, 2-D calls only; 3-D in 16-bit types), against float64, poisoned,
-    bitwise repeatable."""
+    moved along W, 2-D calls only; 3-D in 16-bit types; in 16-bit types with few output
+    channels over rows with W's taps folded in), against float64, poisoned, bitwise
+    repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     weight_grads = _counted(monkeypatch, "weight_gradient")
+    folds = _counted(monkeypatch, "folded_rows")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = _tensors(case, "backward" + mode, dtype, False)
     leaves = [t for t in (x, w, b) if t is not None]
@@ -172,6 +174,9 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         assert launches[0] == 1 and weight_grads[0] == 0
     else:                                           # the fused forward kernel
         assert launches[0] == 3 and weight_grads[0] == 2        # forward, then the input's twice
+        geometry = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+        folded = fused.folded_taps(geometry, case.out_channels, x.element_size()) > 1
+        assert folds[0] == (2 if folded else 0)     # few 16-bit channels: W's taps folded in
     assert all(torch.equal(m, g) for m, g in zip(mine, again))  # bitwise, run to run
     refs = reference64(case, x, w, b, grad_out)
     for m, t in zip(mine, refs[1:]):

@@ -296,6 +296,53 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
 
 
 @interpreted
+@pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.kernel_size[-1] > 1][::3],
+                         ids=lambda c: c.name)
+def test_fused_backward_with_w_taps_folded_into_the_channels_gives_both_gradients(case):
+    """fused.backward on folded_rows (the 16-bit form for few output channels, run here in
+    float32, which the interpreter multiplies exactly): equal to float64's on the operands
+    rounded to TF32, as unfolded."""
+    case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
+    x, w = (t.float() for t in case.tensors(generator=generator(case.name, "folded"))[:2])
+    x = _batched(case, x)
+    r = lambda t: fused.round_tf32(t).double().requires_grad_()
+    xd, wr = x.double().requires_grad_(), r(w)
+    out = reference(case, xd, wr, None)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "gf")).float()
+    ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                            case.padding, case.output_padding, case.groups, case.dilation)
+    got = fused.backward(grad_out, x, w, a, (True, True), fold=case.kernel_size[-1])
+    assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
+
+
+@pytest.mark.parametrize("kernel,padding,dilation,width,image", [
+    (7, 0, 1, 64, 70), (3, 1, 2, 9, 11), (5, 6, 1, 4, 1), (2, 0, 3, 5, 8), (4, 2, 1, 3, 4)])
+def test_folded_rows_hold_each_tap_along_w(kernel, padding, dilation, width, image):
+    """Row w of folded_rows holds, tap t by tap, the output gradient's channels at
+    w + t d - p, zero outside it."""
+    g = Geometry((kernel,), (1,), (padding,), (dilation,))
+    grad = torch.randn(2, 3, image, generator=generator("folded-rows", kernel, padding), dtype=torch.float64)
+    rows = fused.folded_rows(grad, g, width)
+    assert rows.shape == (2, width, kernel * 3) and rows.is_contiguous()
+    for w in range(width):
+        for t in range(kernel):
+            j = w + t * dilation - padding
+            want = grad[:, :, j] if 0 <= j < image else torch.zeros(2, 3, dtype=torch.float64)
+            assert torch.equal(rows[:, w, t * 3:(t + 1) * 3], want), (w, t)
+
+
+def test_folded_weights_and_gradient_lay_w_taps_out_alike():
+    w = torch.randn(4, 3, 2, 5, generator=generator("folded-weights"), dtype=torch.float64)
+    folded = fused.tap_weights(w, transpose=True, fold=5)   # (kh, C_in, kw C_out)
+    assert folded.shape == (2, 4, 15)
+    assert torch.equal(folded[1, 2, 3 * 3 + 1], w[2, 1, 1, 3])
+    g = Geometry((2, 5), (1, 1), (0, 0), (1, 1))
+    unfolded = fused._unfolded(folded.permute(1, 2, 0).unsqueeze(-1), g, 5)
+    assert torch.equal(unfolded, w)
+
+
+@interpreted
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monkeypatch, dtype):
     """Under a workspace limit that holds two samples' copies, five samples go in chunks of
@@ -501,13 +548,17 @@ def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
 def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_fused_kernels():
     """3-D stride-1 calls: the forward on the column routes, the backward on the fused
     kernels where the output channels fill 64 bytes of the input gradient's 128-byte
-    reduction chunk (3d-64cube and 3d-32to64 won there in bfloat16, 3d-96cube's 24 lost)."""
+    reduction chunk (3d-64cube and 3d-32to64 won there in bfloat16, 3d-96cube's 24 lost),
+    counting the taps along W folded into them (24 channels: 3 taps of 48 bytes)."""
     def args(shape, c_out, k, s, dtype):
-        x, w = _meta(*shape, dtype=dtype), _meta(shape[1], c_out, *(k,) * 3, dtype=dtype)
+        k = k if isinstance(k, tuple) else (k,) * 3
+        x, w = _meta(*shape, dtype=dtype), _meta(shape[1], c_out, *k, dtype=dtype)
         return conv_transpose_args("conv_transpose3d", 3, x, w, None, s, 0, 0, 1, 1), x, w
-    for c_out, dtype, sent in ((48, torch.bfloat16, True), (64, torch.float16, True),
-                               (24, torch.bfloat16, False), (64, torch.float32, False)):
-        a, x, w = args((8, 48, 64, 64, 64), c_out, 3, 1, dtype)
+    for c_out, dtype, sent, k in ((48, torch.bfloat16, True, 3), (64, torch.float16, True, 3),
+                                  (24, torch.bfloat16, True, 3), (64, torch.float32, False, 3),
+                                  (16, torch.bfloat16, True, (3, 5, 7)),
+                                  (24, torch.bfloat16, False, (3, 3, 1))):
+        a, x, w = args((8, 48, 96, 96, 96), c_out, k, 1, dtype)
         assert not fused.preferred(a, False)                          # the forward: columns
         assert fused.backward_preferred(a, False, x.element_size()) == sent, (c_out, dtype)
         if fused._triton_available():
