@@ -9,6 +9,10 @@
 #   C: the 16-bit fused backward with W's taps folded into the channels (fold_probe.py),
 #      the planar boxes with runs of 128 bytes (fwd_box_probe.py), the float32 forward
 #      table and the bfloat16 training table.
+#   D: every CUDA test on the final code (the fold limited to 32 bytes of channels after C:
+#      3d-96cube's 24 lost folded).
+#   E: the tables on the final code: float32 training, channels_last forward, bfloat16
+#      training, NCHW forward. F: the zoo.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -27,4 +31,13 @@ C)
   timeout 100 python3 benches/fwd_box_probe.py 2d-1024,2d-3x7-512,2d-64to128 > $O/box.log 2>&1; grep planar $O/box.log
   timeout 80 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
   timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+D)
+  timeout 570 python3 -m pytest -q -m cuda tests -p no:cacheprovider > $O/tests.log 2>&1; tail -4 $O/tests.log ;;
+E)
+  timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 60 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
+  timeout 70 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
+F)
+  timeout 560 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; tail -60 $O/models.log ;;
 esac

@@ -412,11 +412,14 @@ def tap_weights(weight: torch.Tensor, transpose: bool = False, fold: int = 1) ->
 
 def folded_taps(g: Geometry, c_out: int, element_size: int) -> int:
     """The taps along W that the 16-bit fused backward folds into the output gradient's
-    channels: all of them where the channels fill less than 64 bytes, half the kernels'
-    128-byte chunk of the reduction (3d-3x5x7's 16 output channels: 7 taps of 16 channels
-    a chunk, or 105 taps of 16), else 1."""
+    channels: all of them where the channels fill at most 32 bytes, one step of the tensor
+    cores' reduction (3d-3x5x7's 16 output channels: 15 taps of 7 x 16 channels, where 105
+    taps of 16 each took a load and a step of their own), else 1. On the H200 the fold
+    took 3d-3x5x7's bfloat16 training step from the column routes' 2.22 ms to 1.71-1.79,
+    and 3d-96cube's (24 channels, 3 taps: 72 channels in chunks of 64) from 11.0 to 13.9
+    (benches/results/s30/C)."""
     kw = g.kernel_size[-1]
-    return kw if element_size < 4 and c_out * element_size < 64 and kw > 1 else 1
+    return kw if element_size < 4 and c_out * element_size <= 32 and kw > 1 else 1
 
 
 def narrowed(g: Geometry) -> Geometry:

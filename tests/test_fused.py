@@ -549,13 +549,13 @@ def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_f
     """3-D stride-1 calls: the forward on the column routes, the backward on the fused
     kernels where the output channels fill 64 bytes of the input gradient's 128-byte
     reduction chunk (3d-64cube and 3d-32to64 won there in bfloat16, 3d-96cube's 24 lost),
-    counting the taps along W folded into them (24 channels: 3 taps of 48 bytes)."""
+    counting the taps along W folded into 32 bytes of channels (3d-3x5x7's 16: 7 taps)."""
     def args(shape, c_out, k, s, dtype):
         k = k if isinstance(k, tuple) else (k,) * 3
         x, w = _meta(*shape, dtype=dtype), _meta(shape[1], c_out, *k, dtype=dtype)
         return conv_transpose_args("conv_transpose3d", 3, x, w, None, s, 0, 0, 1, 1), x, w
     for c_out, dtype, sent, k in ((48, torch.bfloat16, True, 3), (64, torch.float16, True, 3),
-                                  (24, torch.bfloat16, True, 3), (64, torch.float32, False, 3),
+                                  (24, torch.bfloat16, False, 3), (64, torch.float32, False, 3),
                                   (16, torch.bfloat16, True, (3, 5, 7)),
                                   (24, torch.bfloat16, False, (3, 3, 1))):
         a, x, w = args((8, 48, 96, 96, 96), c_out, k, 1, dtype)
