@@ -13,6 +13,9 @@
 #      3d-96cube's 24 lost folded).
 #   E: the tables on the final code: float32 training, channels_last forward, bfloat16
 #      training, NCHW forward. F: the zoo.
+#   G: the depthwise decoder again with --layers (F's convert(model, sample=x) swapped its
+#      four up-convs in the bfloat16 NCHW forward, which then ran 0.74x); run as a command
+#      line of its own: python -m gemmconv bench --models --model depthwise --layers.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
