@@ -6,6 +6,7 @@ torch.profiler: where the step of a case near 1.0x goes.
 import sys
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from gemmconv import bench, cases
@@ -26,7 +27,7 @@ def main() -> int:
             for _ in range(5):
                 run()
             torch.cuda.synchronize()
-        kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+        kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
         total = sum(e.device_time_total for e in kernels) / 5 / 1e3
         print(f"{impl}: {total:.3f} ms of kernels a step", flush=True)
         for e in sorted(kernels, key=lambda e: -e.device_time_total)[:12]:
