@@ -16,6 +16,8 @@
 #   G: the depthwise decoder again with --layers (F's convert(model, sample=x) swapped its
 #      four up-convs in the bfloat16 NCHW forward, which then ran 0.74x); run as a command
 #      line of its own: python -m gemmconv bench --models --model depthwise --layers.
+#   H: step_profile.py on 3d-3x5x7 and 2d-3x7-512, bfloat16 training: kernels a step, ours
+#      and torch's (run as a command line of its own).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
