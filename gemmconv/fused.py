@@ -164,14 +164,14 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
     ``planar`` (its rows along W). There, 2d-64to128's boxes of 4 x 8 positions and 4
     samples took 13% longer than rows of 128 that compute 48% more, and 2 x 16 and 2
     samples 7% longer; on 2d-3x7-512, 2 x 32 and 2 samples took 16% less than rows of 128
-    (benches/results/s30/A, B). ``bk`` is 128 bytes of input
-    channels (the widest row the copy engine swizzles). Chosen on the H200
-    (benches/NOTES.md, sessions 22 and 30)."""
+    (benches/results/s30/A, B). ``bk`` is 128 bytes of input channels (the widest row the
+    copy engine swizzles). Chosen on the H200 (benches/NOTES.md, sessions 22 and 30)."""
     extent = tuple(extent)
     bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and rounds and bn == 128 else 128
     run = 128 // element_size if planar else 1
-    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm, run), bn) < 2 * WAVE:
+    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm, run),
+                             bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
     return Config(_fitted_box(batch, extent, bm, run), bk, bn, 4, 4)
@@ -209,7 +209,8 @@ def _fitted_box(batch: int, extent: tuple, bm: int, run: int = 1) -> tuple:
     if sum(caps) <= bm.bit_length() - 1:
         return tuple(1 << c for c in caps)
     least_w = min(_pow2(run), 1 << caps[-1]).bit_length() - 1
-    boxes = [tuple(1 << e for e in exps) for exps in itertools.product(*(range(c + 1) for c in caps))
+    boxes = [tuple(1 << e for e in exps)
+             for exps in itertools.product(*(range(c + 1) for c in caps))
              if 1 << sum(exps) == bm and exps[-1] >= least_w]
     padded = {box: math.prod(-(-s // b) * b for s, b in zip(sizes, box)) for box in boxes}
     enough = min(padded.values()) * (1 + FIT_SLACK)
@@ -526,12 +527,12 @@ class GradConfig(NamedTuple):
 
 def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
                 moved_taps: int = 1) -> GradConfig:
-    """128 bytes of positions a step (W first in 32-bit types); 128 x 128 channels, eight warps, where both
-    sides have that many, else 64 output by 32-64 input channels, four warps. The best of
-    six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log). A kernel of ``moved_taps``
-    taps read from the output gradient's moved copies takes :func:`taps_a_program` of them a
-    program on the 64-row tiles, one on 128 x 128 (two took 250 registers a thread there,
-    four spilled: sm_90, benches/ttgir_check.py)."""
+    """128 bytes of positions a step (W first in 32-bit types); 128 x 128 channels, eight
+    warps, where both sides have that many, else 64 output by 32-64 input channels, four
+    warps. The best of six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log). A
+    kernel of ``moved_taps`` taps read from the output gradient's moved copies takes
+    :func:`taps_a_program` of them a program on the 64-row tiles, one on 128 x 128 (two
+    took 250 registers a thread there, four spilled: sm_90, benches/ttgir_check.py)."""
     bk = 128 // element_size
     # A 32-bit tile stays in shared memory only where its box is one row of W (_moved_box);
     # a 16-bit one takes any box, so its box pads the grid least (3d-96cube: 33% in rows of 64).
