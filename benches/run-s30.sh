@@ -18,6 +18,11 @@
 #      line of its own: python -m gemmconv bench --models --model depthwise --layers.
 #   H: step_profile.py on 3d-3x5x7 and 2d-3x7-512, bfloat16 training: kernels a step, ours
 #      and torch's (run as a command line of its own).
+#   I: fused_host_profile.py (cProfile of a fused channels_last forward, 2d-512x1024).
+#   J: step_gaps.py on 3d-3x5x7 and 2d-3x7-512, bfloat16 (the profiler's own overhead
+#      swamps the gaps: read K instead). K: step_host.py, the host time of a training
+#      step's forward and backward, ours and torch's. I, J and K ran as command lines of
+#      their own (python3 benches/<probe>.py <case> <dtype>).
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
