@@ -10,41 +10,24 @@ Per case and layout:
 
     PYTHONPATH=. python benches/fused_call_probe.py
 """
-import statistics
 import sys
-import time
 
 import torch
 import triton.testing
 
 from gemmconv import cases, conv_transpose2d, fused
-from gemmconv.measure import timer
+from gemmconv.measure import timer, timers
 from gemmconv.shapes import Geometry
 
+sys.path.insert(0, "benches")
+from overhead import busy_host_us  # noqa: E402
+
 NAMES = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
+SLEEP = 20_000_000   # cycles of the sleep queued ahead: longer than any of these calls
 
 
-def host_us(fn, calls=20):
-    """Median host microseconds of ``fn`` with a sleep queued ahead on the GPU."""
-    samples = []
-    for _ in range(calls):
-        torch.cuda._sleep(20_000_000)   # tens of ms: the GPU stays busy through the call
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
-
-
-def back_to_back_ms(fn, calls=20):
-    fn()
-    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
+def host_us(fn) -> float:
+    return busy_host_us(fn, SLEEP)
 
 
 def main():
@@ -67,9 +50,9 @@ def main():
                 f"kernel do_bench {triton.testing.do_bench(kernel, warmup=5, rep=40, return_mode='median'):.3f}",
                 f"kernel timer {timer(device, kernel, 10):.3f}",
                 f"call timer {timer(device, call, 10):.3f}",
-                f"call back-to-back {back_to_back_ms(call):.3f}",
-                f"host us: call {host_us(call):.0f}, tap_weights {host_us(lambda: fused.tap_weights(w)):.0f}, "
-                f"launch {host_us(kernel):.0f}",
+                f"call back-to-back {timers(device, {0: call}, 10, back_to_back=True)[0]:.3f}",
+                f"host us: call {host_us(call):.0f}, "
+                f"tap_weights {host_us(lambda: fused.tap_weights(w)):.0f}, launch {host_us(kernel):.0f}",
             ]
             if layout == "planar":
                 cells.append(f"copy us {host_us(lambda: fused.channels_innermost(x, True)):.0f}")

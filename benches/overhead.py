@@ -14,6 +14,7 @@ import contextlib
 import copy
 import cProfile
 import pstats
+import statistics
 import time
 
 import torch
@@ -38,6 +39,19 @@ def per_call_us(fn, calls: int = 300) -> float:
         fn()
     torch.cuda.synchronize()
     return (time.perf_counter() - start) / calls * 1e6
+
+
+def busy_host_us(fn, sleep_cycles: int = 50_000_000, calls: int = 20) -> float:
+    """Median host microseconds of ``fn`` with a sleep kernel queued ahead, so that the GPU
+    stays busy through the call and nothing in it waits for the GPU: host time alone."""
+    samples = []
+    for _ in range(calls):
+        torch.cuda._sleep(sleep_cycles)
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(samples)
 
 
 def main():

@@ -4,24 +4,14 @@ run H found the GPU idle for 0.4-0.75 ms of 3d-3x5x7's bfloat16 step.
 
     PYTHONPATH=. python benches/step_host.py CASE [DTYPE]
 """
-import statistics
 import sys
-import time
 
 import torch
 
 from gemmconv import bench, cases
 
-
-def host_us(fn, calls=20):
-    samples = []
-    for _ in range(calls):
-        torch.cuda._sleep(50_000_000)
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
+sys.path.insert(0, "benches")
+from overhead import busy_host_us  # noqa: E402
 
 
 def main() -> int:
@@ -39,8 +29,8 @@ def main() -> int:
             forward(), backward()
         torch.cuda.synchronize()
         step = work.runner(impl)
-        print(f"{impl}: host us forward {host_us(forward):.0f}, backward {host_us(backward):.0f}, "
-              f"step {host_us(step):.0f}", flush=True)
+        print(f"{impl}: host us forward {busy_host_us(forward):.0f}, backward {busy_host_us(backward):.0f}, "
+              f"step {busy_host_us(step):.0f}", flush=True)
     return 0
 
 
