@@ -273,6 +273,23 @@ def test_shifted_copies_move_rows_and_fill_zeros():
     assert torch.equal(rounded.view(2, 5, 3, 12).transpose(1, 2)[..., 2:9], fused.round_tf32(grad))
 
 
+def _tf32_backward_problem(case, key: str, grad_key: str) -> tuple:
+    """``(x, w, a, grad_out, ref)``: the case aligned for the fused backward, fresh float32
+    input, weight and output gradient drawn under these keys, its checked arguments, and
+    the input and weight gradients in float64 on the weight and output gradient rounded to
+    TF32 (as fused.backward rounds them) and the input as it lies."""
+    case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
+    x, w = (t.float() for t in case.tensors(generator=generator(case.name, key))[:2])
+    x = _batched(case, x)
+    xd, wr = x.double().requires_grad_(), fused.round_tf32(w).double().requires_grad_()
+    out = reference(case, xd, wr, None)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, grad_key)).float()
+    ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                            case.padding, case.output_padding, case.groups, case.dilation)
+    return x, w, a, grad_out, ref
+
+
 @interpreted
 @pytest.mark.parametrize("case", STRIDE_ONE[::5], ids=lambda c: c.name)
 def test_fused_backward_gives_both_gradients_in_tf32(case):
@@ -280,16 +297,7 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     the weights), the input to the weight gradient as it lies (the tensor cores truncate
     it; the interpreter multiplies it whole), so both gradients equal float64's on those
     operands."""
-    case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
-    x, w, b = (t.float() for t in case.tensors(generator=generator(case.name, "backward")))
-    x = _batched(case, x)
-    r = lambda t: fused.round_tf32(t).double().requires_grad_()
-    xd, wr = x.double().requires_grad_(), r(w)
-    out = reference(case, xd, wr, None)
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "gb")).float()
-    ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
-                            case.padding, case.output_padding, case.groups, case.dilation)
+    x, w, a, grad_out, ref = _tf32_backward_problem(case, "backward", "gb")
     got = fused.backward(grad_out, x, w, a, (True, True))
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
     assert fused.backward(grad_out, x, w, a, (False, True))[0] is None
@@ -302,16 +310,7 @@ def test_fused_backward_with_w_taps_folded_into_the_channels_gives_both_gradient
     """fused.backward on folded_rows (the 16-bit form for few output channels, run here in
     float32, which the interpreter multiplies exactly): equal to float64's on the operands
     rounded to TF32, as unfolded."""
-    case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
-    x, w = (t.float() for t in case.tensors(generator=generator(case.name, "folded"))[:2])
-    x = _batched(case, x)
-    r = lambda t: fused.round_tf32(t).double().requires_grad_()
-    xd, wr = x.double().requires_grad_(), r(w)
-    out = reference(case, xd, wr, None)
-    grad_out = torch.randn(out.shape, generator=generator(case.name, "gf")).float()
-    ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
-                            case.padding, case.output_padding, case.groups, case.dilation)
+    x, w, a, grad_out, ref = _tf32_backward_problem(case, "folded", "gf")
     got = fused.backward(grad_out, x, w, a, (True, True), fold=case.kernel_size[-1])
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
 
