@@ -12,6 +12,9 @@ import torch
 
 from gemmconv import bench, cases, fused
 
+sys.path.insert(0, "benches")
+from overhead import patched  # noqa: E402
+
 NAMES = ("3d-3x5x7", "3d-96cube")
 
 
@@ -24,11 +27,8 @@ def main() -> int:
         cells = []
         for name, folding in (("folded", original), ("columns", lambda *args: 1),
                               ("folded again", original)):
-            fused.folded_taps = folding
-            try:
+            with patched(fused, "folded_taps", folding):
                 row = bench.measure(case, torch.bfloat16, device, True, ceiling, 10)
-            finally:
-                fused.folded_taps = original
             cells.append(f"{name} {row.ours_ms:.3f} ({row.speedup:.2f}x, err {row.ours_error:.1e})")
         print(f"{case.name} bfloat16 train | torch {row.torch_ms:.3f} (err {row.torch_error:.1e}) | "
               + " | ".join(cells) + f" | floor {row.floor_ms:.3f}", flush=True)

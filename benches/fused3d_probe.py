@@ -13,6 +13,9 @@ import torch
 
 from gemmconv import bench, cases, fused
 
+sys.path.insert(0, "benches")
+from overhead import patched  # noqa: E402
+
 CASES = [c for c in cases.BENCH if c.nd == 3 and set(c.stride) == {1} and c.groups == 1]
 ORIGINAL = fused.preferred
 
@@ -36,20 +39,13 @@ def main() -> int:
             for case in CASES:
                 row = bench.measure(case, dtype, device, backward, ceiling, 10)
                 cells = [f"torch {row.torch_ms:.3f}", f"columns {row.ours_ms:.3f} ({row.speedup:.2f}x)"]
-                fused.preferred = three_d_too
-                try:
+                with patched(fused, "preferred", three_d_too):
                     both = bench.measure(case, dtype, device, backward, ceiling, 10)
                     cells.append(f"fused {both.ours_ms:.3f} ({both.speedup:.2f}x, err {both.ours_error:.1e})")
                     if backward:
-                        takes = fused.takes
-                        fused.takes = forward_as_before
-                        try:
+                        with patched(fused, "takes", forward_as_before):
                             back = bench.measure(case, dtype, device, backward, ceiling, 10)
-                        finally:
-                            fused.takes = takes
                         cells.append(f"fused backward only {back.ours_ms:.3f} ({back.speedup:.2f}x)")
-                finally:
-                    fused.preferred = ORIGINAL
                 print(f"{case.name} {str(dtype)[6:]} {'train' if backward else 'fwd'} | "
                       + " | ".join(cells) + f" | floor {row.floor_ms:.3f}", flush=True)
     return 0

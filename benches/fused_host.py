@@ -12,7 +12,7 @@ from gemmconv import conv_transpose2d, fused
 from gemmconv.shapes import conv_transpose_args
 
 sys.path.insert(0, "benches")
-from overhead import per_call_us  # noqa: E402
+from overhead import patched, per_call_us  # noqa: E402
 
 CALLS = 300
 
@@ -45,9 +45,7 @@ def main():
             op = 1 if k == 3 else 0
             t_torch = per_call(lambda: F.conv_transpose2d(x, w, None, s, p, op))
             t_cols = per_call(lambda: conv_transpose2d(x, w, None, s, p, op))
-            original = fused.preferred
-            fused.preferred = lambda a, interleaved: True
-            try:
+            with patched(fused, "preferred", lambda a, interleaved: True):
                 t_fused = per_call(lambda: conv_transpose2d(x, w, None, s, p, op))
                 k_fused = kernel_ms(lambda: conv_transpose2d(x, w, None, s, p, op))
                 a = conv_transpose_args("conv_transpose2d", 2, x, w, None, s, p, op, 1, 1)
@@ -58,8 +56,6 @@ def main():
                 t_weights = per_call(lambda: fused.tap_weights(w))
                 t_launch = per_call(lambda: fused.implicit_gemm(rows, tw, None, taps, out.movedim(1, -1)))
                 k_launch = kernel_ms(lambda: fused.implicit_gemm(rows, tw, None, taps, out.movedim(1, -1)))
-            finally:
-                fused.preferred = original
             print(f"{name:8s} {str(dtype)[6:]:9s} per call ms: torch {t_torch:.3f} columns {t_cols:.3f} "
                   f"fused {t_fused:.3f} (events {k_fused:.3f}) | tap_weights {t_weights:.3f}, "
                   f"launch alone {t_launch:.3f} (events {k_launch:.3f})", flush=True)

@@ -18,7 +18,7 @@ from gemmconv.shapes import conv_transpose_args
 
 sys.path.insert(0, "benches")
 from layer import kernel_times  # noqa: E402
-from overhead import per_call_us  # noqa: E402
+from overhead import patched, per_call_us  # noqa: E402
 
 
 def kernel_us(fn, calls: int = 50) -> float:
@@ -47,12 +47,8 @@ def layers():
 
 
 def fused_forced(fn):
-    original = fused.preferred
-    fused.preferred = lambda a, interleaved: True
-    try:
+    with patched(fused, "preferred", lambda a, interleaved: True):
         return fn()
-    finally:
-        fused.preferred = original
 
 
 class Stopwatch:

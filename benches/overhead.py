@@ -54,6 +54,29 @@ def busy_host_us(fn, sleep_cycles: int = 50_000_000, calls: int = 20) -> float:
     return statistics.median(samples)
 
 
+@contextlib.contextmanager
+def patched(owner, name: str, value):
+    """``owner.name`` set to ``value`` inside the block, with the library's kept decisions
+    and launch plans forgotten on the way in and out: a replay keeps its first call's
+    route (gemmconv.ops), and the fused route's launches their first call's tiles."""
+    from gemmconv import fused, ops
+
+    def forget():
+        ops._replays.clear()
+        ops._backward_replays.clear()
+        for plan in (fused._gemm_plan, fused._grad_plan, fused._transpose_launch):
+            plan.cache_clear()
+
+    original = getattr(owner, name)
+    setattr(owner, name, value)
+    forget()
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+        forget()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", action="store_true")

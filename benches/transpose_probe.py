@@ -11,6 +11,9 @@ import triton.testing
 
 from gemmconv import fused
 
+sys.path.insert(0, "benches")
+from overhead import patched  # noqa: E402
+
 SHAPES = [("2d-1024", (8, 64, 1024, 1024)), ("2d-3x7-512", (8, 64, 512, 512)),
           ("2d-64to128", (64, 64, 128, 256)), ("2d-512x1024", (8, 32, 512, 1024)),
           ("1d-65536", (64, 128, 65536)), ("1d-dil3", (32, 32, 131072)), ("dcgan-4", (128, 128, 16, 16))]
@@ -35,15 +38,14 @@ def main():
             line = [f"{name} {str(dtype)[6:]} torch {t_torch:.3f} ms ({moved / t_torch / 1e9:.2f} TB/s)",
                     f"default {default(shape[1], x.element_size())}"]
             for bc, bp in TILES:
-                fused._transpose_tile = lambda c, e: (bc, bp * 4 // e)
-                try:
-                    ok = torch.equal(fused.channels_innermost(x, True),
-                                     fused.round_tf32(x.movedim(1, -1)) if dtype == torch.float32 else x.movedim(1, -1))
-                    t = bench(lambda: fused.channels_innermost(x, True))
-                    line.append(f"({bc},{bp * 4 // x.element_size()}) {t:.3f} {moved / t / 1e9:.2f}TB/s{'' if ok else ' WRONG'}")
-                except Exception as e:
-                    line.append(f"({bc},{bp}) failed {str(e)[:80]}")
-                fused._transpose_tile = default
+                with patched(fused, "_transpose_tile", lambda c, e: (bc, bp * 4 // e)):
+                    try:
+                        ok = torch.equal(fused.channels_innermost(x, True),
+                                         fused.round_tf32(x.movedim(1, -1)) if dtype == torch.float32 else x.movedim(1, -1))
+                        t = bench(lambda: fused.channels_innermost(x, True))
+                        line.append(f"({bc},{bp * 4 // x.element_size()}) {t:.3f} {moved / t / 1e9:.2f}TB/s{'' if ok else ' WRONG'}")
+                    except Exception as e:
+                        line.append(f"({bc},{bp}) failed {str(e)[:80]}")
             print(" | ".join(line), flush=True)
 
 

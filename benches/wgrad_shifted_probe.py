@@ -22,6 +22,9 @@ from gemmconv import _triton, cases, fused, ops
 from gemmconv.measure import timers
 from gemmconv.shapes import Geometry, conv_transpose_args
 
+sys.path.insert(0, "benches")
+from overhead import patched  # noqa: E402
+
 # Other tiles than the default (fused.grad_config, fused.taps_a_program): taps a program.
 TILES = [dict(taps=1), dict(taps=2), dict(taps=3), dict(taps=4), dict(stages=3, taps=3)]
 CASES = [c for c in cases.BENCH if set(c.stride) == {1} and c.nd == 2 and c.groups == 1]
@@ -42,7 +45,6 @@ def wgmma():
 
 def main():
     print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
-    column_backward = fused.backward_unavailable
     for case in CASES:
         conv = F.conv_transpose1d if case.nd == 1 else F.conv_transpose2d
         x, w, b = (None if t is None else t.requires_grad_()
@@ -89,11 +91,9 @@ def main():
         ours_fn = getattr(ops, f"conv_transpose{case.nd}d")
 
         def columns():
-            fused.backward_unavailable = lambda *args, **kw: "float32 (probe: column routes)"
-            try:
+            with patched(fused, "backward_unavailable",
+                         lambda *args, **kw: "float32 (probe: column routes)"):
                 torch.autograd.grad(ours_fn(ours_x, ours_w, ours_b, **case.kwargs), leaves, gy)
-            finally:
-                fused.backward_unavailable = column_backward
 
         steps = {"torch": lambda: torch.autograd.grad(conv(x, w, b, **case.kwargs), theirs, gy),
                  "columns": columns,

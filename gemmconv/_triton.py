@@ -1,10 +1,48 @@
-"""The fused route's Triton kernel (gemmconv/fused.py describes what it computes).
+"""The fused route's Triton kernels (gemmconv/fused.py describes what they compute), and
+how they launch (:class:`Launch`).
 
 Imported only where a call takes that route: Triton ships with torch's CUDA wheels, and CI
-installs it to run the kernel on the CPU through ``TRITON_INTERPRET=1``.
+installs it to run the kernels on the CPU through ``TRITON_INTERPRET=1``.
 """
+import torch
 import triton
 import triton.language as tl
+from triton.compiler import CompiledKernel
+
+
+class Launch:
+    """The launches of one kernel over one ``grid`` with the same arguments but for the
+    tensors and descriptors, which come first (``sizes``: the integer arguments after them;
+    ``constants``: the constexprs and launch options). A launch through Triton's JIT
+    function binds and specializes every argument and looks up its cache key, which took
+    20-25 us of the 30-50 a launch costs the H200's host (benches/results/s31/A). Here the
+    first launch of each dtype and 16-byte alignment of the tensors (all Triton
+    specializes on beyond the fixed arguments) goes through it and keeps the compiled
+    kernel it returns; later ones launch that directly, on the current stream. The caller
+    makes one Launch per plan and device (a compiled kernel is loaded on one), so that the
+    descriptors' shapes, strides and blocks, which it makes from the plan, are fixed too.
+    (Under Triton's interpreter every launch goes through the JIT function, which returns
+    no compiled kernel.)"""
+
+    def __init__(self, kernel, grid: tuple, sizes: tuple, **constants):
+        self.kernel, self.grid, self.sizes, self.constants = kernel, grid, sizes, constants
+        self.full_grid = (*grid, *(1,) * (3 - len(grid)))
+        self.compiled: dict = {}
+
+    def __call__(self, *tensors) -> None:
+        """Launches the kernel on ``tensors`` (tensors and descriptors), on the current
+        device and stream."""
+        key = tuple((t.dtype, t.data_ptr() % 16 == 0) if isinstance(t, torch.Tensor)
+                    else t.base.dtype for t in tensors)
+        hit = self.compiled.get(key)
+        if hit is not None:
+            compiled, constexprs = hit
+            compiled[self.full_grid](*tensors, *self.sizes, *constexprs)
+            return
+        compiled = self.kernel[self.grid](*tensors, *self.sizes, **self.constants)
+        if isinstance(compiled, CompiledKernel):
+            names = self.kernel.arg_names[len(tensors) + len(self.sizes):]
+            self.compiled[key] = (compiled, tuple(self.constants[n] for n in names))
 
 
 @triton.jit

@@ -263,33 +263,55 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     inputs ("tf32": the input's tiles rounded to TF32 first, the weights by the caller; or
     "ieee"). ``round_input``: whether float32 tiles still need rounding to TF32 (False
     where ``x`` is rounded already); ``cfg`` for experiments."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-    from . import _triton
-    batch, c_in, c_out = x.shape[0], x.shape[-1], out.shape[-1]
-    grid, image = _padded(x.shape[1:-1], 1), _padded(out.shape[1:-1], 1)
-    extent = [-(-i // s) for i, s in zip(image, taps.stride)]
     fp32 = x.dtype == torch.float32
-    rounds = fp32 and precision == "tf32" and round_input
-    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), x.element_size(), rounds,
-                        planar=out.stride(-1) != 1)
-    programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
-    if programs == 0:
-        return out
+    plan = _gemm_plan(tuple(x.shape), tuple(weights.shape), tuple(out.shape), out.stride(),
+                      x.dtype, taps, precision if fp32 else "tf32",
+                      fp32 and precision == "tf32" and round_input, bias is not None, cfg,
+                      x.device)
+    if plan.launch is not None:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        plan.launch(TensorDescriptor(x, *plan.x_layout), TensorDescriptor(weights, *plan.w_layout),
+                    out, bias if bias is not None else out, *plan.tables)
+    return out
+
+
+class GemmPlan(NamedTuple):
+    """An :func:`implicit_gemm` call's launch, worked out once per shape: the input's and
+    the weights' descriptors as (shape, strides, block), the taps' tables on the device
+    (:func:`_table_tensor`) and the launch (None where it has no programs)."""
+    x_layout: tuple
+    w_layout: tuple
+    tables: tuple
+    launch: object   # _triton.Launch
+
+
+@functools.lru_cache(maxsize=256)
+def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tuple,
+               dtype: torch.dtype, taps: Taps, precision: str, rounds: bool, has_bias: bool,
+               cfg: Optional[Config], device: torch.device) -> GemmPlan:
+    from . import _triton
+    element_size = dtype.itemsize
+    batch, c_in, c_out = x_shape[0], x_shape[-1], out_shape[-1]
+    grid, image = _padded(x_shape[1:-1], 1), _padded(out_shape[1:-1], 1)
+    extent = [-(-i // s) for i, s in zip(image, taps.stride)]
+    cfg = cfg or config(batch, extent, c_in, c_out, len(taps.count), element_size, rounds,
+                        planar=out_strides[-1] != 1)
     # Strides of the dense layouts: those torch gives dims of size 1 are arbitrary, and the
     # copy engine wants every stride in whole 16-byte units.
-    x_shape, w_shape = [batch, *grid, c_in], list(weights.shape)
-    x_desc = TensorDescriptor(x, x_shape, _dense(x_shape), [*cfg.box, cfg.bk])
-    w_desc = TensorDescriptor(weights, w_shape, _dense(w_shape), [1, cfg.bn, cfg.bk])
-    strides = _padded(out.stride()[1:-1], 0)
-    offsets, index, count = _table_tensor(taps, x.device)
-    _triton.implicit_gemm[(programs,)](
-        x_desc, w_desc, out, bias if bias is not None else out, offsets, index, count,
-        batch, *image, *taps.stride, out.stride(0), *strides, out.stride(-1), c_in, c_out,
-        len(taps.index[0]), *_tiles(batch, extent, cfg.box), -(-c_out // cfg.bn),
-        BB=cfg.box[0], B0=cfg.box[1], B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn,
-        ROUND=rounds, HAS_BIAS=bias is not None,
-        PRECISION=precision if fp32 else "tf32", num_warps=cfg.warps, num_stages=cfg.stages)
-    return out
+    x_dims, w_dims = [batch, *grid, c_in], list(w_shape)
+    x_layout = (x_dims, _dense(x_dims), [*cfg.box, cfg.bk])
+    w_layout = (w_dims, _dense(w_dims), [1, cfg.bn, cfg.bk])
+    programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
+    if programs == 0:
+        return GemmPlan(x_layout, w_layout, (), None)
+    sizes = (batch, *image, *taps.stride, out_strides[0], *_padded(out_strides[1:-1], 0),
+             out_strides[-1], c_in, c_out, len(taps.index[0]),
+             *_tiles(batch, extent, cfg.box), -(-c_out // cfg.bn))
+    launch = _triton.Launch(
+        _triton.implicit_gemm, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
+        B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, ROUND=rounds, HAS_BIAS=has_bias,
+        PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
+    return GemmPlan(x_layout, w_layout, _table_tensor(taps, device), launch)
 
 
 # The calls where the fused route beat the routes with columns in memory on the H200
@@ -462,16 +484,22 @@ def channels_innermost(x: torch.Tensor, tf32: bool = False) -> torch.Tensor:
     layout; the rounding rides along, so the kernel need not round its tiles (on the H200
     12-14% of its time, results/s23/layouts.log). torch's own permuted copy moved 1.4 TB/s
     there."""
-    from . import _triton
-    batch, channels, positions = x.shape[0], x.shape[1], math.prod(x.shape[2:])
-    out = x.new_empty(batch, *x.shape[2:], channels)
-    bc, bp = _transpose_tile(channels, x.element_size())
-    tiles_p, tiles_c = -(-positions // bp), -(-channels // bc)
+    out = x.new_empty(x.shape[0], *x.shape[2:], x.shape[1])
     if out.numel():
-        _triton.channels_innermost[(batch * tiles_c * tiles_p,)](
-            x, out, channels, positions, tiles_p, tiles_c, BC=bc, BP=bp,
-            ROUND=tf32 and x.dtype == torch.float32, num_warps=4)
+        _transpose_launch(tuple(x.shape), x.element_size(), tf32 and x.dtype == torch.float32,
+                          x.device)(x, out)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _transpose_launch(shape: tuple, element_size: int, rounds: bool, device: torch.device):
+    from . import _triton
+    batch, channels, positions = shape[0], shape[1], math.prod(shape[2:])
+    bc, bp = _transpose_tile(channels, element_size)
+    tiles_p, tiles_c = -(-positions // bp), -(-channels // bc)
+    return _triton.Launch(_triton.channels_innermost, (batch * tiles_c * tiles_p,),
+                          (channels, positions, tiles_p, tiles_c), BC=bc, BP=bp, ROUND=rounds,
+                          num_warps=4)
 
 
 def _transpose_tile(channels: int, element_size: int) -> tuple:
@@ -572,16 +600,21 @@ def _planar(t: torch.Tensor) -> tuple:
     width, granule = shape[-1], 16 // t.element_size()
     if width % granule == 0 and t.data_ptr() % 16 == 0:
         return t, shape, _dense(shape)
-    from . import _triton
     pitch = -(-width // granule) * granule
     rows = t.numel() // width if width else 0
     out = t.new_empty(rows * pitch)
+    if out.numel():
+        _pitched_launch(rows, width, pitch, t.device)(t, out)
+    return out, shape, _dense(shape[:-1] + [pitch])
+
+
+@functools.lru_cache(maxsize=256)
+def _pitched_launch(rows: int, width: int, pitch: int, device: torch.device):
+    from . import _triton
     bw = min(128, max(16, _pow2(width)))
     tiles_w = -(-width // bw)
-    if out.numel():
-        _triton.pitched[(-(-rows // 32) * tiles_w,)](t, out, rows, width, pitch, tiles_w,
-                                                     BR=32, BW=bw, num_warps=4)
-    return out, shape, _dense(shape[:-1] + [pitch])
+    return _triton.Launch(_triton.pitched, (-(-rows // 32) * tiles_w,),
+                          (rows, width, pitch, tiles_w), BR=32, BW=bw, num_warps=4)
 
 
 @functools.lru_cache(maxsize=256)
@@ -608,21 +641,29 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     to D, H, W, rows ``W''`` elements apart: whole 16-byte units that hold the moved rows.
     (With channels next to W, a box of one row of W is a tile the tensor cores read from
     shared memory as it lies: _triton._moved_tile.)"""
-    from . import _triton
     batch, channels, *spatial = [grad.shape[0], grad.shape[1], *_padded(grad.shape[2:], 1)]
     width, granule = spatial[-1], 16 // grad.element_size()
     pitch = -(-(width + max(shifts)) // granule) * granule
     rows = grad.numel() // width if width else 0
     out = grad.new_empty(len(shifts), rows, pitch)
-    bw = min(128, _pow2(pitch))
-    tiles_w = -(-pitch // bw)
-    if rows:   # 16 rows a program: 32 took 236 registers a thread (benches/ttgir_check.py)
-        _triton.shifted_rows[(-(-rows // 16) * tiles_w,)](
-            grad, out, _int_tensor(tuple(shifts), grad.device), len(shifts), rows, channels,
-            spatial[0] * spatial[1], width, pitch, rows * pitch, tiles_w, BR=16, BW=bw,
-            ROUND=tf32, num_warps=4)
+    if rows:
+        shifts = tuple(shifts)
+        _shifted_launch(shifts, rows, channels, spatial[0] * spatial[1], width, pitch, tf32,
+                        grad.device)(grad, out, _int_tensor(shifts, grad.device))
     full = [len(shifts) * batch, *spatial[:-1], channels, pitch]
     return out, full, _dense(full)
+
+
+@functools.lru_cache(maxsize=256)
+def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width: int,
+                    pitch: int, tf32: bool, device: torch.device):
+    from . import _triton
+    bw = min(128, _pow2(pitch))
+    tiles_w = -(-pitch // bw)
+    # 16 rows a program: 32 took 236 registers a thread (benches/ttgir_check.py)
+    return _triton.Launch(_triton.shifted_rows, (-(-rows // 16) * tiles_w,),
+                          (len(shifts), rows, channels, planes, width, pitch, rows * pitch,
+                           tiles_w), BR=16, BW=bw, ROUND=tf32, num_warps=4)
 
 
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
@@ -650,18 +691,52 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     copy start anywhere along W, which Triton's interpreter refuses and the copy engine may
     take (benches/tma_offset_probe.py asks it)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
-    from . import _triton
-    batch, c_in = x.shape[0], x.shape[1]
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    grid = _padded(x.shape[2:], 1)
+    plan = _grad_plan(tuple(x.shape), c_out, g, x.dtype, precision, cfg, rounded, shifted,
+                      aligned, x.device)
+    # Every program stores its whole tile: only an empty batch leaves a partial to zero.
+    partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
+    if plan.launch:
+        if shifted:
+            copies, g_shape, g_strides = shifted_copies(grad, plan.shifts, plan.tf32)
+            g_desc = TensorDescriptor(copies, g_shape, g_strides, plan.g_block)
+        else:
+            g_shape = [x.shape[0], *_padded(grad.shape[1:-1], 1), c_out]
+            g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), plan.g_block)
+        xt, x_shape, x_strides = _planar(x)
+        plan.launch(g_desc, TensorDescriptor(xt, x_shape, x_strides, plan.x_block), partial,
+                    plan.table)
+    return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
+
+
+class GradPlan(NamedTuple):
+    """A :func:`weight_gradient` call's launch, worked out once per shape: the partials'
+    shape, the descriptors' blocks, the moved copies' shifts (where ``shifted``), the taps'
+    offsets on the device, whether it runs in TF32, and the launch (None where no split
+    has a box)."""
+    partial: tuple
+    g_block: list
+    x_block: list
+    shifts: tuple
+    table: torch.Tensor
+    tf32: bool
+    launch: object   # _triton.Launch
+
+
+@functools.lru_cache(maxsize=256)
+def _grad_plan(x_shape: tuple, c_out: int, g: Geometry, dtype: torch.dtype, precision: str,
+               cfg: Optional[GradConfig], rounded: bool, shifted: bool, aligned: bool,
+               device: torch.device) -> GradPlan:
+    from . import _triton
+    batch, c_in, element_size = x_shape[0], x_shape[1], dtype.itemsize
+    grid = _padded(x_shape[2:], 1)
     count = math.prod(g.kernel_size)
-    cfg = cfg or grad_config(grid, c_in, c_out, x.element_size(), count if shifted else 1)
-    tf32 = x.dtype == torch.float32 and precision == "tf32"
+    cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
+    tf32 = dtype == torch.float32 and precision == "tf32"
     if shifted:
-        shifts, table = shifted_taps(g, x.element_size(), aligned)
-        offsets = _int_tensor(table, x.device)
+        shifts, table = shifted_taps(g, element_size, aligned)
     else:
-        offsets = _table_tensor(convolution_taps(g), x.device)[0]
+        shifts, table = (), convolution_taps(g).offsets[0]   # stride 1: one phase
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
@@ -673,31 +748,22 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     groups = -(-count // cfg.taps)
     tiles = groups * tiles_m * tiles_n
     per_split, splits = split_boxes(boxes, tiles, math.prod(cfg.box), count * c_out * c_in * 4)
-    # Every program stores its whole tile: only an empty batch leaves a partial to zero.
-    partial = (x.new_empty if splits else x.new_zeros)(max(splits, 1), count, c_out, c_in,
-                                                       dtype=torch.float32)
+    g_block = [1, *cfg.box[:2], cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
+    x_block = [1, cfg.bn, *cfg.box]
+    launch = None
     if splits:
-        if shifted:
-            copies, g_shape, g_strides = shifted_copies(grad, shifts, tf32)
-            g_desc = TensorDescriptor(copies, g_shape, g_strides, [1, *cfg.box[:2], cfg.bm,
-                                                                   cfg.box[2]])
-        else:
-            g_shape = [batch, *_padded(grad.shape[1:-1], 1), c_out]
-            g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), [1, *cfg.box, cfg.bm])
-        xt, x_shape, x_strides = _planar(x)
-        x_desc = TensorDescriptor(xt, x_shape, x_strides, [1, cfg.bn, *cfg.box])
-        dot_precision = "ieee" if x.dtype == torch.float32 and not tf32 else "tf32"
+        sizes = (batch, c_in, c_out, count, *boxes_per_dim, boxes, per_split, tiles_m, tiles_n)
         common = dict(B0=cfg.box[0], B1=cfg.box[1], B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn,
-                      PRECISION=dot_precision, num_warps=cfg.warps, num_stages=cfg.stages)
+                      PRECISION="ieee" if dtype == torch.float32 and not tf32 else "tf32",
+                      num_warps=cfg.warps, num_stages=cfg.stages)
         if shifted:
-            _triton.weight_gradient_moved[(splits * tiles,)](
-                g_desc, x_desc, partial, offsets, batch, c_in, c_out, count, *boxes_per_dim,
-                boxes, per_split, tiles_m, tiles_n, groups, TP=cfg.taps, **common)
+            launch = _triton.Launch(_triton.weight_gradient_moved, (splits * tiles,),
+                                    (*sizes, groups), TP=cfg.taps, **common)
         else:
-            _triton.weight_gradient[(splits * tiles,)](
-                g_desc, x_desc, partial, offsets, batch, c_in, c_out, count, *boxes_per_dim,
-                boxes, per_split, tiles_m, tiles_n, ROUND=tf32 and not rounded, **common)
-    return _summed(partial, c_in, c_out, g, dtype or x.dtype)
+            launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), sizes,
+                                    ROUND=tf32 and not rounded, **common)
+    return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
+                    _int_tensor(table, device), tf32, launch)
 
 
 # Positions one program of the weight gradient sums on the tensor cores. Their float32

@@ -145,11 +145,11 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     if interleaved is None:
         interleaved = gathered is None and cl.suggested(x, weight)
     if gathered is None and x.is_cuda:
-        if fused.takes(a, x, weight, interleaved):
-            return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
         out = _replayed(x, weight, bias, a, interleaved)
         if out is not None:
             return out
+        if fused.takes(a, x, weight, interleaved):   # (while a CUDA graph is captured)
+            return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
     if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
         split = a.split(a.gathered_dims())
         if split.direct:
@@ -211,6 +211,17 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
                     out=planes[n0 * a.out_channels:n1 * a.out_channels, o0:o1],
                     padding=split.scatter.band_padding(o0, i0))
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
+
+
+class _FusedReplay(NamedTuple):
+    """A CUDA forward that takes the fused route (fused.takes), decided on its first call:
+    its checks of the device, the precision policy and the cost model took 15-30 us of the
+    H200's host time a call (benches/NOTES.md, session 31)."""
+    interleaved: bool
+
+    def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs) -> torch.Tensor:
+        return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, self.interleaved))
 
 
 class _Replay(NamedTuple):
@@ -275,7 +286,7 @@ def _samples_side_by_side(x: torch.Tensor, groups: int, cells: int) -> torch.Ten
 
 # Replays by call: the checked arguments, the tensors' layouts, dtypes, device and 16-byte
 # alignment, the precision policy and the workspace limit. None where a call is not one.
-_replays: dict[tuple, Optional[_Replay]] = {}
+_replays: dict[tuple, Union[_Replay, _FusedReplay, None]] = {}
 MAX_REPLAYS = 4096
 _UNSEEN = object()
 
@@ -308,8 +319,9 @@ def _kept(cache: dict, key: tuple, work_out: Callable[[], tuple]):
 
 def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
               a: ConvTransposeArgs, interleaved: bool) -> Optional[torch.Tensor]:
-    """The output of a CUDA forward by its replay (_Replay), worked out on its first call;
-    None where the call does not run as one GEMM and one col2im (or see _kept)."""
+    """The output of a CUDA forward by its replay (_Replay, or _FusedReplay), worked out on
+    its first call; None where the call neither takes the fused route nor runs as one GEMM
+    and one col2im (or see _kept)."""
     replay, buffers = _kept(_replays, _replay_key(a, interleaved, x, weight, bias),
                             lambda: _work_out_replay(x, weight, bias, a, interleaved))
     return None if replay is None else replay.run(x, weight, bias, a, *buffers)
@@ -320,8 +332,11 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     """``(replay, (workspace, out))``: the plans _forward (planar) or channels_last.forward
     would make for this call, taken from the views they would pass on the buffers given
     back, where it is one GEMM and one col2im with no copies but the ones _Replay.run
-    makes (_in_layout's, as those routes make them); ``(None, ())`` where it is not."""
+    makes (_in_layout's, as those routes make them); ``(_FusedReplay, ())`` where it takes
+    the fused route; ``(None, ())`` where neither."""
     from . import _cuda
+    if fused.takes(a, x, weight, interleaved):
+        return _FusedReplay(interleaved), ()
     groups, cells = a.groups, math.prod(a.grid)
     if (bias is not None and bias.stride(0) != 1) or \
             0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):
@@ -704,19 +719,35 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
     """The gradients of call ``a`` asked for by ``need`` (input, weight, bias); the others
     empty, or None (a replay's)."""
     interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
-    if x.is_cuda and fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
-        grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need, _workspace_limit)
-        empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-        grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
-                     if need[2] else empty())
-        return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
-    if a.prefers_im2col():
-        return _backward_by_im2col(grad_out, x, weight, a, need, interleaved)
     if x.is_cuda:
         grads = _replayed_backward(grad_out, x, weight, a, need, interleaved)
         if grads is not None:
             return grads
+        if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):   # (capturing)
+            return _fused_backward(grad_out, x, weight, a, need)
+    if a.prefers_im2col():
+        return _backward_by_im2col(grad_out, x, weight, a, need, interleaved)
     return _backward(grad_out, x, weight, a, need, interleaved=interleaved)
+
+
+def _fused_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+    """The gradients of call ``a`` asked for by ``need`` by the fused kernels (fused.py)."""
+    grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need, _workspace_limit)
+    empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
+    grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
+                 if need[2] else empty())
+    return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
+
+
+class _FusedBackward:
+    """A CUDA call's backward that takes the fused kernels (fused.backward_takes), decided
+    on its first call, as _FusedReplay decides a forward."""
+
+    @staticmethod
+    def run(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+        return _fused_backward(grad_out, x, weight, a, need)
 
 
 class _BackwardReplay(NamedTuple):
@@ -782,14 +813,14 @@ def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tens
 
 
 # Backward replays by call, as _replays.
-_backward_replays: dict[tuple, Optional[_BackwardReplay]] = {}
+_backward_replays: dict[tuple, Union[_BackwardReplay, _FusedBackward, None]] = {}
 
 
 def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                        a: ConvTransposeArgs, need: List[bool],
                        interleaved: bool) -> Optional[List[torch.Tensor]]:
-    """The gradients of a CUDA call by its replay (_BackwardReplay), planned on its first
-    call; None where it has none, as _replayed."""
+    """The gradients of a CUDA call by its replay (_BackwardReplay, or _FusedBackward),
+    planned on its first call; None where it has none, as _replayed."""
     key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
     replay, _ = _kept(_backward_replays, key, lambda: (
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
@@ -798,12 +829,17 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
 
 def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                               a: ConvTransposeArgs, need: List[bool],
-                              interleaved: bool) -> Optional[_BackwardReplay]:
+                              interleaved: bool) -> Union[_BackwardReplay, _FusedBackward, None]:
     """The plans _backward (planar) or channels_last.backward would make for this call, from
     the views they would pass, where it is one im2col and a GEMM per gradient with no copies
     but the ones _BackwardReplay.run makes (those of _in_layout and _gradient_in_layout,
-    as those routes make them); else None."""
+    as those routes make them); else None. Or, where the call's backward takes the fused
+    kernels, _FusedBackward."""
     from . import _cuda
+    if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
+        return _FusedBackward()
+    if a.prefers_im2col():
+        return None
     g, groups, n, cells = a.geometry, a.groups, a.batch, math.prod(a.grid)
     cin, cout, m = a.in_channels // groups, a.out_channels // groups, a.column_rows
     if not (need[0] or need[1]) or \

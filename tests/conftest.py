@@ -9,3 +9,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def fresh_replays(monkeypatch):
+    """Each test starts with no replays kept (ops._replays, ops._backward_replays): a replay
+    keeps its first call's route, which a test's patched cost model or routes would not
+    reach otherwise."""
+    from gemmconv import ops
+    monkeypatch.setattr(ops, "_replays", {})
+    monkeypatch.setattr(ops, "_backward_replays", {})

@@ -104,11 +104,45 @@ def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
 
 
 def test_fused_route_runs_on_the_current_stream(monkeypatch, launches):
+    """The first launch of a plan (through Triton's JIT function) and the next (through the
+    compiled kernel it kept) alike."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)   # a small case
     case = _aligned(cases.BENCH[0].scaled(1 << 14))
-    x, w, b, out = on_a_busy_stream(case, "fused-stream",
-                                    lambda x, w, b: OURS[case.nd](x, w, b, **case.kwargs))
-    assert launches[0] == 1 and rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+    fused._gemm_plan.cache_clear()
+    for key in ("fused-stream", "fused-stream-again"):
+        x, w, b, out = on_a_busy_stream(case, key,
+                                        lambda x, w, b: OURS[case.nd](x, w, b, **case.kwargs))
+        assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+    assert launches[0] == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_fused_launches_after_the_first_skip_the_jit_function(monkeypatch, launches, dtype):
+    """A plan's launches after its first go to the compiled kernel the first one kept, one
+    kernel for each 16-byte alignment of the pointers (a bias a few bytes off gets its own:
+    Triton compiled the first for aligned loads); every output right, into poisoned memory,
+    and the same bits on each call."""
+    from gemmconv import _triton
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    jit = _triton.implicit_gemm.run
+    through_jit = []
+    monkeypatch.setattr(_triton.implicit_gemm, "run",
+                        lambda *args, **kw: through_jit.append(1) or jit(*args, **kw))
+    fused._gemm_plan.cache_clear()
+    case = _aligned(cases.BENCH[1].scaled(1 << 14))
+    x, w, b = case.tensors(dtype, CUDA, generator("replayed launches", str(dtype)))
+    x = x.contiguous(memory_format=torch.channels_last)
+    shifted = torch.empty(b.numel() + 1, dtype=dtype, device=CUDA)[1:].copy_(b)   # 2-4 bytes off
+    out_bytes = case.batch * case.out_channels * math.prod(case.output_size) * x.element_size()
+    outputs, counts = [], []
+    for bias in (b, b, shifted, shifted, b):
+        _poison_allocator(out_bytes)
+        outputs.append(OURS[case.nd](x, w, bias, **case.kwargs))
+        counts.append(len(through_jit))
+    assert launches[0] == 5 and counts == [1, 1, 2, 2, 2]
+    assert all(torch.equal(out, outputs[0]) for out in outputs[1:])
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    assert rel_error(outputs[-1], reference64(case, x, w, b)[0]) < tolerance
 
 
 def test_fused_route_past_2_31_elements(launches):

@@ -616,3 +616,63 @@ def test_routes_name_the_fused_route():
     a = conv_transpose_args("conv_transpose2d", 2, _meta(2, 8, 4, 4), _meta(8, 4, 3, 3), None, 1, 0, 0, 1, 1)
     assert ops.describe_route(a, True, True) == "channels_last: " + ops.FUSED_ROUTE
     assert ops.describe_route(a, False, False) != ops.FUSED_ROUTE
+
+
+def _has_triton() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_triton(), reason="needs Triton")
+def test_launches_after_the_first_go_to_the_compiled_kernel_per_dtype_and_alignment(monkeypatch):
+    """_triton.Launch: the first launch of each dtype and 16-byte alignment of its tensors
+    goes through the JIT function and keeps the compiled kernel it returns; later ones call
+    that with the fixed integers and the constexprs in the kernel's argument order."""
+    from gemmconv import _triton
+    calls = []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            return lambda *args: calls.append(("compiled", grid, args))
+
+    class Kernel:
+        arg_names = ["x", "y", "n", "m", "BLOCK", "ROUND"]
+
+        def __getitem__(self, grid):
+            return lambda *args, **kw: calls.append(("jit", grid, args, kw)) or Compiled()
+
+    monkeypatch.setattr(_triton, "CompiledKernel", Compiled)
+    launch = _triton.Launch(Kernel(), (6,), (10, 20), ROUND=True, BLOCK=64, num_warps=4)
+    x, y = torch.zeros(8), torch.zeros(8, dtype=torch.float64)
+    launch(x, y)
+    launch(x, y)
+    launch(x[1:], y)           # 4 bytes off 16: compiled afresh
+    launch(x[1:], y)
+    launch(x.half(), y)        # another dtype
+    launch(x[4:], y)           # 16 bytes on: the first kernel
+    assert [c[0] for c in calls] == ["jit", "compiled", "jit", "compiled", "jit", "compiled"]
+    assert calls[0][1:] == ((6,), (x, y, 10, 20), dict(ROUND=True, BLOCK=64, num_warps=4))
+    assert calls[1] == ("compiled", (6, 1, 1), (x, y, 10, 20, 64, True))
+    assert len(launch.compiled) == 3
+
+
+@interpreted
+def test_interpreted_launches_keep_no_compiled_kernel():
+    """Under Triton's interpreter every launch goes through the JIT function (it compiles
+    nothing), and a plan's second call gives the first one's result."""
+    case = _aligned(cases.BENCH[1].scaled(64))
+    x, w, b = case.tensors(torch.float32, "cpu", generator("interpreted launches"))
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
+                            case.output_padding, 1, case.dilation)
+    taps, rows = fused.transposed_taps(a.geometry), x.movedim(1, -1).contiguous()
+    weights = fused.tap_weights(w)
+    outs = [fused.implicit_gemm(rows, weights, b, taps, torch.full(
+        (case.batch, *case.output_size, case.out_channels), float("nan"))) for _ in range(2)]
+    assert torch.equal(outs[0], outs[1]) and not outs[0].isnan().any()
+    plan = fused._gemm_plan(tuple(rows.shape), tuple(weights.shape), tuple(outs[0].shape),
+                            outs[0].stride(), torch.float32, taps, "tf32", True, True, None,
+                            rows.device)
+    assert plan.launch is not None and plan.launch.compiled == {}

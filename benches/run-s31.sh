@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Session 31's device calls (outputs under benches/results/s31/<call>).
+#   A: where a fused channels_last forward's host time goes (launch_probe.py), and the host
+#      time of a training step (step_host.py) on 2d-3x7-512.
+#   B: the training step's host time by piece (step_pieces.py) on 2d-3x7-512 and 3d-3x5x7.
+#   C: A/B of the fused route's launches replayed (Launch, the plans kept, the route decided
+#      once per call): the session's start (scratch/old, carried) against the working tree,
+#      alternating, on the stride-1 2-D cases: the channels_last forward table, the float32
+#      and bfloat16 training tables, and a training step's host time (step_host.py).
+#   T: CUDA tests ($TESTS, all by default).
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+nvidia-smi --query-gpu=name --format=csv,noheader
+case "$1" in
+A)
+  timeout 200 python3 benches/launch_probe.py 2d-512x1024,2d-1024 > $O/launch.log 2>&1; cat $O/launch.log
+  timeout 100 python3 benches/step_host.py 2d-3x7-512 float32 > $O/step.log 2>&1; cat $O/step.log
+  timeout 100 python3 benches/step_host.py 2d-3x7-512 bfloat16 >> $O/step.log 2>&1; tail -3 $O/step.log ;;
+B)
+  for c in "2d-3x7-512 float32" "2d-3x7-512 bfloat16" "3d-3x5x7 bfloat16"; do
+    timeout 150 python3 benches/step_pieces.py $c >> $O/pieces.log 2>&1; done
+  grep -v "^ *[0-9]" $O/pieces.log | head -80 ;;
+C)
+  S2="--case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 --case 2d-512x1024 --case 2d-3x7-padded"
+  for v in ${V:-new old new old}; do
+    D=.; [ $v = old ] && D=scratch/old   # python -m puts the working directory first
+    echo "== $v"
+    (cd $D && PYTHONPATH=. python3 -c "import gemmconv; print(gemmconv.__file__)")
+    (cd $D && PYTHONPATH=. timeout 100 python3 -m gemmconv bench $S2 --channels-last) > $O/fwd-cl-$v.log 2>&1; grep -A7 "^case" $O/fwd-cl-$v.log
+    (cd $D && PYTHONPATH=. timeout 120 python3 -m gemmconv bench $S2 --backward --dtype bfloat16 --repeats 10) > $O/train-bf16-$v.log 2>&1; grep -A7 "^case" $O/train-bf16-$v.log
+    PYTHONPATH=$D:benches timeout 60 python3 benches/step_host.py 2d-3x7-512 bfloat16 2>&1 | tail -2
+  done 2>&1 | tee $O/ab.log | grep -v "^ *$" ;;
+T)
+  timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
+esac
