@@ -7,7 +7,13 @@
 #      once per call): the session's start (scratch/old, carried) against the working tree,
 #      alternating, on the stride-1 2-D cases: the channels_last forward table, the float32
 #      and bfloat16 training tables, and a training step's host time (step_host.py).
+#   E: A/B of the TF32 rounding in the kernels: cvt.rna.tf32.f32 against the integer form
+#      (GEMMCONV_PROBE_INT_ROUND=1, a toggle _triton.CVT_RNA read while this ran; gone
+#      since), alternating: the channels_last forward and the float32
+#      training tables on the stride-1 2-D cases, and the rounding copy's test.
 #   T: CUDA tests ($TESTS, all by default).
+#   D: where the backward's host time goes: inside our Function's backward or around it
+#      (engine_probe.py), and the step's pieces again (step_pieces.py), on 2d-3x7-512.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -30,6 +36,21 @@ C)
     (cd $D && PYTHONPATH=. timeout 120 python3 -m gemmconv bench $S2 --backward --dtype bfloat16 --repeats 10) > $O/train-bf16-$v.log 2>&1; grep -A7 "^case" $O/train-bf16-$v.log
     PYTHONPATH=$D:benches timeout 60 python3 benches/step_host.py 2d-3x7-512 bfloat16 2>&1 | tail -2
   done 2>&1 | tee $O/ab.log | grep -v "^ *$" ;;
+D)
+  for c in "2d-3x7-512 float32" "2d-3x7-512 bfloat16" "3d-3x5x7 bfloat16"; do
+    timeout 100 python3 benches/engine_probe.py $c; done 2>&1 | tee $O/engine.log
+  for c in "2d-3x7-512 float32" "2d-3x7-512 bfloat16"; do
+    timeout 150 python3 benches/step_pieces.py $c >> $O/pieces.log 2>&1; done
+  grep -v "^ *[0-9]" $O/pieces.log | grep -v "^$\|Ordered\|List reduced\|ncalls" | head -40 ;;
+E)
+  S2="--case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 --case 2d-512x1024 --case 2d-3x7-padded"
+  for v in ${V:-rna int rna int}; do
+    I=0; [ $v = int ] && I=1
+    echo "== $v"
+    GEMMCONV_PROBE_INT_ROUND=$I timeout 100 python3 -m gemmconv bench $S2 --channels-last > $O/fwd-cl-$v.log 2>&1; grep -A7 "^case" $O/fwd-cl-$v.log
+    GEMMCONV_PROBE_INT_ROUND=$I timeout 150 python3 -m gemmconv bench $S2 --backward --repeats 10 > $O/train-$v.log 2>&1; grep -A7 "^case" $O/train-$v.log
+  done 2>&1 | tee $O/ab.log | grep -v "^ *$"
+  timeout 100 python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_cuda_fused.py -k "rounded or (matches_float64 and float32)" 2>&1 | tail -3 ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac
