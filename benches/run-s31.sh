@@ -11,6 +11,7 @@
 #      (GEMMCONV_PROBE_INT_ROUND=1, a toggle _triton.CVT_RNA read while this ran; gone
 #      since), alternating: the channels_last forward and the float32
 #      training tables on the stride-1 2-D cases, and the rounding copy's test.
+#   F: the channels_last float32 forward's tiles with cvt.rna (cl_tile_probe.py).
 #   T: CUDA tests ($TESTS, all by default).
 #   D: where the backward's host time goes: inside our Function's backward or around it
 #      (engine_probe.py), and the step's pieces again (step_pieces.py), on 2d-3x7-512.
@@ -51,6 +52,8 @@ E)
     GEMMCONV_PROBE_INT_ROUND=$I timeout 150 python3 -m gemmconv bench $S2 --backward --repeats 10 > $O/train-$v.log 2>&1; grep -A7 "^case" $O/train-$v.log
   done 2>&1 | tee $O/ab.log | grep -v "^ *$"
   timeout 100 python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_cuda_fused.py -k "rounded or (matches_float64 and float32)" 2>&1 | tail -3 ;;
+F)
+  timeout 500 python3 benches/cl_tile_probe.py > $O/tiles.log 2>&1; cat $O/tiles.log ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac

@@ -165,7 +165,10 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
     samples took 13% longer than rows of 128 that compute 48% more, and 2 x 16 and 2
     samples 7% longer; on 2d-3x7-512, 2 x 32 and 2 samples took 16% less than rows of 128
     (benches/results/s30/A, B). ``bk`` is 128 bytes of input channels (the widest row the
-    copy engine swizzles). Chosen on the H200 (benches/NOTES.md, sessions 22 and 30)."""
+    copy engine swizzles). Four pipeline stages; five where 64 positions of float32 are
+    rounded in registers: 2d-64to128's channels_last kernel took 2.31 ms against 2.53
+    (2d-1024's, on 128 positions, 3.67 against 3.56). Chosen on the H200 (benches/NOTES.md,
+    sessions 22, 30 and 31)."""
     extent = tuple(extent)
     bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and rounds and bn == 128 else 128
@@ -174,7 +177,9 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
                              bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
-    return Config(_fitted_box(batch, extent, bm, run), bk, bn, 4, 4)
+    box = _fitted_box(batch, extent, bm, run)
+    stages = 5 if math.prod(box) <= 64 and element_size == 4 and rounds else 4
+    return Config(box, bk, bn, 4, stages)
 
 
 WAVE = 132   # programs in flight at once: one per multiprocessor of an H100 or H200

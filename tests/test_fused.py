@@ -581,6 +581,8 @@ def test_tiles_are_boxes_of_powers_of_two_within_the_tile(batch, extent, c_out, 
     few = fused._programs(batch, extent, c_out, phases, fused._fitted_box(batch, extent, 128), cfg.bn) < 2 * fused.WAVE
     in_registers = size == 4 and rounds and cfg.bn == 128     # float32 tiles rounded there
     assert bm == (64 if few or in_registers else 128) or bm < 64
+    # five stages where 64 positions of float32 are rounded in registers, else four
+    assert cfg.stages == (5 if bm <= 64 and size == 4 and rounds else 4)
 
 
 @pytest.mark.parametrize("batch,extent", [

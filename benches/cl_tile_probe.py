@@ -1,0 +1,66 @@
+"""The fused forward kernel's tile for channels_last float32 inputs (the kernel rounds its
+input tiles to TF32, since session 31 with cvt.rna). fused.config takes 64 positions a tile
+where the output channels tile is 128 wide, for the rounding in registers beside the
+accumulator; with one instruction an element for the rounding, other tiles may now win.
+Each tile's kernel time (the weights reordered beforehand, the output channels_last), its
+output's largest difference from the default tile's, and cuDNN's channels_last forward.
+
+    PYTHONPATH=. python benches/cl_tile_probe.py [CASES]
+"""
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton.testing
+
+from gemmconv import cases, fused
+from gemmconv.shapes import Geometry
+
+NAMES = ["2d-64to128", "2d-3x7-512", "2d-1024"]
+# (positions, output channels, warps, stages)
+TILES = [(64, 128, 4, 3), (64, 128, 4, 5), (64, 128, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4),
+         (128, 64, 4, 3), (128, 64, 4, 5), (128, 64, 8, 4), (64, 64, 4, 4), (256, 64, 8, 3),
+         (128, 32, 4, 4)]
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=5, rep=40, return_mode="median")
+
+
+def main():
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else NAMES
+    print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
+    for case in (c for c in cases.BENCH if c.name in names):
+        x, w, b = case.tensors(torch.float32, "cuda")
+        x = x.contiguous(memory_format=torch.channels_last)
+        taps = fused.transposed_taps(Geometry(case.kernel_size, case.stride, case.padding,
+                                              case.dilation))
+        rows, weights = x.movedim(1, -1), fused.tap_weights(w)
+        ref = F.conv_transpose2d(x, w, b, **case.kwargs)
+        out = torch.empty_like(ref)
+        t_cudnn = bench(lambda: F.conv_transpose2d(x, w, b, **case.kwargs))
+        extent = fused._padded(ref.shape[2:], 1)
+        default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1, 4)
+        run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1), cfg=cfg)
+        run(default)
+        want = out.clone()
+        line = [f"cudnn {t_cudnn:.3f}"]
+        for bm, bn, warps, stages in [(None, 0, 0, 0)] + TILES:
+            cfg = default if bm is None else fused.Config(
+                fused._fitted_box(case.batch, tuple(extent), bm), default.bk, bn, warps, stages)
+            if bn > max(16, fused._pow2(case.out_channels)):
+                continue
+            try:
+                out.fill_(float("nan"))
+                t = bench(lambda: run(cfg))
+                diff = ((out - want).abs().max() / want.abs().max()).item()
+                label = "default" if bm is None else f"{bm}x{bn} w{warps} s{stages}"
+                line.append(f"{label} {t:.3f}{'' if diff < 1e-6 else f' DIFF {diff:.1e}'}")
+            except Exception as e:   # a tile Triton cannot build (registers, shared memory)
+                line.append(f"{bm}x{bn} w{warps} s{stages} failed {str(e)[:60]}")
+        print(f"{case.name} channels_last float32 ({default.box}, bn {default.bn}, "
+              f"w{default.warps} s{default.stages}) | " + " | ".join(line), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
