@@ -12,6 +12,8 @@
 #      since), alternating: the channels_last forward and the float32
 #      training tables on the stride-1 2-D cases, and the rounding copy's test.
 #   F: the channels_last float32 forward's tiles with cvt.rna (cl_tile_probe.py).
+#   G: the tables on the final code: float32 training, channels_last forward, bfloat16
+#      training, NCHW forward. H: the zoo.
 #   T: CUDA tests ($TESTS, all by default).
 #   D: where the backward's host time goes: inside our Function's backward or around it
 #      (engine_probe.py), and the step's pieces again (step_pieces.py), on 2d-3x7-512.
@@ -54,6 +56,13 @@ E)
   timeout 100 python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_cuda_fused.py -k "rounded or (matches_float64 and float32)" 2>&1 | tail -3 ;;
 F)
   timeout 500 python3 benches/cl_tile_probe.py > $O/tiles.log 2>&1; cat $O/tiles.log ;;
+G)
+  timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 60 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
+  timeout 70 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
+H)
+  timeout 560 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; tail -60 $O/models.log ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac
