@@ -64,7 +64,8 @@ def patched(owner, name: str, value):
     def forget():
         ops._replays.clear()
         ops._backward_replays.clear()
-        for plan in (fused._gemm_plan, fused._grad_plan, fused._transpose_launch):
+        for plan in (fused._gemm_plan, fused._grad_plan, fused._transpose_launch,
+                     fused._shifted_launch, fused._pitched_launch):
             plan.cache_clear()
 
     original = getattr(owner, name)

@@ -699,8 +699,8 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     take (benches/tma_offset_probe.py asks it)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    plan = _grad_plan(tuple(x.shape), c_out, g, x.dtype, precision, cfg, rounded, shifted,
-                      aligned, x.device)
+    plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
+                      shifted, aligned, x.device)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
     if plan.launch:
@@ -731,11 +731,14 @@ class GradPlan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=256)
-def _grad_plan(x_shape: tuple, c_out: int, g: Geometry, dtype: torch.dtype, precision: str,
-               cfg: Optional[GradConfig], rounded: bool, shifted: bool, aligned: bool,
-               device: torch.device) -> GradPlan:
+def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtype,
+               precision: str, cfg: Optional[GradConfig], rounded: bool, shifted: bool,
+               aligned: bool, device: torch.device) -> GradPlan:
+    """(The output gradient's shape in the key: its descriptor's shape, made per call, must
+    be the same for every launch of the plan.)"""
     from . import _triton
     batch, c_in, element_size = x_shape[0], x_shape[1], dtype.itemsize
+    c_out = grad_shape[1] if shifted else grad_shape[-1]
     grid = _padded(x_shape[2:], 1)
     count = math.prod(g.kernel_size)
     cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
