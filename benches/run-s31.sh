@@ -14,7 +14,12 @@
 #   F: the channels_last float32 forward's tiles with cvt.rna (cl_tile_probe.py).
 #   G: the tables on the final code: float32 training, channels_last forward, bfloat16
 #      training, NCHW forward. H: the zoo.
-#   T: CUDA tests ($TESTS, all by default).
+#   I: DCGAN and the 2-D U-Net again, with --layers (a command line of its own:
+#      python3 -m gemmconv bench --models --model unet2d --model dcgan --layers).
+#   J: test_cuda_fused.py and test_cuda_replay.py after the weight gradient's plan took the
+#      output gradient's shape into its key (a command line of its own, pytest -m cuda).
+#   T: CUDA tests ($TESTS, all by default). The full run: T1 test_cuda.py and
+#      test_cuda_channels_last.py, T the rest (results/s31/T/tests-*.log).
 #   D: where the backward's host time goes: inside our Function's backward or around it
 #      (engine_probe.py), and the step's pieces again (step_pieces.py), on 2d-3x7-512.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
