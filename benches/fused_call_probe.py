@@ -8,7 +8,7 @@ Per case and layout:
 - host: host time of the call and of its parts (the weights' reorder, the launch) while
   the GPU is busy with a sleep queued first, so nothing waits for it.
 
-    PYTHONPATH=. python benches/fused_call_probe.py
+    PYTHONPATH=. python benches/fused_call_probe.py [CASES]
 """
 import sys
 
@@ -33,7 +33,8 @@ def host_us(fn) -> float:
 def main():
     device = torch.device("cuda")
     print(torch.cuda.get_device_name(), flush=True)
-    for case in (c for c in cases.BENCH if c.name in NAMES):
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else NAMES
+    for case in (c for c in cases.BENCH if c.name in names):
         for layout in ("channels_last", "planar"):
             x, w, b = case.tensors(torch.float32, "cuda")
             if layout == "channels_last":
@@ -46,9 +47,12 @@ def main():
             tw = fused.tap_weights(w)
             kernel = lambda: fused.implicit_gemm(rows, tw, b, taps, out.movedim(1, -1),
                                                  round_input=layout == "channels_last")
+            fresh = lambda: fused.implicit_gemm(rows, tw, b, taps, torch.empty_like(out).movedim(1, -1),
+                                                round_input=layout == "channels_last")
             cells = [
                 f"kernel do_bench {triton.testing.do_bench(kernel, warmup=5, rep=40, return_mode='median'):.3f}",
                 f"kernel timer {timer(device, kernel, 10):.3f}",
+                f"kernel timer, new output {timer(device, fresh, 10):.3f}",
                 f"call timer {timer(device, call, 10):.3f}",
                 f"call back-to-back {timers(device, {0: call}, 10, back_to_back=True)[0]:.3f}",
                 f"host us: call {host_us(call):.0f}, "

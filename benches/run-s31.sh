@@ -18,6 +18,9 @@
 #      python3 -m gemmconv bench --models --model unet2d --model dcgan --layers).
 #   J: test_cuda_fused.py and test_cuda_replay.py after the weight gradient's plan took the
 #      output gradient's shape into its key (a command line of its own, pytest -m cuda).
+#   K: what a call costs beyond its kernel on 2d-64to128 and 2d-3x7-512 (fused_call_probe.py,
+#      with a kernel writing a new output each call too): 2d-64to128's channels_last call
+#      reads 0.35 ms over its kernel where the others read 0.13-0.23.
 #   T: CUDA tests ($TESTS, all by default). The full run: T1 test_cuda.py and
 #      test_cuda_channels_last.py, T the rest (results/s31/T/tests-*.log).
 #   D: where the backward's host time goes: inside our Function's backward or around it
@@ -68,6 +71,8 @@ G)
   timeout 70 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
 H)
   timeout 560 python3 -m gemmconv bench --models --json $O/models.json > $O/models.log 2>&1; tail -60 $O/models.log ;;
+K)
+  timeout 200 python3 benches/fused_call_probe.py 2d-64to128,2d-3x7-512 > $O/call.log 2>&1; cat $O/call.log ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac
