@@ -2,10 +2,12 @@
 input tiles to TF32, since session 31 with cvt.rna). fused.config takes 64 positions a tile
 where the output channels tile is 128 wide, for the rounding in registers beside the
 accumulator; with one instruction an element for the rounding, other tiles may now win.
-Each tile's kernel time (the weights reordered beforehand, the output channels_last), its
-output's largest difference from the default tile's, and cuDNN's channels_last forward.
+Each tile's kernel time (the weights reordered beforehand, the output channels_last) back
+to back (do_bench) and, with --idle, also launched alone from an idle GPU as the bench's
+timer does; its output's largest difference from the default tile's; and cuDNN's
+channels_last forward.
 
-    PYTHONPATH=. python benches/cl_tile_probe.py [CASES]
+    PYTHONPATH=. python benches/cl_tile_probe.py [CASES] [--idle]
 """
 import sys
 
@@ -14,6 +16,7 @@ import torch.nn.functional as F
 import triton.testing
 
 from gemmconv import cases, fused
+from gemmconv.measure import timer
 from gemmconv.shapes import Geometry
 
 NAMES = ["2d-64to128", "2d-3x7-512", "2d-1024"]
@@ -28,7 +31,9 @@ def bench(fn):
 
 
 def main():
-    names = sys.argv[1].split(",") if len(sys.argv) > 1 else NAMES
+    idle = "--idle" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--idle"]
+    names = args[0].split(",") if args else NAMES
     print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
     for case in (c for c in cases.BENCH if c.name in names):
         x, w, b = case.tensors(torch.float32, "cuda")
@@ -45,6 +50,8 @@ def main():
         run(default)
         want = out.clone()
         line = [f"cudnn {t_cudnn:.3f}"]
+        if idle:
+            line[0] += f" idle {timer(torch.device('cuda'), lambda: F.conv_transpose2d(x, w, b, **case.kwargs), 10):.3f}"
         for bm, bn, warps, stages in [(None, 0, 0, 0)] + TILES:
             cfg = default if bm is None else fused.Config(
                 fused._fitted_box(case.batch, tuple(extent), bm), default.bk, bn, warps, stages)
@@ -55,6 +62,8 @@ def main():
                 t = bench(lambda: run(cfg))
                 diff = ((out - want).abs().max() / want.abs().max()).item()
                 label = "default" if bm is None else f"{bm}x{bn} w{warps} s{stages}"
+                if idle:
+                    label += f" idle {timer(torch.device('cuda'), lambda: run(cfg), 10):.3f}"
                 line.append(f"{label} {t:.3f}{'' if diff < 1e-6 else f' DIFF {diff:.1e}'}")
             except Exception as e:   # a tile Triton cannot build (registers, shared memory)
                 line.append(f"{bm}x{bn} w{warps} s{stages} failed {str(e)[:60]}")
