@@ -7,7 +7,10 @@ to back (do_bench) and, with --idle, also launched alone from an idle GPU as the
 timer does; its output's largest difference from the default tile's; and cuDNN's
 channels_last forward.
 
-    PYTHONPATH=. python benches/cl_tile_probe.py [CASES] [--idle]
+    PYTHONPATH=. python benches/cl_tile_probe.py [CASES] [--idle] [--bf16-planar]
+
+With --bf16-planar: bfloat16 planar tensors, the input copied channels innermost first and
+the output written planar, as the training step's forward and input gradient run.
 """
 import sys
 
@@ -24,6 +27,8 @@ NAMES = ["2d-64to128", "2d-3x7-512", "2d-1024"]
 TILES = [(64, 128, 4, 3), (64, 128, 4, 5), (64, 128, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4),
          (128, 64, 4, 3), (128, 64, 4, 5), (128, 64, 8, 4), (64, 64, 4, 4), (256, 64, 8, 3),
          (128, 32, 4, 4)]
+TILES_16 = [(128, 64, 4, 3), (128, 64, 4, 5), (128, 64, 4, 6), (128, 64, 8, 4), (256, 64, 8, 3),
+            (256, 64, 8, 4), (64, 64, 4, 4), (64, 128, 4, 4), (128, 128, 8, 3), (128, 128, 8, 4)]
 
 
 def bench(fn):
@@ -31,30 +36,36 @@ def bench(fn):
 
 
 def main():
-    idle = "--idle" in sys.argv
-    args = [a for a in sys.argv[1:] if a != "--idle"]
+    idle, planar = "--idle" in sys.argv, "--bf16-planar" in sys.argv
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    dtype = torch.bfloat16 if planar else torch.float32
     names = args[0].split(",") if args else NAMES
     print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
     for case in (c for c in cases.BENCH if c.name in names):
-        x, w, b = case.tensors(torch.float32, "cuda")
-        x = x.contiguous(memory_format=torch.channels_last)
+        x, w, b = case.tensors(dtype, "cuda")
+        if not planar:
+            x = x.contiguous(memory_format=torch.channels_last)
         taps = fused.transposed_taps(Geometry(case.kernel_size, case.stride, case.padding,
                                               case.dilation))
-        rows, weights = x.movedim(1, -1), fused.tap_weights(w)
+        rows = fused.channels_innermost(x) if planar else x.movedim(1, -1)
+        weights = fused.tap_weights(w)
         ref = F.conv_transpose2d(x, w, b, **case.kwargs)
         out = torch.empty_like(ref)
         t_cudnn = bench(lambda: F.conv_transpose2d(x, w, b, **case.kwargs))
         extent = fused._padded(ref.shape[2:], 1)
-        default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1, 4)
+        size, run_w = x.element_size(), (128 // x.element_size() if planar else 1)
+        default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1, size,
+                               planar=planar)
         run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1), cfg=cfg)
         run(default)
         want = out.clone()
         line = [f"cudnn {t_cudnn:.3f}"]
         if idle:
             line[0] += f" idle {timer(torch.device('cuda'), lambda: F.conv_transpose2d(x, w, b, **case.kwargs), 10):.3f}"
-        for bm, bn, warps, stages in [(None, 0, 0, 0)] + TILES:
+        for bm, bn, warps, stages in [(None, 0, 0, 0)] + (TILES_16 if planar else TILES):
             cfg = default if bm is None else fused.Config(
-                fused._fitted_box(case.batch, tuple(extent), bm), default.bk, bn, warps, stages)
+                fused._fitted_box(case.batch, tuple(extent), bm, run_w), default.bk, bn, warps,
+                stages)
             if bn > max(16, fused._pow2(case.out_channels)):
                 continue
             try:
@@ -67,7 +78,7 @@ def main():
                 line.append(f"{label} {t:.3f}{'' if diff < 1e-6 else f' DIFF {diff:.1e}'}")
             except Exception as e:   # a tile Triton cannot build (registers, shared memory)
                 line.append(f"{bm}x{bn} w{warps} s{stages} failed {str(e)[:60]}")
-        print(f"{case.name} channels_last float32 ({default.box}, bn {default.bn}, "
+        print(f"{case.name} {'planar bfloat16' if planar else 'channels_last float32'} ({default.box}, bn {default.bn}, "
               f"w{default.warps} s{default.stages}) | " + " | ".join(line), flush=True)
 
 

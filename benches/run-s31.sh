@@ -23,6 +23,8 @@
 #      reads 0.35 ms over its kernel where the others read 0.13-0.23.
 #   L: the channels_last tiles of 2d-64to128 and 2d-3x7-512 back to back and from an idle
 #      GPU (cl_tile_probe.py --idle).
+#   M: the bfloat16 planar forward's tiles (cl_tile_probe.py --bf16-planar: the training
+#      step's forward and input gradient run that way), 2d-3x7-512, 2d-64to128, 2d-1024.
 #   T: CUDA tests ($TESTS, all by default). The full run: T1 test_cuda.py and
 #      test_cuda_channels_last.py, T the rest (results/s31/T/tests-*.log).
 #   D: where the backward's host time goes: inside our Function's backward or around it
@@ -77,6 +79,8 @@ K)
   timeout 200 python3 benches/fused_call_probe.py 2d-64to128,2d-3x7-512 > $O/call.log 2>&1; cat $O/call.log ;;
 L)
   timeout 300 python3 benches/cl_tile_probe.py 2d-64to128,2d-3x7-512 --idle > $O/tiles.log 2>&1; cat $O/tiles.log ;;
+M)
+  timeout 400 python3 benches/cl_tile_probe.py 2d-3x7-512,2d-64to128,2d-1024 --bf16-planar > $O/tiles.log 2>&1; cat $O/tiles.log ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac
