@@ -1,7 +1,7 @@
 """Where a small layer's time goes on the fused route (session 22's DCGAN question): host time
 per call of torch, the column routes and the fused route, and the fused call's host stages.
 
-    PYTHONPATH=. python benches/fused_host.py
+    PYTHONPATH=. python benches/fused_host.py [NAMES]
 """
 import sys
 
@@ -36,8 +36,14 @@ def kernel_ms(fn):
 
 def main():
     layers = [("dcgan-2", 128, 512, 256, 4, 4, 2, 1), ("dcgan-3", 128, 256, 128, 4, 8, 2, 1),
-              ("dcgan-4", 128, 128, 64, 4, 16, 2, 1), ("vae-3", 16, 256, 128, 3, 16, 2, 1)]
+              ("dcgan-4", 128, 128, 64, 4, 16, 2, 1), ("vae-3", 16, 256, 128, 3, 16, 2, 1),
+              # the 2-D U-Net's up-convs (session 31: below SMALL_OUTPUT, on the column routes)
+              ("unet-0", 8, 1024, 512, 2, 16, 2, 0), ("unet-1", 8, 512, 256, 2, 32, 2, 0),
+              ("unet-2", 8, 256, 128, 2, 64, 2, 0), ("unet-3", 8, 128, 64, 2, 128, 2, 0)]
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else None
     for name, n, cin, cout, k, size, s, p in layers:
+        if names and name not in names:
+            continue
         for dtype in (torch.float32, torch.bfloat16):
             x = torch.randn(n, cin, size, size, device="cuda", dtype=dtype).contiguous(
                 memory_format=torch.channels_last)

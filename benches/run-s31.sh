@@ -25,6 +25,9 @@
 #      GPU (cl_tile_probe.py --idle).
 #   M: the bfloat16 planar forward's tiles (cl_tile_probe.py --bf16-planar: the training
 #      step's forward and input gradient run that way), 2d-3x7-512, 2d-64to128, 2d-1024.
+#   N: small channels_last layers (DCGAN, VAE, the 2-D U-Net's up-convs) per call, torch
+#      against the column routes and the fused route forced (fused_host.py): is SMALL_OUTPUT
+#      still right with the fused launches replayed?
 #   T: CUDA tests ($TESTS, all by default). The full run: T1 test_cuda.py and
 #      test_cuda_channels_last.py, T the rest (results/s31/T/tests-*.log).
 #   D: where the backward's host time goes: inside our Function's backward or around it
@@ -81,6 +84,8 @@ L)
   timeout 300 python3 benches/cl_tile_probe.py 2d-64to128,2d-3x7-512 --idle > $O/tiles.log 2>&1; cat $O/tiles.log ;;
 M)
   timeout 400 python3 benches/cl_tile_probe.py 2d-3x7-512,2d-64to128,2d-1024 --bf16-planar > $O/tiles.log 2>&1; cat $O/tiles.log ;;
+N)
+  timeout 300 python3 benches/fused_host.py > $O/host.log 2>&1; cat $O/host.log ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac
