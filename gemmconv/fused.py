@@ -330,8 +330,9 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
 # launcher, the weights' reorder) against the column routes' 90-210: every channels_last
 # layer of the zoo, U-Net's last up-conv at 33.5M outputs included, ran faster per call on
 # the column routes (results/s25/A/layers-columns.log), though its kernels took 123 us
-# there against 160. (Session 31 cut a fused call's host time, _triton.Launch; this floor
-# has not been measured again since.)
+# there against 160. Session 31 cut a fused call's host time (_triton.Launch): the fused
+# route then beat the column routes on that layer alone (bfloat16 0.090 against 0.128 ms a
+# call, results/s31/N), a gain too small to move the floor for.
 SMALL_OUTPUT = 1 << 26
 SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
