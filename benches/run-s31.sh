@@ -28,6 +28,9 @@
 #   N: small channels_last layers (DCGAN, VAE, the 2-D U-Net's up-convs) per call, torch
 #      against the column routes and the fused route forced (fused_host.py): is SMALL_OUTPUT
 #      still right with the fused launches replayed?
+#   O: on nvidia-h200-x2 (two H200s), a command line of its own: pytest -m cuda
+#      test_cuda_fused.py::test_fused_launches_keep_a_compiled_kernel_per_device and
+#      test_cuda.py::test_second_device: 2 passed.
 #   T: CUDA tests ($TESTS, all by default). The full run: T1 test_cuda.py and
 #      test_cuda_channels_last.py, T the rest (results/s31/T/tests-*.log).
 #   D: where the backward's host time goes: inside our Function's backward or around it

@@ -116,6 +116,27 @@ def test_fused_route_runs_on_the_current_stream(monkeypatch, launches):
     assert launches[0] == 2
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_fused_launches_keep_a_compiled_kernel_per_device(monkeypatch, launches):
+    """The same call on the first GPU, then twice on the second with the first current, then
+    on the first again: each device's plan keeps its own compiled kernel (a kernel is loaded
+    on one device), and every output and input gradient is right."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    case = _aligned(cases.BENCH[1].scaled(1 << 14))
+    for device in ("cuda:0", "cuda:1", "cuda:1", "cuda:0"):
+        x, w, b = case.tensors(torch.float32, device, generator("two devices", device))
+        x.requires_grad_()
+        with torch.cuda.device(0):
+            out = OURS[case.nd](x, w, b, **case.kwargs)
+            grad_out = torch.randn(out.shape, generator=generator("two devices", "g"),
+                                   dtype=torch.float64).to(device)
+            grad, = torch.autograd.grad(out, x, grad_out.float())
+        assert out.device == grad.device == torch.device(device)
+        refs = reference64(case, x, w, b, grad_out)
+        assert rel_error(out, refs[0]) < 5e-3 and rel_error(grad, refs[1]) < 5e-3
+    assert launches[0] >= 4
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_fused_launches_after_the_first_skip_the_jit_function(monkeypatch, launches, dtype):
     """A plan's launches after its first go to the compiled kernel the first one kept, one
