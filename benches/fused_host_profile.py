@@ -5,7 +5,6 @@ the costliest functions by own time and by cumulative time.
 
     PYTHONPATH=. python benches/fused_host_profile.py [CASE]
 """
-import cProfile
 import pstats
 import sys
 import time
@@ -13,6 +12,9 @@ import time
 import torch
 
 from gemmconv import cases, conv_transpose2d
+
+sys.path.insert(0, "benches")
+from overhead import profiled  # noqa: E402
 
 
 def main() -> int:
@@ -30,14 +32,7 @@ def main() -> int:
     for _ in range(calls):
         call()
     plain = (time.perf_counter() - t0) / calls * 1e6
-    torch.cuda.synchronize()
-    torch.cuda._sleep(2_000_000_000)
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(calls):
-        call()
-    profiler.disable()
-    torch.cuda.synchronize()
+    profiler = profiled(call, calls, 2_000_000_000)
     print(f"{torch.cuda.get_device_name()} {name} channels_last float32: {plain:.0f} us of host "
           f"time a call (no profiler)", flush=True)
     stats = pstats.Stats(profiler)

@@ -10,7 +10,6 @@ torch's host time (5.0 against 2.1 ms), its forward only 1.7x. This probe:
 
     PYTHONPATH=. python benches/host_profile.py [model] [float32|bfloat16] [NCHW|CL]
 """
-import cProfile
 import io
 import pstats
 import sys
@@ -19,22 +18,15 @@ import torch
 
 sys.path.insert(0, "benches")
 from lt_probe import model_step, zoo_pair  # noqa: E402
+from overhead import profiled  # noqa: E402
 from sync_probe import host_time, sleep_cycles  # noqa: E402
 
 from gemmconv import ops  # noqa: E402
 
 
 def profile(fn, steps: int, cycles: int, sort: str, lines: int) -> str:
-    torch.cuda.synchronize()
-    torch.cuda._sleep(cycles)   # the GPU busy throughout: nothing the host does waits on it
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(steps):
-        fn()
-    prof.disable()
-    torch.cuda.synchronize()
     text = io.StringIO()
-    pstats.Stats(prof, stream=text).sort_stats(sort).print_stats(lines)
+    pstats.Stats(profiled(fn, steps, cycles), stream=text).sort_stats(sort).print_stats(lines)
     return text.getvalue()
 
 

@@ -54,6 +54,20 @@ def busy_host_us(fn, sleep_cycles: int = 50_000_000, calls: int = 20) -> float:
     return statistics.median(samples)
 
 
+def profiled(fn, calls: int, sleep_cycles: int) -> cProfile.Profile:
+    """cProfile over ``calls`` calls of ``fn`` with a sleep kernel queued ahead, so that the
+    GPU stays busy through them and nothing the host does waits for it."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(sleep_cycles)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    torch.cuda.synchronize()
+    return profiler
+
+
 @contextlib.contextmanager
 def patched(owner, name: str, value):
     """``owner.name`` set to ``value`` inside the block, with the library's kept decisions

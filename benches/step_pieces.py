@@ -8,7 +8,6 @@ calls, so read the shares).
 
     PYTHONPATH=. python benches/step_pieces.py CASE [DTYPE]
 """
-import cProfile
 import pstats
 import sys
 
@@ -18,7 +17,7 @@ from gemmconv import bench, cases, fused
 from gemmconv.shapes import conv_transpose_args
 
 sys.path.insert(0, "benches")
-from overhead import busy_host_us  # noqa: E402
+from overhead import busy_host_us, profiled  # noqa: E402
 
 SLEEP = 50_000_000
 
@@ -61,13 +60,7 @@ def main() -> int:
     for label, piece in pieces.items():
         print(f"{label}: {busy_host_us(piece, SLEEP):.0f} us", flush=True)
     for label, piece in (("forward autograd", forward), ("backward", backward)):
-        profiler = cProfile.Profile()
-        torch.cuda._sleep(SLEEP * 4)
-        profiler.enable()
-        for _ in range(20):
-            piece()
-        profiler.disable()
-        torch.cuda.synchronize()
+        profiler = profiled(piece, 20, SLEEP * 4)
         print(f"--- {label}, 20 calls", flush=True)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(22)
     return 0
