@@ -35,6 +35,26 @@ def bench(fn):
     return triton.testing.do_bench(fn, warmup=5, rep=40, return_mode="median")
 
 
+def time_tiles(run, out: torch.Tensor, tiles: dict, clocks: dict) -> list:
+    """Each of ``tiles`` (label: config, the reference first) run by ``run(cfg)`` into
+    ``out``, NaN-filled before, and timed by each of ``clocks`` (name: a timer of a call, in
+    ms): ``[(label, {name: ms}, its output's largest difference from the reference's,
+    relative)]``, or ``(label, None, why)`` for a tile the compiler refuses (registers,
+    shared memory)."""
+    rows, want = [], None
+    for label, cfg in tiles.items():
+        try:
+            out.fill_(float("nan"))
+            if want is None:
+                run(cfg)
+                want = out.clone()
+            times = {name: clock(lambda: run(cfg)) for name, clock in clocks.items()}
+            rows.append((label, times, ((out - want).abs().max() / want.abs().max()).item()))
+        except Exception as e:
+            rows.append((label, None, str(e).splitlines()[0][:80]))
+    return rows
+
+
 def main():
     idle, planar = "--idle" in sys.argv, "--bf16-planar" in sys.argv
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -57,27 +77,24 @@ def main():
         default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1, size,
                                planar=planar)
         run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1), cfg=cfg)
-        run(default)
-        want = out.clone()
         line = [f"cudnn {t_cudnn:.3f}"]
+        clocks = {"": bench}
         if idle:
-            line[0] += f" idle {timer(torch.device('cuda'), lambda: F.conv_transpose2d(x, w, b, **case.kwargs), 10):.3f}"
-        for bm, bn, warps, stages in [(None, 0, 0, 0)] + (TILES_16 if planar else TILES):
-            cfg = default if bm is None else fused.Config(
-                fused._fitted_box(case.batch, tuple(extent), bm, run_w), default.bk, bn, warps,
-                stages)
-            if bn > max(16, fused._pow2(case.out_channels)):
+            clocks["idle"] = lambda fn: timer(torch.device("cuda"), fn, 10)
+            line[0] += f" idle {clocks['idle'](lambda: F.conv_transpose2d(x, w, b, **case.kwargs)):.3f}"
+        tiles = {"default": default}
+        for bm, bn, warps, stages in TILES_16 if planar else TILES:
+            if bn <= max(16, fused._pow2(case.out_channels)):
+                tiles[f"{bm}x{bn} w{warps} s{stages}"] = fused.Config(
+                    fused._fitted_box(case.batch, tuple(extent), bm, run_w), default.bk, bn,
+                    warps, stages)
+        for label, times, diff in time_tiles(run, out, tiles, clocks):
+            if times is None:
+                line.append(f"{label} failed {diff}")
                 continue
-            try:
-                out.fill_(float("nan"))
-                t = bench(lambda: run(cfg))
-                diff = ((out - want).abs().max() / want.abs().max()).item()
-                label = "default" if bm is None else f"{bm}x{bn} w{warps} s{stages}"
-                if idle:
-                    label += f" idle {timer(torch.device('cuda'), lambda: run(cfg), 10):.3f}"
-                line.append(f"{label} {t:.3f}{'' if diff < 1e-6 else f' DIFF {diff:.1e}'}")
-            except Exception as e:   # a tile Triton cannot build (registers, shared memory)
-                line.append(f"{bm}x{bn} w{warps} s{stages} failed {str(e)[:60]}")
+            if idle:
+                label += f" idle {times['idle']:.3f}"
+            line.append(f"{label} {times['']:.3f}{'' if diff < 1e-6 else f' DIFF {diff:.1e}'}")
         print(f"{case.name} {'planar bfloat16' if planar else 'channels_last float32'} ({default.box}, bn {default.bn}, "
               f"w{default.warps} s{default.stages}) | " + " | ".join(line), flush=True)
 

@@ -19,13 +19,12 @@ import triton.testing
 from gemmconv import cases, fused
 from gemmconv.shapes import Geometry
 
+sys.path.insert(0, "benches")
+from cl_tile_probe import bench, time_tiles  # noqa: E402
+
 NAMES = ["2d-64to128", "1d-65536", "2d-3x7-512", "2d-1024"]
 TILES = [(64, 128, 4, 4), (128, 128, 4, 3), (128, 128, 8, 3), (128, 64, 4, 4), (128, 64, 8, 4),
          (256, 64, 8, 3)]
-
-
-def bench(fn):
-    return triton.testing.do_bench(fn, warmup=5, rep=40, return_mode="median")
 
 
 def main():
@@ -45,23 +44,19 @@ def main():
                                case.out_channels, 1, 4, rounds=False)
         run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1),
                                               cfg=cfg, round_input=False)
-        run(default)
-        want = out.clone()
+        tiles = {"default": default}
+        for bm, bn, warps, stages in TILES:
+            if bn <= max(16, fused._pow2(case.out_channels)):
+                tiles[f"{bm}x{bn}/{warps}w{stages}s"] = fused.Config(
+                    fused._box(case.batch, fused._padded(ref.shape[2:], 1), bm), default.bk, bn,
+                    warps, stages)
         line = []
-        for bm, bn, warps, stages in [(None, 0, 0, 0)] + TILES:
-            cfg = default if bm is None else fused.Config(
-                fused._box(case.batch, fused._padded(ref.shape[2:], 1), bm), default.bk, bn,
-                warps, stages)
-            if bn > max(16, fused._pow2(case.out_channels)):
-                continue
-            try:
-                out.fill_(float("nan"))
-                t = bench(lambda: run(cfg))
-                diff = ((out - want).abs().max() / want.abs().max()).item()
-                name = "default" if bm is None else f"{bm}x{bn}/{warps}w{stages}s"
+        for name, times, diff in time_tiles(run, out, tiles, {"": bench}):
+            if times is None:
+                line.append(f"{name} failed: {diff}")
+            else:
+                t = times[""]
                 line.append(f"{name} {t:.3f} ms {flops / t / 1e9:.0f} TF/s diff {diff:.0e}")
-            except Exception as e:   # a tile the compiler refuses (shared memory)
-                line.append(f"{bm}x{bn}/{warps}w{stages}s failed: {str(e).splitlines()[0][:80]}")
         print(f"{case.name} | cudnn NCHW {t_cudnn:.3f} ms | default {default.box} bn {default.bn} "
               f"| " + " | ".join(line), flush=True)
 
