@@ -78,9 +78,7 @@ def patched(owner, name: str, value):
     def forget():
         ops._replays.clear()
         ops._backward_replays.clear()
-        for plan in (fused._gemm_plan, fused._grad_plan, fused._transpose_launch,
-                     fused._shifted_launch, fused._pitched_launch):
-            plan.cache_clear()
+        fused.forget_plans()
 
     original = getattr(owner, name)
     setattr(owner, name, value)

@@ -922,3 +922,11 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
         grad_weight = (weight.new_zeros(weight.shape) if grad_weight is None
                        else grad_weight.to(x.dtype))
     return grad_input, grad_weight
+
+
+def forget_plans() -> None:
+    """Forgets every launch plan kept so far (and with them their compiled kernels): for
+    probes and tests that change what the plans were worked out from (a tile rule, a
+    module constant such as CHAIN)."""
+    for plan in (_gemm_plan, _grad_plan, _transpose_launch, _shifted_launch, _pitched_launch):
+        plan.cache_clear()

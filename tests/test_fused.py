@@ -678,3 +678,23 @@ def test_interpreted_launches_keep_no_compiled_kernel():
                             outs[0].stride(), torch.float32, taps, "tf32", True, True, None,
                             rows.device)
     assert plan.launch is not None and plan.launch.compiled == {}
+
+
+@pytest.mark.skipif(not _has_triton(), reason="needs Triton")
+def test_forget_plans_forgets_every_kept_launch_plan():
+    cpu = torch.device("cpu")
+    g = Geometry((3, 3), (1, 1), (1, 1), (1, 1))
+    kept = [
+        (fused._transpose_launch, ((2, 16, 5, 7), 4, True, cpu)),
+        (fused._pitched_launch, (10, 5, 8, cpu)),
+        (fused._shifted_launch, ((0, 3), 10, 16, 1, 5, 12, True, cpu)),
+        (fused._gemm_plan, ((2, 1, 5, 7, 16), (9, 16, 16), (2, 1, 5, 7, 16), (560, 560, 112, 16, 1),
+                            torch.float32, fused.transposed_taps(g), "tf32", True, True, None, cpu)),
+        (fused._grad_plan, ((2, 16, 5, 7), (2, 16, 5, 7), g, torch.bfloat16, "tf32", None, False,
+                            False, True, cpu)),
+    ]
+    for plan, args in kept:
+        plan(*args)
+    assert all(plan.cache_info().currsize for plan, _ in kept)
+    fused.forget_plans()
+    assert [plan.cache_info().currsize for plan, _ in kept] == [0] * len(kept)
