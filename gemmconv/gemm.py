@@ -360,6 +360,12 @@ def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> No
 _NO_ALGORITHM = object()
 
 
+def workspace_bytes(product: _Product) -> int:
+    """The most workspace :func:`run` has allocated for ``product``'s cuBLASLt calls."""
+    return max((choice.workspace for call in product.calls for key, choice in call.lt.items()
+                if key != "descriptors" and choice is not _NO_ALGORITHM), default=0)
+
+
 def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
                device: torch.device):
     """The cuBLASLt algorithm (a _Heuristic) of ``call`` for pointers of this alignment,

@@ -25,7 +25,7 @@ import torch
 
 from . import channels_last as cl
 from . import columns as cols
-from . import fused, gemm
+from . import fused, gemm, graphs
 from .shapes import (PLAIN_TENSORS, ConvTransposeArgs, Geometry, IntOrTuple, Split, blocks,
                      check, conv_args, conv_transpose_args, expand, fold_geometry)
 
@@ -245,12 +245,13 @@ class _Replay(NamedTuple):
             a: ConvTransposeArgs, workspace: Optional[torch.Tensor] = None,
             out: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The output of call ``a``, into ``workspace`` and ``out`` where given (those its
-        plans were worked out on), else new ones."""
+        plans were worked out on, or an output of the layout it gives), else new ones."""
         from . import _cuda
-        x, weight = _in_layout(x, weight, self.interleaved)
         if out is None:
-            workspace = x.new_empty(self.workspace)
             out = cl.empty(x, a.output_shape, self.interleaved)
+        x, weight = _in_layout(x, weight, self.interleaved)
+        if workspace is None:
+            workspace = x.new_empty(self.workspace)
         if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
             w = cl._weight(weight, a)
             if self.padded:
@@ -266,6 +267,25 @@ class _Replay(NamedTuple):
         _cuda.run_col2im(self.launch, x.device, workspace.data_ptr(),
                          0 if bias is None else bias.data_ptr(), out.data_ptr())
         return out
+
+    def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                a: ConvTransposeArgs) -> torch.Tensor:
+        """The output of call ``a`` as :meth:`run` gives it, launched as a CUDA graph where
+        one is kept for these tensors' addresses (graphs.py)."""
+        from . import _cuda
+        out = cl.empty(x, a.output_shape, self.interleaved)
+        addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                     out.data_ptr(), _cuda.raw_stream(x.device))
+        run = lambda: self.run(x, weight, bias, a, out=out)   # noqa: E731
+        if not graphs.launch(self, addresses, run, self.graph_bytes(x, weight), x.device):
+            run()
+        return out
+
+    def graph_bytes(self, x: torch.Tensor, weight: torch.Tensor) -> int:
+        """What a graph of this call holds: its workspace, and the copies run makes (the
+        input's, the weight's reorder, their padding), at most."""
+        copies = x.numel() * (2 if self.padded else 1) + weight.numel() * 3
+        return (self.workspace + copies) * x.element_size() + gemm.workspace_bytes(self.product)
 
 
 def _in_layout(x: torch.Tensor, weight: torch.Tensor, interleaved: bool) -> tuple:
@@ -324,7 +344,11 @@ def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
     and one col2im (or see _kept)."""
     replay, buffers = _kept(_replays, _replay_key(a, interleaved, x, weight, bias),
                             lambda: _work_out_replay(x, weight, bias, a, interleaved))
-    return None if replay is None else replay.run(x, weight, bias, a, *buffers)
+    if replay is None:
+        return None
+    if buffers or not isinstance(replay, _Replay):
+        return replay.run(x, weight, bias, a, *buffers)
+    return replay.graphed(x, weight, bias, a)
 
 
 def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -765,18 +789,20 @@ class _BackwardReplay(NamedTuple):
     batched: bool = False        # planar: the input gradient's product batched over samples
 
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+            a: ConvTransposeArgs, need: List[bool],
+            grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
+        """The gradients asked for (None for the others), written into ``grads`` where
+        given (as :meth:`gradients` allocates them), else into new ones."""
         from . import _cuda
+        grad_input, grad_weight, grad_bias = grads or self.gradients(x, weight, a, need)
         grad_out = _gradient_in_layout(grad_out, self.interleaved)
         x, weight = _in_layout(x, weight, self.interleaved)
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
         acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
         workspace = grad_out.new_empty(self.workspace)
         _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), workspace.data_ptr())
-        grad_input = grad_weight = grad_bias = None
         cells, m = math.prod(a.grid), a.column_rows
         if self.input is not None:
-            grad_input = cl.empty(x, x.shape, self.interleaved)
             if self.interleaved:   # columns @ the reordered weight, transposed
                 w = cl._weight(weight, a).transpose(1, 2)
                 gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(),
@@ -790,21 +816,50 @@ class _BackwardReplay(NamedTuple):
                 if not self.batched:
                     grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
         if self.weight is not None:
-            product = grad_out.new_empty((groups, cin, m), dtype=acc)
+            # (G, C_in / G, M): channels_last (C_in, K, C_out / G), planar (C_in, C_out / G,
+            # K), as the weight. Summed into the gradient itself where it is in ``acc``.
+            direct = acc == x.dtype and not self.interleaved
+            product = grad_weight if direct else grad_out.new_empty((groups, cin, m), dtype=acc)
             rows = x if self.interleaved else _samples_side_by_side(x, a.groups, cells)
             if self.weight.copied:
                 rows = gemm.first_operand(self.weight, rows.as_strided(*self.views[1]))
             gemm.run(self.weight, rows.data_ptr(), workspace.data_ptr(), product.data_ptr(), device)
-            g = a.geometry
-            if self.interleaved:   # (C_in, K, C_out / G) as (C_in, C_out / G, *kernel)
-                grad_weight = product.view(a.in_channels, g.taps, -1).transpose(1, 2).to(
-                    x.dtype).reshape(a.in_channels, -1, *g.kernel_size)
-            else:
-                grad_weight = product.to(x.dtype).view(a.in_channels, -1, *g.kernel_size)
-        if need[2]:
-            grad_bias = cl.channel_sums(grad_out) if self.interleaved else \
-                _bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
-        return [grad_input, grad_weight, grad_bias]   # None where not asked for
+            if self.interleaved:
+                taps = a.geometry.taps
+                grad_weight.view(a.in_channels, -1, taps).copy_(
+                    product.view(a.in_channels, taps, -1).transpose(1, 2))
+            elif not direct:
+                grad_weight.copy_(product.view(grad_weight.shape))
+        if grad_bias is not None:
+            grad_bias.copy_(cl.channel_sums(grad_out) if self.interleaved else
+                            _bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image))))
+        return [grad_input, grad_weight, grad_bias]
+
+    def gradients(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
+                  need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """New tensors for the gradients asked for, None for the others: the input's in
+        the layout the call runs in, the weight's and bias's contiguous."""
+        new = lambda shape: torch.empty(shape, dtype=x.dtype, device=x.device)   # noqa: E731
+        return [cl.empty(x, x.shape, self.interleaved) if self.input is not None else None,
+                new(weight.shape) if self.weight is not None else None,
+                new((a.out_channels,)) if need[2] else None]
+
+    def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """The gradients as :meth:`run` gives them, launched as a CUDA graph where one is
+        kept for these tensors' addresses (graphs.py)."""
+        from . import _cuda
+        grads = self.gradients(x, weight, a, need)
+        addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
+                     *(0 if g is None else g.data_ptr() for g in grads),
+                     _cuda.raw_stream(x.device))
+        run = lambda: self.run(grad_out, x, weight, a, need, grads)   # noqa: E731
+        nbytes = (self.workspace + 2 * grad_out.numel() + 3 * x.numel() + 4 * weight.numel()) \
+            * x.element_size() + sum(gemm.workspace_bytes(p) for p in (self.input, self.weight)
+                                      if p is not None)
+        if not graphs.launch(self, addresses, run, nbytes, x.device):
+            run()
+        return grads
 
 
 def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -824,7 +879,11 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
     key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
     replay, _ = _kept(_backward_replays, key, lambda: (
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
-    return None if replay is None else replay.run(grad_out, x, weight, a, need)
+    if replay is None:
+        return None
+    if isinstance(replay, _BackwardReplay):
+        return replay.graphed(grad_out, x, weight, a, need)
+    return replay.run(grad_out, x, weight, a, need)
 
 
 def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,

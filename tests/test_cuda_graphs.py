@@ -1,0 +1,177 @@
+"""GPU: replays launched as CUDA graphs (gemmconv.graphs) against the same replays launched
+kernel by kernel, bit for bit, into poisoned memory, and against float64; a graph follows
+its tensors' contents, and is launched only at the addresses it was captured at. Marked
+``cuda``."""
+import pytest
+import torch
+
+from gemmconv import cases, graphs, ops
+from gemmconv import channels_last as cl
+from gemmconv.bench import reference as reference64
+from helpers import OURS, generator, rel_error
+
+pytestmark = pytest.mark.cuda
+CUDA = "cuda"
+CALLS = 4   # the first two launch kernels; the second's addresses repeat, so the third captures
+# A training step's backward: its forward's graph, captured on the third step, moves where
+# the step's later allocations land once, so the backward's addresses repeat from the fourth.
+BACKWARD_CALLS = 6
+
+
+@pytest.fixture(autouse=True)
+def fresh_graphs():
+    graphs.forget()
+    yield
+    graphs.forget()
+
+
+def _spy(monkeypatch) -> list:
+    """Records each graphs.launch's answer: True where a graph ran the call."""
+    answers, launch = [], graphs.launch
+    monkeypatch.setattr(graphs, "launch", lambda *args: answers.append(launch(*args)) or answers[-1])
+    return answers
+
+
+def _poison(nbytes: int) -> None:
+    """A freed NaN-filled block where the next allocation of that size lands."""
+    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
+
+
+def _tensors(case, layout, dtype, *labels):
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype), *labels))
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    return x, w, b
+
+
+def _layouts(case):
+    return ["planar"] + (["channels_last"] if case.nd > 1 else [])
+
+
+PARAMS = [(c, layout) for c in cases.MODEL_LAYERS for layout in _layouts(c)]
+IDS = [f"{c.name}-{layout}" for c, layout in PARAMS]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", PARAMS, ids=IDS)
+def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
+    x, w, b = _tensors(case, layout, dtype)
+    out_bytes = case.batch * case.out_channels * x.element_size() * \
+        torch.Size(case.output_size).numel()
+    answers = _spy(monkeypatch)
+    outs = []
+    with torch.no_grad():
+        for _ in range(CALLS):
+            _poison(out_bytes)
+            out = OURS[case.nd](x, w, b, **case.kwargs)
+            outs.append(out.clone())
+            del out
+        monkeypatch.setattr(graphs, "launch", lambda *args: False)
+        _poison(out_bytes)
+        launches = OURS[case.nd](x, w, b, **case.kwargs)
+    assert answers[-2:] == [True, True], "the third and fourth calls ran as a graph"
+    assert graphs.kept() == 1
+    for out in outs:
+        assert torch.equal(out, launches)
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    assert rel_error(outs[-1], reference64(case, x, w, b)[0]) < tolerance
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", PARAMS, ids=IDS)
+def test_graphed_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
+    x, w, b = _tensors(case, layout, dtype, "backward")
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    grad_out = torch.randn((case.batch, case.out_channels, *case.output_size),
+                           generator=generator(case.name, "grad"), dtype=torch.float64)
+    grad_out = grad_out.to(CUDA, dtype)
+    if layout == "channels_last":
+        grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
+    answers = []
+    launch = graphs.launch
+
+    def backward_launch(owner, *args):
+        answer = launch(owner, *args)
+        if isinstance(owner, ops._BackwardReplay):
+            answers.append(answer)
+        return answer
+    monkeypatch.setattr(graphs, "launch", backward_launch)
+
+    def grads():
+        _poison(x.numel() * x.element_size())
+        return [g.clone() for g in torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs),
+                                                        leaves, grad_out)]
+    runs = [grads() for _ in range(BACKWARD_CALLS)]
+    monkeypatch.setattr(graphs, "launch", lambda *args: False)
+    launches = grads()
+    assert answers[-2:] == [True, True], "the last backwards ran as a graph"
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    refs = reference64(case, x, w, b, grad_out.double())[1:]
+    for run in runs:
+        for ours, theirs in zip(run, launches):
+            assert torch.equal(ours, theirs)
+    for ours, ref in zip(runs[-1], refs):
+        assert rel_error(ours, ref) < tolerance
+
+
+def test_a_graph_reads_its_tensors_as_they_are_at_each_launch():
+    """An optimiser's step in place, and new values in the same input tensor, show in the
+    next output of a kept graph."""
+    case = cases.MODEL_LAYERS[0]
+    x, w, b = _tensors(case, "channels_last", torch.float32, "in place")
+    with torch.no_grad():
+        for _ in range(CALLS):
+            OURS[2](x, w, b, **case.kwargs)
+        assert graphs.kept() == 1
+        w.mul_(-2)
+        x.copy_(torch.randn(x.shape, generator=generator("new input"), dtype=torch.float64))
+        out = OURS[2](x, w, b, **case.kwargs)
+    assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+
+
+def test_a_graph_runs_only_at_its_addresses(monkeypatch):
+    """Inputs elsewhere in memory (each call's own, kept alive) never launch a graph."""
+    case = cases.MODEL_LAYERS[1]
+    answers = _spy(monkeypatch)
+    kept = []
+    with torch.no_grad():
+        for i in range(CALLS):
+            x, w, b = _tensors(case, "planar", torch.float32, str(i))
+            out = OURS[2](x, w, b, **case.kwargs)
+            kept.append((x, w, b, out))
+            assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+    assert not any(answers) and graphs.kept() == 0
+
+
+def test_no_graphs_under_the_limit(monkeypatch):
+    case = cases.MODEL_LAYERS[2]
+    x, w, b = _tensors(case, "channels_last", torch.bfloat16)
+    monkeypatch.setattr(graphs, "_memory_limit", 0)
+    with torch.no_grad():
+        outs = [OURS[2](x, w, b, **case.kwargs) for _ in range(CALLS)]
+    assert graphs.kept() == 0
+    assert all(torch.equal(o, outs[0]) for o in outs)
+
+
+def test_a_kept_graph_inside_a_captured_graph():
+    """A user's own CUDA graph captures a call whose graph is kept: the call's kernels go
+    into the user's graph, which replays right."""
+    case = cases.MODEL_LAYERS[0]
+    x, w, b = _tensors(case, "planar", torch.float32, "user graph")
+    with torch.no_grad():
+        for _ in range(CALLS):
+            OURS[2](x, w, b, **case.kwargs)
+        assert graphs.kept() == 1
+        user = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            OURS[2](x, w, b, **case.kwargs)   # warm this stream's calls
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(user):
+            out = OURS[2](x, w, b, **case.kwargs)
+        x.copy_(torch.randn(x.shape, generator=generator("replayed"), dtype=torch.float64))
+        user.replay()
+        torch.cuda.synchronize()
+    assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
