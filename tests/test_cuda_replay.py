@@ -74,7 +74,8 @@ def _check_forward(monkeypatch, case, layout, dtype):
         w = w.contiguous(memory_format=cl.memory_format(w.dim()))
     runs = []
     run = ops._Replay.run
-    monkeypatch.setattr(ops._Replay, "run", lambda self, *args: runs.append(self) or run(self, *args))
+    monkeypatch.setattr(ops._Replay, "run",
+                        lambda self, *args, **kw: runs.append(self) or run(self, *args, **kw))
     ops._replays.clear()
     out_bytes = case.batch * case.out_channels * math.prod(case.output_size) * x.element_size()
     with torch.no_grad():
@@ -131,7 +132,8 @@ def _check_backward(monkeypatch, case, layout, dtype):
         grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
     runs = []
     run = ops._BackwardReplay.run
-    monkeypatch.setattr(ops._BackwardReplay, "run", lambda self, *args: runs.append(self) or run(self, *args))
+    monkeypatch.setattr(ops._BackwardReplay, "run",
+                        lambda self, *args, **kw: runs.append(self) or run(self, *args, **kw))
     ops._backward_replays.clear()
 
     def grads():
