@@ -10,7 +10,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
 zoo() {   # zoo LOG [ARGS]: the model bench, graphs off where GRAPHS=0
-  python3 -c "
+  timeout ${TZ:-280} python3 -c "
 import sys, gemmconv.graphs as g, gemmconv.__main__ as m
 if '${GRAPHS:-}' == '0': g.set_graph_memory_limit(0)
 sys.exit(m.main(sys.argv[1:]))" bench --models "${@:2}" > $1 2>&1
@@ -22,7 +22,7 @@ A)
 Z)
   for v in ${V:-on off}; do
     G=; [ $v = off ] && G=0
-    GRAPHS=$G timeout 280 zoo $O/models-$v.log $MODELS; echo "== graphs $v"; grep -A30 "^model " $O/models-$v.log
+    GRAPHS=$G zoo $O/models-$v.log $MODELS; echo "== graphs $v"; grep -A30 "^model " $O/models-$v.log
   done ;;
 G)
   timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 --json $O/train.json > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
