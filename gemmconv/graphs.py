@@ -7,15 +7,18 @@ and the GPU waits for the host there. A CUDA graph launches those kernels for th
 one launch.
 
 A graph's kernels read and write the addresses they were captured with. So a graph is kept
-per call (the replay's key) and per the addresses of every tensor the call reads or
-writes (input, weight, bias, outputs, the stream it runs on), and launched only for a call
-whose tensors lie at those addresses; its workspace is its own, kept with it. In a loop
-over a model, torch's caching allocator hands a layer the same blocks step after step, so a
-call seen a second time at the same addresses captures its graph and later calls launch it.
-Graphs hold their workspaces for as long as they are kept: at most
-:func:`get_graph_memory_limit` bytes in all. A new graph lets the least recently launched
-go where it needs the room, and a graph let go is not captured again (calls whose graphs
-do not fit together would otherwise capture one every step).
+per call (the replay that plans it) and per the addresses of every tensor the call reads
+or writes (input, weight, bias, outputs) and the stream it runs on, and launched only for
+a call whose tensors lie at those addresses. In a loop over a model, torch's caching
+allocator hands a layer the same blocks step after step, so a call seen a second time at
+the same addresses captures its graph and later calls launch it.
+
+What a graph allocates (its workspace, the weight's reorder) it frees again before its
+capture ends, so nothing of it outlives a launch: the graphs launched on one stream, which
+never run at once, share one memory pool, as large as the most any one of them takes.
+Calls that would take more than :func:`get_graph_memory_limit` get no graph. At most
+MAX_GRAPHS are kept; beyond, the least recently launched is let go, and a graph let go is
+not captured again (calls that do not all fit would otherwise capture one every step).
 """
 from __future__ import annotations
 
@@ -24,11 +27,12 @@ from typing import Callable, NamedTuple
 
 import torch
 
-# Bytes all kept graphs may hold (see set_graph_memory_limit).
+# The most workspace one graph may take (see set_graph_memory_limit).
 _memory_limit = 512 << 20
 
-# Keys seen once, waiting for a second call to capture their graph, and keys whose graphs
-# were let go: each bounded, the oldest dropped.
+# Graphs kept at most, and keys remembered at most: those seen once, waiting for a second
+# call to capture their graph, and those whose graphs were let go (oldest dropped first).
+MAX_GRAPHS = 1024
 MAX_SEEN = 4096
 _seen: collections.OrderedDict = collections.OrderedDict()
 _dropped: collections.OrderedDict = collections.OrderedDict()
@@ -38,38 +42,40 @@ class _Kept(NamedTuple):
     graph: torch.cuda.CUDAGraph
     nbytes: int
     owner: object
+    pool: tuple   # (device index, stream): the memory pool it shares
 
 
 _graphs: collections.OrderedDict = collections.OrderedDict()   # key: _Kept, oldest first
-_held = 0
+# Per (device index, stream): the pool's handle and how many kept graphs use it.
+_pools: dict = {}
 _side_streams: dict = {}
 
 
 def get_graph_memory_limit() -> int:
-    """Bytes of workspace the kept CUDA graphs of small calls may hold in all."""
+    """The most workspace a call may take to be launched as a CUDA graph."""
     return _memory_limit
 
 
 def set_graph_memory_limit(nbytes: int) -> None:
-    """Bounds the workspace held by the CUDA graphs gemmconv keeps of small calls (their
-    launches as one, captured on a call's second run at the same addresses; see
-    gemmconv.graphs). 0 keeps none: every call then launches its kernels one by one.
-    Lowering it lets go of the least recently launched graphs at once. Default 512 MiB."""
+    """Bounds the memory of the CUDA graphs gemmconv keeps of small calls (their launches
+    as one, captured on a call's second run at the same addresses; see gemmconv.graphs): a
+    call that takes more workspace than ``nbytes`` gets no graph. The graphs launched on
+    one stream share one memory pool, as large as the most one of them takes. 0 keeps
+    none: every call then launches its kernels one by one. Lowering it lets go of the
+    graphs over it at once. Default 512 MiB."""
     global _memory_limit
     if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
         raise ValueError(f"graph memory limit must be a non-negative number of bytes, got {nbytes!r}")
     _memory_limit = nbytes
-    _let_go(0)
+    for key in [k for k, kept in _graphs.items() if kept.nbytes > nbytes]:
+        _let_go(key)
 
 
 def forget() -> None:
     """Lets go of every kept graph, and forgets every key seen (tests; probes that change a
     rule)."""
-    global _held
-    for old in _graphs.values():
-        old.graph.reset()
-    _graphs.clear()
-    _held = 0
+    for key in list(_graphs):
+        _let_go(key)
     _seen.clear()
     _dropped.clear()
 
@@ -85,15 +91,17 @@ def _remember(keys: collections.OrderedDict, key: tuple) -> None:
     keys[key] = None
 
 
-def _let_go(room: int) -> None:
-    """Lets go of the least recently launched graphs until ``room`` more bytes fit within
-    the limit."""
-    global _held
-    while _graphs and _held + room > _memory_limit:
-        key, old = _graphs.popitem(last=False)
-        _held -= old.nbytes
-        old.graph.reset()
-        _remember(_dropped, key)
+def _let_go(key: tuple) -> None:
+    """Lets go of a kept graph (and of its pool where no other graph uses it: torch frees
+    the pool's memory then); its key is not captured again."""
+    old = _graphs.pop(key)
+    old.graph.reset()
+    handle, users = _pools[old.pool]
+    if users == 1:
+        del _pools[old.pool]
+    else:
+        _pools[old.pool] = (handle, users - 1)
+    _remember(_dropped, key)
 
 
 def _side_stream(device: torch.device) -> torch.cuda.Stream:
@@ -104,17 +112,17 @@ def _side_stream(device: torch.device) -> torch.cuda.Stream:
 
 
 def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int,
-           device: torch.device) -> bool:
-    """Runs ``run`` (a call's launches on the current stream of ``device``, planned by
-    ``owner``, on tensors at ``addresses``, with ``nbytes`` of workspace of its own) as a
-    kept graph, captured on the second call of that owner at those addresses. False where
-    it did not run ``run``, which the caller then does: on the first call, for a graph let
-    go before or over the limit, and while a CUDA graph is being captured (the caller's
-    own). A kept graph keeps ``owner``, so that no other object takes its id meanwhile."""
-    global _held
+           device: torch.device, stream: int) -> bool:
+    """Runs ``run`` (a call's launches on ``stream``, the current stream of ``device``,
+    planned by ``owner``, on tensors at ``addresses``, taking ``nbytes`` of workspace) as a
+    kept graph, captured on the second call of that owner at those addresses on that
+    stream. False where it did not run ``run``, which the caller then does: on the first
+    call, for a graph let go before or over the limit, and while a CUDA graph is being
+    captured (the caller's own). A kept graph keeps ``owner``, so that no other object
+    takes its id meanwhile."""
     if torch.cuda.is_current_stream_capturing():
         return False
-    key = (id(owner), *addresses)
+    key = (id(owner), stream, *addresses)
     kept_graph = _graphs.get(key)
     if kept_graph is not None:
         _graphs.move_to_end(key)
@@ -126,24 +134,27 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
         _remember(_seen, key)
         return False
     del _seen[key]
-    _let_go(nbytes)
-    graph = _capture(run, device)
-    _graphs[key] = _Kept(graph, nbytes, owner)
-    _held += nbytes
+    if len(_graphs) >= MAX_GRAPHS:
+        _let_go(next(iter(_graphs)))
+    pool = (device.index, stream)
+    handle, users = _pools.get(pool) or (torch.cuda.graph_pool_handle(), 0)
+    graph = _capture(run, device, handle)
+    _pools[pool] = (handle, users + 1)
+    _graphs[key] = _Kept(graph, nbytes, owner, pool)
     graph.replay()
     return True
 
 
-def _capture(run: Callable[[], None], device: torch.device) -> torch.cuda.CUDAGraph:
+def _capture(run: Callable[[], None], device: torch.device, pool: tuple) -> torch.cuda.CUDAGraph:
     """``run``'s launches captured on a side stream (capture needs one), its allocations
-    in a memory pool of the graph's own. Nothing runs: the graph is launched after."""
+    in the memory pool ``pool``. Nothing runs: the graph is launched after."""
     stream = torch.cuda.current_stream(device)
     side = _side_stream(device)
     side.wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(side):
         # Thread-local: calls on other threads (autograd's device threads) go on meanwhile.
-        graph.capture_begin(capture_error_mode="thread_local")
+        graph.capture_begin(pool=pool, capture_error_mode="thread_local")
         try:
             run()
         finally:

@@ -275,15 +275,16 @@ class _Replay(NamedTuple):
         from . import _cuda
         out = cl.empty(x, a.output_shape, self.interleaved)
         addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                     out.data_ptr(), _cuda.raw_stream(x.device))
+                     out.data_ptr())
         run = lambda: self.run(x, weight, bias, a, out=out)   # noqa: E731
-        if not graphs.launch(self, addresses, run, self.graph_bytes(x, weight), x.device):
+        if not graphs.launch(self, addresses, run, self.graph_bytes(x, weight), x.device,
+                             _cuda.raw_stream(x.device)):
             run()
         return out
 
     def graph_bytes(self, x: torch.Tensor, weight: torch.Tensor) -> int:
-        """What a graph of this call holds: its workspace, and the copies run makes (the
-        input's, the weight's reorder, their padding), at most."""
+        """The memory a graph of this call takes while it runs: its workspace, and the copies
+        run makes (the input's, the weight's reorder, their padding), at most."""
         copies = x.numel() * (2 if self.padded else 1) + weight.numel() * 3
         return (self.workspace + copies) * x.element_size() + gemm.workspace_bytes(self.product)
 
@@ -851,13 +852,12 @@ class _BackwardReplay(NamedTuple):
         from . import _cuda
         grads = self.gradients(x, weight, a, need)
         addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
-                     *(0 if g is None else g.data_ptr() for g in grads),
-                     _cuda.raw_stream(x.device))
+                     *(0 if g is None else g.data_ptr() for g in grads))
         run = lambda: self.run(grad_out, x, weight, a, need, grads)   # noqa: E731
         nbytes = (self.workspace + 2 * grad_out.numel() + 3 * x.numel() + 4 * weight.numel()) \
             * x.element_size() + sum(gemm.workspace_bytes(p) for p in (self.input, self.weight)
                                       if p is not None)
-        if not graphs.launch(self, addresses, run, nbytes, x.device):
+        if not graphs.launch(self, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
             run()
         return grads
 

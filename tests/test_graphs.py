@@ -1,7 +1,7 @@
 """CPU: the bookkeeping of kept CUDA graphs (gemmconv.graphs), over a stand-in capture:
-a graph is captured on the second call of one owner at one set of addresses, launched on
-later ones, never at other addresses, within the memory limit, and a graph let go is not
-captured again."""
+a graph is captured on the second call of one owner at one set of addresses on one stream,
+launched on later ones, never at other addresses, within the memory limit and MAX_GRAPHS,
+in one memory pool a stream, and a graph let go is not captured again."""
 import pytest
 import torch
 
@@ -26,11 +26,14 @@ def captured(monkeypatch):
     capture issues its launches."""
     made = []
 
-    def capture(run, device):
+    def capture(run, device, pool):
         run()
         made.append(FakeGraph())
+        made[-1].pool = pool
         return made[-1]
     monkeypatch.setattr(graphs, "_capture", capture)
+    handles = iter(range(1000))
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: (0, next(handles)))
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     monkeypatch.setattr(graphs, "_memory_limit", 100)
     graphs.forget()
@@ -38,9 +41,9 @@ def captured(monkeypatch):
     graphs.forget()
 
 
-def launch(owner, addresses, nbytes=10, runs=None):
+def launch(owner, addresses, nbytes=10, runs=None, stream=7):
     return graphs.launch(owner, addresses, lambda: runs.append(1) if runs is not None else None,
-                         nbytes, torch.device("cpu"))
+                         nbytes, torch.device("cpu"), stream)
 
 
 def test_captured_on_the_second_call_then_launched(captured):
@@ -67,23 +70,38 @@ def test_over_the_limit_never_captured(captured):
     assert not captured
 
 
-def test_the_least_recently_launched_is_let_go_and_not_captured_again(captured):
+def test_the_least_recently_launched_is_let_go_and_not_captured_again(captured, monkeypatch):
+    monkeypatch.setattr(graphs, "MAX_GRAPHS", 2)
     a, b, c = object(), object(), object()
     for owner in (a, b):
-        launch(owner, (1,), nbytes=40), launch(owner, (1,), nbytes=40)
-    launch(a, (1,), nbytes=40)          # a launched last: b is the least recent
-    launch(c, (1,), nbytes=40), launch(c, (1,), nbytes=40)
+        launch(owner, (1,)), launch(owner, (1,))
+    launch(a, (1,))          # a launched last: b is the least recent
+    launch(c, (1,)), launch(c, (1,))
     assert captured[1].was_reset and not captured[0].was_reset and graphs.kept() == 2
-    assert [launch(b, (1,), nbytes=40) for _ in range(3)] == [False] * 3
+    assert [launch(b, (1,)) for _ in range(3)] == [False] * 3
     assert len(captured) == 3
 
 
-def test_lowering_the_limit_lets_go(captured, monkeypatch):
-    owner = object()
-    launch(owner, (1,)), launch(owner, (1,))
-    graphs.set_graph_memory_limit(5)
-    assert captured[0].was_reset and graphs.kept() == 0
-    assert graphs.get_graph_memory_limit() == 5
+def test_one_pool_a_stream(captured):
+    a, b, c = object(), object(), object()
+    for owner, stream in ((a, 7), (b, 7), (c, 8)):
+        launch(owner, (1,), stream=stream), launch(owner, (1,), stream=stream)
+    assert captured[0].pool == captured[1].pool != captured[2].pool
+    assert launch(a, (1,), stream=8) is False, "a stream is part of the key"
+    graphs.forget()
+    d = object()
+    launch(d, (1,)), launch(d, (1,))
+    assert captured[3].pool not in (captured[0].pool, captured[2].pool), \
+        "a pool no graph uses any more is let go"
+
+
+def test_lowering_the_limit_lets_go_of_the_graphs_over_it(captured):
+    small, large = object(), object()
+    for owner, nbytes in ((small, 5), (large, 50)):
+        launch(owner, (1,), nbytes), launch(owner, (1,), nbytes)
+    graphs.set_graph_memory_limit(10)
+    assert captured[1].was_reset and not captured[0].was_reset and graphs.kept() == 1
+    assert graphs.get_graph_memory_limit() == 10
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "1"])
