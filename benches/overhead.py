@@ -72,13 +72,15 @@ def profiled(fn, calls: int, sleep_cycles: int) -> cProfile.Profile:
 def patched(owner, name: str, value):
     """``owner.name`` set to ``value`` inside the block, with the library's kept decisions
     and launch plans forgotten on the way in and out: a replay keeps its first call's
-    route (gemmconv.ops), and the fused route's launches their first call's tiles."""
-    from gemmconv import fused, ops
+    route (gemmconv.ops), the fused route's launches their first call's tiles, and a graph
+    its replay's launches (gemmconv.graphs)."""
+    from gemmconv import fused, graphs, ops
 
     def forget():
         ops._replays.clear()
         ops._backward_replays.clear()
         fused.forget_plans()
+        graphs.forget()
 
     original = getattr(owner, name)
     setattr(owner, name, value)
