@@ -117,8 +117,8 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
     planned by ``owner``, on tensors at ``addresses``, taking ``nbytes`` of workspace) as a
     kept graph, captured on the second call of that owner at those addresses on that
     stream. False where it did not run ``run``, which the caller then does: on the first
-    call, for a graph let go before or over the limit, and while a CUDA graph is being
-    captured (the caller's own). A kept graph keeps ``owner``, so that no other object
+    call, for a graph let go before, over the limit or short of memory to capture, and
+    while a CUDA graph is being captured (the caller's own). A kept graph keeps ``owner``, so that no other object
     takes its id meanwhile."""
     if torch.cuda.is_current_stream_capturing():
         return False
@@ -138,7 +138,13 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
         _let_go(next(iter(_graphs)))
     pool = (device.index, stream)
     handle, users = _pools.get(pool) or (torch.cuda.graph_pool_handle(), 0)
-    graph = _capture(run, device, handle)
+    try:
+        graph = _capture(run, device, handle)
+    except torch.OutOfMemoryError:
+        # The graphs' pool could not grow (the cache of the other allocations can not serve
+        # it): this call, and later ones at these addresses, launch their kernels as before.
+        _remember(_dropped, key)
+        return False
     _pools[pool] = (handle, users + 1)
     _graphs[key] = _Kept(graph, nbytes, owner, pool)
     graph.replay()
@@ -147,7 +153,8 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
 
 def _capture(run: Callable[[], None], device: torch.device, pool: tuple) -> torch.cuda.CUDAGraph:
     """``run``'s launches captured on a side stream (capture needs one), its allocations
-    in the memory pool ``pool``. Nothing runs: the graph is launched after."""
+    in the memory pool ``pool``. Nothing runs: the graph is launched after. Where ``run``
+    raises, the capture is ended and its graph let go before the error goes on."""
     stream = torch.cuda.current_stream(device)
     side = _side_stream(device)
     side.wait_stream(stream)
@@ -157,7 +164,13 @@ def _capture(run: Callable[[], None], device: torch.device, pool: tuple) -> torc
         graph.capture_begin(pool=pool, capture_error_mode="thread_local")
         try:
             run()
-        finally:
-            graph.capture_end()
+        except BaseException:
+            try:
+                graph.capture_end()
+            except RuntimeError:
+                pass   # (a capture cut short may not end cleanly: the first error says why)
+            graph.reset()
+            raise
+        graph.capture_end()
     stream.wait_stream(side)
     return graph

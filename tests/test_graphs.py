@@ -2,6 +2,8 @@
 a graph is captured on the second call of one owner at one set of addresses on one stream,
 launched on later ones, never at other addresses, within the memory limit and MAX_GRAPHS,
 in one memory pool a stream, and a graph let go is not captured again."""
+import contextlib
+
 import pytest
 import torch
 
@@ -123,3 +125,62 @@ def test_forget(captured):
     graphs.forget()
     assert captured[0].was_reset and graphs.kept() == 0
     assert launch(owner, (1,)) is False
+
+
+def test_a_capture_short_of_memory_launches_as_before(captured, monkeypatch):
+    def capture(run, device, pool):
+        raise torch.OutOfMemoryError("the pool could not grow")
+    monkeypatch.setattr(graphs, "_capture", capture)
+    owner = object()
+    assert [launch(owner, (1,)) for _ in range(4)] == [False] * 4
+    assert graphs.kept() == 0 and not graphs._pools
+
+
+class FakeStreams:
+    """torch.cuda's streams and graphs on the CPU: what _capture asks of them, in order."""
+
+    def __init__(self, monkeypatch, fails=None):
+        self.events = []
+        events = self.events
+
+        class Stream:
+            def __init__(self, name):
+                self.name = name
+
+            def wait_stream(self, other):
+                events.append(f"{self.name} waits for {other.name}")
+
+        class Graph:
+            def capture_begin(self, pool, capture_error_mode):
+                events.append(f"begin {pool} {capture_error_mode}")
+
+            def capture_end(self):
+                events.append("end")
+                if fails == "end":
+                    raise RuntimeError("capture invalidated")
+
+            def reset(self):
+                events.append("reset")
+
+        monkeypatch.setattr(torch.cuda, "current_stream", lambda device: Stream("current"))
+        monkeypatch.setattr(graphs, "_side_stream", lambda device: Stream("side"))
+        monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+        monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+
+
+def test_capture_on_a_side_stream(monkeypatch):
+    streams = FakeStreams(monkeypatch)
+    graphs._capture(lambda: streams.events.append("run"), torch.device("cpu"), (0, 1))
+    assert streams.events == ["side waits for current", "begin (0, 1) thread_local", "run",
+                              "end", "current waits for side"]
+
+
+@pytest.mark.parametrize("fails", [None, "end"])
+def test_a_failed_capture_is_ended_and_let_go(monkeypatch, fails):
+    streams = FakeStreams(monkeypatch, fails)
+
+    def run():
+        raise torch.OutOfMemoryError("out of memory")
+    with pytest.raises(torch.OutOfMemoryError):
+        graphs._capture(run, torch.device("cpu"), (0, 1))
+    assert streams.events[-2:] == ["end", "reset"]
