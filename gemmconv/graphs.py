@@ -92,8 +92,8 @@ def _remember(keys: collections.OrderedDict, key: tuple) -> None:
 
 
 def _let_go(key: tuple) -> None:
-    """Lets go of a kept graph (and of its pool where no other graph uses it: torch frees
-    the pool's memory then); its key is not captured again."""
+    """Lets go of a kept graph (and of its pool where no other graph uses it, so that torch
+    may free the pool's memory); its key is not captured again."""
     old = _graphs.pop(key)
     old.graph.reset()
     handle, users = _pools[old.pool]
@@ -118,8 +118,8 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
     kept graph, captured on the second call of that owner at those addresses on that
     stream. False where it did not run ``run``, which the caller then does: on the first
     call, for a graph let go before, over the limit or short of memory to capture, and
-    while a CUDA graph is being captured (the caller's own). A kept graph keeps ``owner``, so that no other object
-    takes its id meanwhile."""
+    while a CUDA graph is being captured (the caller's own). A kept graph keeps ``owner``,
+    so that no other object takes its id meanwhile."""
     if torch.cuda.is_current_stream_capturing():
         return False
     key = (id(owner), stream, *addresses)
