@@ -6,6 +6,8 @@
 #   Z: the zoo (convert(model) etc.) for the models named in $MODELS (all by default), with
 #      graphs (GRAPHS unset) or without (GRAPHS=0: limit 0).
 #   G: the tables on the final code. T: CUDA tests ($TESTS, all by default).
+#   B: (for the next session) the training and channels_last tables with graphs and
+#      without (GRAPHS=0), alternating, on one machine.
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -29,6 +31,17 @@ G)
   timeout 60 python3 -m gemmconv bench --full --channels-last --json $O/fwd-cl.json > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 --json $O/train-bf16.json > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
   timeout 70 python3 -m gemmconv bench --full --json $O/fwd.json > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
+B)
+  for v in ${V:-on off on off}; do
+    G=; [ $v = off ] && G=0
+    echo "== graphs $v"
+    for t in "--backward --repeats 10" "--backward --dtype bfloat16 --repeats 10" "--channels-last"; do
+      timeout 150 python3 -c "
+import sys, gemmconv.graphs as g, gemmconv.__main__ as m
+if '$G' == '0': g.set_graph_memory_limit(0)
+sys.exit(m.main(sys.argv[1:]))" bench --full $t 2>&1 | grep "^geometric"
+    done
+  done 2>&1 | tee $O/ab.log ;;
 T)
   timeout ${TT:-400} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 esac
