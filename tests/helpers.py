@@ -5,12 +5,39 @@ import zlib
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+from gemmconv import channels_last as cl
 from gemmconv.bench import OURS, TORCH  # noqa: F401  (re-exported for the tests)
 
 
 def generator(*keys) -> torch.Generator:
     """A generator seeded from the test's own keys: fresh inputs per check, reproducible."""
     return torch.Generator().manual_seed(zlib.crc32(repr(keys).encode()))
+
+
+def poison_allocator(nbytes: int, device="cuda") -> None:
+    """Leaves a freed NaN-filled block in torch's cache, where the next allocation of that
+    size lands, so an element the kernels never write shows up as NaN."""
+    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device).fill_(0xFF)
+
+
+def layout_tensors(case, layout: str, dtype, device, *keys):
+    """Fresh ``(x, w, b)`` of ``case``, seeded from its name, ``layout`` ("planar" or
+    "channels_last"), dtype and ``keys``; x and w channels_last where the layout says."""
+    x, w, b = case.tensors(dtype, device, generator(case.name, layout, str(dtype), *keys))
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    return x, w, b
+
+
+def output_gradient(case, layout: str, dtype, device):
+    """A fresh output gradient of ``case``, drawn in float64, in ``dtype`` and ``layout``."""
+    grad = torch.randn((case.batch, case.out_channels, *case.output_size),
+                       generator=generator(case.name, "grad"), dtype=torch.float64)
+    grad = grad.to(device, dtype)
+    if layout == "channels_last":
+        grad = grad.contiguous(memory_format=cl.memory_format(grad.dim()))
+    return grad
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -12,7 +12,7 @@ from gemmconv.columns import col2im, im2col
 from gemmconv.shapes import ConvArgumentError, Geometry
 from gemmconv.bench import reference as reference64
 from helpers import (OURS, allowed_routes, force_im2col_route, gather_first_stride_one, generator,
-                     reference, rel_error, rows_outermost)
+                     poison_allocator, reference, rel_error, rows_outermost)
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -25,12 +25,6 @@ MODES = {
     "float16": (torch.float16, "torch", 5e-3),
     "bfloat16": (torch.bfloat16, "torch", 3e-2),
 }
-
-
-def _poison_allocator(nbytes: int) -> None:
-    """Leaves a freed NaN-filled block in torch's cache, where the next allocation of that
-    size lands, so an element the kernels never write shows up as NaN."""
-    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
 
 
 def _leaves(case, key, dtype):
@@ -59,14 +53,14 @@ def test_matches_float64_reference(case, mode):
     grad_out = torch.randn(out_shape, generator=generator(case.name, "grad"),
                            dtype=torch.float64).to(CUDA)
     with gemmconv.float32_precision(precision):
-        _poison_allocator(math.prod(out_shape) * x.element_size())
+        poison_allocator(math.prod(out_shape) * x.element_size())
         out = OURS[case.nd](x, w, b, **case.kwargs)
         assert out.dtype == dtype and out.device == x.device
         if out.numel() == 0:
             assert out.shape == out_shape
             return
         needed = [t for t in leaves if t is not None]
-        _poison_allocator(x.numel() * x.element_size())
+        poison_allocator(x.numel() * x.element_size())
         mine = torch.autograd.grad(out, needed, grad_out.to(dtype))
     refs = reference64(case, x, w, b, grad_out)
     assert rel_error(out, refs[0]) < tolerance
@@ -109,7 +103,7 @@ def test_specialised_kernels_over_bands(monkeypatch, case, dtype):
     row = case.out_channels * math.prod(case.kernel_size) * math.prod(case.size[1:]) * 2
     monkeypatch.setattr(ops, "_workspace_limit", 2 * row)
     x, w, b = leaves = _leaves(case, "bands", dtype)
-    _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * 4)
+    poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * 4)
     out = OURS[case.nd](x, w, b, **case.kwargs)
     if out.numel() == 0:
         return
@@ -125,7 +119,7 @@ def test_im2col_route(monkeypatch, case, dtype):
     force_im2col_route(monkeypatch)
     monkeypatch.setattr(_cuda, "SPECIALIZE_MIN_ELEMENTS", 0)
     x, w, b = leaves = _leaves(case, "im2col-route", dtype)
-    _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+    poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
     out = OURS[case.nd](x, w, b, **case.kwargs)
     tolerance = {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2)
     if out.numel() == 0:
@@ -274,7 +268,7 @@ def test_more_than_2_31_elements():
     x = torch.randn(1, 1, 16384, 16384, device=CUDA, dtype=torch.float16, requires_grad=True)
     w = torch.randn(1, 4, 2, 2, device=CUDA, dtype=torch.float16)
     b = torch.randn(4, device=CUDA, dtype=torch.float16)
-    _poison_allocator(2**33)
+    poison_allocator(2**33)
     out = gemmconv.conv_transpose2d(x, w, b, stride=2)
     assert out.shape == (1, 4, 32768, 32768) and out.numel() == 2**32
     assert not out.isnan().any()
@@ -324,7 +318,7 @@ def test_every_split_of_the_taps(monkeypatch, case, dtype):
     for route, rows in allowed_routes(case, a):
         for limit in limits:
             monkeypatch.setattr(ops, "_workspace_limit", limit)
-            _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+            poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
             out = ops._forward(x, w, b, a, route, rows)
             assert rel_error(out, ref) < tolerance, (route, rows, limit)
 
@@ -336,7 +330,7 @@ def test_split_routes_in_training(monkeypatch, case, dtype):
     the backward runs) gathering the taps of its first stride-1 dim."""
     gather_first_stride_one(monkeypatch)
     x, w, b = leaves = _leaves(case, "split-train", dtype)
-    _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+    poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
     out = OURS[case.nd](x, w, b, **case.kwargs)
     _assert_matches_float64(case, leaves, out, 1e-12 if dtype == torch.float64 else 5e-3)
 
@@ -511,7 +505,7 @@ def test_col2im_with_no_receiving_rows(monkeypatch):
     ref = [t.clone().requires_grad_() for t in (x64, w64)]
     out, theirs = gemmconv.conv2d(x, w, **kw), F.conv2d(*ref, **kw)
     grad = torch.randn(out.shape, generator=gen, dtype=torch.float64)
-    _poison_allocator(x.numel() * 8)
+    poison_allocator(x.numel() * 8)
     ours = torch.autograd.grad(out, (x, w), grad.to(CUDA))
     assert any(_cuda.Layout(*layout).empty_rows_apart for layout in layouts)
     for mine, want in zip(ours, torch.autograd.grad(theirs, ref, grad)):
@@ -528,7 +522,7 @@ def test_forward_without_bias_takes_planes_per_thread(monkeypatch):
     gen = generator("planes-forward")
     x = torch.randn(2, 6, 3, 4, 80, generator=gen, dtype=torch.float64)
     w = torch.randn(6, 4, 3, 3, 3, generator=gen, dtype=torch.float64)
-    _poison_allocator(2 * 4 * 5 * 7 * 159 * 4)
+    poison_allocator(2 * 4 * 5 * 7 * 159 * 4)
     out = gemmconv.conv_transpose3d(x.float().to(CUDA), w.float().to(CUDA), stride=2, padding=1)
     assert any(_cuda.Layout(*layout).planes_per_thread == _cuda.COL2IM_PLANES[3]
                for layout in layouts)
@@ -550,7 +544,7 @@ def test_bias_through_tf32_gemm_keeps_float32_accuracy(monkeypatch, nd):
         for ours, theirs, weight in ((OURS[nd], getattr(F, f"conv_transpose{nd}d"), w),
                                      (getattr(gemmconv, f"conv{nd}d"), getattr(F, f"conv{nd}d"),
                                       w.transpose(0, 1).contiguous())):
-            _poison_allocator(2 * 4 * 11 ** nd * 4)
+            poison_allocator(2 * 4 * 11 ** nd * 4)
             out = ours(x, weight, b.float())
             ref = theirs(x.double(), weight.double(), b)
             assert rel_error(out, ref) < 1e-6, ours.__name__
@@ -680,7 +674,7 @@ def test_both_sample_layouts_in_training(monkeypatch, case, dtype, side_by_side)
     ops._forward_plan.cache_clear()
     try:
         x, w, b = leaves = _leaves(case, f"layouts-{side_by_side}", dtype)
-        _poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
+        poison_allocator(case.batch * case.out_channels * math.prod(case.output_size) * x.element_size())
         out = OURS[case.nd](x, w, b, **case.kwargs)
         _assert_matches_float64(case, leaves, out, {torch.float64: 1e-12, torch.float32: 5e-3}.get(dtype, 3e-2))
     finally:

@@ -10,7 +10,7 @@ from gemmconv import _cuda, cases, channels_last, gemm, ops
 from gemmconv.bench import reference as reference64
 from gemmconv.columns import col2im_interleaved, im2col_interleaved
 from gemmconv.shapes import Geometry
-from helpers import OURS, Copies, force_im2col_route, generator, rel_error
+from helpers import OURS, Copies, force_im2col_route, generator, poison_allocator, rel_error
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -18,11 +18,6 @@ CASES = [c for c in cases.random_cases(100, seed=11) + cases.EDGE + cases.LARGE_
          + [c.scaled(4096) for c in cases.BENCH] if c.nd > 1 and not c.unbatched and c.batch]
 MODES = {"float64": (torch.float64, "torch", 1e-12), "float32-tf32": (torch.float32, "tf32", 5e-3),
          "float32-ieee": (torch.float32, "ieee", 1e-5), "bfloat16": (torch.bfloat16, "torch", 3e-2)}
-
-
-def _poison_allocator(nbytes: int) -> None:
-    """A freed NaN-filled block in torch's cache, where the next allocation of that size lands."""
-    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
 
 
 def _channels_last(t):
@@ -41,10 +36,10 @@ def _check(case, mode, key):
     grad_out = torch.randn(shape, generator=generator(case.name, key, "g"), dtype=torch.float64)
     grad_out = _channels_last(grad_out.to(CUDA))
     with gemmconv.float32_precision(precision):
-        _poison_allocator(math.prod(shape) * x.element_size())
+        poison_allocator(math.prod(shape) * x.element_size())
         out = OURS[case.nd](x, w, b, **case.kwargs)
         needed = [t for t in leaves if t is not None]
-        _poison_allocator(x.numel() * x.element_size())
+        poison_allocator(x.numel() * x.element_size())
         mine = torch.autograd.grad(out, needed, grad_out.to(dtype))
     refs = reference64(case, x, w, b, grad_out)
     assert rel_error(out, refs[0]) < tolerance

@@ -12,8 +12,8 @@ import gemmconv
 from gemmconv import cases, fused
 from gemmconv.bench import reference as reference64
 from gemmconv.shapes import Geometry, conv_transpose_args
-from helpers import OURS, generator, rel_error
-from test_cuda import _poison_allocator, on_a_busy_stream
+from helpers import OURS, generator, poison_allocator, rel_error
+from test_cuda import on_a_busy_stream
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -71,7 +71,7 @@ def test_fused_route_matches_float64(monkeypatch, launches, case, mode, layout):
     out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
         (case.batch, case.out_channels, *case.output_size)
     with gemmconv.float32_precision(precision):
-        _poison_allocator(math.prod(out_shape) * x.element_size())
+        poison_allocator(math.prod(out_shape) * x.element_size())
         out = OURS[case.nd](x, w, b, **case.kwargs)
         assert launches[0] == 1 and out.shape == out_shape and out.dtype == dtype
         if out.numel() == 0:
@@ -157,7 +157,7 @@ def test_fused_launches_after_the_first_skip_the_jit_function(monkeypatch, launc
     out_bytes = case.batch * case.out_channels * math.prod(case.output_size) * x.element_size()
     outputs, counts = [], []
     for bias in (b, b, shifted, shifted, b):
-        _poison_allocator(out_bytes)
+        poison_allocator(out_bytes)
         outputs.append(OURS[case.nd](x, w, bias, **case.kwargs))
         counts.append(len(through_jit))
     assert launches[0] == 5 and counts == [1, 1, 2, 2, 2]
@@ -172,7 +172,7 @@ def test_fused_route_past_2_31_elements(launches):
         memory_format=torch.channels_last)
     w = torch.randn(8, 4, 2, 2, device=CUDA, dtype=torch.bfloat16)
     b = torch.randn(4, device=CUDA, dtype=torch.bfloat16)
-    _poison_allocator(2**33)
+    poison_allocator(2**33)
     out = gemmconv.conv_transpose2d(x, w, b, stride=2)
     assert launches[0] == 1 and out.shape == (1, 4, 32768, 32768) and not out.isnan().any()
     for r in (0, 5000, 12000, 16384 - 8):                      # the last rows are past 2^31
@@ -220,7 +220,7 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
     with gemmconv.float32_precision(precision):
         out = OURS[case.nd](x, w, b, **case.kwargs)
         grad_out = torch.randn(out.shape, generator=generator(case.name, "gb"), dtype=torch.float64).to(CUDA)
-        _poison_allocator(x.numel() * x.element_size())                # where the input's lands
+        poison_allocator(x.numel() * x.element_size())                # where the input's lands
         mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
         again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
     if dtype == torch.float32 and case.nd != 2:   # not there (backward_unavailable): the column
@@ -285,7 +285,7 @@ def test_fused_backward_in_chunks_of_samples_under_the_workspace_limit(monkeypat
         try:
             gemmconv.set_workspace_limit(2 * one + one // 2)
             chunks.clear()
-            _poison_allocator(x.numel() * x.element_size())
+            poison_allocator(x.numel() * x.element_size())
             mine = torch.autograd.grad(out, (x, w), grad_out.to(dtype), retain_graph=True)
             again = torch.autograd.grad(out, (x, w), grad_out.to(dtype))
         finally:

@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from gemmconv import cases, graphs, ops
-from gemmconv import channels_last as cl
 from gemmconv.bench import reference as reference64
-from helpers import OURS, generator, rel_error
+from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -32,19 +31,6 @@ def _spy(monkeypatch) -> list:
     return answers
 
 
-def _poison(nbytes: int) -> None:
-    """A freed NaN-filled block where the next allocation of that size lands."""
-    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
-
-
-def _tensors(case, layout, dtype, *labels):
-    x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype), *labels))
-    if layout == "channels_last":
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
-        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
-    return x, w, b
-
-
 def _layouts(case):
     return ["planar"] + (["channels_last"] if case.nd > 1 else [])
 
@@ -56,12 +42,12 @@ IDS = [f"{c.name}-{layout}" for c, layout in PARAMS]
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case,layout", PARAMS, ids=IDS)
 def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
-    x, w, b = _tensors(case, layout, dtype)
+    x, w, b = layout_tensors(case, layout, dtype, CUDA)
     out_bytes = case.batch * case.out_channels * x.element_size() * \
         torch.Size(case.output_size).numel()
 
     def call():
-        _poison(out_bytes)
+        poison_allocator(out_bytes)
         return OURS[case.nd](x, w, b, **case.kwargs)
     with torch.no_grad():
         launches = _without_graphs(monkeypatch, call)
@@ -79,16 +65,12 @@ def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case,layout", PARAMS, ids=IDS)
 def test_graphed_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
-    x, w, b = _tensors(case, layout, dtype, "backward")
+    x, w, b = layout_tensors(case, layout, dtype, CUDA, "backward")
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
-    grad_out = torch.randn((case.batch, case.out_channels, *case.output_size),
-                           generator=generator(case.name, "grad"), dtype=torch.float64)
-    grad_out = grad_out.to(CUDA, dtype)
-    if layout == "channels_last":
-        grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
+    grad_out = output_gradient(case, layout, dtype, CUDA)
 
     def grads():
-        _poison(x.numel() * x.element_size())
+        poison_allocator(x.numel() * x.element_size())
         return torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
     launches = _without_graphs(monkeypatch, grads)
     answers, launch = [], graphs.launch
@@ -120,7 +102,7 @@ def test_a_graph_reads_its_tensors_as_they_are_at_each_launch():
     """An optimiser's step in place, and new values in the same input tensor, show in the
     next output of a kept graph."""
     case = cases.MODEL_LAYERS[0]
-    x, w, b = _tensors(case, "channels_last", torch.float32, "in place")
+    x, w, b = layout_tensors(case, "channels_last", torch.float32, CUDA, "in place")
     with torch.no_grad():
         for _ in range(CALLS):
             OURS[2](x, w, b, **case.kwargs)
@@ -138,7 +120,7 @@ def test_a_graph_runs_only_at_its_addresses(monkeypatch):
     kept = []
     with torch.no_grad():
         for i in range(CALLS):
-            x, w, b = _tensors(case, "planar", torch.float32, str(i))
+            x, w, b = layout_tensors(case, "planar", torch.float32, CUDA, str(i))
             out = OURS[2](x, w, b, **case.kwargs)
             kept.append((x, w, b, out))
             assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
@@ -147,7 +129,7 @@ def test_a_graph_runs_only_at_its_addresses(monkeypatch):
 
 def test_no_graphs_under_the_limit(monkeypatch):
     case = cases.MODEL_LAYERS[2]
-    x, w, b = _tensors(case, "channels_last", torch.bfloat16)
+    x, w, b = layout_tensors(case, "channels_last", torch.bfloat16, CUDA)
     monkeypatch.setattr(graphs, "_memory_limit", 0)
     with torch.no_grad():
         outs = [OURS[2](x, w, b, **case.kwargs) for _ in range(CALLS)]
@@ -159,7 +141,7 @@ def test_a_kept_graph_inside_a_captured_graph():
     """A user's own CUDA graph captures a call whose graph is kept: the call's kernels go
     into the user's graph, which replays right."""
     case = cases.MODEL_LAYERS[0]
-    x, w, b = _tensors(case, "planar", torch.float32, "user graph")
+    x, w, b = layout_tensors(case, "planar", torch.float32, CUDA, "user graph")
     with torch.no_grad():
         for _ in range(CALLS):
             OURS[2](x, w, b, **case.kwargs)

@@ -8,7 +8,7 @@ import torch
 from gemmconv import cases, gemm, ops
 from gemmconv import channels_last as cl
 from gemmconv.bench import reference as reference64
-from helpers import OURS, generator, rel_error
+from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -16,11 +16,6 @@ CASES = cases.MODEL_LAYERS + [c for c in cases.random_cases(60, seed=24) if c.ba
     [c.scaled(4096) for c in cases.BENCH]
 LAYOUTS = ["planar", "channels_last"]
 COPIED_CASES = cases.MODEL_LAYERS + [c.scaled(4096) for c in cases.BENCH]
-
-
-def _poison_allocator(nbytes: int) -> None:
-    """A freed NaN-filled block where the next allocation of that size lands."""
-    torch.empty(max(nbytes, 1), dtype=torch.uint8, device=CUDA).fill_(0xFF)
 
 
 def _weight_copied(monkeypatch) -> None:
@@ -68,10 +63,7 @@ def test_replays_with_zero_padded_channels(monkeypatch, case, dtype):
 def _check_forward(monkeypatch, case, layout, dtype):
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("channels_last is 2-D and 3-D")
-    x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype)))
-    if layout == "channels_last":
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
-        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    x, w, b = layout_tensors(case, layout, dtype, CUDA)
     runs = []
     run = ops._Replay.run
     monkeypatch.setattr(ops._Replay, "run",
@@ -80,10 +72,10 @@ def _check_forward(monkeypatch, case, layout, dtype):
     out_bytes = case.batch * case.out_channels * math.prod(case.output_size) * x.element_size()
     with torch.no_grad():
         first = OURS[case.nd](x, w, b, **case.kwargs)          # plans the replay, and runs it
-        _poison_allocator(out_bytes)
+        poison_allocator(out_bytes)
         again = OURS[case.nd](x, w, b, **case.kwargs)          # the replay alone
         monkeypatch.setattr(ops, "_replayed", lambda *args: None)
-        _poison_allocator(out_bytes)
+        poison_allocator(out_bytes)
         column_route = OURS[case.nd](x, w, b, **case.kwargs)
     replayed = any(isinstance(r, ops._Replay) for r in ops._replays.values())
     assert len(runs) == (2 if replayed else 0)
@@ -120,16 +112,9 @@ def test_replayed_backward_is_the_column_route_bit_for_bit(monkeypatch, case, la
 def _check_backward(monkeypatch, case, layout, dtype):
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("channels_last is 2-D and 3-D")
-    x, w, b = case.tensors(dtype, CUDA, generator(case.name, layout, str(dtype), "backward"))
-    if layout == "channels_last":
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
-        w = w.contiguous(memory_format=cl.memory_format(w.dim()))
+    x, w, b = layout_tensors(case, layout, dtype, CUDA, "backward")
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
-    grad_out = torch.randn((case.batch, case.out_channels, *case.output_size),
-                           generator=generator(case.name, "grad"), dtype=torch.float64)
-    grad_out = grad_out.to(CUDA, dtype)
-    if layout == "channels_last":
-        grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
+    grad_out = output_gradient(case, layout, dtype, CUDA)
     runs = []
     run = ops._BackwardReplay.run
     monkeypatch.setattr(ops._BackwardReplay, "run",
@@ -137,7 +122,7 @@ def _check_backward(monkeypatch, case, layout, dtype):
     ops._backward_replays.clear()
 
     def grads():
-        _poison_allocator(x.numel() * x.element_size())
+        poison_allocator(x.numel() * x.element_size())
         return torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
     first, again = grads(), grads()          # planned and run, then replayed alone
     monkeypatch.setattr(ops, "_replayed_backward", lambda *args: None)
