@@ -1,0 +1,134 @@
+"""Where convert(model) loses on the zoo's losing variants: per variant, torch's model and
+the converted one timed back to back in turns (measure.timers), each one's GPU kernel time
+a call (profiler), busy-host time a call (a sleep kernel queued ahead), and how the
+converted model's transposed convolutions ran in a step: by a replay launched as a graph,
+a replay launched kernel by kernel, or no replay (the generic routes).
+
+    PYTHONPATH=. python benches/zoo_probe.py [MODEL:MODE:PRECISION:LAYOUT ...]
+"""
+import collections
+import contextlib
+import copy
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from gemmconv import graphs, measure, ops, zoo
+from gemmconv import nn as gnn
+from gemmconv.bench import PRECISIONS
+
+sys.path.insert(0, "benches")
+from overhead import busy_host_us  # noqa: E402
+
+VARIANTS = [f"vae-decoder:{m}:{p}:{l}" for m in ("forward", "train")
+            for p in PRECISIONS for l in ("NCHW", "channels_last")] + [
+    "dcgan:forward:bf16-autocast:channels_last", "dcgan:train:bf16-autocast:NCHW",
+    "dcgan:train:bf16-autocast:channels_last", "hifigan:train:bf16-autocast:NCHW",
+    "depthwise:forward:bf16-autocast:channels_last", "depthwise:train:float32:NCHW"]
+
+
+class Counts:
+    """How the converted model's calls ran: graph launches, replays launched one by one,
+    and calls with no replay, forward and backward."""
+
+    def __init__(self):
+        self.counts = collections.Counter()
+
+    @contextlib.contextmanager
+    def watching(self):
+        launch, forward, backward = graphs.launch, ops._replayed, ops._replayed_backward
+
+        def counted_launch(owner, *args):
+            ran = launch(owner, *args)
+            side = "bwd" if isinstance(owner, ops._BackwardReplay) else "fwd"
+            self.counts[f"{side} graph" if ran else f"{side} launches"] += 1
+            return ran
+
+        def counted(fn, side):
+            def call(*args):
+                out = fn(*args)
+                if out is None:
+                    self.counts[f"{side} no replay"] += 1
+                return out
+            return call
+        graphs.launch, ops._replayed = counted_launch, counted(forward, "fwd")
+        ops._replayed_backward = counted(backward, "bwd")
+        try:
+            yield
+        finally:
+            graphs.launch, ops._replayed, ops._replayed_backward = launch, forward, backward
+
+
+def gpu_ms(run, calls=10) -> float:
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / calls / 1e3
+
+
+def top_kernels(run, calls=5, rows=6) -> str:
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_device_time_total)[:rows]
+    return "\n".join(f"      {e.self_device_time_total / calls:8.1f} us {e.count // calls:3d}x "
+                     f"{e.key[:90]}" for e in events)
+
+
+def probe(spec: str) -> None:
+    name, mode, precision, layout = spec.split(":")
+    entry = zoo.by_name([name])[0]
+    train = mode == "train"
+    torch.manual_seed(0)
+    base = entry.build(False).cuda().train(train)
+    x = entry.input(False, "cuda")
+    if layout == "channels_last":
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    ours = gnn.convert(copy.deepcopy(base))
+    cast = torch.autocast("cuda", dtype=PRECISIONS[precision]) if PRECISIONS[precision] \
+        else contextlib.nullcontext()
+    grad_mode = torch.enable_grad() if train else torch.no_grad()
+    with cast, grad_mode:
+        grad = torch.randn_like(base(x), dtype=torch.float32)
+
+    def runner(model):
+        params = [p for p in model.parameters() if p.requires_grad]
+
+        def run():
+            with cast, grad_mode:
+                out = model(x)
+            return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
+        return run
+    runs = {"torch": runner(base), "ours": runner(ours)}
+    times = measure.timers(torch.device("cuda"), runs, 10, back_to_back=True)
+    counts = Counts()
+    for _ in range(3):
+        runs["ours"]()
+    with counts.watching():
+        runs["ours"]()
+    host = {k: busy_host_us(r, calls=10) for k, r in runs.items()}
+    gpu = {k: gpu_ms(r) for k, r in runs.items()}
+    print(f"{spec:48s} ms: torch {times['torch']:.3f} ours {times['ours']:.3f} "
+          f"({times['torch'] / times['ours']:.2f}x) | GPU torch {gpu['torch']:.3f} ours "
+          f"{gpu['ours']:.3f} | busy host us torch {host['torch']:.0f} ours {host['ours']:.0f} "
+          f"| {dict(counts.counts)}", flush=True)
+    for k, r in runs.items():
+        print(f"    {k}:\n{top_kernels(r)}", flush=True)
+
+
+def main() -> int:
+    print(torch.cuda.get_device_name(), flush=True)
+    for spec in sys.argv[1:] or VARIANTS:
+        probe(spec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
