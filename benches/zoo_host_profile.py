@@ -1,0 +1,79 @@
+"""Where the host time of convert(model)'s calls goes on the zoo (cProfile, the GPU kept busy
+by a sleep kernel so that nothing waits for it): per variant, torch's model's and the
+converted one's host time a call, and the converted one's functions by own time and by
+cumulative time.
+
+    PYTHONPATH=. python benches/zoo_host_profile.py [MODEL:MODE:PRECISION:LAYOUT ...]
+"""
+import contextlib
+import copy
+import io
+import pstats
+import sys
+
+import torch
+
+from gemmconv import zoo
+from gemmconv import nn as gnn
+from gemmconv.bench import PRECISIONS
+
+sys.path.insert(0, "benches")
+from overhead import busy_host_us, profiled  # noqa: E402
+
+VARIANTS = ["vae-decoder:forward:bf16-autocast:channels_last",
+            "vae-decoder:forward:float32:channels_last", "vae-decoder:forward:float32:NCHW",
+            "vae-decoder:train:float32:channels_last"]
+
+
+def runners(spec: str) -> dict:
+    name, mode, precision, layout = spec.split(":")
+    entry = zoo.by_name([name])[0]
+    train = mode == "train"
+    torch.manual_seed(0)
+    base = entry.build(False).cuda().train(train)
+    x = entry.input(False, "cuda")
+    if layout == "channels_last":
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    ours = gnn.convert(copy.deepcopy(base))
+    cast = torch.autocast("cuda", dtype=PRECISIONS[precision]) if PRECISIONS[precision] \
+        else contextlib.nullcontext()
+    grad_mode = torch.enable_grad() if train else torch.no_grad()
+    with cast, grad_mode:
+        grad = torch.randn_like(base(x), dtype=torch.float32)
+
+    def runner(model):
+        params = [p for p in model.parameters() if p.requires_grad]
+
+        def run():
+            with cast, grad_mode:
+                out = model(x)
+            return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
+        return run
+    return {"torch": runner(base), "ours": runner(ours)}
+
+
+def main() -> int:
+    print(torch.cuda.get_device_name(), flush=True)
+    for spec in sys.argv[1:] or VARIANTS:
+        runs = runners(spec)
+        for run in runs.values():
+            for _ in range(5):
+                run()
+        host = {k: busy_host_us(r, calls=10) for k, r in runs.items()}
+        print(f"\n=== {spec}: busy host us a call: torch {host['torch']:.0f}, ours "
+              f"{host['ours']:.0f}", flush=True)
+        for key in ("torch", "ours"):
+            stats = pstats.Stats(profiled(runs[key], 20, 200_000_000), stream=io.StringIO())
+            for order, rows in (("tottime", 22), ("cumulative", 30)):
+                stats.stream = io.StringIO()
+                stats.sort_stats(order).print_stats(rows)
+                text = stats.stream.getvalue()
+                print(f"--- {key} by {order}\n" + text[text.find("ncalls"):], flush=True)
+            if key == "torch":
+                break   # torch's own: its total is enough
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
