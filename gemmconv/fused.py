@@ -337,12 +337,35 @@ SMALL_OUTPUT = 1 << 26
 SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
 
+# 3-D forwards on channels_last tensors whose output channels fill a 128-byte chunk of the
+# kernel's tile go to the fused route too. The planar 3-D routes take the outer dim's taps
+# in the GEMM's reduction, over overlapping rows of columns laid out (D, C, H W); with the
+# channels innermost those rows cannot overlap, so the channels_last column routes moved up
+# to 1.7x their bytes (3d-64cube 4.78 against 3.20 ms planar, H200). Forced onto the fused
+# route (benches/fused3d_cl_probe.py, results/s33/F, H200), against torch channels_last:
+# float32 3d-64cube 1.93x -> 2.51x, 3d-32to64 2.48x -> 3.76x, 3d-stride2-dil2 2.01x -> 3.83x,
+# bfloat16 3d-32to64 0.73x -> 1.07x and 3d-stride2-dil2 2.49x -> 4.11x; narrower ones lost
+# or barely won (3d-3x5x7's 16 float32 channels 8.28x -> 4.58x, bfloat16 3d-64cube's 48
+# 1.49x -> 1.37x, float32 3d-96cube's 24 3.02x -> 3.27x).
+WIDE_3D_BYTES = 128
+
+
 def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
-    """Whether the cost model sends a call that can take the fused route there."""
+    """Whether the cost model sends a call that can take the fused route there, forward and
+    backward (see also :func:`forward_preferred` and :func:`backward_preferred`)."""
     g = a.geometry
     return ((g.nd == 2 and (interleaved or g.stride == (1, 1))) or
             (g.nd == 1 and g.stride == (1,))) and \
         a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT
+
+
+def forward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
+    """Whether the cost model sends a call's forward to the fused route: those
+    :func:`preferred` sends, and 3-D calls on channels_last tensors whose output channels
+    take at least WIDE_3D_BYTES (their backward stays where :func:`backward_preferred` says)."""
+    return preferred(a, interleaved) or (
+        a.geometry.nd == 3 and interleaved and a.out_channels * element_size >= WIDE_3D_BYTES
+        and a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT)
 
 
 def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -351,12 +374,13 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     device with the bulk tensor copy engine (compute capability 9.0 or later) and Triton;
     in bfloat16, float16, or float32 where the policy allows TF32 (gemm.uses_tf32); with
     one group; with input channels whose rows fill whole 16-byte units (the copy engine's
-    granule). It does where it can and the cost model prefers it (:func:`preferred`; on
-    channels_last tensors where ``interleaved``)."""
+    granule). It does where it can and the cost model prefers it (:func:`forward_preferred`;
+    on channels_last tensors where ``interleaved``)."""
     why = _unable(a, x, weight)
-    if why is None and not preferred(a, interleaved):
-        return ("the cost model: 3-D, strided planar 2-D or strided 1-D, or at most "
-                f"{SMALL_OUTPUT:,} output elements")
+    if why is None and not forward_preferred(a, interleaved, x.element_size()):
+        return (f"the cost model: 3-D (but channels_last with {WIDE_3D_BYTES} bytes of output "
+                f"channels), strided planar 2-D or strided 1-D, or at most {SMALL_OUTPUT:,} "
+                "output elements")
     return why
 
 
@@ -384,7 +408,8 @@ def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     """Whether a call takes the fused route (:func:`unavailable` is None), the cost model
     asked first: it depends on the call's shape alone, and most small calls stop there
     without the device and policy checks (microseconds of host time they wait for)."""
-    return preferred(a, interleaved) and unavailable(a, x, weight, interleaved) is None
+    return forward_preferred(a, interleaved, x.element_size()) and \
+        unavailable(a, x, weight, interleaved) is None
 
 
 def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:

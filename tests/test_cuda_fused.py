@@ -103,6 +103,28 @@ def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
     assert rel_error(out, reference64(case, x, w, b)[0]) < tolerance
 
 
+@pytest.mark.parametrize("c_out,dtype,layout,sent", [
+    (32, torch.float32, "channels_last", True), (64, torch.bfloat16, "channels_last", True),
+    (16, torch.float32, "channels_last", False), (48, torch.bfloat16, "channels_last", False),
+    (32, torch.float32, "planar", False)])
+def test_wide_channels_last_3d_forwards_take_the_fused_route_by_default(monkeypatch, launches,
+                                                                       c_out, dtype, layout, sent):
+    """The cost model's 3-D rule (fused.forward_preferred) as calls meet it, at a size the
+    test can check (its floor lowered): channels_last calls whose output channels take 128
+    bytes run the fused kernel, others the column routes, both right against float64, into
+    poisoned memory, in the input's layout."""
+    monkeypatch.setattr(fused, "SMALL_OUTPUT", 1 << 12)
+    case = cases.Case("wide-3d", 2, 16, c_out, (3, 3, 3), (6, 7, 9), stride=(1, 2, 1), padding=(1,))
+    x, w, b = (t.detach() for t in _tensors(case, f"wide-{c_out}", dtype, layout == "channels_last"))
+    out_shape = (case.batch, c_out, *case.output_size)
+    poison_allocator(math.prod(out_shape) * x.element_size())
+    out = OURS[3](x, w, b, **case.kwargs)
+    assert launches[0] == (1 if sent else 0)
+    assert out.is_contiguous(memory_format=torch.channels_last_3d if layout == "channels_last"
+                             else torch.contiguous_format)
+    assert rel_error(out, reference64(case, x, w, b)[0]) < (3e-2 if dtype == torch.bfloat16 else 5e-3)
+
+
 def test_fused_route_runs_on_the_current_stream(monkeypatch, launches):
     """The first launch of a plan (through Triton's JIT function) and the next (through the
     compiled kernel it kept) alike."""

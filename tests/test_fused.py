@@ -544,6 +544,31 @@ def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
     assert not fused.preferred(args((8, 48, 64, 64, 64), 3, 1, 3), True)    # 3-D, large
 
 
+@pytest.mark.parametrize("name,dtype,sent", [
+    ("3d-64cube", torch.float32, True), ("3d-32to64", torch.float32, True),
+    ("3d-stride2-dil2", torch.float32, True), ("3d-32to64", torch.bfloat16, True),
+    ("3d-stride2-dil2", torch.bfloat16, True),
+    ("3d-96cube", torch.float32, False),      # 24 output channels: 96 bytes
+    ("3d-3x5x7", torch.float32, False),       # 16: 64 bytes
+    ("3d-64cube", torch.bfloat16, False)])    # 48: 96 bytes
+def test_cost_model_sends_the_forward_of_wide_channels_last_3d_calls_to_the_fused_route(name, dtype, sent):
+    """3-D forwards go to the fused route on channels_last tensors whose output channels take
+    128 bytes (the H200 cases that won there, fused.WIDE_3D_BYTES), never on planar ones,
+    and their backward stays where it was."""
+    case = next(c for c in cases.BENCH if c.name == name)
+    x, w = _meta(case.batch, case.in_channels, *case.size, dtype=dtype), \
+        _meta(case.in_channels, case.out_channels, *case.kernel_size, dtype=dtype)
+    a = conv_transpose_args("conv_transpose3d", 3, x, w, None, **case.kwargs)
+    assert fused.forward_preferred(a, True, x.element_size()) == sent
+    assert not fused.forward_preferred(a, False, x.element_size())
+    assert not fused.preferred(a, True)      # what the backward's rule starts from
+    if fused._triton_available():
+        assert (fused.unavailable(a, x, w, interleaved=True) is None) == sent
+    small = _meta(2, case.in_channels, 8, 8, 8, dtype=dtype)   # the 3-D U-Net's size: columns
+    a = conv_transpose_args("conv_transpose3d", 3, small, w, None, **case.kwargs)
+    assert not fused.forward_preferred(a, True, small.element_size())
+
+
 def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_fused_kernels():
     """3-D stride-1 calls: the forward on the column routes, the backward on the fused
     kernels where the output channels fill 64 bytes of the input gradient's 128-byte
