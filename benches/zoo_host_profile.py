@@ -5,52 +5,19 @@ cumulative time.
 
     PYTHONPATH=. python benches/zoo_host_profile.py [MODEL:MODE:PRECISION:LAYOUT ...]
 """
-import contextlib
-import copy
 import io
 import pstats
 import sys
 
 import torch
 
-from gemmconv import zoo
-from gemmconv import nn as gnn
-from gemmconv.bench import PRECISIONS
-
 sys.path.insert(0, "benches")
 from overhead import busy_host_us, profiled  # noqa: E402
+from zoo_probe import runners  # noqa: E402
 
 VARIANTS = ["vae-decoder:forward:bf16-autocast:channels_last",
             "vae-decoder:forward:float32:channels_last", "vae-decoder:forward:float32:NCHW",
             "vae-decoder:train:float32:channels_last"]
-
-
-def runners(spec: str) -> dict:
-    name, mode, precision, layout = spec.split(":")
-    entry = zoo.by_name([name])[0]
-    train = mode == "train"
-    torch.manual_seed(0)
-    base = entry.build(False).cuda().train(train)
-    x = entry.input(False, "cuda")
-    if layout == "channels_last":
-        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
-        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
-    ours = gnn.convert(copy.deepcopy(base))
-    cast = torch.autocast("cuda", dtype=PRECISIONS[precision]) if PRECISIONS[precision] \
-        else contextlib.nullcontext()
-    grad_mode = torch.enable_grad() if train else torch.no_grad()
-    with cast, grad_mode:
-        grad = torch.randn_like(base(x), dtype=torch.float32)
-
-    def runner(model):
-        params = [p for p in model.parameters() if p.requires_grad]
-
-        def run():
-            with cast, grad_mode:
-                out = model(x)
-            return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
-        return run
-    return {"torch": runner(base), "ours": runner(ours)}
 
 
 def main() -> int:

@@ -14,15 +14,14 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gemmconv import graphs, measure, ops, zoo
+from gemmconv import bench, graphs, measure, ops, zoo
 from gemmconv import nn as gnn
-from gemmconv.bench import PRECISIONS
 
 sys.path.insert(0, "benches")
 from overhead import busy_host_us  # noqa: E402
 
 VARIANTS = [f"vae-decoder:{m}:{p}:{l}" for m in ("forward", "train")
-            for p in PRECISIONS for l in ("NCHW", "channels_last")] + [
+            for p in bench.PRECISIONS for l in ("NCHW", "channels_last")] + [
     "dcgan:forward:bf16-autocast:channels_last", "dcgan:train:bf16-autocast:NCHW",
     "dcgan:train:bf16-autocast:channels_last", "hifigan:train:bf16-autocast:NCHW",
     "depthwise:forward:bf16-autocast:channels_last", "depthwise:train:float32:NCHW"]
@@ -60,53 +59,48 @@ class Counts:
             graphs.launch, ops._replayed, ops._replayed_backward = launch, forward, backward
 
 
-def gpu_ms(run, calls=10) -> float:
+def kernels(run, calls=10) -> list:
+    """The CUDA kernels of ``calls`` calls of ``run`` after one untimed (profiler events,
+    totals over the calls)."""
     run()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             run()
         torch.cuda.synchronize()
-    return sum(e.self_device_time_total for e in prof.key_averages()) / calls / 1e3
+    return list(prof.key_averages())
 
 
-def top_kernels(run, calls=5, rows=6) -> str:
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            run()
-        torch.cuda.synchronize()
-    events = sorted(prof.key_averages(), key=lambda e: -e.self_device_time_total)[:rows]
+def top_kernels(events: list, calls=10, rows=6) -> str:
+    events = sorted(events, key=lambda e: -e.self_device_time_total)[:rows]
     return "\n".join(f"      {e.self_device_time_total / calls:8.1f} us {e.count // calls:3d}x "
                      f"{e.key[:90]}" for e in events)
 
 
-def probe(spec: str) -> None:
+def runners(spec: str) -> dict:
+    """Steps of torch's model and the converted one (bench.model_step) for ``spec``,
+    MODEL:MODE:PRECISION:LAYOUT as bench --models names them."""
     name, mode, precision, layout = spec.split(":")
     entry = zoo.by_name([name])[0]
     train = mode == "train"
     torch.manual_seed(0)
     base = entry.build(False).cuda().train(train)
     x = entry.input(False, "cuda")
-    if layout == "channels_last":
-        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+    fmt = bench._memory_format(x.dim(), layout)
+    if fmt is not None:
         base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
     ours = gnn.convert(copy.deepcopy(base))
-    cast = torch.autocast("cuda", dtype=PRECISIONS[precision]) if PRECISIONS[precision] \
-        else contextlib.nullcontext()
+    cast = torch.autocast("cuda", dtype=bench.PRECISIONS[precision]) \
+        if bench.PRECISIONS[precision] else contextlib.nullcontext()
     grad_mode = torch.enable_grad() if train else torch.no_grad()
     with cast, grad_mode:
-        grad = torch.randn_like(base(x), dtype=torch.float32)
+        grad = torch.randn_like(base(x), dtype=torch.float32) if train else None
+    return {key: bench.model_step(model, x, cast, grad_mode, grad)
+            for key, model in (("torch", base), ("ours", ours))}
 
-    def runner(model):
-        params = [p for p in model.parameters() if p.requires_grad]
 
-        def run():
-            with cast, grad_mode:
-                out = model(x)
-            return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
-        return run
-    runs = {"torch": runner(base), "ours": runner(ours)}
+def probe(spec: str) -> None:
+    runs = runners(spec)
     times = measure.timers(torch.device("cuda"), runs, 10, back_to_back=True)
     counts = Counts()
     for _ in range(3):
@@ -114,13 +108,14 @@ def probe(spec: str) -> None:
     with counts.watching():
         runs["ours"]()
     host = {k: busy_host_us(r, calls=10) for k, r in runs.items()}
-    gpu = {k: gpu_ms(r) for k, r in runs.items()}
+    events = {k: kernels(r) for k, r in runs.items()}
+    gpu = {k: sum(e.self_device_time_total for e in v) / 10 / 1e3 for k, v in events.items()}
     print(f"{spec:48s} ms: torch {times['torch']:.3f} ours {times['ours']:.3f} "
           f"({times['torch'] / times['ours']:.2f}x) | GPU torch {gpu['torch']:.3f} ours "
           f"{gpu['ours']:.3f} | busy host us torch {host['torch']:.0f} ours {host['ours']:.0f} "
           f"| {dict(counts.counts)}", flush=True)
-    for k, r in runs.items():
-        print(f"    {k}:\n{top_kernels(r)}", flush=True)
+    for k, v in events.items():
+        print(f"    {k}:\n{top_kernels(v)}", flush=True)
 
 
 def main() -> int:

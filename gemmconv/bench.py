@@ -254,6 +254,21 @@ class _Branches:
             for (a, b), (c, d) in zip(self.taken, other.taken))
 
 
+def model_step(model: torch.nn.Module, x: torch.Tensor, cast, grad_mode,
+               grad: Optional[torch.Tensor]) -> Callable[[], list]:
+    """A call of ``model`` on ``x`` under the contexts ``cast`` (autocast or none) and
+    ``grad_mode``, returning ``[output]``; with an output gradient ``grad`` (training),
+    ``[output, *the gradients of the parameters that require grad]``."""
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def run():
+        with cast, grad_mode:
+            out = model(x)
+        return [out] if grad is None else \
+            [out, *torch.autograd.grad(out, params, grad.to(out.dtype))]
+    return run
+
+
 class ModelWorkload:
     """``entry`` (a gemmconv.zoo.ZooModel) on one input in one configuration: ``mode``
     "forward" (eval, no grad) or "train" (forward and the gradients of every parameter),
@@ -291,13 +306,7 @@ class ModelWorkload:
             grad = grad.contiguous(memory_format=fmt)
 
         def runner(model: torch.nn.Module, x: torch.Tensor = x, cast=autocast) -> Callable[[], list]:
-            params = [p for p in model.parameters() if p.requires_grad]
-
-            def run():
-                with cast, grad_mode:
-                    out = model(x)
-                return [out, *torch.autograd.grad(out, params, grad.to(out.dtype))] if train else [out]
-            return run
+            return model_step(model, x, cast, grad_mode, grad if train else None)
 
         def error(results: list, reference: list) -> float:
             gradients = lambda rs: torch.cat([r.detach().double().flatten() for r in rs])
