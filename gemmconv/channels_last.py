@@ -44,8 +44,11 @@ def suggested(*tensors: Optional[torch.Tensor]) -> bool:
     output's memory format: where any of the tensors (input or weight) is laid out
     channels_last and not also contiguous (tensors of one channel or one position are
     both, and count as contiguous)."""
-    return any(isinstance(t, torch.Tensor) and t.dim() in _FORMATS and not t.is_contiguous()
-               and t.is_contiguous(memory_format=_FORMATS[t.dim()]) for t in tensors)
+    for t in tensors:   # (a loop, not any() over a generator: every call pays this)
+        if isinstance(t, torch.Tensor) and t.dim() in _FORMATS and not t.is_contiguous() \
+                and t.is_contiguous(memory_format=_FORMATS[t.dim()]):
+            return True
+    return False
 
 
 def memory_format(dims: int) -> torch.memory_format:

@@ -111,10 +111,11 @@ def _side_stream(device: torch.device) -> torch.cuda.Stream:
     return stream
 
 
-def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int,
+def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: Callable[[], int],
            device: torch.device, stream: int) -> bool:
     """Runs ``run`` (a call's launches on ``stream``, the current stream of ``device``,
-    planned by ``owner``, on tensors at ``addresses``, taking ``nbytes`` of workspace) as a
+    planned by ``owner``, on tensors at ``addresses``, taking ``nbytes()`` of workspace,
+    asked only where no graph is kept for them: a kept one's launch waits for no more) as a
     kept graph, captured on the second call of that owner at those addresses on that
     stream. False where it did not run ``run``, which the caller then does: on the first
     call, for a graph let go before, over the limit or short of memory to capture, and
@@ -128,7 +129,10 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
         _graphs.move_to_end(key)
         kept_graph.graph.replay()
         return True
-    if nbytes > _memory_limit or key in _dropped:
+    if key in _dropped:
+        return False
+    size = nbytes()
+    if size > _memory_limit:
         return False
     if key not in _seen:
         _remember(_seen, key)
@@ -146,7 +150,7 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: int
         _remember(_dropped, key)
         return False
     _pools[pool] = (handle, users + 1)
-    _graphs[key] = _Kept(graph, nbytes, owner, pool)
+    _graphs[key] = _Kept(graph, size, owner, pool)
     graph.replay()
     return True
 

@@ -277,8 +277,8 @@ class _Replay(NamedTuple):
         addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
                      out.data_ptr())
         run = lambda: self.run(x, weight, bias, a, out=out)   # noqa: E731
-        if not graphs.launch(self, addresses, run, self.graph_bytes(x, weight), x.device,
-                             _cuda.raw_stream(x.device)):
+        if not graphs.launch(self, addresses, run, lambda: self.graph_bytes(x, weight),
+                             x.device, _cuda.raw_stream(x.device)):
             run()
         return out
 
@@ -318,7 +318,7 @@ def _replay_key(a: ConvTransposeArgs, interleaved: bool, *tensors: Optional[torc
     workspace limit."""
     x = tensors[0]
     return (a, interleaved, x.dtype, x.device, gemm._compute_type(x.dtype), _workspace_limit,
-            *(None if t is None else (t.stride(), t.data_ptr() % 16) for t in tensors))
+            *[None if t is None else (t.stride(), t.data_ptr() % 16) for t in tensors])
 
 
 def _kept(cache: dict, key: tuple, work_out: Callable[[], tuple]):
@@ -840,10 +840,9 @@ class _BackwardReplay(NamedTuple):
                   need: List[bool]) -> List[Optional[torch.Tensor]]:
         """New tensors for the gradients asked for, None for the others: the input's in
         the layout the call runs in, the weight's and bias's contiguous."""
-        new = lambda shape: torch.empty(shape, dtype=x.dtype, device=x.device)   # noqa: E731
         return [cl.empty(x, x.shape, self.interleaved) if self.input is not None else None,
-                new(weight.shape) if self.weight is not None else None,
-                new((a.out_channels,)) if need[2] else None]
+                x.new_empty(weight.shape) if self.weight is not None else None,
+                x.new_empty((a.out_channels,)) if need[2] else None]
 
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
@@ -854,12 +853,18 @@ class _BackwardReplay(NamedTuple):
         addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
                      *(0 if g is None else g.data_ptr() for g in grads))
         run = lambda: self.run(grad_out, x, weight, a, need, grads)   # noqa: E731
-        nbytes = (self.workspace + 2 * grad_out.numel() + 3 * x.numel() + 4 * weight.numel()) \
-            * x.element_size() + sum(gemm.workspace_bytes(p) for p in (self.input, self.weight)
-                                      if p is not None)
-        if not graphs.launch(self, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
+        if not graphs.launch(self, addresses, run, lambda: self.graph_bytes(grad_out, x, weight),
+                             x.device, _cuda.raw_stream(x.device)):
             run()
         return grads
+
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> int:
+        """The memory a graph of this call takes while it runs: its workspace, and the copies
+        and products run makes (the layouts' copies, the weight's reorder, the products
+        before their casts), at most."""
+        elements = self.workspace + 2 * grad_out.numel() + 3 * x.numel() + 4 * weight.numel()
+        return elements * x.element_size() + sum(
+            gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
 
 def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -1043,20 +1048,34 @@ class _Eager(torch.autograd.Function):
         return forward(input, weight, bias, a)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable   # as the ops: no formula for a second order
     def backward(ctx, grad_output):
-        input, weight = ctx.saved_tensors
-        mask = list(ctx.needs_input_grad[:3])
-        grads = ctx.backward_fn(grad_output, input, weight, ctx.a, mask)
-        return (*_asked(grads, mask), None, None, None)
+        if torch.is_grad_enabled():   # create_graph: as the ops, no formula for a second order
+            return _once_differentiable_gradients(ctx, grad_output)
+        # (once_differentiable's no_grad block would only cost host time here: grad is off)
+        return _gradients(ctx, grad_output)
+
+
+def _gradients(ctx, grad_output) -> tuple:
+    """_Eager.backward's gradients (see _Eager)."""
+    input, weight = ctx.saved_tensors
+    mask = list(ctx.needs_input_grad[:3])
+    grads = ctx.backward_fn(grad_output, input, weight, ctx.a, mask)
+    return (*_asked(grads, mask), None, None, None)
+
+
+_once_differentiable_gradients = torch.autograd.function.once_differentiable(_gradients)
 
 
 def _eager(*tensors: Optional[torch.Tensor]) -> bool:
     """Whether a call may take _Eager: not while torch.compile traces it (which needs the
     opaque ops), and only on plain CPU or CUDA tensors or Parameters (fake and meta tensors
     need the ops' fake implementations, other subclasses their own dispatch)."""
-    return not torch.compiler.is_compiling() and all(
-        t is None or type(t) in PLAIN_TENSORS and (t.is_cuda or t.is_cpu) for t in tensors)
+    if torch.compiler.is_compiling():
+        return False
+    for t in tensors:   # (a loop, not all() over a generator: every call pays this)
+        if t is not None and not (type(t) in PLAIN_TENSORS and (t.is_cuda or t.is_cpu)):
+            return False
+    return True
 
 
 def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,

@@ -415,6 +415,9 @@ class _Unremembered(Exception):
     """An argument outside what _signature keys on."""
 
 
+_INT = frozenset((int,))
+
+
 def _setting(value):
     """What the argument checks read of a setting: an int, string or None itself, a tuple or
     list of ints as a tuple. Anything else (bools, floats, SymInts, tensors, other sequences)
@@ -422,7 +425,8 @@ def _setting(value):
     kind = type(value)
     if kind is int or kind is str or value is None:
         return value
-    if (kind is tuple or kind is list) and all(type(v) is int for v in value):
+    # (issuperset over map, not all() over a generator: every call of a layer pays this)
+    if (kind is tuple or kind is list) and _INT.issuperset(map(type, value)):
         return tuple(value)
     raise _Unremembered
 
@@ -443,8 +447,8 @@ def _signature(op: str, nd: int, tensors: tuple, settings: tuple, named: dict) -
     if torch.compiler.is_compiling():
         return None
     try:
-        return (op, nd, *map(_tensor, tensors), *map(_setting, settings),
-                *((name, _setting(v)) for name, v in named.items()))
+        key = (op, nd, *map(_tensor, tensors), *map(_setting, settings))
+        return key + tuple((name, _setting(v)) for name, v in named.items()) if named else key
     except _Unremembered:
         return None
 

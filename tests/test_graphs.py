@@ -45,7 +45,17 @@ def captured(monkeypatch):
 
 def launch(owner, addresses, nbytes=10, runs=None, stream=7):
     return graphs.launch(owner, addresses, lambda: runs.append(1) if runs is not None else None,
-                         nbytes, torch.device("cpu"), stream)
+                         lambda: nbytes, torch.device("cpu"), stream)
+
+
+def test_a_kept_graph_is_launched_without_its_size_worked_out(captured):
+    """The byte count (a call's graph_bytes) is asked for while a graph may be captured, not
+    on the launches of a kept one: they are a small call's whole host time."""
+    owner, asked = object(), []
+    size = lambda: asked.append(1) or 10   # noqa: E731
+    for _ in range(4):
+        graphs.launch(owner, (1,), lambda: None, size, torch.device("cpu"), 7)
+    assert graphs.kept() == 1 and len(asked) == 2
 
 
 def test_captured_on_the_second_call_then_launched(captured):
