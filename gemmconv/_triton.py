@@ -1,8 +1,8 @@
-"""The fused route's Triton kernels (gemmconv/fused.py describes what they compute), and
-how they launch (:class:`Launch`).
+"""The Triton kernels: the fused route's (gemmconv/fused.py describes what they compute) and
+the depthwise route's (gemmconv/depthwise.py), and how they launch (:class:`Launch`).
 
-Imported only where a call takes that route: Triton ships with torch's CUDA wheels, and CI
-installs it to run the kernels on the CPU through ``TRITON_INTERPRET=1``.
+Imported only where a call takes one of those routes: Triton ships with torch's CUDA wheels,
+and CI installs it to run the kernels on the CPU through ``TRITON_INTERPRET=1``.
 """
 import os
 
@@ -323,3 +323,64 @@ def weight_gradient_moved(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_o
         _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
     if TP > 3:
         _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)
+
+
+@triton.jit
+def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
+                         channels, multiplier, taps, kernel1, kernel2,
+                         grid0, grid1, grid2, image0, image1, image2,
+                         stride0, stride1, stride2, step0, step1, step2,
+                         delta0, delta1, delta2, most0, most1, most2,
+                         x_sn, x_sc, x_s0, x_s1, x_s2, o_sn, o_sc, o_s0, o_s1, o_s2,
+                         position_blocks, channel_blocks,
+                         BP: tl.constexpr, BC: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """``BP`` output positions by ``BC`` output channels of one sample of the transposed
+    convolution with one input channel a group (gemmconv/depthwise.py): each output ``c``
+    at ``y = s q + r`` sums, over the taps that reach its phase ``r``, the weight
+    ``w[c, tap]`` times its group's input channel ``c // multiplier`` at ``q + offset``.
+    ``reach_ptr`` holds per dim and residue (first tap, count, offset of the first); the
+    next tap is ``step`` further and reads ``delta`` positions back. Loops run to the most
+    taps any phase has along a dim (``most``), the outputs of phases with fewer masked."""
+    pid = tl.program_id(0)
+    p_block = pid % position_blocks
+    rest = pid // position_blocks
+    c = (rest % channel_blocks) * BC + tl.arange(0, BC)
+    n = (rest // channel_blocks).to(tl.int64)
+    c_ok = c < channels
+    y = p_block * BP + tl.arange(0, BP)
+    y_ok = y < image0 * image1 * image2
+    y2 = y % image2
+    y1 = (y // image2) % image1
+    y0 = y // (image1 * image2)
+    r0, r1, r2 = y0 % stride0, y1 % stride1, y2 % stride2
+    q0, q1, q2 = y0 // stride0, y1 // stride1, y2 // stride2
+    # Each dim's table: its residues' (first, count, offset), dims back to back.
+    e0 = reach_ptr + 3 * r0
+    e1 = reach_ptr + 3 * (stride0 + r1)
+    e2 = reach_ptr + 3 * (stride0 + stride1 + r2)
+    first0, count0, offset0 = tl.load(e0), tl.load(e0 + 1), tl.load(e0 + 2)
+    first1, count1, offset1 = tl.load(e1), tl.load(e1 + 1), tl.load(e1 + 2)
+    first2, count2, offset2 = tl.load(e2), tl.load(e2 + 1), tl.load(e2 + 2)
+    x_plane = x_ptr + n * x_sn + (c // multiplier).to(tl.int64)[None, :] * x_sc
+    w_row = w_ptr + c[None, :] * taps
+    acc = tl.zeros((BP, BC), dtype=tl.float32)
+    for m0 in range(0, most0):
+        i0 = q0 + offset0 - m0 * delta0
+        ok0 = y_ok & (m0 < count0) & (i0 >= 0) & (i0 < grid0)
+        for m1 in range(0, most1):
+            i1 = q1 + offset1 - m1 * delta1
+            ok1 = ok0 & (m1 < count1) & (i1 >= 0) & (i1 < grid1)
+            for m2 in range(0, most2):
+                i2 = q2 + offset2 - m2 * delta2
+                ok = (ok1 & (m2 < count2) & (i2 >= 0) & (i2 < grid2))[:, None] & c_ok[None, :]
+                tap = ((first0 + m0 * step0) * kernel1 + first1 + m1 * step1) * kernel2 + \
+                    first2 + m2 * step2
+                at = i0.to(tl.int64) * x_s0 + i1.to(tl.int64) * x_s1 + i2.to(tl.int64) * x_s2
+                xv = tl.load(x_plane + at[:, None], mask=ok, other=0.0)
+                wv = tl.load(w_row + tap[:, None], mask=ok, other=0.0)
+                acc += xv.to(tl.float32) * wv.to(tl.float32)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+    at = y0.to(tl.int64) * o_s0 + y1.to(tl.int64) * o_s1 + y2.to(tl.int64) * o_s2
+    out = out_ptr + n * o_sn + c.to(tl.int64)[None, :] * o_sc + at[:, None]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=y_ok[:, None] & c_ok[None, :])

@@ -187,3 +187,26 @@ def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Cas
         if min(image) > 0 and math.prod(image) * case.out_channels <= max_elements * 4:
             cases.append(case)
     return cases
+
+
+def depthwise(case: Case, multiplier: int = 1, channels: int = 3) -> Case:
+    """``case``'s geometry with one input channel a group (``channels`` groups, unless the
+    case has more), ``multiplier`` output channels each: the depthwise kernel's calls."""
+    channels = max(channels, case.in_channels)
+    return dataclasses.replace(case, name=f"{case.name}-depthwise-x{multiplier}",
+                               in_channels=channels, out_channels=channels * multiplier,
+                               groups=channels)
+
+
+# Calls of one input channel a group (gemmconv/depthwise.py): the geometries of the tables
+# above made depthwise, with one and two outputs an input channel, and the zoo's depthwise
+# decoder's layer (kernel 4, stride 2) at test size, planar 2-D of 2^20 outputs included.
+DEPTHWISE = [depthwise(c, m) for c in EDGE + LARGE_KERNELS + random_cases(24, seed=21)
+             for m in (1, 2) if c.batch > 0 or m == 1] + [
+    _c("depthwise-k4s2", 2, 32, 32, (4, 4), (16, 16), stride=2, padding=1, groups=32, bias=False),
+    _c("depthwise-k4s2-wide", 1, 64, 64, (4, 4), (64, 64), stride=2, padding=1, groups=64),
+    _c("depthwise-1d-k16s8", 2, 8, 16, 16, 40, stride=8, padding=4, groups=8),
+    _c("depthwise-3d-k3s2", 2, 4, 4, (3, 3, 3), (5, 6, 7), stride=2, padding=1,
+       output_padding=1, groups=4),
+    _c("one-input-channel", 2, 1, 5, (3, 3), (7, 6), stride=2),
+]

@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 
 from . import channels_last as cl
-from . import fused, gemm, ops
+from . import depthwise, fused, gemm, ops
 from .shapes import GATHER_MARGIN, ConvTransposeArgs, Geometry, IntOrTuple, _routes, conv_transpose_args
 
 SPLIT_DESCRIPTION = "taps of {} gathered by im2col, the others summed by col2im"
@@ -54,6 +54,8 @@ class Explanation:
         return "\n".join(lines)
 
 
+DEPTHWISE_STEP = ("one Triton kernel: each output sums, over the taps that reach its phase, "
+                  "the tap's weight times its group's input channel{bias}")
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
               "that reach it times the input's shifted boxes, accumulated on chip{bias}")
 
@@ -199,9 +201,17 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     interleaved = cl.suggested(input.unsqueeze(0) if a.unbatched else input, weight)
     size, limit = input.element_size(), ops.get_workspace_limit()
     why_not = fused.unavailable(a, input, weight, interleaved)
+    direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
     candidates = _candidates(a, interleaved)
     copy = 0
-    if why_not is None:
+    if direct:
+        plan = None
+        steps = [DEPTHWISE_STEP.format(bias=", + bias" if bias is not None else "")]
+        candidates = [(c, cost, False) for c, cost, _ in candidates]
+        candidates.insert(0, (ops.DEPTHWISE_ROUTE, 0, True))
+        backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
+            _planar_backward_workspace(a, size, limit)
+    elif why_not is None:
         plan = None
         batched = input.unsqueeze(0) if a.unbatched else input
         steps = [FUSED_STEP.format(phases=len(fused.transposed_taps(a.geometry).count),
@@ -255,7 +265,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     return Explanation(call, tuple(shape),
                        _interleaved_format(a, input.element_size()) if interleaved
                        else "NCHW-contiguous",
-                       ops.describe_route(a, interleaved, why_not is None), candidates, steps,
+                       ops.describe_route(a, interleaved, why_not is None, direct), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
                        _precision(input.dtype, on_cuda), backward_route)

@@ -21,7 +21,7 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 
 import torch
 
-from . import channels_last, fused
+from . import channels_last, depthwise, fused
 from . import nn as gnn
 from . import ops
 from .shapes import conv_transpose_args
@@ -277,7 +277,8 @@ def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
                                 module.dilation)
         interleaved = spec.channels_last or channels_last.suggested(weight)
         return ops.describe_route(a, interleaved,
-                                  x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None)
+                                  x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None,
+                                  x.is_cuda and depthwise.takes(a, x, weight))
     if issubclass(cls, torch.nn.modules.conv._ConvNd):
         return ("channels_last: " if spec.channels_last else "") + "im2col, GEMM"
     return "col2im" if cls is torch.nn.Fold else "im2col"

@@ -25,7 +25,7 @@ import torch
 
 from . import channels_last as cl
 from . import columns as cols
-from . import fused, gemm, graphs
+from . import depthwise, fused, gemm, graphs
 from .shapes import (PLAIN_TENSORS, ConvTransposeArgs, Geometry, IntOrTuple, Split, blocks,
                      check, conv_args, conv_transpose_args, expand, fold_geometry)
 
@@ -139,7 +139,8 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
     before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows).
     By default the fused route (fused.py: no columns in memory) where the call can take it
-    (fused.unavailable), else the route that moves the fewest bytes (ConvTransposeArgs.route). On
+    (fused.unavailable), or the depthwise kernel (depthwise.py: no GEMM either) for one input
+    channel a group, else the route that moves the fewest bytes (ConvTransposeArgs.route). On
     channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
     weight is channels_last, as torch decides its output's memory format."""
     if interleaved is None:
@@ -150,6 +151,8 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
             return out
         if fused.takes(a, x, weight, interleaved):   # (while a CUDA graph is captured)
             return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
+        if depthwise.takes(a, x, weight):
+            return depthwise.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
     if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
         split = a.split(a.gathered_dims())
         if split.direct:
@@ -222,6 +225,16 @@ class _FusedReplay(NamedTuple):
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs) -> torch.Tensor:
         return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, self.interleaved))
+
+
+class _DepthwiseReplay(NamedTuple):
+    """A CUDA forward that takes the depthwise kernel (depthwise.takes), decided on its
+    first call as _FusedReplay's route is."""
+    interleaved: bool
+
+    def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs) -> torch.Tensor:
+        return depthwise.forward(x, weight, bias, a, cl.empty(x, a.output_shape, self.interleaved))
 
 
 class _Replay(NamedTuple):
@@ -307,7 +320,7 @@ def _samples_side_by_side(x: torch.Tensor, groups: int, cells: int) -> torch.Ten
 
 # Replays by call: the checked arguments, the tensors' layouts, dtypes, device and 16-byte
 # alignment, the precision policy and the workspace limit. None where a call is not one.
-_replays: dict[tuple, Union[_Replay, _FusedReplay, None]] = {}
+_replays: dict[tuple, Union[_Replay, _FusedReplay, _DepthwiseReplay, None]] = {}
 MAX_REPLAYS = 4096
 _UNSEEN = object()
 
@@ -340,9 +353,10 @@ def _kept(cache: dict, key: tuple, work_out: Callable[[], tuple]):
 
 def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
               a: ConvTransposeArgs, interleaved: bool) -> Optional[torch.Tensor]:
-    """The output of a CUDA forward by its replay (_Replay, or _FusedReplay), worked out on
-    its first call; None where the call neither takes the fused route nor runs as one GEMM
-    and one col2im (or see _kept)."""
+    """The output of a CUDA forward by its replay (_Replay, _FusedReplay or
+    _DepthwiseReplay), worked out on its first call; None where the call takes neither the
+    fused route nor the depthwise kernel nor runs as one GEMM and one col2im (or see
+    _kept)."""
     replay, buffers = _kept(_replays, _replay_key(a, interleaved, x, weight, bias),
                             lambda: _work_out_replay(x, weight, bias, a, interleaved))
     if replay is None:
@@ -358,10 +372,13 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     would make for this call, taken from the views they would pass on the buffers given
     back, where it is one GEMM and one col2im with no copies but the ones _Replay.run
     makes (_in_layout's, as those routes make them); ``(_FusedReplay, ())`` where it takes
-    the fused route; ``(None, ())`` where neither."""
+    the fused route, ``(_DepthwiseReplay, ())`` the depthwise kernel; ``(None, ())`` where
+    none of these."""
     from . import _cuda
     if fused.takes(a, x, weight, interleaved):
         return _FusedReplay(interleaved), ()
+    if depthwise.takes(a, x, weight):
+        return _DepthwiseReplay(interleaved), ()
     groups, cells = a.groups, math.prod(a.grid)
     if (bias is not None and bias.stride(0) != 1) or \
             0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):
@@ -483,14 +500,15 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
-def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: bool = False) -> str:
+def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: bool = False,
+                   direct: bool = False) -> str:
     """The forward route of ``a`` in words, dims named D, H, W: which dims' taps ride on row
     products, which im2col gathers, and whether col2im follows the GEMM (e.g. ``"rows H,
     GEMM + col2im"``, ``"im2col W, GEMM"``); on channels_last tensors where ``interleaved``
-    (``"channels_last: im2col W, GEMM + col2im"``); the fused route where ``on_chip``
-    (see _forward)."""
-    if on_chip:
-        return ("channels_last: " if interleaved else "") + FUSED_ROUTE
+    (``"channels_last: im2col W, GEMM + col2im"``); the fused route where ``on_chip``, the
+    depthwise kernel where ``direct`` (see _forward)."""
+    if on_chip or direct:
+        return ("channels_last: " if interleaved else "") + (FUSED_ROUTE if on_chip else DEPTHWISE_ROUTE)
     if interleaved:
         gathered, by_rows = a.gathered_dims(), False
     else:
@@ -505,6 +523,7 @@ def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: boo
 
 
 FUSED_ROUTE = "fused implicit GEMM (columns on chip)"
+DEPTHWISE_ROUTE = "depthwise kernel (no GEMM, no columns)"
 
 
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:

@@ -1,7 +1,10 @@
 """Shared test helpers: the float64 reference, the error measure and route forcing."""
 import itertools
+import os
 import zlib
 
+import numpy
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
@@ -12,6 +15,29 @@ from gemmconv.bench import OURS, TORCH  # noqa: F401  (re-exported for the tests
 def generator(*keys) -> torch.Generator:
     """A generator seeded from the test's own keys: fresh inputs per check, reproducible."""
     return torch.Generator().manual_seed(zlib.crc32(repr(keys).encode()))
+
+
+if not torch.cuda.is_available():   # before Triton is first imported (_interpreter_works)
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+def _interpreter_works() -> bool:
+    """Triton's interpreter before 3.7 loops over one-element arrays, which numpy 2.4
+    refuses to turn into ints (triton-lang/triton#9171)."""
+    try:
+        import triton
+    except ImportError:
+        return False
+    version = tuple(int(v) for v in triton.__version__.split(".")[:2])
+    return version >= (3, 7) or tuple(int(v) for v in numpy.__version__.split(".")[:2]) < (2, 4)
+
+
+# Tests of a Triton kernel run on the CPU through Triton's interpreter (TRITON_INTERPRET=1,
+# set above); on a GPU the CUDA tests run the kernels.
+interpreted = pytest.mark.skipif(
+    torch.cuda.is_available() or not _interpreter_works(),
+    reason="the kernel through Triton's interpreter, on a machine without a GPU and with "
+           "Triton >= 3.7 (or numpy < 2.4); the CUDA tests run it on a GPU")
 
 
 def poison_allocator(nbytes: int, device="cuda") -> None:

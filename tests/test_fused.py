@@ -5,17 +5,13 @@ import dataclasses
 import math
 import os
 
-import numpy
 import pytest
 import torch
 
 import gemmconv
 from gemmconv import cases, fused, ops
 from gemmconv.shapes import Geometry, conv_transpose_args
-from helpers import generator, reference, rel_error
-
-if not torch.cuda.is_available():   # before the kernel's module is first imported
-    os.environ["TRITON_INTERPRET"] = "1"
+from helpers import generator, interpreted, reference, rel_error
 
 # The decomposition handles one group (fused.unavailable sends grouped calls elsewhere).
 TABLE = [c for c in cases.random_cases(60, seed=5) + cases.EDGE + cases.LARGE_KERNELS
@@ -58,23 +54,6 @@ def test_every_tap_reaches_exactly_one_phase_once():
     reached = sorted(taps.index[p][t] for p, n in enumerate(taps.count) for t in range(n))
     assert reached == list(range(20))
     assert taps.count == (4, 4, 4, 4, 2, 2)   # ceil or floor of k / s per dim: (2, 2, 1) x (2, 2)
-
-
-def _interpreter_works() -> bool:
-    """Triton's interpreter before 3.7 loops over one-element arrays, which numpy 2.4
-    refuses to turn into ints (triton-lang/triton#9171)."""
-    try:
-        import triton
-    except ImportError:
-        return False
-    version = tuple(int(v) for v in triton.__version__.split(".")[:2])
-    return version >= (3, 7) or tuple(int(v) for v in numpy.__version__.split(".")[:2]) < (2, 4)
-
-
-interpreted = pytest.mark.skipif(
-    torch.cuda.is_available() or not _interpreter_works(),
-    reason="the kernel through Triton's interpreter, on a machine without a GPU and with "
-           "Triton >= 3.7 (or numpy < 2.4); tests/test_cuda_fused.py runs it on a GPU")
 
 
 def _aligned(case):

@@ -1,0 +1,191 @@
+"""Transposed convolution with one input channel a group (depthwise, and any call of one
+input channel), computed straight from the input: no GEMM, no columns.
+
+With one input channel a group, each group's GEMM has an inner dimension of one: the
+column routes write ``C_out x taps`` column values per input position (four times the
+output at kernel 4, stride 2) only for col2im to read them back, and the products use no
+tensor core. Here each output gathers its own sum. Along a dim of stride ``s`` the output
+position ``y = s q + r`` (phase ``r``) receives the taps ``k`` with ``(r + p - k d) % s ==
+0``: every ``step``-th tap from the first, ``step = s / gcd(s, d)``, each reading input
+position ``q + offset`` where the next reads ``delta = step d / s`` positions back::
+
+    x        (N, C_in, *grid)          any strides (planar or channels_last)
+    weight   (C_in, M, *kernel)        M = C_out / groups outputs per input channel
+    out[n, c, s q + r] = bias[c] + sum over taps k reaching r:  weight[c // M, c % M, k] x[n, c // M, q + offset_k]
+
+So a call reads its input and writes its output once (the taps' re-reads hit the cache),
+and visits ceil(k / step) taps per dim, never k. Deterministic: a fixed order of the taps,
+float32 accumulation. :func:`reference` is the same decomposition in plain PyTorch, which
+CI checks against torch and against the Triton kernel (through ``TRITON_INTERPRET=1``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple, Optional
+
+import torch
+
+from .shapes import ConvTransposeArgs, Geometry
+
+DIMS = 3   # spatial dims padded to three (D, H, W), so one kernel serves 1-D, 2-D and 3-D
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+class Reach(NamedTuple):
+    """Per dim (padded to three): for each residue of the stride, the first tap that
+    reaches it, how many do, and the input offset of the first; the step between taps and
+    the offset's ``delta`` a step; the most taps any residue has."""
+    first: tuple
+    count: tuple
+    offset: tuple
+    step: tuple
+    delta: tuple
+    most: tuple
+
+
+@functools.lru_cache(maxsize=256)
+def reach(g: Geometry) -> Reach:
+    """The taps of geometry ``g`` that reach each residue of each dim's stride."""
+    pad = DIMS - g.nd
+    kernel, stride = (1,) * pad + g.kernel_size, (1,) * pad + g.stride
+    padding, dilation = (0,) * pad + g.padding, (1,) * pad + g.dilation
+    first, count, offset, step, delta = [], [], [], [], []
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        every = s // math.gcd(s, d)
+        taps = [[j for j in range(k) if (r + p - j * d) % s == 0] for r in range(s)]
+        first.append(tuple(t[0] if t else 0 for t in taps))
+        count.append(tuple(len(t) for t in taps))
+        offset.append(tuple((r + p - t[0] * d) // s if t else 0 for r, t in enumerate(taps)))
+        step.append(every)
+        delta.append(every * d // s)
+    return Reach(tuple(first), tuple(count), tuple(offset), tuple(step), tuple(delta),
+                 tuple(max(c) for c in count))
+
+
+def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
+    """Why call ``a`` does not take the depthwise kernel, or None where it does: CUDA tensors
+    of 16- or 32-bit floats with one input channel a group, Triton importable."""
+    from . import fused
+    if a.in_channels != a.groups:
+        return f"{a.in_channels // a.groups} input channels a group (the kernel takes one)"
+    if not x.is_cuda and x.device.type != "meta":
+        return "tensors not on a CUDA device"
+    if x.dtype not in DTYPES:
+        return f"{x.dtype} (the kernel takes float16, bfloat16 and float32)"
+    if not fused._triton_available():
+        return "Triton is not installed"
+    return None
+
+
+def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether call ``a`` takes the depthwise kernel (:func:`unavailable` is None)."""
+    return unavailable(a, x, weight) is None
+
+
+def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+              a: ConvTransposeArgs) -> torch.Tensor:
+    """The kernel's decomposition in plain PyTorch: per phase and reaching tap, the input's
+    shifted box times the tap's weight per channel, summed into the phase's outputs.
+    ``x (N, C_in, *grid)``, ``weight (C_in, M, *kernel)``; returns ``(N, C_out, *image)``."""
+    g, r = a.geometry, reach(a.geometry)
+    n, multiplier = x.shape[0], a.out_channels // a.groups
+    grid = (1,) * (DIMS - g.nd) + tuple(x.shape[2:])
+    image = (1,) * (DIMS - g.nd) + tuple(a.image)
+    kernel = (1,) * (DIMS - g.nd) + g.kernel_size
+    stride = (1,) * (DIMS - g.nd) + g.stride
+    # Each output channel's input channel, and its weights as (C_out, kernel...).
+    x = x.reshape(n, a.in_channels, *grid).repeat_interleave(multiplier, 1)
+    w = weight.reshape(a.out_channels, *kernel)
+    out = x.new_zeros(n, a.out_channels, *image)
+    for r0 in range(stride[0]):
+        for r1 in range(stride[1]):
+            for r2 in range(stride[2]):
+                phase = (r0, r1, r2)
+                extent = [-(-(i - ri) // s) for i, ri, s in zip(image, phase, stride)]
+                if min(extent) <= 0:
+                    continue
+                view = out[(slice(None), slice(None),
+                            *[slice(ri, None, s) for ri, s in zip(phase, stride)])]
+                for m0 in range(r.count[0][r0]):
+                    for m1 in range(r.count[1][r1]):
+                        for m2 in range(r.count[2][r2]):
+                            m = (m0, m1, m2)
+                            tap = [r.first[d][phase[d]] + m[d] * r.step[d] for d in range(DIMS)]
+                            offset = [r.offset[d][phase[d]] - m[d] * r.delta[d] for d in range(DIMS)]
+                            view += _shifted(x, offset, extent) * \
+                                w[(slice(None), *tap)].view(1, -1, 1, 1, 1)
+    if bias is not None:
+        out += bias.view(1, -1, 1, 1, 1)
+    return out.reshape(n, a.out_channels, *a.image)
+
+
+def _shifted(x: torch.Tensor, offset, extent) -> torch.Tensor:
+    """``x[n, c, q + offset]`` for q in ``extent`` per dim, zero outside x."""
+    out = x.new_zeros(*x.shape[:2], *extent)
+    src, dst = [slice(None)] * 2, [slice(None)] * 2
+    for o, e, size in zip(offset, extent, x.shape[2:]):
+        lo, hi = max(0, -o), min(e, size - o)
+        if hi <= lo:
+            return out
+        src.append(slice(lo + o, hi + o))
+        dst.append(slice(lo, hi))
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+# Output elements a program computes: enough to keep the loads in flight, a block of
+# positions times a block of channels, the channels' block covering those of a position
+# where channels are innermost (channels_last), one channel where positions are (planar).
+PROGRAM_ELEMENTS = 1024
+MAX_CHANNEL_BLOCK = 64
+
+
+class Plan(NamedTuple):
+    """A call's launch (_triton.Launch; None where it has no outputs) and its reach table
+    on the device."""
+    launch: object
+    table: Optional[torch.Tensor]
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, image: tuple,
+          x_strides: tuple, out_strides: tuple, has_bias: bool, device: torch.device) -> Plan:
+    from . import _triton
+    positions = math.prod(image)
+    if batch * channels * positions == 0:
+        return Plan(None, None)
+    r = reach(g)
+    pad = DIMS - g.nd
+    interleaved = out_strides[1] == 1 and channels > 1
+    bc = min(1 << (channels - 1).bit_length(), MAX_CHANNEL_BLOCK) if interleaved else 1
+    bp = PROGRAM_ELEMENTS // bc
+    position_blocks, channel_blocks = -(-positions // bp), -(-channels // bc)
+    kernel = (1,) * pad + g.kernel_size
+    spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
+    sizes = (channels, multiplier, math.prod(kernel), kernel[1], kernel[2],
+             *((1,) * pad + grid), *((1,) * pad + image), *((1,) * pad + g.stride),
+             *r.step, *r.delta, *r.most, x_strides[0], x_strides[1], *spatial(x_strides),
+             out_strides[0], out_strides[1], *spatial(out_strides), position_blocks, channel_blocks)
+    table = torch.tensor([v for d in range(DIMS) for row in zip(r.first[d], r.count[d], r.offset[d])
+                          for v in row], dtype=torch.int32, device=device)
+    launch = _triton.Launch(_triton.depthwise_transposed,
+                            (batch * channel_blocks * position_blocks,), sizes,
+                            BP=bp, BC=bc, HAS_BIAS=has_bias, num_warps=4)
+    return Plan(launch, table)
+
+
+def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
+    """The transposed convolution ``a`` of ``x (N, C_in, *grid)`` into ``out (N, C_out,
+    *image)``, both in any layout (the kernel reads and writes them through their strides),
+    by the kernel :func:`reference` describes; on the CPU only under Triton's interpreter."""
+    from . import fused
+    plan = _plan(a.geometry, x.shape[0], a.out_channels, a.out_channels // a.groups,
+                 tuple(x.shape[2:]), a.image, x.stride(), out.stride(), bias is not None,
+                 x.device)
+    if plan.launch is not None:
+        w = weight.reshape(a.out_channels, -1)   # (C_out, taps): a copy only where strided
+        with fused._on(x.device):
+            plan.launch(x, w, bias if bias is not None else w, out, plan.table)
+    return out

@@ -1,0 +1,130 @@
+"""GPU: the depthwise kernel (gemmconv/depthwise.py) on the shared table's depthwise cases
+(cases.DEPTHWISE), against float64, into poisoned outputs, planar and channels_last; that
+calls of one input channel a group take it and others do not; determinism, streams, and
+outputs past 2^31 elements. Marked ``cuda``."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+from gemmconv import cases, depthwise
+from gemmconv.bench import reference as reference64
+from helpers import OURS, generator, poison_allocator, rel_error
+from test_cuda import on_a_busy_stream
+
+pytestmark = pytest.mark.cuda
+CUDA = "cuda"
+# mode: (dtype, float32 precision policy, tolerance). The kernel multiplies in float32
+# whatever the policy: "ieee" holds it to float32's accuracy.
+MODES = {
+    "float32-ieee": (torch.float32, "ieee", 1e-5),
+    "float32-tf32": (torch.float32, "tf32", 5e-3),
+    "float16": (torch.float16, "torch", 5e-3),
+    "bfloat16": (torch.bfloat16, "torch", 3e-2),
+}
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Counts the depthwise kernel's calls."""
+    count = [0]
+    forward = depthwise.forward
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(depthwise, "forward", counted)
+    return count
+
+
+def _tensors(case, key, dtype, channels_last):
+    x, w, b = case.tensors(dtype, CUDA, generator(case.name, key))
+    if channels_last:
+        fmt = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+        x, w = x.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
+    return [None if t is None else t.requires_grad_() for t in (x, w, b)]
+
+
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
+    """The forward by the kernel (once a call, bitwise the same run to run, in the input's
+    layout), its gradients by the column routes, all against float64 torch."""
+    if layout == "channels_last" and (case.nd == 1 or case.unbatched):
+        pytest.skip("no channels_last layout for 1-D or unbatched inputs")
+    dtype, precision, tolerance = MODES[mode]
+    x, w, b = leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
+    out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
+        (case.batch, case.out_channels, *case.output_size)
+    with gemmconv.float32_precision(precision):
+        poison_allocator(math.prod(out_shape) * x.element_size())
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        assert launches[0] == 1 and out.shape == out_shape and out.dtype == dtype
+        if out.numel() == 0:
+            return
+        again = OURS[case.nd](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out_shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
+        mine = torch.autograd.grad(out, [t for t in leaves if t is not None], grad_out.to(dtype))
+    assert torch.equal(out, again)
+    if layout == "channels_last":
+        assert out.is_contiguous(memory_format=torch.channels_last if case.nd == 2 else
+                                 torch.channels_last_3d)
+    refs = reference64(case, x, w, b, grad_out)
+    assert rel_error(out, refs[0]) < tolerance
+    for m, t in zip(mine, refs[1:]):
+        assert rel_error(m, t) < (tolerance if dtype != torch.float32 else 5e-3)
+
+
+@pytest.mark.parametrize("why", ["two-a-group", "float64"])
+def test_calls_the_depthwise_kernel_cannot_take_go_elsewhere(launches, why):
+    case = cases._c("grouped", 2, 8, 8, (4, 4), (9, 9), stride=2, padding=1,
+                    groups=4 if why == "two-a-group" else 8)
+    dtype = torch.float64 if why == "float64" else torch.float32
+    x, w, b = case.tensors(dtype, CUDA, generator("elsewhere", why))
+    with gemmconv.float32_precision("ieee"):
+        out = OURS[2](x, w, b, **case.kwargs)
+    assert launches[0] == 0
+    assert rel_error(out, reference64(case, x, w, b)[0]) < (1e-12 if why == "float64" else 1e-5)
+
+
+def test_modules_of_the_zoos_depthwise_decoder_take_the_kernel(launches):
+    """ConvTranspose2d(C, C, 4, 2, 1, groups=C) converted, as the zoo's decoder has it, in
+    bfloat16 under autocast and channels_last."""
+    module = torch.nn.ConvTranspose2d(32, 32, 4, 2, 1, groups=32, bias=False).to(CUDA)
+    module = module.to(memory_format=torch.channels_last)
+    x = torch.randn(4, 32, 24, 24, device=CUDA).contiguous(memory_format=torch.channels_last)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        want = module(x)
+        gemmconv.convert(module)
+        out = module(x)
+    assert launches[0] == 1 and out.dtype == torch.bfloat16
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    assert rel_error(out, want) < 3e-2
+
+
+def test_depthwise_kernel_runs_on_the_current_stream(launches):
+    case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
+    depthwise._plan.cache_clear()
+    for key in ("depthwise-stream", "depthwise-stream-again"):   # the JIT's launch, then the kept one
+        x, w, b, out = on_a_busy_stream(case, key,
+                                        lambda x, w, b: OURS[case.nd](x, w, b, **case.kwargs))
+        assert rel_error(out, reference64(case, x, w, b)[0]) < 1e-5
+    assert launches[0] == 2
+
+
+def test_depthwise_kernel_past_2_31_elements(launches):
+    """A bfloat16 output of 2^32 elements: the kernel's offsets are 64-bit."""
+    x = torch.randn(1, 4, 16384, 16384, device=CUDA, dtype=torch.bfloat16)
+    w = torch.randn(4, 1, 2, 2, device=CUDA, dtype=torch.bfloat16)
+    b = torch.randn(4, device=CUDA, dtype=torch.bfloat16)
+    poison_allocator(2**33)
+    out = gemmconv.conv_transpose2d(x, w, b, stride=2, groups=4)
+    assert launches[0] == 1 and out.shape == (1, 4, 32768, 32768) and not out.isnan().any()
+    for r in (0, 5000, 12000, 16384 - 8):                      # the last rows are past 2^31
+        ref = F.conv_transpose2d(x[..., r:r + 8, :].double(), w.double(), b.double(), stride=2,
+                                 groups=4)
+        assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 3e-2

@@ -1,0 +1,126 @@
+"""The depthwise kernel (gemmconv/depthwise.py): its tap table and its decomposition in plain
+PyTorch against torch in float64, its Triton kernel on the CPU through Triton's interpreter,
+and which calls take it, on the shared table's depthwise cases (cases.DEPTHWISE).
+tests/test_cuda_depthwise.py runs the kernel on the GPU."""
+import math
+
+import pytest
+import torch
+
+import gemmconv
+from gemmconv import cases, depthwise, ops
+from gemmconv.shapes import Geometry, conv_transpose_args
+from helpers import generator, interpreted, reference, rel_error
+
+# The interpreter runs a program at a time in numpy: the cases up to 2^16 outputs.
+SMALL = [c for c in cases.DEPTHWISE if c.batch * c.out_channels * math.prod(c.output_size) <= 1 << 16]
+
+
+def _args(case, x, w, b):
+    k = case.kwargs
+    return conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"],
+                               k["padding"], k["output_padding"], k["groups"], k["dilation"])
+
+
+def _batched(case, t):
+    return t.unsqueeze(0) if case.unbatched else t
+
+
+@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+def test_reach_lists_each_tap_once_for_the_one_phase_it_reaches(case):
+    """Per dim and residue r of the stride, the listed taps are exactly those k with (r + p
+    - k d) % s == 0, and each reads the input at (r + p - k d) / s: at most ceil(k / step)
+    of them, never all k where the stride is over one."""
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    r = depthwise.reach(g)
+    pad = depthwise.DIMS - case.nd
+    for d in range(case.nd):
+        k, s, p, dil = g.kernel_size[d], g.stride[d], g.padding[d], g.dilation[d]
+        listed = []
+        for residue in range(s):
+            taps = [r.first[pad + d][residue] + m * r.step[pad + d]
+                    for m in range(r.count[pad + d][residue])]
+            assert taps == [j for j in range(k) if (residue + p - j * dil) % s == 0]
+            assert [r.offset[pad + d][residue] - m * r.delta[pad + d] for m in range(len(taps))] == \
+                [(residue + p - j * dil) // s for j in taps]
+            listed += taps
+        assert sorted(listed) == list(range(k))   # every tap reaches exactly one residue
+        assert r.most[pad + d] == -(-k // r.step[pad + d]) or r.most[pad + d] < k
+
+
+@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+def test_decomposition_matches_torch_in_float64(case):
+    x, w, b = case.tensors(generator=generator(case.name, "decomposition"))
+    a = _args(case, x, w, b)
+    out = depthwise.reference(_batched(case, x), w, b, a)
+    assert rel_error(out, _batched(case, reference(case, x, w, b))) < 1e-12
+
+
+@interpreted
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
+def test_kernel_matches_float64_through_the_interpreter(case, layout):
+    """Into a NaN-filled output, planar or channels_last (the input and output alike; 1-D
+    and unbatched calls have none), from float32 inputs."""
+    if layout == "channels_last" and (case.nd == 1 or case.unbatched):
+        pytest.skip("no channels_last layout for 1-D or unbatched inputs")
+    x, w, b = case.tensors(generator=generator(case.name, "kernel", layout))
+    ref = _batched(case, reference(case, x, w, b))
+    a = _args(case, x, w, b)
+    x = _batched(case, x).float()
+    out = torch.full(ref.shape, float("nan"))
+    if layout == "channels_last":
+        fmt = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+        x, out = x.contiguous(memory_format=fmt), out.contiguous(memory_format=fmt)
+    depthwise.forward(x, w.float(), None if b is None else b.float(), a, out)
+    assert rel_error(out, ref) < 1e-6
+
+
+@interpreted
+def test_kernel_reads_strided_inputs_and_a_channels_last_weight():
+    """The kernel takes the input through its strides (a slice here) and the weight in any
+    layout (made (C_out, taps) rows first)."""
+    case = cases.depthwise(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
+    x, w, b = case.tensors(generator=generator("strided"))
+    wide = torch.randn(2, 4, 6, 14, dtype=torch.float64)
+    wide[..., ::2] = x
+    x = wide[..., ::2]
+    ref, a = reference(case, x, w, b), _args(case, x, w, b)
+    out = torch.full(ref.shape, float("nan"))
+    w_cl = w.float().contiguous(memory_format=torch.channels_last)
+    depthwise.forward(x.float(), w_cl, b.float(), a, out)
+    assert rel_error(out, ref) < 1e-6
+
+
+def test_unavailable_names_what_keeps_a_call_off_the_kernel():
+    case = cases.DEPTHWISE[0]
+    x, w, b = case.tensors(torch.float32, "meta")
+    x = _batched(case, x)
+    a = _args(case, x, w, b)
+    assert depthwise.unavailable(a, x, w) is None            # meta: described as on a GPU
+    assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w)
+    assert "float64" in depthwise.unavailable(a, x.double(), w.double())
+    grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
+    x, w, b = grouped.tensors(torch.float32, "meta")
+    assert "2 input channels a group" in depthwise.unavailable(_args(grouped, x, w, b), x, w)
+
+
+@pytest.mark.parametrize("layout", [False, True])
+def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(layout):
+    """Worked out on meta tensors (a CUDA call's plans, without a GPU): the replay a
+    depthwise call keeps is the depthwise kernel's, in the call's layout; explain and the
+    route's name say so."""
+    case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
+    x, w, b = case.tensors(torch.float32, "meta")
+    if layout:
+        x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
+    a = _args(case, x, w, b)
+    replay, buffers = ops._work_out_replay(x, w, b, a, layout)
+    assert replay == ops._DepthwiseReplay(layout) and buffers == ()
+    e = gemmconv.explain(x, w, b, **case.kwargs)
+    assert e.route == ("channels_last: " if layout else "") + ops.DEPTHWISE_ROUTE
+    assert e.candidates[0] == (ops.DEPTHWISE_ROUTE, 0, True)
+    grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
+    x, w, b = grouped.tensors(torch.float32, "meta")
+    assert not isinstance(ops._work_out_replay(x, w, b, _args(grouped, x, w, b), False)[0],
+                          ops._DepthwiseReplay)
