@@ -185,7 +185,9 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                  tuple(x.shape[2:]), a.image, x.stride(), out.stride(), bias is not None,
                  x.device)
     if plan.launch is not None:
-        w = weight.reshape(a.out_channels, -1)   # (C_out, taps): a copy only where strided
+        # (C_out, taps) rows, contiguous: a reshape may give a strided view (channels_last
+        # weights of one input channel), and the kernel steps rows by taps, taps by one.
+        w = weight.reshape(a.out_channels, -1).contiguous()
         with fused._on(x.device):
             plan.launch(x, w, bias if bias is not None else w, out, plan.table)
     return out

@@ -60,8 +60,8 @@ def test_decomposition_matches_torch_in_float64(case):
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 @pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
 def test_kernel_matches_float64_through_the_interpreter(case, layout):
-    """Into a NaN-filled output, planar or channels_last (the input and output alike; 1-D
-    and unbatched calls have none), from float32 inputs."""
+    """Into a NaN-filled output, planar or channels_last (the input, weight and output
+    alike; 1-D and unbatched calls have none), from float32 inputs."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     x, w, b = case.tensors(generator=generator(case.name, "kernel", layout))
@@ -72,6 +72,7 @@ def test_kernel_matches_float64_through_the_interpreter(case, layout):
     if layout == "channels_last":
         fmt = torch.channels_last if case.nd == 2 else torch.channels_last_3d
         x, out = x.contiguous(memory_format=fmt), out.contiguous(memory_format=fmt)
+        w = w.contiguous(memory_format=fmt)
     depthwise.forward(x, w.float(), None if b is None else b.float(), a, out)
     assert rel_error(out, ref) < 1e-6
 
