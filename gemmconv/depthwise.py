@@ -134,11 +134,24 @@ def _shifted(x: torch.Tensor, offset, extent) -> torch.Tensor:
     return out
 
 
-# Output elements a program computes: enough to keep the loads in flight, a block of
-# positions times a block of channels, the channels' block covering those of a position
-# where channels are innermost (channels_last), one channel where positions are (planar).
+# Output elements a program computes: enough to keep the loads in flight. A block of rows
+# (D and H) by positions along W by channels: the channels' block covers those of a
+# position where channels are innermost (channels_last), one channel where positions are
+# (planar), and W's block the row, up to what is left.
 PROGRAM_ELEMENTS = 1024
 MAX_CHANNEL_BLOCK = 64
+
+
+def _pow2(n: int) -> int:
+    return 1 << (max(n, 1) - 1).bit_length()
+
+
+def blocks(channels: int, rows: int, width: int, interleaved: bool) -> tuple:
+    """``(BR, BW, BC)``: rows, positions along W and channels a program computes, their
+    product PROGRAM_ELEMENTS but where the call has fewer rows."""
+    bc = min(_pow2(channels), MAX_CHANNEL_BLOCK) if interleaved else 1
+    bw = min(_pow2(width), PROGRAM_ELEMENTS // bc)
+    return min(PROGRAM_ELEMENTS // bc // bw, _pow2(rows)), bw, bc
 
 
 class Plan(NamedTuple):
@@ -148,30 +161,38 @@ class Plan(NamedTuple):
     table: Optional[torch.Tensor]
 
 
+def plan(a: ConvTransposeArgs, x: torch.Tensor, out: torch.Tensor, has_bias: bool) -> Plan:
+    """The launch of call ``a`` on ``x`` into ``out`` (their shapes, strides and device), for
+    :func:`launch`."""
+    return _plan(a.geometry, x.shape[0], a.out_channels, a.out_channels // a.groups,
+                 tuple(x.shape[2:]), a.image, x.stride(), out.stride(), has_bias, x.device)
+
+
 @functools.lru_cache(maxsize=256)
 def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, image: tuple,
           x_strides: tuple, out_strides: tuple, has_bias: bool, device: torch.device) -> Plan:
     from . import _triton
-    positions = math.prod(image)
-    if batch * channels * positions == 0:
+    if batch * channels * math.prod(image) == 0:
         return Plan(None, None)
     r = reach(g)
     pad = DIMS - g.nd
-    interleaved = out_strides[1] == 1 and channels > 1
-    bc = min(1 << (channels - 1).bit_length(), MAX_CHANNEL_BLOCK) if interleaved else 1
-    bp = PROGRAM_ELEMENTS // bc
-    position_blocks, channel_blocks = -(-positions // bp), -(-channels // bc)
+    image3 = (1,) * pad + image
+    rows = image3[0] * image3[1]
+    br, bw, bc = blocks(channels, rows, image3[2], out_strides[1] == 1 and channels > 1)
+    column_blocks, row_blocks = -(-image3[2] // bw), -(-rows // br)
+    channel_blocks = -(-channels // bc)
     kernel = (1,) * pad + g.kernel_size
     spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
     sizes = (channels, multiplier, math.prod(kernel), kernel[1], kernel[2],
-             *((1,) * pad + grid), *((1,) * pad + image), *((1,) * pad + g.stride),
+             *((1,) * pad + grid), *image3, *((1,) * pad + g.stride),
              *r.step, *r.delta, *r.most, x_strides[0], x_strides[1], *spatial(x_strides),
-             out_strides[0], out_strides[1], *spatial(out_strides), position_blocks, channel_blocks)
+             out_strides[0], out_strides[1], *spatial(out_strides), column_blocks, row_blocks,
+             channel_blocks)
     table = torch.tensor([v for d in range(DIMS) for row in zip(r.first[d], r.count[d], r.offset[d])
                           for v in row], dtype=torch.int32, device=device)
     launch = _triton.Launch(_triton.depthwise_transposed,
-                            (batch * channel_blocks * position_blocks,), sizes,
-                            BP=bp, BC=bc, HAS_BIAS=has_bias, num_warps=4)
+                            (batch * channel_blocks * row_blocks * column_blocks,), sizes,
+                            BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias, num_warps=4)
     return Plan(launch, table)
 
 
@@ -180,14 +201,18 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     """The transposed convolution ``a`` of ``x (N, C_in, *grid)`` into ``out (N, C_out,
     *image)``, both in any layout (the kernel reads and writes them through their strides),
     by the kernel :func:`reference` describes; on the CPU only under Triton's interpreter."""
+    return launch(plan(a, x, out, bias is not None), x, weight, bias, a, out)
+
+
+def launch(p: Plan, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+           a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
+    """:func:`forward` by a plan made for these tensors' shapes and strides (a replay keeps
+    one: its lookup, on every call, costs host time a small layer waits for)."""
     from . import fused
-    plan = _plan(a.geometry, x.shape[0], a.out_channels, a.out_channels // a.groups,
-                 tuple(x.shape[2:]), a.image, x.stride(), out.stride(), bias is not None,
-                 x.device)
-    if plan.launch is not None:
+    if p.launch is not None:
         # (C_out, taps) rows, contiguous: a reshape may give a strided view (channels_last
         # weights of one input channel), and the kernel steps rows by taps, taps by one.
         w = weight.reshape(a.out_channels, -1).contiguous()
         with fused._on(x.device):
-            plan.launch(x, w, bias if bias is not None else w, out, plan.table)
+            p.launch(x, w, bias if bias is not None else w, out, p.table)
     return out

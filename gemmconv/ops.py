@@ -229,12 +229,14 @@ class _FusedReplay(NamedTuple):
 
 class _DepthwiseReplay(NamedTuple):
     """A CUDA forward that takes the depthwise kernel (depthwise.takes), decided on its
-    first call as _FusedReplay's route is."""
+    first call as _FusedReplay's route is, with the kernel's launch planned then."""
     interleaved: bool
+    plan: depthwise.Plan
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs) -> torch.Tensor:
-        return depthwise.forward(x, weight, bias, a, cl.empty(x, a.output_shape, self.interleaved))
+        out = cl.empty(x, a.output_shape, self.interleaved)
+        return depthwise.launch(self.plan, x, weight, bias, a, out)
 
 
 class _Replay(NamedTuple):
@@ -378,7 +380,8 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     if fused.takes(a, x, weight, interleaved):
         return _FusedReplay(interleaved), ()
     if depthwise.takes(a, x, weight):
-        return _DepthwiseReplay(interleaved), ()
+        out = cl.empty(x, a.output_shape, interleaved)   # (its strides, for the plan)
+        return _DepthwiseReplay(interleaved, depthwise.plan(a, x, out, bias is not None)), ()
     groups, cells = a.groups, math.prod(a.grid)
     if (bias is not None and bias.stride(0) != 1) or \
             0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):

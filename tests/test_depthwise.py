@@ -117,7 +117,8 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
         x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
     a = _args(case, x, w, b)
     replay, buffers = ops._work_out_replay(x, w, b, a, layout)
-    assert replay == ops._DepthwiseReplay(layout) and buffers == ()
+    assert isinstance(replay, ops._DepthwiseReplay) and buffers == ()
+    assert replay.interleaved == layout and replay.plan.launch is not None
     e = gemmconv.explain(x, w, b, **case.kwargs)
     assert e.route == ("channels_last: " if layout else "") + ops.DEPTHWISE_ROUTE
     assert e.candidates[0] == (ops.DEPTHWISE_ROUTE, 0, True)
@@ -125,3 +126,20 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     x, w, b = grouped.tensors(torch.float32, "meta")
     assert not isinstance(ops._work_out_replay(x, w, b, _args(grouped, x, w, b), False)[0],
                           ops._DepthwiseReplay)
+
+
+@pytest.mark.parametrize("channels,rows,width,interleaved", [
+    (32, 256, 256, False), (32, 256, 256, True), (5, 7, 13, True), (256, 16, 16, True),
+    (8, 1, 8192, False), (8, 1, 40, False), (3, 2, 3, False)])
+def test_blocks_cover_rows_along_w_and_channels_innermost_only(channels, rows, width, interleaved):
+    """A program's block: powers of two within PROGRAM_ELEMENTS, whole where the call is
+    large; channels only where they are innermost, W's run along the row up to what is
+    left, no more rows than the call has."""
+    br, bw, bc = depthwise.blocks(channels, rows, width, interleaved)
+    assert all(v & (v - 1) == 0 for v in (br, bw, bc))
+    assert br * bw * bc <= depthwise.PROGRAM_ELEMENTS
+    assert bc == (min(1 << (channels - 1).bit_length(), depthwise.MAX_CHANNEL_BLOCK) if interleaved else 1)
+    assert bw >= min(width, depthwise.PROGRAM_ELEMENTS // bc)
+    assert br <= max(1, 1 << (rows - 1).bit_length())
+    if rows * width * channels >= depthwise.PROGRAM_ELEMENTS * 4:
+        assert br * bw * bc == depthwise.PROGRAM_ELEMENTS
