@@ -4,6 +4,7 @@
 #      overhead.py's module calls and steps, zoo_probe.py's host-bound variants; then the
 #      depthwise decoder's layers (convert's per-layer table; one layer's kernels).
 #   A: the depthwise kernel's CUDA tests and layers (benches/layer.py), then G.
+#   B: the depthwise kernel's CUDA tests and layers again, then the zoo's depthwise, DCGAN, VAE.
 #   T: CUDA tests ($TESTS, all by default).  G: the tables.  Z: the zoo ($MODELS).
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -32,6 +33,15 @@ A)   # the depthwise kernel: its CUDA tests, its layers against torch, then the 
     timeout 30 python3 benches/layer.py "ConvTranspose2d(${shape%%:*}" --input ${shape##*:} --dtype $dt $cl 2>&1 | grep -v Warn | tee -a $O/layer.log
   done; done; done
   bash benches/run-s34.sh G ;;
+B)   # the depthwise kernel again (blocks of rows): its CUDA tests, its layers, then the zoo's depthwise, DCGAN and VAE
+  export PYTHONPATH=.
+  timeout 240 python3 -m pytest -q -x -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py > $O/tests.log 2>&1; tail -4 $O/tests.log
+  for dt in float32 bfloat16; do for cl in "" --channels-last; do for shape in "32, 32, 4, stride=2, padding=1, groups=32, bias=False):16,32,128,128" "256, 256, 4, stride=2, padding=1, groups=256, bias=False):16,256,16,16"; do
+    timeout 30 python3 benches/layer.py "ConvTranspose2d(${shape%%:*}" --input ${shape##*:} --dtype $dt $cl 2>&1 | grep -v Warn | tee -a $O/layer.log
+  done; done; done
+  for m in depthwise dcgan vae; do
+    timeout 150 python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1; grep -A12 "^model " $O/$m.log | grep -v "^model\|^---"
+  done ;;
 T)
   export PYTHONPATH=.
   timeout ${TT:-580} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
