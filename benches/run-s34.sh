@@ -5,6 +5,7 @@
 #      depthwise decoder's layers (convert's per-layer table; one layer's kernels).
 #   A: the depthwise kernel's CUDA tests and layers (benches/layer.py), then G.
 #   B: the depthwise kernel's CUDA tests and layers again, then the zoo's depthwise, DCGAN, VAE.
+#   C: the CUDA tests, depthwise first, within the call's limit.
 #   T: CUDA tests ($TESTS, all by default).  G: the tables.  Z: the zoo ($MODELS).
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -42,6 +43,9 @@ B)   # the depthwise kernel again (blocks of rows): its CUDA tests, its layers, 
   for m in depthwise dcgan vae; do
     timeout 150 python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1; grep -A12 "^model " $O/$m.log | grep -v "^model\|^---"
   done ;;
+C)   # the CUDA tests, the depthwise kernel's first, as far as the call's limit lets them go
+  export PYTHONPATH=.
+  timeout ${TT:-540} python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_fused.py tests/test_cuda_reuse.py > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
 T)
   export PYTHONPATH=.
   timeout ${TT:-580} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;

@@ -28,15 +28,15 @@ MODES = {
 
 @pytest.fixture
 def launches(monkeypatch):
-    """Counts the depthwise kernel's calls."""
+    """Counts the depthwise kernel's launches (depthwise.launch: a replay's, forward's)."""
     count = [0]
-    forward = depthwise.forward
+    launch = depthwise.launch
 
     def counted(*args, **kwargs):
         count[0] += 1
-        return forward(*args, **kwargs)
+        return launch(*args, **kwargs)
 
-    monkeypatch.setattr(depthwise, "forward", counted)
+    monkeypatch.setattr(depthwise, "launch", counted)
     return count
 
 
