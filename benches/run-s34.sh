@@ -45,7 +45,7 @@ B)   # the depthwise kernel again (blocks of rows): its CUDA tests, its layers, 
   done ;;
 C)   # the CUDA tests, the depthwise kernel's first, as far as the call's limit lets them go
   export PYTHONPATH=.
-  timeout ${TT:-540} python3 -m pytest -q -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_fused.py tests/test_cuda_reuse.py > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
+  timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_fused.py tests/test_cuda_reuse.py > $O/tests.log 2>&1; tail -3 $O/tests.log; grep -c PASSED $O/tests.log; grep -c SKIPPED $O/tests.log; grep FAILED $O/tests.log | head -30; grep -o "tests/test_cuda[a-z_]*.py" $O/tests.log | uniq -c ;;
 T)
   export PYTHONPATH=.
   timeout ${TT:-580} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
