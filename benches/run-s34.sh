@@ -6,6 +6,7 @@
 #   A: the depthwise kernel's CUDA tests and layers (benches/layer.py), then G.
 #   B: the depthwise kernel's CUDA tests and layers again, then the zoo's depthwise, DCGAN, VAE.
 #   C: the CUDA tests, depthwise first, within the call's limit.
+#   D: the zoo's U-Nets, HiFi-GAN and FCN-32s, then the CUDA tests C did not reach.
 #   T: CUDA tests ($TESTS, all by default).  G: the tables.  Z: the zoo ($MODELS).
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -46,6 +47,13 @@ B)   # the depthwise kernel again (blocks of rows): its CUDA tests, its layers, 
 C)   # the CUDA tests, the depthwise kernel's first, as far as the call's limit lets them go
   export PYTHONPATH=.
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_fused.py tests/test_cuda_reuse.py > $O/tests.log 2>&1; tail -3 $O/tests.log; grep -c PASSED $O/tests.log; grep -c SKIPPED $O/tests.log; grep FAILED $O/tests.log | head -30; grep -o "tests/test_cuda[a-z_]*.py" $O/tests.log | uniq -c ;;
+D)   # the zoo's other models, then the CUDA tests C did not reach
+  export PYTHONPATH=.
+  for m in unet2d unet3d hifigan fcn32s; do
+    timeout 130 python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1; grep -A12 "^model " $O/$m.log | grep -v "^model\|^---"
+  done
+  timeout ${TT:-200} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_reuse.py tests/test_cuda_fused.py > $O/tests.log 2>&1
+  grep -E "PASSED|SKIPPED|FAILED|ERROR" $O/tests.log | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c ;;
 T)
   export PYTHONPATH=.
   timeout ${TT:-580} python3 -m pytest -q -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; tail -15 $O/tests.log ;;
