@@ -88,16 +88,15 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
     """The kernel's decomposition in plain PyTorch: per phase and reaching tap, the input's
     shifted box times the tap's weight per channel, summed into the phase's outputs.
     ``x (N, C_in, *grid)``, ``weight (C_in, M, *kernel)``; returns ``(N, C_out, *image)``."""
+    from .fused import shifted_box
     g, r = a.geometry, reach(a.geometry)
-    n, multiplier = x.shape[0], a.out_channels // a.groups
-    grid = (1,) * (DIMS - g.nd) + tuple(x.shape[2:])
-    image = (1,) * (DIMS - g.nd) + tuple(a.image)
-    kernel = (1,) * (DIMS - g.nd) + g.kernel_size
-    stride = (1,) * (DIMS - g.nd) + g.stride
-    # Each output channel's input channel, and its weights as (C_out, kernel...).
-    x = x.reshape(n, a.in_channels, *grid).repeat_interleave(multiplier, 1)
+    n, multiplier, pad = x.shape[0], a.out_channels // a.groups, DIMS - g.nd
+    grid, image = (1,) * pad + tuple(x.shape[2:]), (1,) * pad + tuple(a.image)
+    kernel, stride = (1,) * pad + g.kernel_size, (1,) * pad + g.stride
+    # Channels innermost, each output channel's input channel beside it: (N, D, H, W, C_out).
+    x = x.reshape(n, a.in_channels, *grid).movedim(1, -1).repeat_interleave(multiplier, -1)
     w = weight.reshape(a.out_channels, *kernel)
-    out = x.new_zeros(n, a.out_channels, *image)
+    out = x.new_zeros(n, *image, a.out_channels)
     for r0 in range(stride[0]):
         for r1 in range(stride[1]):
             for r2 in range(stride[2]):
@@ -105,33 +104,17 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
                 extent = [-(-(i - ri) // s) for i, ri, s in zip(image, phase, stride)]
                 if min(extent) <= 0:
                     continue
-                view = out[(slice(None), slice(None),
-                            *[slice(ri, None, s) for ri, s in zip(phase, stride)])]
+                view = out[(slice(None), *[slice(ri, None, s) for ri, s in zip(phase, stride)])]
                 for m0 in range(r.count[0][r0]):
                     for m1 in range(r.count[1][r1]):
                         for m2 in range(r.count[2][r2]):
                             m = (m0, m1, m2)
                             tap = [r.first[d][phase[d]] + m[d] * r.step[d] for d in range(DIMS)]
                             offset = [r.offset[d][phase[d]] - m[d] * r.delta[d] for d in range(DIMS)]
-                            view += _shifted(x, offset, extent) * \
-                                w[(slice(None), *tap)].view(1, -1, 1, 1, 1)
+                            view += shifted_box(x, offset, extent) * w[(slice(None), *tap)]
     if bias is not None:
-        out += bias.view(1, -1, 1, 1, 1)
-    return out.reshape(n, a.out_channels, *a.image)
-
-
-def _shifted(x: torch.Tensor, offset, extent) -> torch.Tensor:
-    """``x[n, c, q + offset]`` for q in ``extent`` per dim, zero outside x."""
-    out = x.new_zeros(*x.shape[:2], *extent)
-    src, dst = [slice(None)] * 2, [slice(None)] * 2
-    for o, e, size in zip(offset, extent, x.shape[2:]):
-        lo, hi = max(0, -o), min(e, size - o)
-        if hi <= lo:
-            return out
-        src.append(slice(lo + o, hi + o))
-        dst.append(slice(lo, hi))
-    out[tuple(dst)] = x[tuple(src)]
-    return out
+        out += bias
+    return out.movedim(-1, 1).reshape(n, a.out_channels, *a.image)
 
 
 # Output elements a program computes: enough to keep the loads in flight. A block of rows

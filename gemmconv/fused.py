@@ -121,13 +121,15 @@ def reference(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tenso
             continue
         view = out[(slice(None), *[slice(ri, None, s) for ri, s in zip(r, taps.stride)])]
         for t in range(count):
-            shifted = _shifted(x, taps.offsets[p][t], extent)
+            shifted = shifted_box(x, taps.offsets[p][t], extent)
             view += shifted @ weights[taps.index[p][t]].T
     return out.reshape(out.shape[0], *out.shape[DIMS + 1 - nd:])
 
 
-def _shifted(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -> torch.Tensor:
-    """``x[n, q + offset, :]`` for q in ``extent`` per dim, zero outside x."""
+def shifted_box(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -> torch.Tensor:
+    """``x[n, q + offset, :]`` for q in ``extent`` per dim, zero outside x (``x (N, *grid,
+    C)``, channels innermost): the input box a tap reads, in the decompositions in plain
+    PyTorch (:func:`reference`, depthwise.reference)."""
     out = x.new_zeros(x.shape[0], *extent, x.shape[-1])
     src, dst = [slice(None)], [slice(None)]
     for o, e, size in zip(offset, extent, x.shape[1:-1]):
