@@ -189,7 +189,7 @@ def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Cas
     return cases
 
 
-def depthwise(case: Case, multiplier: int = 1, channels: int = 3) -> Case:
+def depthwise_of(case: Case, multiplier: int = 1, channels: int = 3) -> Case:
     """``case``'s geometry with one input channel a group (``channels`` groups, unless the
     case has more), ``multiplier`` output channels each: the depthwise kernel's calls."""
     channels = max(channels, case.in_channels)
@@ -201,7 +201,7 @@ def depthwise(case: Case, multiplier: int = 1, channels: int = 3) -> Case:
 # Calls of one input channel a group (gemmconv/depthwise.py): the geometries of the tables
 # above made depthwise, with one and two outputs an input channel, and the zoo's depthwise
 # decoder's layer (kernel 4, stride 2) at test size, planar 2-D of 2^20 outputs included.
-DEPTHWISE = [depthwise(c, m) for c in EDGE + LARGE_KERNELS + random_cases(24, seed=21)
+DEPTHWISE = [depthwise_of(c, m) for c in EDGE + LARGE_KERNELS + random_cases(24, seed=21)
              for m in (1, 2) if c.batch > 0 or m == 1] + [
     _c("depthwise-k4s2", 2, 32, 32, (4, 4), (16, 16), stride=2, padding=1, groups=32, bias=False),
     _c("depthwise-k4s2-wide", 1, 64, 64, (4, 4), (64, 64), stride=2, padding=1, groups=64),

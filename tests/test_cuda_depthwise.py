@@ -76,7 +76,7 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
     refs = reference64(case, x, w, b, grad_out)
     assert rel_error(out, refs[0]) < tolerance
     for m, t in zip(mine, refs[1:]):
-        assert rel_error(m, t) < (tolerance if dtype != torch.float32 else 5e-3)
+        assert rel_error(m, t) < tolerance
 
 
 @pytest.mark.parametrize("why", ["two-a-group", "float64"])

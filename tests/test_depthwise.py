@@ -81,7 +81,7 @@ def test_kernel_matches_float64_through_the_interpreter(case, layout):
 def test_kernel_reads_strided_inputs_and_a_channels_last_weight():
     """The kernel takes the input through its strides (a slice here) and the weight in any
     layout (made (C_out, taps) rows first)."""
-    case = cases.depthwise(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
+    case = cases.depthwise_of(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
     x, w, b = case.tensors(generator=generator("strided"))
     wide = torch.randn(2, 4, 6, 14, dtype=torch.float64)
     wide[..., ::2] = x
