@@ -3,7 +3,9 @@ and so as CUDA graphs from their second step (gemmconv.graphs): every layer at f
 planar and channels_last, float32 and bfloat16, forward and backward. The replays' plans are
 host arithmetic, worked out here on the CPU (the models run on the meta device, to learn
 each layer's input; gemm.py's timed layout choice is taken as "as laid out", which changes
-no call's structure).
+no call's structure). CPU tensors take neither the fused route nor the depthwise kernel,
+whose replays (_FusedReplay, _DepthwiseReplay: one launch a call) are CUDA's: where a layer
+takes them there, its forward shows here as the column routes would run it.
 
     PYTHONPATH=. python benches/replay_coverage.py [--all]
 """
