@@ -54,6 +54,7 @@ class Explanation:
         return "\n".join(lines)
 
 
+DEPTHWISE_PRECISION = "; the forward's depthwise kernel multiplies in float32 (no GEMM)"
 DEPTHWISE_STEP = ("one Triton kernel: each output sums, over the taps that reach its phase, "
                   "the tap's weight times its group's input channel{bias}")
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
@@ -268,4 +269,5 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                        ops.describe_route(a, interleaved, why_not is None, direct), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
-                       _precision(input.dtype, on_cuda), backward_route)
+                       _precision(input.dtype, on_cuda) + (DEPTHWISE_PRECISION if direct else ""),
+                       backward_route)

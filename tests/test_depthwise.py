@@ -122,6 +122,7 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     e = gemmconv.explain(x, w, b, **case.kwargs)
     assert e.route == ("channels_last: " if layout else "") + ops.DEPTHWISE_ROUTE
     assert e.candidates[0] == (ops.DEPTHWISE_ROUTE, 0, True)
+    assert "depthwise kernel multiplies in float32" in str(e)
     grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
     x, w, b = grouped.tensors(torch.float32, "meta")
     assert not isinstance(ops._work_out_replay(x, w, b, _args(grouped, x, w, b), False)[0],
