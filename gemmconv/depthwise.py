@@ -196,6 +196,7 @@ def launch(p: Plan, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
         # (C_out, taps) rows, contiguous: a reshape may give a strided view (channels_last
         # weights of one input channel), and the kernel steps rows by taps, taps by one.
         w = weight.reshape(a.out_channels, -1).contiguous()
+        b = w if bias is None else bias.contiguous()   # (the kernel steps the bias by one)
         with fused._on(x.device):
-            p.launch(x, w, bias if bias is not None else w, out, p.table)
+            p.launch(x, w, b, out, p.table)
     return out

@@ -78,18 +78,19 @@ def test_kernel_matches_float64_through_the_interpreter(case, layout):
 
 
 @interpreted
-def test_kernel_reads_strided_inputs_and_a_channels_last_weight():
-    """The kernel takes the input through its strides (a slice here) and the weight in any
-    layout (made (C_out, taps) rows first)."""
+def test_kernel_reads_strided_inputs_a_channels_last_weight_and_a_strided_bias():
+    """The kernel takes the input through its strides (a slice here), the weight in any
+    layout (made (C_out, taps) rows first) and a bias of any stride (made contiguous)."""
     case = cases.depthwise_of(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
     x, w, b = case.tensors(generator=generator("strided"))
-    wide = torch.randn(2, 4, 6, 14, dtype=torch.float64)
-    wide[..., ::2] = x
-    x = wide[..., ::2]
     ref, a = reference(case, x, w, b), _args(case, x, w, b)
+    wide, spaced = torch.randn(2, 4, 6, 14), torch.randn(2 * b.shape[0])
+    wide[..., ::2], spaced[::2] = x, b
+    x, b = wide[..., ::2], spaced[::2]                 # float32 views, not dense
+    assert x.stride(-1) == 2 and b.stride(0) == 2
     out = torch.full(ref.shape, float("nan"))
     w_cl = w.float().contiguous(memory_format=torch.channels_last)
-    depthwise.forward(x.float(), w_cl, b.float(), a, out)
+    depthwise.forward(x, w_cl, b, a, out)
     assert rel_error(out, ref) < 1e-6
 
 
