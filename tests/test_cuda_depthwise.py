@@ -128,3 +128,16 @@ def test_depthwise_kernel_past_2_31_elements(launches):
         ref = F.conv_transpose2d(x[..., r:r + 8, :].double(), w.double(), b.double(), stride=2,
                                  groups=4)
         assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 3e-2
+
+
+def test_depthwise_kernel_reads_strided_input_and_bias(launches):
+    """An input that is a slice and a bias of stride 2, through the public call."""
+    case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
+    x, w, b = case.tensors(torch.float32, CUDA, generator("strided", "cuda"))
+    wide, spaced = torch.randn(*x.shape[:-1], 2 * x.shape[-1], device=CUDA), torch.randn(64, device=CUDA)
+    wide[..., ::2], spaced[::2] = x, torch.randn(32, device=CUDA)
+    x, b = wide[..., ::2], spaced[::2]
+    with gemmconv.float32_precision("ieee"):
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+    assert launches[0] == 1
+    assert rel_error(out, reference64(case, x, w, b)[0]) < 1e-5
