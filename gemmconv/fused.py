@@ -268,7 +268,8 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
                   cfg: Optional[Config] = None, round_input: bool = True) -> torch.Tensor:
     """``out (N, *image, C_out)`` (any strides) = the phases of ``taps`` over ``x (N, *grid,
     C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous, 16-byte aligned), plus
-    ``bias``: the kernel :func:`reference` describes. ``precision`` is tl.dot's for float32
+    ``bias`` (any stride: the kernel reads a contiguous copy where it is strided): the
+    kernel :func:`reference` describes. ``precision`` is tl.dot's for float32
     inputs ("tf32": the input's tiles rounded to TF32 first, the weights by the caller; or
     "ieee"). ``round_input``: whether float32 tiles still need rounding to TF32 (False
     where ``x`` is rounded already); ``cfg`` for experiments."""
@@ -280,7 +281,7 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     if plan.launch is not None:
         from triton.tools.tensor_descriptor import TensorDescriptor
         plan.launch(TensorDescriptor(x, *plan.x_layout), TensorDescriptor(weights, *plan.w_layout),
-                    out, bias if bias is not None else out, *plan.tables)
+                    out, out if bias is None else bias.contiguous(), *plan.tables)
     return out
 
 

@@ -318,3 +318,15 @@ def test_fused_backward_in_chunks_of_samples_under_the_workspace_limit(monkeypat
     refs = reference64(case, x, w, b, grad_out)
     for m, t in zip(mine, refs[1:3]):
         assert rel_error(m, t) < tolerance
+
+
+def test_fused_route_reads_a_strided_bias(monkeypatch, launches):
+    """A bias of stride 2 through the public call: the kernel reads a contiguous copy."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    case = _aligned(cases.BENCH[0].scaled(1 << 12))
+    x, w, b = case.tensors(torch.float32, CUDA, generator("strided-bias", "cuda"))
+    spaced = torch.randn(2 * case.out_channels, device=CUDA)
+    spaced[::2] = b
+    out = OURS[case.nd](x, w, spaced[::2], **case.kwargs)
+    assert launches[0] == 1
+    assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3

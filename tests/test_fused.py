@@ -84,6 +84,21 @@ def test_kernel_matches_float64_through_the_interpreter(case):
 
 
 @interpreted
+def test_kernel_reads_a_strided_bias():
+    """A bias of stride 2 (a slice), which the kernel reads as a contiguous copy: it steps
+    the bias by one."""
+    case = _aligned(cases._c("bias", 2, 8, 6, (3, 3), (5, 6), padding=1))
+    x, w, b = (t.float() for t in case.tensors(generator=generator(case.name, "strided-bias")))
+    spaced = torch.randn(2 * case.out_channels)
+    spaced[::2] = b
+    ref = reference(case, x, w, b)
+    out = torch.full(ref.shape, float("nan"))
+    fused.implicit_gemm(x.movedim(1, -1).contiguous(), _unrounded(w), spaced[::2],
+                        fused.transposed_taps(_geometry(case)), out.movedim(1, -1), "ieee")
+    assert rel_error(out, ref) < 1e-5
+
+
+@interpreted
 @pytest.mark.parametrize("case", [c for c in TABLE if set(c.stride) == {1}][::3], ids=lambda c: c.name)
 def test_kernel_computes_the_stride_one_input_gradient(case):
     case = dataclasses.replace(case, out_channels=-(-case.out_channels // 4) * 4)
