@@ -209,4 +209,7 @@ DEPTHWISE = [depthwise_of(c, m) for c in EDGE + LARGE_KERNELS + random_cases(24,
     _c("depthwise-3d-k3s2", 2, 4, 4, (3, 3, 3), (5, 6, 7), stride=2, padding=1,
        output_padding=1, groups=4),
     _c("one-input-channel", 2, 1, 5, (3, 3), (7, 6), stride=2),
+    # Channels over one block (64; channels_last), the last block partly masked.
+    _c("depthwise-100-channels", 2, 100, 100, (3, 3), (6, 5), stride=2, padding=1, groups=100),
+    _c("depthwise-x3-3d", 1, 24, 72, (2, 3, 3), (3, 4, 5), stride=(1, 2, 2), groups=24),
 ]
