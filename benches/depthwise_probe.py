@@ -1,7 +1,6 @@
 """The depthwise kernel (gemmconv/depthwise.py) against its floor and cuDNN, per layer of the
-zoo's depthwise decoder, dtype, layout and program size: the kernel's time a call (back to
-back, CUDA events), its fraction of copy bandwidth (input read and output written once),
-and torch's time on the same call.
+zoo's depthwise decoder, dtype, layout and program size: the kernel's time a call, its fraction of copy bandwidth (input read and output written once),
+and torch's time on the same call (medians back to back, measure.timers).
 
     PYTHONPATH=. python benches/depthwise_probe.py [ELEMENTS ...]
 
@@ -12,22 +11,15 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from gemmconv import bench, depthwise
+from gemmconv import bench, depthwise, measure
 from gemmconv.shapes import conv_transpose_args
 
 LAYERS = [(16, 256, 16, 16), (16, 128, 32, 32), (16, 64, 64, 64), (16, 32, 128, 128)]
 
 
-def per_call_ms(fn, calls: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
+def per_call_ms(fn) -> float:
+    """Median milliseconds a call, back to back (measure.timers)."""
+    return measure.timers(torch.device("cuda"), {0: fn}, 10, back_to_back=True)[0]
 
 
 def main() -> int:
