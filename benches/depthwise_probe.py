@@ -1,6 +1,7 @@
 """The depthwise kernel (gemmconv/depthwise.py) against its floor and cuDNN, per layer of the
-zoo's depthwise decoder, dtype, layout and program size: the kernel's time a call, its fraction of copy bandwidth (input read and output written once),
-and torch's time on the same call (medians back to back, measure.timers).
+zoo's depthwise decoder, dtype, layout and program size: the kernel's time a call, its
+fraction of copy bandwidth (input read and output written once), and torch's time on the
+same call (medians back to back, measure.timers).
 
     PYTHONPATH=. python benches/depthwise_probe.py [ELEMENTS ...]
 
