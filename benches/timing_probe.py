@@ -7,7 +7,6 @@ sample, each round starting at the next model). An unbiased timer gives copy A a
 
     PYTHONPATH=. python benches/timing_probe.py [model ...]
 """
-import contextlib
 import copy
 import statistics
 import sys
@@ -44,29 +43,13 @@ def old_timers(fns: dict, repeats: int, warmup: int = 2) -> dict:
 
 
 def runners(entry, precision: str, layout: str, mode: str) -> dict:
-    train = mode == "train"
-    torch.manual_seed(0)
-    base = entry.build(False).cuda().train(train)
-    x = entry.input(False, "cuda")
-    fmt = bench._memory_format(x.dim(), layout)
-    if fmt is not None:
-        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
-    cast = torch.autocast("cuda", dtype=bench.PRECISIONS[precision]) \
-        if bench.PRECISIONS[precision] else contextlib.nullcontext()
-    grad_mode = torch.enable_grad() if train else torch.no_grad()
+    base, x, cast, grad_mode, _ = bench.model_setup(entry, False, torch.device("cuda"),
+                                                    precision, layout, mode)
     models = {"torch": base, "every": gemmconv.convert(copy.deepcopy(base)),
               "copy A": copy.deepcopy(base), "copy B": copy.deepcopy(base)}
-
-    def runner(model):
-        params = [p for p in model.parameters() if p.requires_grad]
-
-        def run():
-            with cast, grad_mode:
-                out = model(x)
-                if train:
-                    torch.autograd.grad(out, params, torch.ones_like(out))
-        return run
-    return {k: runner(m) for k, m in models.items()}
+    with cast, grad_mode:
+        grad = torch.ones_like(base(x)) if mode == "train" else None
+    return {k: bench.model_step(m, x, cast, grad_mode, grad) for k, m in models.items()}
 
 
 def main() -> None:

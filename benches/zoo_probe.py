@@ -81,20 +81,11 @@ def runners(spec: str) -> dict:
     """Steps of torch's model and the converted one (bench.model_step) for ``spec``,
     MODEL:MODE:PRECISION:LAYOUT as bench --models names them."""
     name, mode, precision, layout = spec.split(":")
-    entry = zoo.by_name([name])[0]
-    train = mode == "train"
-    torch.manual_seed(0)
-    base = entry.build(False).cuda().train(train)
-    x = entry.input(False, "cuda")
-    fmt = bench._memory_format(x.dim(), layout)
-    if fmt is not None:
-        base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    base, x, cast, grad_mode, _ = bench.model_setup(zoo.by_name([name])[0], False,
+                                                    torch.device("cuda"), precision, layout, mode)
     ours = gnn.convert(copy.deepcopy(base))
-    cast = torch.autocast("cuda", dtype=bench.PRECISIONS[precision]) \
-        if bench.PRECISIONS[precision] else contextlib.nullcontext()
-    grad_mode = torch.enable_grad() if train else torch.no_grad()
     with cast, grad_mode:
-        grad = torch.randn_like(base(x), dtype=torch.float32) if train else None
+        grad = torch.randn_like(base(x), dtype=torch.float32) if mode == "train" else None
     return {key: bench.model_step(model, x, cast, grad_mode, grad)
             for key, model in (("torch", base), ("ours", ours))}
 

@@ -12,7 +12,7 @@ import ast
 import dataclasses
 import inspect
 import math
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -254,6 +254,33 @@ class _Branches:
             for (a, b), (c, d) in zip(self.taken, other.taken))
 
 
+class ModelSetup(NamedTuple):
+    """A zoo model in one configuration (see :func:`model_setup`)."""
+    model: torch.nn.Module
+    x: torch.Tensor
+    cast: object          # torch.autocast, or a null context for float32
+    grad_mode: object     # torch.enable_grad() for training, else torch.no_grad()
+    memory_format: Optional[torch.memory_format]   # None for NCHW
+
+
+def model_setup(entry, small: bool, device: torch.device, precision: str, layout: str,
+                mode: str) -> ModelSetup:
+    """``entry``'s model (a gemmconv.zoo.ZooModel, built under seed 0, in training mode for
+    ``mode`` "train") and its input (seed 1) on ``device``, both in ``layout``, with the
+    contexts of ``precision`` and ``mode`` its steps run under."""
+    import contextlib
+    torch.manual_seed(0)
+    model = entry.build(small).to(device).train(mode == "train")
+    x = entry.input(small, device, generator=torch.Generator().manual_seed(1))
+    fmt = _memory_format(x.dim(), layout)
+    if fmt is not None:
+        model, x = model.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    cast = torch.autocast(device.type, dtype=PRECISIONS[precision]) \
+        if PRECISIONS[precision] else contextlib.nullcontext()
+    grad_mode = torch.enable_grad() if mode == "train" else torch.no_grad()
+    return ModelSetup(model, x, cast, grad_mode, fmt)
+
+
 def model_step(model: torch.nn.Module, x: torch.Tensor, cast, grad_mode,
                grad: Optional[torch.Tensor]) -> Callable[[], list]:
     """A call of ``model`` on ``x`` under the contexts ``cast`` (autocast or none) and
@@ -284,15 +311,8 @@ class ModelWorkload:
 
         from . import nn as gnn
         train = mode == "train"
-        torch.manual_seed(0)
-        base = entry.build(small).to(device).train(train)
-        x = entry.input(small, device, generator=torch.Generator().manual_seed(1))
-        fmt = _memory_format(x.dim(), layout)
-        if fmt is not None:
-            base, x = base.to(memory_format=fmt), x.contiguous(memory_format=fmt)
-        autocast = torch.autocast(device.type, dtype=PRECISIONS[precision]) \
-            if PRECISIONS[precision] else contextlib.nullcontext()
-        grad_mode = torch.enable_grad() if train else torch.no_grad()
+        base, x, autocast, grad_mode, fmt = model_setup(entry, small, device, precision,
+                                                        layout, mode)
         models = {"torch": base, "every": gnn.convert(copy.deepcopy(base))}
         self.reports = {}
         with autocast, grad_mode:
