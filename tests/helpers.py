@@ -77,6 +77,14 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out - ref).norm() / (denom if denom > 0 else 1))
 
 
+def case_args(case, x, w, b):
+    """``case``'s call on ``(x, w, b)`` checked as ``conv_transpose{nd}d`` checks it: its
+    shapes.ConvTransposeArgs."""
+    from gemmconv.shapes import conv_transpose_args
+    return conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, case.stride,
+                               case.padding, case.output_padding, case.groups, case.dilation)
+
+
 def reference(case, x, w, b):
     """torch's transposed convolution in float64 on the inputs' device, differentiable
     back to x, w and b (for float64 leaves; see gemmconv.bench.reference otherwise)."""

@@ -9,8 +9,7 @@ import torch
 import gemmconv
 from gemmconv import measure, ops, zoo
 from gemmconv.cases import BENCH
-from gemmconv.shapes import conv_transpose_args
-from helpers import rel_error
+from helpers import case_args, rel_error
 
 
 def _model() -> torch.nn.Module:
@@ -194,8 +193,7 @@ def _args(name):
     case = next(c for c in BENCH if c.name == name)
     x = torch.empty_strided((case.batch, case.in_channels, *case.size), (0,) * (2 + case.nd))
     w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size)
-    return conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
-                               case.padding, case.output_padding, case.groups, case.dilation)
+    return case_args(case, x, w, None)
 
 
 @pytest.mark.parametrize("name,route", [

@@ -9,17 +9,11 @@ import torch
 
 import gemmconv
 from gemmconv import cases, depthwise, ops
-from gemmconv.shapes import Geometry, conv_transpose_args
-from helpers import generator, interpreted, reference, rel_error
+from gemmconv.shapes import Geometry
+from helpers import case_args, generator, interpreted, reference, rel_error
 
 # The interpreter runs a program at a time in numpy: the cases up to 2^16 outputs.
 SMALL = [c for c in cases.DEPTHWISE if c.batch * c.out_channels * math.prod(c.output_size) <= 1 << 16]
-
-
-def _args(case, x, w, b):
-    k = case.kwargs
-    return conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"],
-                               k["padding"], k["output_padding"], k["groups"], k["dilation"])
 
 
 def _batched(case, t):
@@ -51,7 +45,7 @@ def test_reach_lists_each_tap_once_for_the_one_phase_it_reaches(case):
 @pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
 def test_decomposition_matches_torch_in_float64(case):
     x, w, b = case.tensors(generator=generator(case.name, "decomposition"))
-    a = _args(case, x, w, b)
+    a = case_args(case, x, w, b)
     out = depthwise.reference(_batched(case, x), w, b, a)
     assert rel_error(out, _batched(case, reference(case, x, w, b))) < 1e-12
 
@@ -66,7 +60,7 @@ def test_kernel_matches_float64_through_the_interpreter(case, layout):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     x, w, b = case.tensors(generator=generator(case.name, "kernel", layout))
     ref = _batched(case, reference(case, x, w, b))
-    a = _args(case, x, w, b)
+    a = case_args(case, x, w, b)
     x = _batched(case, x).float()
     out = torch.full(ref.shape, float("nan"))
     if layout == "channels_last":
@@ -83,7 +77,7 @@ def test_kernel_reads_strided_inputs_a_channels_last_weight_and_a_strided_bias()
     layout (made (C_out, taps) rows first) and a bias of any stride (made contiguous)."""
     case = cases.depthwise_of(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
     x, w, b = case.tensors(generator=generator("strided"))
-    ref, a = reference(case, x, w, b), _args(case, x, w, b)
+    ref, a = reference(case, x, w, b), case_args(case, x, w, b)
     wide, spaced = torch.randn(2, 4, 6, 14), torch.randn(2 * b.shape[0])
     wide[..., ::2], spaced[::2] = x, b
     x, b = wide[..., ::2], spaced[::2]                 # float32 views, not dense
@@ -98,13 +92,13 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
     case = cases.DEPTHWISE[0]
     x, w, b = case.tensors(torch.float32, "meta")
     x = _batched(case, x)
-    a = _args(case, x, w, b)
+    a = case_args(case, x, w, b)
     assert depthwise.unavailable(a, x, w) is None            # meta: described as on a GPU
     assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w)
     assert "float64" in depthwise.unavailable(a, x.double(), w.double())
     grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
     x, w, b = grouped.tensors(torch.float32, "meta")
-    assert "2 input channels a group" in depthwise.unavailable(_args(grouped, x, w, b), x, w)
+    assert "2 input channels a group" in depthwise.unavailable(case_args(grouped, x, w, b), x, w)
 
 
 @pytest.mark.parametrize("layout", [False, True])
@@ -116,7 +110,7 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     x, w, b = case.tensors(torch.float32, "meta")
     if layout:
         x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
-    a = _args(case, x, w, b)
+    a = case_args(case, x, w, b)
     replay, buffers = ops._work_out_replay(x, w, b, a, layout)
     assert isinstance(replay, ops._DepthwiseReplay) and buffers == ()
     assert replay.interleaved == layout and replay.plan.launch is not None
@@ -126,7 +120,7 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     assert "depthwise kernel multiplies in float32" in str(e)
     grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
     x, w, b = grouped.tensors(torch.float32, "meta")
-    assert not isinstance(ops._work_out_replay(x, w, b, _args(grouped, x, w, b), False)[0],
+    assert not isinstance(ops._work_out_replay(x, w, b, case_args(grouped, x, w, b), False)[0],
                           ops._DepthwiseReplay)
 
 

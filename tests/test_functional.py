@@ -8,8 +8,8 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv import cases, ops
 from gemmconv.shapes import ConvArgumentError
-from helpers import (OURS, TORCH, allowed_routes, force_im2col_route, gather_first_stride_one,
-                     generator, reference, rel_error)
+from helpers import (OURS, TORCH, allowed_routes, case_args, force_im2col_route,
+                     gather_first_stride_one, generator, reference, rel_error)
 
 CASES = cases.random_cases(300, seed=1) + cases.EDGE + cases.LARGE_KERNELS + [c.scaled(256) for c in cases.BENCH]
 
@@ -179,8 +179,7 @@ def test_chunked_work_gives_the_same_answer(monkeypatch, case, limit):
     """Whole batches, one sample per chunk, bands of rows with their halos, and the least
     possible chunk (one output row) must all give torch's answer."""
     x, w, b = _leaves(case, f"chunks-{limit}")
-    a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
-                                **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    a = case_args(case, x, w, b)
     row = case.out_channels * math.prod(case.kernel_size) * math.prod(case.size[1:]) * 8
     limit = {"sample": row * case.size[0], "row": 2 * row}.get(limit, limit)
     monkeypatch.setattr(ops, "_workspace_limit", limit)
@@ -249,9 +248,7 @@ def _meta_args(case):
     x = torch.empty(case.batch, case.in_channels, *case.size, device="meta")
     w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size,
                     device="meta")
-    return ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None,
-                                   groups=case.groups,
-                                   **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    return case_args(case, x, w, None)
 
 
 def test_cost_model_takes_im2col_only_where_it_moves_fewer_bytes():
@@ -323,8 +320,7 @@ def test_every_split_of_the_taps_matches_torch(monkeypatch, case):
     the rest summed by col2im after it; whole samples and one-row bands (with bands that no
     tap reaches)."""
     x, w, b = _leaves(case, "split")
-    a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, groups=case.groups,
-                                **{k: v for k, v in case.kwargs.items() if k != "groups"})
+    a = case_args(case, x, w, b)
     ref = reference(case, x, w, b)
     for route, rows in allowed_routes(case, a):
         for limit in (1 << 30, 1):

@@ -11,7 +11,7 @@ import torch
 import gemmconv
 from gemmconv import cases, fused, ops
 from gemmconv.shapes import Geometry, conv_transpose_args
-from helpers import generator, interpreted, reference, rel_error
+from helpers import case_args, generator, interpreted, reference, rel_error
 
 # The decomposition handles one group (fused.unavailable sends grouped calls elsewhere).
 TABLE = [c for c in cases.random_cases(60, seed=5) + cases.EDGE + cases.LARGE_KERNELS
@@ -153,8 +153,7 @@ def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
     rounded = lambda t: fused.round_tf32(t).double()
     ref = reference(case, rounded(x), rounded(w), b)
     out = torch.full(ref.shape, float("nan"))
-    a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
-                            case.output_padding, case.groups, case.dilation)
+    a = case_args(case, x, w, b)
     fused.forward(x, w, b, a, out)
     assert rel_error(out, ref) < 1e-6
     assert rel_error(out, reference(case, x, w, b)) > 1e-5
@@ -279,9 +278,7 @@ def _tf32_backward_problem(case, key: str, grad_key: str) -> tuple:
     out = reference(case, xd, wr, None)
     grad_out = torch.randn(out.shape, generator=generator(case.name, grad_key)).float()
     ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
-                            case.padding, case.output_padding, case.groups, case.dilation)
-    return x, w, a, grad_out, ref
+    return x, w, case_args(case, x, w, None), grad_out, ref
 
 
 @interpreted
@@ -343,8 +340,7 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     over the chunks in float32, both as without a limit."""
     case = cases._c("chunks", 5, 8, 8, (3, 2), (4, 6), padding=(1, 0), dilation=(1, 2))
     x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "chunks")))
-    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
-                            case.output_padding, case.groups, case.dilation)
+    a = case_args(case, x, w, None)
     grad_out = torch.randn(5, 8, *a.image, generator=generator(case.name, "gc")).to(dtype)
     whole = fused.backward(grad_out, x, w, a, (True, True))
     one = fused.backward_workspace(a, x.element_size(), 1) * x.element_size()

@@ -8,8 +8,7 @@ import torch
 
 from gemmconv import cases, gemm, ops
 from gemmconv import channels_last as cl
-from gemmconv.shapes import conv_transpose_args
-from helpers import OURS, generator, reference, rel_error
+from helpers import OURS, case_args, generator, reference, rel_error
 
 
 def _call(case, channels_last, key, change=None):
@@ -21,10 +20,7 @@ def _call(case, channels_last, key, change=None):
         w = w.contiguous(memory_format=cl.memory_format(w.dim()))
     if change is not None:
         x, w, b = change(x, w, b)
-    k = case.kwargs
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, k["stride"], k["padding"],
-                            k["output_padding"], k["groups"], k["dilation"])
-    return x, w, b, a
+    return x, w, b, case_args(case, x, w, b)
 
 
 def _replay(case, channels_last=False, change=None):
