@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 35's device calls (outputs under $OUT/<call>; logs kept in benches/results/s35/).
+#   A: what session 34 left unrun on a GPU: test_cuda_depthwise whole (two new cases, the
+#      strided-bias test, tighter gradients), the fused route's strided-bias test; then
+#      benches/depthwise_probe.py.
+#   C, D: the CUDA tests in two halves (about 540 s and 190 s).  G: the tables.  Z: the zoo ($MODELS).
+export PYTHONUNBUFFERED=1
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+export PYTHONPATH=.
+count() { grep -E "PASSED|SKIPPED|FAILED|ERROR" $1 | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c; grep -E "^(FAILED|ERROR)" $1 | head -20; }
+case "$1" in
+A)
+  timeout ${TT:-260} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py \
+    "tests/test_cuda_fused.py::test_fused_route_reads_a_strided_bias" > $O/tests.log 2>&1; count $O/tests.log
+  timeout 200 python3 benches/depthwise_probe.py 512 1024 2048 4096 2>&1 | grep -v Warn | tee $O/probe.log ;;
+C)
+  timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
+D)
+  timeout ${TT:-220} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_fused.py tests/test_cuda_reuse.py > $O/tests.log 2>&1; count $O/tests.log ;;
+T)
+  timeout ${TT:-580} python3 -m pytest -v -m cuda -p no:cacheprovider ${TESTS:-tests} > $O/tests.log 2>&1; count $O/tests.log ;;
+G)
+  timeout 60 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 70 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+Z)
+  for m in ${MODELS:-dcgan unet2d unet3d hifigan fcn32s vae depthwise}; do
+    timeout ${TZ:-200} python3 -m gemmconv bench --models --model $m $ZOPT > $O/$m.log 2>&1; grep -A12 "^model " $O/$m.log | grep -v "^model\|^---"
+  done ;;
+esac
