@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Session 35's device calls (outputs under $OUT/<call>; logs kept in benches/results/s35/).
-#   A: what session 34 left unrun on a GPU: test_cuda_depthwise whole (two new cases, the
-#      strided-bias test, tighter gradients), the fused route's strided-bias test; then
-#      benches/depthwise_probe.py.
+#   A: the two strided-bias tests session 34 left unrun on a GPU; benches/depthwise_probe.py;
+#      the depthwise decoder's layers as convert(sample=) times them (forward and step).
 #   C, D: the CUDA tests in two halves (about 540 s and 190 s).  G: the tables.  Z: the zoo ($MODELS).
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -11,9 +10,10 @@ export PYTHONPATH=.
 count() { grep -E "PASSED|SKIPPED|FAILED|ERROR" $1 | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c; grep -E "^(FAILED|ERROR)" $1 | head -20; }
 case "$1" in
 A)
-  timeout ${TT:-260} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py \
+  timeout 100 python3 -m pytest -v -m cuda -p no:cacheprovider "tests/test_cuda_depthwise.py::test_depthwise_kernel_reads_strided_input_and_bias" \
     "tests/test_cuda_fused.py::test_fused_route_reads_a_strided_bias" > $O/tests.log 2>&1; count $O/tests.log
-  timeout 200 python3 benches/depthwise_probe.py 512 1024 2048 4096 2>&1 | grep -v Warn | tee $O/probe.log ;;
+  timeout 150 python3 benches/depthwise_probe.py 512 1024 2048 4096 2>&1 | grep -v Warn | tee $O/probe.log
+  timeout 150 python3 -m gemmconv bench --models --model depthwise --layers > $O/layers.log 2>&1; cat $O/layers.log ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
