@@ -393,3 +393,71 @@ def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     out = out_ptr + n * o_sn + c.to(tl.int64)[None, None, :] * o_sc + at
     ok = row_ok[:, None, None] & col_ok[None, :, None] & c_ok[None, None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
+                                  channels, multiplier, taps, kernel1, kernel2,
+                                  grid0, grid1, grid2, image0, image1, image2,
+                                  stride0, stride1, stride2, pad0, pad1, pad2,
+                                  dil0, dil1, dil2, positions,
+                                  g_sn, g_sc, g_s0, g_s1, g_s2, x_sn, x_sc, x_s0, x_s1, x_s2,
+                                  i_sn, i_sc, i_s0, i_s1, i_s2, channel_blocks, each,
+                                  BP: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+                                  NEED_INPUT: tl.constexpr, NEED_WEIGHT: tl.constexpr):
+    """The gradients of the transposed convolution with one input channel a group
+    (gemmconv/depthwise.py), over ``each`` blocks of ``BP`` input positions (samples and grid
+    flattened) by ``BC`` input channels: each block loads, for every (m, k) pair ``t = m
+    taps + k`` of its channels (``BT`` of them, all), the output gradient of channel ``j M +
+    m`` at ``i s - p + k d``; sums them over the pairs times the weight into the input
+    gradient, and over the positions times the input into the program's partial of the
+    weight gradient (``partial_ptr``: float32 ``(programs / channel_blocks, C_in, M taps)``,
+    which the caller sums over its first dim)."""
+    pid = tl.program_id(0)
+    j = (pid % channel_blocks) * BC + tl.arange(0, BC)
+    split = pid // channel_blocks
+    pairs = multiplier * taps
+    t = tl.arange(0, BT)
+    j_ok, t_ok = j < channels, t < pairs
+    k = t % taps
+    k0, k1, k2 = k // (kernel1 * kernel2), (k // kernel2) % kernel1, k % kernel2
+    # (BT, BC): each pair's weight and output-gradient channel
+    w = tl.load(w_ptr + j[None, :] * pairs + t[:, None], mask=t_ok[:, None] & j_ok[None, :],
+                other=0.0).to(tl.float32)
+    g_channel = (j[None, :] * multiplier + (t // taps)[:, None]).to(tl.int64) * g_sc
+    tj_ok = t_ok[:, None] & j_ok[None, :]
+    partial = tl.zeros((BT, BC), dtype=tl.float32)
+    for b in range(0, each):
+        p = (split * each + b) * BP + tl.arange(0, BP)
+        p_ok = p < positions
+        i2 = p % grid2
+        rest = p // grid2
+        i1 = rest % grid1
+        rest = rest // grid1
+        i0 = rest % grid0
+        n = (rest // grid0).to(tl.int64)
+        # (BT, BP): where each pair's tap lands in the output, and whether inside it
+        o0 = (i0 * stride0 - pad0)[None, :] + (k0 * dil0)[:, None]
+        o1 = (i1 * stride1 - pad1)[None, :] + (k1 * dil1)[:, None]
+        o2 = (i2 * stride2 - pad2)[None, :] + (k2 * dil2)[:, None]
+        inside = t_ok[:, None] & p_ok[None, :] & (o0 >= 0) & (o0 < image0) & \
+            (o1 >= 0) & (o1 < image1) & (o2 >= 0) & (o2 < image2)
+        at = (n * g_sn)[None, :] + o0.to(tl.int64) * g_s0 + o1.to(tl.int64) * g_s1 + \
+            o2.to(tl.int64) * g_s2
+        ok = inside[:, :, None] & j_ok[None, None, :]
+        g = tl.load(g_ptr + at[:, :, None] + g_channel[:, None, :], mask=ok,
+                    other=0.0).to(tl.float32)                       # (BT, BP, BC)
+        pj_ok = p_ok[:, None] & j_ok[None, :]
+        if NEED_INPUT:
+            at_i = (n * i_sn + i0.to(tl.int64) * i_s0 + i1.to(tl.int64) * i_s1 +
+                    i2.to(tl.int64) * i_s2)[:, None] + j.to(tl.int64)[None, :] * i_sc
+            gx = tl.sum(g * w[:, None, :], axis=0)                  # (BP, BC)
+            tl.store(gx_ptr + at_i, gx.to(gx_ptr.dtype.element_ty), mask=pj_ok)
+        if NEED_WEIGHT:
+            at_x = (n * x_sn + i0.to(tl.int64) * x_s0 + i1.to(tl.int64) * x_s1 +
+                    i2.to(tl.int64) * x_s2)[:, None] + j.to(tl.int64)[None, :] * x_sc
+            xv = tl.load(x_ptr + at_x, mask=pj_ok, other=0.0).to(tl.float32)
+            partial += tl.sum(g * xv[None, :, :], axis=1)           # (BT, BC)
+    if NEED_WEIGHT:
+        at_w = split.to(tl.int64) * channels * pairs + j[None, :] * pairs + t[:, None]
+        tl.store(partial_ptr + at_w, partial, mask=tj_ok)

@@ -17,10 +17,23 @@ So a call reads its input and writes its output once (the taps' re-reads hit the
 and visits ceil(k / step) taps per dim, never k. Deterministic: a fixed order of the taps,
 float32 accumulation. :func:`reference` is the same decomposition in plain PyTorch, which
 CI checks against torch and against the Triton kernel (through ``TRITON_INTERPRET=1``).
+
+The backward is a gather too. Input position ``i`` fed the output at ``i s - p + k d`` through
+tap ``k``, so, with ``g`` the output gradient::
+
+    grad_x[n, j, i]         = sum over m, k:  weight[j, m, k] g[n, j M + m, i s - p + k d]
+    grad_weight[j, m, k]    = sum over n, i:  x[n, j, i] g[n, j M + m, i s - p + k d]
+
+(zero outside the output). One kernel computes both from one load of each position's taps
+(every tap reaches every input position): programs of input positions x (m, k) pairs x input
+channels, each summing the pairs into the input gradient and its positions into a float32
+partial of the weight gradient, which a sum over the programs finishes in a fixed order.
+:func:`reference_backward` is its decomposition in plain PyTorch.
 """
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import NamedTuple, Optional
 
@@ -200,3 +213,163 @@ def launch(p: Plan, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
         with fused._on(x.device):
             p.launch(x, w, b, out, p.table)
     return out
+
+
+def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                       a: ConvTransposeArgs) -> tuple:
+    """The backward kernel's decomposition in plain PyTorch: per tap, the output gradient's
+    phase that tap fed, as the box of input positions, times the tap's weight into the input
+    gradient and times the input into the tap's weight gradient. ``grad_out (N, C_out,
+    *image)``, ``x (N, C_in, *grid)``, ``weight (C_in, M, *kernel)``; returns ``(grad_x,
+    grad_weight)`` of x's and the weight's shapes."""
+    from .fused import shifted_box
+    g, cin = a.geometry, a.in_channels
+    multiplier = a.out_channels // a.groups
+    gy = grad_out.movedim(1, -1)                      # (N, *image, C_out)
+    xs = x.movedim(1, -1).unsqueeze(-1)               # (N, *grid, C_in, 1)
+    w = weight.reshape(cin, multiplier, g.taps)
+    grad_x = x.new_zeros(xs.shape[:-1])
+    grad_w = torch.empty_like(w)
+    positions = tuple(range(xs.dim() - 2))
+    for t, k in enumerate(itertools.product(*map(range, g.kernel_size))):
+        # Output position i s + shift, i.e. phase shift % s, phase position i + shift // s.
+        shift = [kk * d - p for kk, d, p in zip(k, g.dilation, g.padding)]
+        phase = gy[(slice(None), *[slice(v % s, None, s) for v, s in zip(shift, g.stride)])]
+        box = shifted_box(phase, [v // s for v, s in zip(shift, g.stride)], a.grid)
+        box = box.unflatten(-1, (cin, multiplier))    # (N, *grid, C_in, M)
+        grad_x += (box * w[:, :, t]).sum(-1)
+        grad_w[:, :, t] = (box * xs).sum(positions)
+    return grad_x.movedim(-1, 1), grad_w.view(weight.shape)
+
+
+# The backward's programs: PROGRAM_ELEMENTS of (positions, (m, k) pairs, channels) a load, as
+# many programs as keep the GPU's loads in flight (each then loops over its share of the
+# positions, so that the weight gradient's partials stay a small fraction of its reads).
+BACKWARD_ELEMENTS = 2048
+BACKWARD_PROGRAMS = 1024
+MAX_PAIRS = 256   # (m, k) pairs a program holds; more go to the column routes
+
+
+def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
+    """Why the backward of call ``a`` does not take the depthwise kernel, or None where it
+    does: where its forward does (:func:`unavailable`), with at most MAX_PAIRS taps times
+    outputs an input channel (a program holds them all)."""
+    why = unavailable(a, x, weight)
+    if why is None and a.out_channels // a.groups * a.geometry.taps > MAX_PAIRS:
+        why = (f"{a.out_channels // a.groups * a.geometry.taps} taps times outputs an input "
+               f"channel (the backward kernel holds at most {MAX_PAIRS})")
+    return why
+
+
+def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether the backward of call ``a`` takes the depthwise kernel
+    (:func:`backward_unavailable` is None)."""
+    return backward_unavailable(a, x, weight) is None
+
+
+def backward_blocks(channels: int, pairs: int, interleaved: bool) -> tuple:
+    """``(BP, BT, BC)``: input positions, (m, k) pairs (all of them, a power of two) and
+    input channels a program loads at once, their product BACKWARD_ELEMENTS at most (but
+    for the pairs); channels only where they are innermost, as :func:`blocks`."""
+    bt = _pow2(pairs)
+    bc = min(_pow2(channels), MAX_CHANNEL_BLOCK, max(1, BACKWARD_ELEMENTS // bt)) if interleaved else 1
+    return max(1, BACKWARD_ELEMENTS // bt // bc), bt, bc
+
+
+def backward_grid(channels: int, pairs: int, positions: int, interleaved: bool,
+                  need_weight: bool) -> tuple:
+    """``(blocks, channel_blocks, splits, each)``: a backward program's blocks
+    (:func:`backward_blocks`), and its programs, ``channel_blocks x splits``, each over
+    ``each`` blocks of positions: one where the weight's gradient is not asked, else a few,
+    so that its partials (``splits x C_in x pairs`` floats) stay a small part of what the
+    call reads."""
+    bp, bt, bc = backward_blocks(channels, pairs, interleaved)
+    channel_blocks, position_blocks = -(-channels // bc), max(1, -(-positions // bp))
+    splits = position_blocks
+    if need_weight:
+        splits = max(1, min(position_blocks, BACKWARD_PROGRAMS // channel_blocks))
+    each = -(-position_blocks // splits)
+    return (bp, bt, bc), channel_blocks, -(-position_blocks // each), each
+
+
+def backward_workspace(a: ConvTransposeArgs, interleaved: bool) -> int:
+    """Bytes of the weight gradient's partials a backward of call ``a`` allocates."""
+    pairs = a.out_channels // a.groups * a.geometry.taps
+    splits = backward_grid(a.in_channels, pairs, a.batch * math.prod(a.grid),
+                           interleaved and a.in_channels > 1, True)[2]
+    return splits * a.in_channels * pairs * 4
+
+
+class BackwardPlan(NamedTuple):
+    """A backward's launch (_triton.Launch; None where it has no input positions), and how
+    many float32 partials of the weight gradient it writes (0: the weight's not asked)."""
+    launch: object
+    splits: int
+
+
+def backward_plan(a: ConvTransposeArgs, grad_out: torch.Tensor, x: torch.Tensor,
+                  grad_x: Optional[torch.Tensor], need_weight: bool) -> BackwardPlan:
+    """The launch computing the gradients of call ``a`` from ``grad_out`` and ``x`` (their
+    shapes, strides and device) into ``grad_x`` (None: not asked) and, where
+    ``need_weight``, the weight's partials, for :func:`launch_backward`."""
+    return _backward_plan(a.geometry, x.shape[0], a.in_channels, a.out_channels // a.groups,
+                          tuple(x.shape[2:]), a.image, grad_out.stride(), x.stride(),
+                          None if grad_x is None else grad_x.stride(), need_weight, x.device)
+
+
+@functools.lru_cache(maxsize=256)
+def _backward_plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple,
+                   image: tuple, g_strides: tuple, x_strides: tuple, i_strides: Optional[tuple],
+                   need_weight: bool, device: torch.device) -> BackwardPlan:
+    from . import _triton
+    positions = batch * math.prod(grid)
+    if positions * channels == 0 or (i_strides is None and not need_weight):
+        return BackwardPlan(None, int(need_weight))   # (a weight gradient of zeros)
+    pad = DIMS - g.nd
+    interleaved = x_strides[1] == 1 and channels > 1
+    (bp, bt, bc), channel_blocks, splits, each = backward_grid(
+        channels, multiplier * g.taps, positions, interleaved, need_weight)
+    kernel = (1,) * pad + g.kernel_size
+    spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
+    need_input, i_strides = i_strides is not None, i_strides or (0,) * len(x_strides)
+    sizes = (channels, multiplier, g.taps, kernel[1], kernel[2], *((1,) * pad + grid),
+             *((1,) * pad + image), *((1,) * pad + g.stride), *((0,) * pad + g.padding),
+             *((1,) * pad + g.dilation), positions,
+             *g_strides[:2], *spatial(g_strides), *x_strides[:2], *spatial(x_strides),
+             *i_strides[:2], *spatial(i_strides), channel_blocks, each)
+    launch = _triton.Launch(_triton.depthwise_transposed_backward, (channel_blocks * splits,),
+                            sizes, BP=bp, BT=bt, BC=bc, NEED_INPUT=need_input,
+                            NEED_WEIGHT=need_weight, num_warps=4)
+    return BackwardPlan(launch, splits if need_weight else 0)
+
+
+def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+             a: ConvTransposeArgs, grad_x: Optional[torch.Tensor],
+             need_weight: bool) -> Optional[torch.Tensor]:
+    """The gradients of call ``a`` by the kernel :func:`reference_backward` describes: the
+    input's into ``grad_x`` (of x's shape, any layout; None: not asked), and the weight's,
+    returned where ``need_weight`` (else None). ``grad_out (N, C_out, *image)`` and ``x (N,
+    C_in, *grid)`` in any layout. On the CPU only under Triton's interpreter."""
+    return launch_backward(backward_plan(a, grad_out, x, grad_x, need_weight),
+                           grad_out, x, weight, a, grad_x)
+
+
+def launch_backward(p: BackwardPlan, grad_out: torch.Tensor, x: torch.Tensor,
+                    weight: torch.Tensor, a: ConvTransposeArgs,
+                    grad_x: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """:func:`backward` by a plan made for these tensors' shapes and strides (as
+    :func:`launch`)."""
+    from . import fused
+    pairs = a.out_channels // a.groups * a.geometry.taps
+    # (every program writes its partial whole; with no launch, the gradient is zero)
+    new = x.new_zeros if p.launch is None else x.new_empty
+    partials = new((p.splits, a.in_channels, pairs), dtype=torch.float32) if p.splits else None
+    if p.launch is not None:
+        # (C_in, M taps) rows, contiguous, as the forward's launch
+        w = weight.reshape(a.in_channels, pairs).contiguous()
+        with fused._on(x.device):
+            p.launch(x, grad_out, w, w if grad_x is None else grad_x,
+                     w if partials is None else partials)
+    if partials is None:
+        return None
+    return (partials[0] if p.splits == 1 else partials.sum(0)).to(weight.dtype).view(weight.shape)

@@ -54,7 +54,7 @@ class Explanation:
         return "\n".join(lines)
 
 
-DEPTHWISE_PRECISION = "; the forward's depthwise kernel multiplies in float32 (no GEMM)"
+DEPTHWISE_PRECISION = "; the depthwise kernels multiply in float32 (no GEMM)"
 DEPTHWISE_STEP = ("one Triton kernel: each output sums, over the taps that reach its phase, "
                   "the tap's weight times its group's input channel{bias}")
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
@@ -64,6 +64,11 @@ FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile,
 BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel over the "
                   "convolution's taps, the weight gradient in partials over samples and "
                   "positions")
+
+
+BACKWARD_DEPTHWISE = ("the depthwise kernel: per input position and tap, the output gradient "
+                      "times the weight into the input gradient and times the input into "
+                      "float32 partials of the weight gradient, summed after")
 
 
 BACKWARD_FOLDED = (", both reducing over the output gradient's rows with W's {} taps folded "
@@ -246,7 +251,11 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     if on_cuda:
         batched = input.unsqueeze(0) if a.unbatched else input
         why_not_back = fused.backward_unavailable(a, batched, weight, interleaved, limit)
-        if why_not_back is None:
+        why_not_depthwise = depthwise.backward_unavailable(a, batched, weight)
+        if why_not_back is not None and why_not_depthwise is None:
+            backward = -(-depthwise.backward_workspace(a, interleaved) // size)
+            backward_route = BACKWARD_DEPTHWISE
+        elif why_not_back is None:
             backward = fused.backward_workspace(a, size, fused.backward_samples(a, size, limit))
             backward_route = BACKWARD_FUSED
             fold = fused.folded_taps(a.geometry, a.out_channels, size)
@@ -254,6 +263,8 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                 backward_route += BACKWARD_FOLDED.format(fold)
         else:
             backward_route = f"the column routes (not the fused kernels: {why_not_back})"
+            if direct:
+                backward_route = backward_route[:-1] + f"; not the depthwise kernel: {why_not_depthwise})"
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
                                                ("padding", a.geometry.padding),
                                                ("output_padding", a.output_padding),

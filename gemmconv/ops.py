@@ -772,6 +772,9 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
             return grads
         if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):   # (capturing)
             return _fused_backward(grad_out, x, weight, a, need)
+        if depthwise.backward_takes(a, x, weight):
+            return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved).run(
+                grad_out, x, weight, a, need)
     if a.prefers_im2col():
         return _backward_by_im2col(grad_out, x, weight, a, need, interleaved)
     return _backward(grad_out, x, weight, a, need, interleaved=interleaved)
@@ -795,6 +798,32 @@ class _FusedBackward:
     def run(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
         return _fused_backward(grad_out, x, weight, a, need)
+
+
+class _DepthwiseBackward(NamedTuple):
+    """A CUDA call's backward that takes the depthwise kernel (depthwise.backward_takes),
+    decided and planned on its first call: the input gradient in the forward's layout."""
+    interleaved: bool
+    plan: depthwise.BackwardPlan
+
+    @staticmethod
+    def planned(grad_out: torch.Tensor, x: torch.Tensor, a: ConvTransposeArgs,
+                need: List[bool], interleaved: bool) -> "_DepthwiseBackward":
+        grad_x = cl.empty(x, x.shape, interleaved) if need[0] else None
+        return _DepthwiseBackward(interleaved,
+                                  depthwise.backward_plan(a, grad_out, x, grad_x, need[1]))
+
+    def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+        empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
+        grad_x = cl.empty(x, x.shape, self.interleaved) if need[0] else None
+        grad_w = depthwise.launch_backward(self.plan, grad_out, x, weight, a, grad_x)
+        grad_bias = empty()
+        if need[2]:
+            grad_bias = cl.channel_sums(grad_out) if self.interleaved else _bias_grad(
+                grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
+        return [empty() if grad_x is None else grad_x, empty() if grad_w is None else grad_w,
+                grad_bias]
 
 
 class _BackwardReplay(NamedTuple):
@@ -895,14 +924,14 @@ def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tens
 
 
 # Backward replays by call, as _replays.
-_backward_replays: dict[tuple, Union[_BackwardReplay, _FusedBackward, None]] = {}
+_backward_replays: dict[tuple, Union[_BackwardReplay, _FusedBackward, _DepthwiseBackward, None]] = {}
 
 
 def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                        a: ConvTransposeArgs, need: List[bool],
                        interleaved: bool) -> Optional[List[torch.Tensor]]:
-    """The gradients of a CUDA call by its replay (_BackwardReplay, or _FusedBackward),
-    planned on its first call; None where it has none, as _replayed."""
+    """The gradients of a CUDA call by its replay (_BackwardReplay, _FusedBackward or
+    _DepthwiseBackward), planned on its first call; None where it has none, as _replayed."""
     key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
     replay, _ = _kept(_backward_replays, key, lambda: (
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
@@ -915,15 +944,18 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
 
 def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                               a: ConvTransposeArgs, need: List[bool],
-                              interleaved: bool) -> Union[_BackwardReplay, _FusedBackward, None]:
+                              interleaved: bool) -> Union[_BackwardReplay, _FusedBackward,
+                                                          _DepthwiseBackward, None]:
     """The plans _backward (planar) or channels_last.backward would make for this call, from
     the views they would pass, where it is one im2col and a GEMM per gradient with no copies
     but the ones _BackwardReplay.run makes (those of _in_layout and _gradient_in_layout,
     as those routes make them); else None. Or, where the call's backward takes the fused
-    kernels, _FusedBackward."""
+    kernels, _FusedBackward; the depthwise kernel, _DepthwiseBackward."""
     from . import _cuda
     if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
         return _FusedBackward()
+    if depthwise.backward_takes(a, x, weight):
+        return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved)
     if a.prefers_im2col():
         return None
     g, groups, n, cells = a.geometry, a.groups, a.batch, math.prod(a.grid)

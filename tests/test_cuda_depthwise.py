@@ -28,16 +28,19 @@ MODES = {
 
 @pytest.fixture
 def launches(monkeypatch):
-    """Counts the depthwise kernel's launches (depthwise.launch: a replay's, forward's)."""
-    count = [0]
-    launch = depthwise.launch
-
-    def counted(*args, **kwargs):
-        count[0] += 1
-        return launch(*args, **kwargs)
-
-    monkeypatch.setattr(depthwise, "launch", counted)
+    """Counts the depthwise kernels' launches: ``[forward, backward]`` (depthwise.launch, a
+    replay's and _forward's; depthwise.launch_backward)."""
+    count = [0, 0]
+    for i, name in enumerate(("launch", "launch_backward")):
+        monkeypatch.setattr(depthwise, name, _counted(getattr(depthwise, name), count, i))
     return count
+
+
+def _counted(function, count, i):
+    def counted(*args, **kwargs):
+        count[i] += 1
+        return function(*args, **kwargs)
+    return counted
 
 
 def _tensors(case, key, dtype, channels_last):
@@ -52,14 +55,16 @@ def _tensors(case, key, dtype, channels_last):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
 def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
-    """The forward by the kernel (once a call, bitwise the same run to run, in the input's
-    layout), its gradients by the column routes, all against float64 torch."""
+    """The forward and the gradients by the kernels (once a call each, bitwise the same run
+    to run, in the input's layout; the backward's on the column routes where a call has more
+    (m, k) pairs than depthwise.MAX_PAIRS), all against float64 torch."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
     out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
         (case.batch, case.out_channels, *case.output_size)
+    pairs = case.out_channels // case.groups * math.prod(case.kernel_size)
     with gemmconv.float32_precision(precision):
         poison_allocator(math.prod(out_shape) * x.element_size())
         out = OURS[case.nd](x, w, b, **case.kwargs)
@@ -68,15 +73,20 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
             return
         again = OURS[case.nd](x, w, b, **case.kwargs)
         grad_out = torch.randn(out_shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
-        mine = torch.autograd.grad(out, [t for t in leaves if t is not None], grad_out.to(dtype))
+        inputs = [t for t in leaves if t is not None]
+        poison_allocator(x.numel() * x.element_size())
+        mine = torch.autograd.grad(out, inputs, grad_out.to(dtype), retain_graph=True)
+        assert launches[1] == (pairs <= depthwise.MAX_PAIRS)
+        mine_again = torch.autograd.grad(again, inputs, grad_out.to(dtype))
     assert torch.equal(out, again)
+    assert all(torch.equal(m, n) for m, n in zip(mine, mine_again))
     if layout == "channels_last":
-        assert out.is_contiguous(memory_format=torch.channels_last if case.nd == 2 else
-                                 torch.channels_last_3d)
+        fmt = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+        assert out.is_contiguous(memory_format=fmt) and mine[0].is_contiguous(memory_format=fmt)
     refs = reference64(case, x, w, b, grad_out)
     assert rel_error(out, refs[0]) < tolerance
     for m, t in zip(mine, refs[1:]):
-        assert rel_error(m, t) < tolerance
+        assert m.dtype == dtype and rel_error(m, t) < tolerance
 
 
 @pytest.mark.parametrize("why", ["two-a-group", "float64"])
@@ -87,7 +97,7 @@ def test_calls_the_depthwise_kernel_cannot_take_go_elsewhere(launches, why):
     x, w, b = case.tensors(dtype, CUDA, generator("elsewhere", why))
     with gemmconv.float32_precision("ieee"):
         out = OURS[2](x, w, b, **case.kwargs)
-    assert launches[0] == 0
+    assert launches == [0, 0]
     assert rel_error(out, reference64(case, x, w, b)[0]) < (1e-12 if why == "float64" else 1e-5)
 
 
@@ -114,6 +124,18 @@ def test_depthwise_kernel_runs_on_the_current_stream(launches):
                                         lambda x, w, b: OURS[case.nd](x, w, b, **case.kwargs))
         assert rel_error(out, reference64(case, x, w, b)[0]) < 1e-5
     assert launches[0] == 2
+    depthwise._backward_plan.cache_clear()
+    for key in ("depthwise-backward-stream", "depthwise-backward-stream-again"):
+        x, w, b, grads = on_a_busy_stream(case, key, lambda x, w, b: torch.autograd.grad(
+            OURS[case.nd](x.requires_grad_(), w.requires_grad_(), b, **case.kwargs), [x, w],
+            _ones(case)))
+        want = reference64(case, x, w, b, _ones(case))
+        assert all(rel_error(m, t) < 1e-5 for m, t in zip(grads, want[1:]))
+    assert launches[1] == 2
+
+
+def _ones(case):
+    return torch.ones(case.batch, case.out_channels, *case.output_size, device=CUDA)
 
 
 def test_depthwise_kernel_past_2_31_elements(launches):

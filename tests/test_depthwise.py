@@ -9,8 +9,10 @@ import torch
 
 import gemmconv
 from gemmconv import cases, depthwise, ops
+from gemmconv.explain import BACKWARD_DEPTHWISE
 from gemmconv.shapes import Geometry
 from helpers import case_args, generator, interpreted, reference, rel_error
+from gemmconv.bench import reference as reference_with_grads
 
 # The interpreter runs a program at a time in numpy: the cases up to 2^16 outputs.
 SMALL = [c for c in cases.DEPTHWISE if c.batch * c.out_channels * math.prod(c.output_size) <= 1 << 16]
@@ -88,6 +90,124 @@ def test_kernel_reads_strided_inputs_a_channels_last_weight_and_a_strided_bias()
     assert rel_error(out, ref) < 1e-6
 
 
+def _gradients64(case, *key):
+    """Fresh float64 ``(x, w, grad_out)`` of ``case`` (batched) and torch's ``(grad_x,
+    grad_w)`` for them."""
+    x, w, b = case.tensors(generator=generator(case.name, *key))
+    x, w = x.requires_grad_(), w.requires_grad_()
+    shape = (case.out_channels, *case.output_size)
+    grad_out = torch.randn(shape if case.unbatched else (case.batch, *shape),
+                           generator=generator(case.name, *key, "g"), dtype=torch.float64)
+    _, gx, gw = reference_with_grads(case, x, w, None, grad_out)
+    return (_batched(case, x.detach()), w.detach(), _batched(case, grad_out),
+            _batched(case, gx), gw)
+
+
+@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+def test_backward_decomposition_matches_torch_in_float64(case):
+    x, w, grad_out, want_x, want_w = _gradients64(case, "backward-decomposition")
+    a = case_args(case, x, w, None)
+    grad_x, grad_w = depthwise.reference_backward(grad_out, x, w, a)
+    assert rel_error(grad_x, want_x) < 1e-12 and rel_error(grad_w, want_w) < 1e-12
+
+
+@interpreted
+@pytest.mark.parametrize("need", ["both", "input", "weight"])
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
+def test_backward_kernel_matches_float64_through_the_interpreter(case, layout, need):
+    """The gradients asked for, the input's into a NaN-filled tensor, planar or
+    channels_last (x, the weight, the output gradient and the input gradient alike), from
+    float32 tensors; a gradient not asked for is neither computed nor returned."""
+    if layout == "channels_last" and (case.nd == 1 or case.unbatched):
+        pytest.skip("no channels_last layout for 1-D or unbatched inputs")
+    if case.out_channels // case.groups * math.prod(case.kernel_size) > depthwise.MAX_PAIRS:
+        pytest.skip("more (m, k) pairs than the backward kernel holds")
+    x, w, grad_out, want_x, want_w = _gradients64(case, "backward-kernel", layout, need)
+    a = case_args(case, x, w, None)
+    x, w, grad_out = x.float(), w.float(), grad_out.float()
+    if layout == "channels_last":
+        fmt = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+        x, w, grad_out = (t.contiguous(memory_format=fmt) for t in (x, w, grad_out))
+    grad_x = torch.full_like(x, float("nan")) if need != "weight" else None
+    grad_w = depthwise.backward(grad_out, x, w, a, grad_x, need != "input")
+    if need != "weight":
+        assert rel_error(grad_x, want_x) < 1e-6
+    if need != "input":
+        assert grad_w.dtype == torch.float32 and rel_error(grad_w, want_w) < 1e-6
+    else:
+        assert grad_w is None
+
+
+@interpreted
+def test_backward_kernel_reads_an_expanded_output_gradient_and_strided_input():
+    """The output gradient of ``out.sum()`` (one element expanded: all strides zero) and an
+    input that is a slice, read through their strides."""
+    case = cases.depthwise_of(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
+    x, w, _ = case.tensors(torch.float32, generator=generator("backward-strided"))
+    a = case_args(case, x, w, None)
+    wide = torch.randn(2, 4, 6, 14)
+    wide[..., ::2] = x
+    x = wide[..., ::2]
+    grad_out = torch.ones(()).expand(a.output_shape)
+    assert x.stride(-1) == 2 and grad_out.stride() == (0, 0, 0, 0)
+    want_x, want_w = depthwise.reference_backward(grad_out.double(), x.double(), w.double(), a)
+    grad_x = torch.full_like(x, float("nan"))
+    grad_w = depthwise.backward(grad_out, x, w, a, grad_x, True)
+    assert rel_error(grad_x, want_x) < 1e-6 and rel_error(grad_w, want_w) < 1e-6
+
+
+@pytest.mark.parametrize("channels,pairs,positions,interleaved,need_weight", [
+    (32, 16, 16 * 128 * 128, False, True), (32, 16, 16 * 128 * 128, True, True),
+    (256, 16, 16 * 16 * 16, True, True), (3, 9, 7, False, True), (100, 256, 30, True, True),
+    (32, 16, 16 * 128 * 128, False, False), (5, 27, 1, True, False)])
+def test_backward_grid_covers_every_position_and_pair_in_few_partials(
+        channels, pairs, positions, interleaved, need_weight):
+    """A program's block holds every (m, k) pair and at most BACKWARD_ELEMENTS loads (but
+    for the pairs), channels only where innermost; the programs cover every block of
+    positions once, one block each where no partials are made, else no more programs than
+    BACKWARD_PROGRAMS (or one a channel block)."""
+    (bp, bt, bc), channel_blocks, splits, each = depthwise.backward_grid(
+        channels, pairs, positions, interleaved, need_weight)
+    assert all(v & (v - 1) == 0 for v in (bp, bt, bc))
+    assert bt >= pairs and bt < 2 * pairs and bp * bt * bc <= max(depthwise.BACKWARD_ELEMENTS, bt)
+    assert bc == 1 if not interleaved else bc <= depthwise.MAX_CHANNEL_BLOCK
+    assert channel_blocks * bc >= channels > (channel_blocks - 1) * bc
+    blocks = -(-positions // bp)
+    assert splits * each >= blocks > (splits - 1) * each
+    if need_weight:
+        assert channel_blocks * splits <= max(depthwise.BACKWARD_PROGRAMS, channel_blocks)
+    else:
+        assert each == 1
+
+
+@pytest.mark.parametrize("layout", [False, True])
+def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(layout):
+    """Worked out on meta tensors: the backward replay of a depthwise call is the depthwise
+    kernel's, with the gradients asked for planned, and explain says so; a call of more
+    (m, k) pairs than MAX_PAIRS stays on the column routes, and explain says why."""
+    case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
+    x, w, b = case.tensors(torch.float32, "meta")
+    if layout:
+        x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
+    a = case_args(case, x, w, b)
+    grad_out = torch.empty(a.output_shape, device="meta")
+    for need in ([True, True, False], [True, False, False], [False, True, True]):
+        replay = ops._work_out_backward_replay(grad_out, x, w, a, need, layout)
+        assert isinstance(replay, ops._DepthwiseBackward) and replay.interleaved == layout
+        assert replay.plan.launch is not None and (replay.plan.splits > 0) == need[1]
+        assert replay.plan.launch.constants["NEED_INPUT"] == need[0]
+    assert gemmconv.explain(x, w, b, **case.kwargs).backward == BACKWARD_DEPTHWISE
+    wide = cases._c("wide", 2, 4, 4, (17, 16), (5, 5), stride=8, groups=4)
+    x, w, b = wide.tensors(torch.float32, "meta")
+    a = case_args(wide, x, w, b)
+    assert "272 taps times outputs" in depthwise.backward_unavailable(a, x, w)
+    grad_out = torch.empty(a.output_shape, device="meta")
+    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, False),
+                          ops._DepthwiseBackward)
+    assert "not the depthwise kernel: 272 taps" in gemmconv.explain(x, w, b, **wide.kwargs).backward
+
+
 def test_unavailable_names_what_keeps_a_call_off_the_kernel():
     case = cases.DEPTHWISE[0]
     x, w, b = case.tensors(torch.float32, "meta")
@@ -117,7 +237,7 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     e = gemmconv.explain(x, w, b, **case.kwargs)
     assert e.route == ("channels_last: " if layout else "") + ops.DEPTHWISE_ROUTE
     assert e.candidates[0] == (ops.DEPTHWISE_ROUTE, 0, True)
-    assert "depthwise kernel multiplies in float32" in str(e)
+    assert "depthwise kernels multiply in float32" in str(e)
     grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
     x, w, b = grouped.tensors(torch.float32, "meta")
     assert not isinstance(ops._work_out_replay(x, w, b, case_args(grouped, x, w, b), False)[0],
