@@ -2,6 +2,8 @@
 # Session 35's device calls (outputs under $OUT/<call>; logs kept in benches/results/s35/).
 #   A: the two strided-bias tests session 34 left unrun on a GPU; benches/depthwise_probe.py;
 #      the depthwise decoder's layers as convert(sample=) times them (forward and step).
+#   B: the depthwise backward kernel: test_cuda_depthwise, the probe (forward and backward),
+#      the autocast probe, the depthwise decoder's layers and rows.
 #   C, D: the CUDA tests in two halves (about 540 s and 190 s).  G: the tables.  Z: the zoo ($MODELS).
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -14,6 +16,11 @@ A)
     "tests/test_cuda_fused.py::test_fused_route_reads_a_strided_bias" > $O/tests.log 2>&1; count $O/tests.log
   timeout 150 python3 benches/depthwise_probe.py 512 1024 2048 4096 2>&1 | grep -v Warn | tee $O/probe.log
   timeout 150 python3 -m gemmconv bench --models --model depthwise --layers > $O/layers.log 2>&1; cat $O/layers.log ;;
+B)
+  timeout ${TT:-300} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py > $O/tests.log 2>&1; count $O/tests.log
+  timeout 120 python3 benches/depthwise_probe.py --backward 1024 2048 4096 2>&1 | grep -v Warn | tee $O/probe-backward.log
+  timeout 60 python3 benches/autocast_probe.py > $O/autocast.log 2>&1; grep "^(16" $O/autocast.log
+  timeout 150 python3 -m gemmconv bench --models --model depthwise --layers > $O/layers.log 2>&1; grep -A12 "^model " $O/layers.log ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
