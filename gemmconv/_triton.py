@@ -410,9 +410,10 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
     flattened) by ``BC`` input channels: each block loads, for every (m, k) pair ``t = m
     taps + k`` of its channels (``BT`` of them, all), the output gradient of channel ``j M +
     m`` at ``i s - p + k d``; sums them over the pairs times the weight into the input
-    gradient, and over the positions times the input into the program's partial of the
-    weight gradient (``partial_ptr``: float32 ``(programs / channel_blocks, C_in, M taps)``,
-    which the caller sums over its first dim)."""
+    gradient, and accumulates them times the input into the program's partial of the weight
+    gradient (``partial_ptr``: float32 ``(programs / channel_blocks, C_in, M taps)``, which
+    the caller sums over its first dim). The partial is summed over positions once, after
+    the loop: a sum across the block's threads each block cost more than its loads."""
     pid = tl.program_id(0)
     j = (pid % channel_blocks) * BC + tl.arange(0, BC)
     split = pid // channel_blocks
@@ -425,8 +426,10 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
     w = tl.load(w_ptr + j[None, :] * pairs + t[:, None], mask=t_ok[:, None] & j_ok[None, :],
                 other=0.0).to(tl.float32)
     g_channel = (j[None, :] * multiplier + (t // taps)[:, None]).to(tl.int64) * g_sc
-    tj_ok = t_ok[:, None] & j_ok[None, :]
-    partial = tl.zeros((BT, BC), dtype=tl.float32)
+    # (BT,): each tap's step from a position's first output; per dim, as a number of rows
+    reach0, reach1, reach2 = k0 * dil0, k1 * dil1, k2 * dil2
+    g_tap = reach0.to(tl.int64) * g_s0 + reach1.to(tl.int64) * g_s1 + reach2.to(tl.int64) * g_s2
+    products = tl.zeros((BT, BP, BC), dtype=tl.float32)
     for b in range(0, each):
         p = (split * each + b) * BP + tl.arange(0, BP)
         p_ok = p < positions
@@ -436,16 +439,16 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
         rest = rest // grid1
         i0 = rest % grid0
         n = (rest // grid0).to(tl.int64)
-        # (BT, BP): where each pair's tap lands in the output, and whether inside it
-        o0 = (i0 * stride0 - pad0)[None, :] + (k0 * dil0)[:, None]
-        o1 = (i1 * stride1 - pad1)[None, :] + (k1 * dil1)[:, None]
-        o2 = (i2 * stride2 - pad2)[None, :] + (k2 * dil2)[:, None]
-        inside = t_ok[:, None] & p_ok[None, :] & (o0 >= 0) & (o0 < image0) & \
-            (o1 >= 0) & (o1 < image1) & (o2 >= 0) & (o2 < image2)
-        at = (n * g_sn)[None, :] + o0.to(tl.int64) * g_s0 + o1.to(tl.int64) * g_s1 + \
+        # (BP,): the output a position's tap 0 lands on, per dim
+        o0, o1, o2 = i0 * stride0 - pad0, i1 * stride1 - pad1, i2 * stride2 - pad2
+        inside = t_ok[:, None] & p_ok[None, :] & \
+            (o0[None, :] + reach0[:, None] >= 0) & (o0[None, :] + reach0[:, None] < image0) & \
+            (o1[None, :] + reach1[:, None] >= 0) & (o1[None, :] + reach1[:, None] < image1) & \
+            (o2[None, :] + reach2[:, None] >= 0) & (o2[None, :] + reach2[:, None] < image2)
+        g_position = n * g_sn + o0.to(tl.int64) * g_s0 + o1.to(tl.int64) * g_s1 + \
             o2.to(tl.int64) * g_s2
-        ok = inside[:, :, None] & j_ok[None, None, :]
-        g = tl.load(g_ptr + at[:, :, None] + g_channel[:, None, :], mask=ok,
+        at = (g_position[None, :] + g_tap[:, None])[:, :, None] + g_channel[:, None, :]
+        g = tl.load(g_ptr + at, mask=inside[:, :, None] & j_ok[None, None, :],
                     other=0.0).to(tl.float32)                       # (BT, BP, BC)
         pj_ok = p_ok[:, None] & j_ok[None, :]
         if NEED_INPUT:
@@ -457,7 +460,7 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
             at_x = (n * x_sn + i0.to(tl.int64) * x_s0 + i1.to(tl.int64) * x_s1 +
                     i2.to(tl.int64) * x_s2)[:, None] + j.to(tl.int64)[None, :] * x_sc
             xv = tl.load(x_ptr + at_x, mask=pj_ok, other=0.0).to(tl.float32)
-            partial += tl.sum(g * xv[None, :, :], axis=1)           # (BT, BC)
+            products += g * xv[None, :, :]
     if NEED_WEIGHT:
         at_w = split.to(tl.int64) * channels * pairs + j[None, :] * pairs + t[:, None]
-        tl.store(partial_ptr + at_w, partial, mask=tj_ok)
+        tl.store(partial_ptr + at_w, tl.sum(products, axis=1), mask=t_ok[:, None] & j_ok[None, :])
