@@ -7,7 +7,8 @@ input gradient written once (backward: both gradients; torch's by autograd.grad)
     PYTHONPATH=. python benches/depthwise_probe.py [--backward] [ELEMENTS ...]
 
 ELEMENTS: the program sizes to try (depthwise.PROGRAM_ELEMENTS, or BACKWARD_ELEMENTS;
-default 512 1024 2048 4096).
+default 512 1024 2048 4096); with --backward, ELEMENTS:PROGRAMS also sets
+depthwise.BACKWARD_PROGRAMS.
 """
 import sys
 
@@ -27,13 +28,13 @@ def per_call_ms(fn) -> float:
 
 def main() -> int:
     backward = "--backward" in sys.argv
-    sizes = [int(v) for v in sys.argv[1:] if v != "--backward"] or [512, 1024, 2048, 4096]
+    sizes = [v for v in sys.argv[1:] if v != "--backward"] or ["512", "1024", "2048", "4096"]
     device = torch.device("cuda")
     copy = bench.ceilings(device, torch.float32).bandwidth
     print(torch.cuda.get_device_name(), f"copy {copy / 1e12:.2f} TB/s",
           "backward" if backward else "forward", flush=True)
     print(f"{'input':20s} {'dtype':9s} {'layout':13s} {'torch ms':>9s} "
-          + " ".join(f"{'ours@' + str(s):>10s}" for s in sizes) + "  floor ms")
+          + " ".join(f"{'@' + s:>10s}" for s in sizes) + "  floor ms")
     for shape in LAYERS:
         for dtype in (torch.float32, torch.bfloat16):
             for layout in ("planar", "channels_last"):
@@ -50,8 +51,10 @@ def main() -> int:
                     y = F.conv_transpose2d(xg, wg, None, 2, 1, 0, c)
                     theirs = per_call_ms(lambda: torch.autograd.grad(y, [xg, wg], gy, retain_graph=True))
                     grad_x = torch.empty_like(x)
-                    for elements in sizes:
-                        depthwise.BACKWARD_ELEMENTS = elements
+                    for size in sizes:
+                        elements, _, programs = size.partition(":")
+                        depthwise.BACKWARD_ELEMENTS = int(elements)
+                        depthwise.BACKWARD_PROGRAMS = int(programs or depthwise.BACKWARD_PROGRAMS)
                         depthwise._backward_plan.cache_clear()
                         ours.append(per_call_ms(lambda: depthwise.backward(gy, x, w, a, grad_x, True)))
                     grad_w = depthwise.backward(gy, x, w, a, grad_x, True)
@@ -64,7 +67,7 @@ def main() -> int:
                 else:
                     theirs = per_call_ms(lambda: F.conv_transpose2d(x, w, None, 2, 1, 0, c))
                     for elements in sizes:
-                        depthwise.PROGRAM_ELEMENTS = elements
+                        depthwise.PROGRAM_ELEMENTS = int(elements)
                         depthwise._plan.cache_clear()
                         ours.append(per_call_ms(lambda: depthwise.forward(x, w, None, a, out)))
                     want = F.conv_transpose2d(x.double(), w.double(), None, 2, 1, 0, c)

@@ -22,8 +22,8 @@ B)
   timeout 60 python3 benches/autocast_probe.py > $O/autocast.log 2>&1; grep "^(16" $O/autocast.log
   timeout 150 python3 -m gemmconv bench --models --model depthwise --layers > $O/layers.log 2>&1; grep -A12 "^model " $O/layers.log ;;
 S)   # the depthwise step's host time, and the backward probe
-  timeout 100 python3 benches/depthwise_step_probe.py > $O/step.log 2>&1; grep -v "^ *$" $O/step.log | head -120
-  timeout 100 python3 benches/depthwise_probe.py --backward 1024 2048 4096 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
+  for o in "" --channels-last; do timeout 100 python3 benches/depthwise_step_probe.py $o 2>&1 | grep -v Warn | tee -a $O/step.log; done
+  timeout 200 python3 benches/depthwise_probe.py --backward ${SIZES:-2048:1024 2048:4096 2048:16384 1024:4096 4096:4096} 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)

@@ -248,6 +248,7 @@ def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
 BACKWARD_ELEMENTS = 2048
 BACKWARD_PROGRAMS = 1024
 MAX_PAIRS = 256   # (m, k) pairs a program holds; more go to the column routes
+BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
@@ -272,7 +273,7 @@ def backward_blocks(channels: int, pairs: int, interleaved: bool) -> tuple:
     input channels a program loads at once, their product BACKWARD_ELEMENTS at most (but
     for the pairs); channels only where they are innermost, as :func:`blocks`."""
     bt = _pow2(pairs)
-    bc = min(_pow2(channels), MAX_CHANNEL_BLOCK, max(1, BACKWARD_ELEMENTS // bt)) if interleaved else 1
+    bc = min(_pow2(channels), BACKWARD_CHANNEL_BLOCK, max(1, BACKWARD_ELEMENTS // bt)) if interleaved else 1
     return max(1, BACKWARD_ELEMENTS // bt // bc), bt, bc
 
 

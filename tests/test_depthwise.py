@@ -171,7 +171,7 @@ def test_backward_grid_covers_every_position_and_pair_in_few_partials(
         channels, pairs, positions, interleaved, need_weight)
     assert all(v & (v - 1) == 0 for v in (bp, bt, bc))
     assert bt >= pairs and bt < 2 * pairs and bp * bt * bc <= max(depthwise.BACKWARD_ELEMENTS, bt)
-    assert bc == 1 if not interleaved else bc <= depthwise.MAX_CHANNEL_BLOCK
+    assert bc == 1 if not interleaved else bc <= depthwise.BACKWARD_CHANNEL_BLOCK
     assert channel_blocks * bc >= channels > (channel_blocks - 1) * bc
     blocks = -(-positions // bp)
     assert splits * each >= blocks > (splits - 1) * each
