@@ -24,6 +24,8 @@ B)
 S)   # the depthwise step's host time, and the backward probe
   for o in "" --channels-last; do timeout 100 python3 benches/depthwise_step_probe.py $o 2>&1 | grep -v Warn | tee -a $O/step.log; done
   timeout 200 python3 benches/depthwise_probe.py --backward ${SIZES:-2048:1024 2048:4096 2048:16384 1024:4096 4096:4096} 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
+H)   # a small layer's step on the host: autograd Functions against torch's module
+  for o in "" --channels-last; do timeout 100 python3 benches/autograd_probe.py $o 2>&1 | grep -v Warn | tee -a $O/autograd.log; done ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
