@@ -356,10 +356,11 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 
 
 def launch_backward(p: BackwardPlan, grad_out: torch.Tensor, x: torch.Tensor,
-                    weight: torch.Tensor, a: ConvTransposeArgs,
-                    grad_x: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+                    weight: torch.Tensor, a: ConvTransposeArgs, grad_x: Optional[torch.Tensor],
+                    grad_weight: Optional[torch.Tensor] = None) -> Optional[torch.Tensor]:
     """:func:`backward` by a plan made for these tensors' shapes and strides (as
-    :func:`launch`)."""
+    :func:`launch`); the weight's gradient into ``grad_weight`` where given (of the
+    weight's shape and dtype, contiguous), else a new one."""
     from . import fused
     pairs = a.out_channels // a.groups * a.geometry.taps
     # (every program writes its partial whole; with no launch, the gradient is zero)
@@ -373,4 +374,7 @@ def launch_backward(p: BackwardPlan, grad_out: torch.Tensor, x: torch.Tensor,
                      w if partials is None else partials)
     if partials is None:
         return None
-    return (partials[0] if p.splits == 1 else partials.sum(0)).to(weight.dtype).view(weight.shape)
+    total = partials[0] if p.splits == 1 else partials.sum(0)
+    if grad_weight is None:
+        return total.to(weight.dtype).view(weight.shape)
+    return grad_weight.copy_(total.view(weight.shape))

@@ -229,14 +229,31 @@ class _FusedReplay(NamedTuple):
 
 class _DepthwiseReplay(NamedTuple):
     """A CUDA forward that takes the depthwise kernel (depthwise.takes), decided on its
-    first call as _FusedReplay's route is, with the kernel's launch planned then."""
+    first call as _FusedReplay's route is, with the kernel's launch planned then, and
+    launched as a CUDA graph where one is kept (as _Replay.graphed): a Triton launch costs
+    the host more than a graph's (benches/NOTES.md, session 35)."""
     interleaved: bool
     plan: depthwise.Plan
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            a: ConvTransposeArgs) -> torch.Tensor:
-        out = cl.empty(x, a.output_shape, self.interleaved)
+            a: ConvTransposeArgs, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if out is None:
+            out = cl.empty(x, a.output_shape, self.interleaved)
         return depthwise.launch(self.plan, x, weight, bias, a, out)
+
+    def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                a: ConvTransposeArgs) -> torch.Tensor:
+        from . import _cuda
+        out = cl.empty(x, a.output_shape, self.interleaved)
+        addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                     out.data_ptr())
+        run = lambda: self.run(x, weight, bias, a, out)   # noqa: E731
+        # (what run allocates: a contiguous copy of the weight and of the bias, at most)
+        if not graphs.launch(self, addresses, run,
+                             lambda: (weight.numel() + a.out_channels) * x.element_size(),
+                             x.device, _cuda.raw_stream(x.device)):
+            run()
+        return out
 
 
 class _Replay(NamedTuple):
@@ -363,7 +380,7 @@ def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
                             lambda: _work_out_replay(x, weight, bias, a, interleaved))
     if replay is None:
         return None
-    if buffers or not isinstance(replay, _Replay):
+    if buffers or not isinstance(replay, (_Replay, _DepthwiseReplay)):
         return replay.run(x, weight, bias, a, *buffers)
     return replay.graphed(x, weight, bias, a)
 
@@ -772,7 +789,7 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
             return grads
         if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):   # (capturing)
             return _fused_backward(grad_out, x, weight, a, need)
-        if depthwise.backward_takes(a, x, weight):
+        if depthwise.backward_takes(a, x, weight):   # (capturing)
             return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved).run(
                 grad_out, x, weight, a, need)
     if a.prefers_im2col():
@@ -802,7 +819,8 @@ class _FusedBackward:
 
 class _DepthwiseBackward(NamedTuple):
     """A CUDA call's backward that takes the depthwise kernel (depthwise.backward_takes),
-    decided and planned on its first call: the input gradient in the forward's layout."""
+    decided and planned on its first call: the input gradient in the forward's layout.
+    Launched as a CUDA graph where one is kept, as _BackwardReplay.graphed."""
     interleaved: bool
     plan: depthwise.BackwardPlan
 
@@ -814,16 +832,47 @@ class _DepthwiseBackward(NamedTuple):
                                   depthwise.backward_plan(a, grad_out, x, grad_x, need[1]))
 
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
-        empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-        grad_x = cl.empty(x, x.shape, self.interleaved) if need[0] else None
-        grad_w = depthwise.launch_backward(self.plan, grad_out, x, weight, a, grad_x)
-        grad_bias = empty()
-        if need[2]:
-            grad_bias = cl.channel_sums(grad_out) if self.interleaved else _bias_grad(
-                grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
-        return [empty() if grad_x is None else grad_x, empty() if grad_w is None else grad_w,
-                grad_bias]
+            a: ConvTransposeArgs, need: List[bool],
+            grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
+        """The gradients asked for (None for the others), written into ``grads`` where
+        given (as :meth:`gradients` allocates them), else into new ones."""
+        grad_x, grad_w, grad_bias = grads or self.gradients(x, weight, a, need)
+        depthwise.launch_backward(self.plan, grad_out, x, weight, a, grad_x, grad_w)
+        if grad_bias is not None:
+            grad_bias.copy_(cl.channel_sums(grad_out) if self.interleaved else _bias_grad(
+                grad_out.reshape(a.batch, a.out_channels, math.prod(a.image))))
+        return [grad_x, grad_w, grad_bias]
+
+    def gradients(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
+                  need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """New tensors for the gradients asked for, None for the others: the input's in
+        the layout the call runs in, the weight's and bias's contiguous."""
+        return [cl.empty(x, x.shape, self.interleaved) if need[0] else None,
+                weight.new_empty(weight.shape) if need[1] else None,
+                x.new_empty((a.out_channels,)) if need[2] else None]
+
+    def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """The gradients as :meth:`run` gives them, launched as a CUDA graph where one is
+        kept for these tensors' addresses (graphs.py)."""
+        from . import _cuda
+        grads = self.gradients(x, weight, a, need)
+        addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
+                     *(0 if g is None else g.data_ptr() for g in grads))
+        run = lambda: self.run(grad_out, x, weight, a, need, grads)   # noqa: E731
+        if not graphs.launch(self, addresses, run, lambda: self.graph_bytes(grad_out, x, weight, a),
+                             x.device, _cuda.raw_stream(x.device)):
+            run()
+        return grads
+
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs: the weight gradient's
+        partials and their sum, the weight's contiguous copy, the bias gradient's copy of
+        the output gradient and its sums, at most."""
+        pairs = a.out_channels // a.groups * a.geometry.taps
+        return 4 * (self.plan.splits + 2) * a.in_channels * pairs + \
+            weight.numel() * weight.element_size() + 3 * grad_out.numel() * grad_out.element_size()
 
 
 class _BackwardReplay(NamedTuple):
@@ -937,7 +986,7 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
     if replay is None:
         return None
-    if isinstance(replay, _BackwardReplay):
+    if isinstance(replay, (_BackwardReplay, _DepthwiseBackward)):
         return replay.graphed(grad_out, x, weight, a, need)
     return replay.run(grad_out, x, weight, a, need)
 

@@ -35,7 +35,10 @@ def _layouts(case):
     return ["planar"] + (["channels_last"] if case.nd > 1 else [])
 
 
-PARAMS = [(c, layout) for c in cases.MODEL_LAYERS for layout in _layouts(c)]
+# The model layers (column routes), and calls of the depthwise kernels (forward, backward).
+DEPTHWISE = [c for c in cases.DEPTHWISE if c.name in (
+    "depthwise-k4s2", "depthwise-1d-k16s8", "depthwise-3d-k3s2", "depthwise-100-channels")]
+PARAMS = [(c, layout) for c in cases.MODEL_LAYERS + DEPTHWISE for layout in _layouts(c)]
 IDS = [f"{c.name}-{layout}" for c, layout in PARAMS]
 
 
@@ -77,7 +80,7 @@ def test_graphed_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout,
 
     def backward_launch(owner, *args):
         answer = launch(owner, *args)
-        if isinstance(owner, ops._BackwardReplay):
+        if isinstance(owner, (ops._BackwardReplay, ops._DepthwiseBackward)):
             answers.append(answer)
         return answer
     monkeypatch.setattr(graphs, "launch", backward_launch)
