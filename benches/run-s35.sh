@@ -24,6 +24,10 @@ B)
 S)   # the depthwise step's host time, and the backward probe
   for o in "" --channels-last; do timeout 100 python3 benches/depthwise_step_probe.py $o 2>&1 | grep -v Warn | tee -a $O/step.log; done
   timeout 200 python3 benches/depthwise_probe.py --backward ${SIZES:-2048:1024 2048:4096 2048:16384 1024:4096 4096:4096} 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
+E)   # the depthwise kernels graphed: their CUDA tests, then the step probes
+  timeout ${TT:-360} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py "tests/test_cuda_graphs.py" -k "depthwise or not graphed" > $O/tests.log 2>&1; count $O/tests.log
+  for o in "" --channels-last; do timeout 100 python3 benches/autograd_probe.py $o 2>&1 | grep -v Warn | tee -a $O/autograd.log; done
+  for o in "" --channels-last; do timeout 100 python3 benches/depthwise_step_probe.py $o 2>&1 | grep -v Warn | grep "us$" | tee -a $O/step.log; done ;;
 H)   # a small layer's step on the host: autograd Functions against torch's module
   for o in "" --channels-last; do timeout 100 python3 benches/autograd_probe.py $o 2>&1 | grep -v Warn | tee -a $O/autograd.log; done ;;
 C)
