@@ -30,6 +30,20 @@ E)   # the depthwise kernels graphed: their CUDA tests, then the step probes
   for o in "" --channels-last; do timeout 100 python3 benches/depthwise_step_probe.py $o 2>&1 | grep -v Warn | grep "us$" | tee -a $O/step.log; done ;;
 H)   # a small layer's step on the host: autograd Functions against torch's module
   for o in "" --channels-last; do timeout 100 python3 benches/autograd_probe.py $o 2>&1 | grep -v Warn | tee -a $O/autograd.log; done ;;
+P)   # every CUDA test file, in parallel processes (Triton's compiles are the host's work)
+  t() { log=$1; shift; timeout ${TT:-500} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
+  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  t cuda tests/test_cuda.py &
+  t cl tests/test_cuda_channels_last.py &
+  t graphs tests/test_cuda_graphs.py tests/test_cuda_replay.py &
+  t fused tests/test_cuda_fused.py &
+  t reuse tests/test_cuda_reuse.py &
+  wait
+  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)

@@ -242,11 +242,13 @@ def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
     return grad_x.movedim(-1, 1), grad_w.view(weight.shape)
 
 
-# The backward's programs: PROGRAM_ELEMENTS of (positions, (m, k) pairs, channels) a load, as
-# many programs as keep the GPU's loads in flight (each then loops over its share of the
-# positions, so that the weight gradient's partials stay a small fraction of its reads).
+# The backward's programs: BACKWARD_ELEMENTS of (positions, (m, k) pairs, channels) a load,
+# and at most BACKWARD_PROGRAMS programs (each then loops over its share of the positions, so
+# that the weight gradient's partials stay a small fraction of its reads). 4096 rather than
+# 1024 programs: the zoo decoder's largest layer, float32 planar, 0.485 ms against 0.915
+# (whole waves), the others alike or faster (H100, benches/results/s35/S2).
 BACKWARD_ELEMENTS = 2048
-BACKWARD_PROGRAMS = 1024
+BACKWARD_PROGRAMS = 4096
 MAX_PAIRS = 256   # (m, k) pairs a program holds; more go to the column routes
 BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
 
