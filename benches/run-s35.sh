@@ -4,7 +4,9 @@
 #      the depthwise decoder's layers as convert(sample=) times them (forward and step).
 #   B: the depthwise backward kernel: test_cuda_depthwise, the probe (forward and backward),
 #      the autocast probe, the depthwise decoder's layers and rows.
-#   C, D: the CUDA tests in two halves (about 540 s and 190 s).  G: the tables.  Z: the zoo ($MODELS).
+#   S, H, E: probes of the depthwise step (host time, autograd, graphs).  P: every CUDA test,
+#   in parallel processes.  C, D: the CUDA tests in two halves.  G: the tables.  Z: the zoo
+#   ($MODELS).  F: G, then the zoo's depthwise, DCGAN and VAE.
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -55,6 +57,9 @@ G)
   timeout 70 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
   timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
   timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+F)   # the tables, then the zoo's depthwise, DCGAN and VAE
+  bash benches/run-s35.sh G
+  MODELS="depthwise dcgan vae" bash benches/run-s35.sh Z ;;
 Z)
   for m in ${MODELS:-dcgan unet2d unet3d hifigan fcn32s vae depthwise}; do
     timeout ${TZ:-200} python3 -m gemmconv bench --models --model $m $ZOPT > $O/$m.log 2>&1; grep -A12 "^model " $O/$m.log | grep -v "^model\|^---"
