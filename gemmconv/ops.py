@@ -853,17 +853,9 @@ class _DepthwiseBackward(NamedTuple):
 
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """The gradients as :meth:`run` gives them, launched as a CUDA graph where one is
-        kept for these tensors' addresses (graphs.py)."""
-        from . import _cuda
-        grads = self.gradients(x, weight, a, need)
-        addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
-                     *(0 if g is None else g.data_ptr() for g in grads))
-        run = lambda: self.run(grad_out, x, weight, a, need, grads)   # noqa: E731
-        if not graphs.launch(self, addresses, run, lambda: self.graph_bytes(grad_out, x, weight, a),
-                             x.device, _cuda.raw_stream(x.device)):
-            run()
-        return grads
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
+        return _graphed_backward(self, grad_out, x, weight, a, need,
+                                 lambda: self.graph_bytes(grad_out, x, weight, a))
 
     def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                     a: ConvTransposeArgs) -> int:
@@ -946,17 +938,9 @@ class _BackwardReplay(NamedTuple):
 
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """The gradients as :meth:`run` gives them, launched as a CUDA graph where one is
-        kept for these tensors' addresses (graphs.py)."""
-        from . import _cuda
-        grads = self.gradients(x, weight, a, need)
-        addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
-                     *(0 if g is None else g.data_ptr() for g in grads))
-        run = lambda: self.run(grad_out, x, weight, a, need, grads)   # noqa: E731
-        if not graphs.launch(self, addresses, run, lambda: self.graph_bytes(grad_out, x, weight),
-                             x.device, _cuda.raw_stream(x.device)):
-            run()
-        return grads
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
+        return _graphed_backward(self, grad_out, x, weight, a, need,
+                                 lambda: self.graph_bytes(grad_out, x, weight))
 
     def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> int:
         """The memory a graph of this call takes while it runs: its workspace, and the copies
@@ -965,6 +949,23 @@ class _BackwardReplay(NamedTuple):
         elements = self.workspace + 2 * grad_out.numel() + 3 * x.numel() + 4 * weight.numel()
         return elements * x.element_size() + sum(
             gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
+
+
+def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                      a: ConvTransposeArgs, need: List[bool],
+                      nbytes: Callable[[], int]) -> List[Optional[torch.Tensor]]:
+    """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward: its
+    ``gradients`` allocated, then written by its ``run``), launched as a CUDA graph where
+    one is kept for these tensors' addresses (graphs.py); ``nbytes()``: the memory a graph
+    of the call takes while it runs."""
+    from . import _cuda
+    grads = replay.gradients(x, weight, a, need)
+    addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
+                 *(0 if g is None else g.data_ptr() for g in grads))
+    run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
+    if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
+        run()
+    return grads
 
 
 def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tensor:
