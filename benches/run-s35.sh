@@ -46,6 +46,14 @@ P)   # every CUDA test file, in parallel processes (Triton's compiles are the ho
   t reuse tests/test_cuda_reuse.py &
   wait
   cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done ;;
+R)   # after the review's refactor of the graphed backward: the graph and replay tests, the depthwise table in bfloat16, and the rest of test_cuda_depthwise
+  t() { log=$1; shift; timeout ${TT:-400} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
+  t graphs tests/test_cuda_graphs.py &
+  t replay tests/test_cuda_replay.py &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  wait
+  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
