@@ -53,7 +53,10 @@ R)   # after the review's refactor of the graphed backward: the graph and replay
   t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
   t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
   wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done ;;
+  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  N() { n=$1; shift; timeout 120 ncu --kernel-name regex:depthwise --launch-skip 4 --launch-count 2 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SourceCounters python3 benches/depthwise_ncu.py "$@" > $O/ncu-$n.txt 2>&1; }
+  N planar; N cl --channels-last
+  grep -h "depthwise_transposed\|Duration\|Memory Throughput\|DRAM Throughput\|Compute (SM) Throughput\|Registers Per\|Achieved Occupancy\|Theoretical Occupancy\|Executed Ipc A\|L1/TEX Hit\|L2 Hit" $O/ncu-*.txt | head -60 ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
