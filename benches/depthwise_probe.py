@@ -7,8 +7,8 @@ input gradient written once (backward: both gradients; torch's by autograd.grad)
     PYTHONPATH=. python benches/depthwise_probe.py [--backward] [ELEMENTS ...]
 
 ELEMENTS: the program sizes to try (depthwise.PROGRAM_ELEMENTS, or BACKWARD_ELEMENTS;
-default 512 1024 2048 4096); with --backward, ELEMENTS:PROGRAMS also sets
-depthwise.BACKWARD_PROGRAMS.
+default 512 1024 2048 4096), as ELEMENTS[:WARPS] (PROGRAM_WARPS), or with --backward
+ELEMENTS[:PROGRAMS[:WARPS]] (BACKWARD_PROGRAMS, BACKWARD_WARPS).
 """
 import sys
 
@@ -52,9 +52,10 @@ def main() -> int:
                     theirs = per_call_ms(lambda: torch.autograd.grad(y, [xg, wg], gy, retain_graph=True))
                     grad_x = torch.empty_like(x)
                     for size in sizes:
-                        elements, _, programs = size.partition(":")
+                        elements, programs, warps = (size.split(":") + ["", ""])[:3]
                         depthwise.BACKWARD_ELEMENTS = int(elements)
                         depthwise.BACKWARD_PROGRAMS = int(programs or depthwise.BACKWARD_PROGRAMS)
+                        depthwise.BACKWARD_WARPS = int(warps or depthwise.BACKWARD_WARPS)
                         depthwise._backward_plan.cache_clear()
                         ours.append(per_call_ms(lambda: depthwise.backward(gy, x, w, a, grad_x, True)))
                     grad_w = depthwise.backward(gy, x, w, a, grad_x, True)
@@ -66,8 +67,10 @@ def main() -> int:
                     floor = (2 * x.numel() + gy.numel()) * x.element_size() / copy * 1e3
                 else:
                     theirs = per_call_ms(lambda: F.conv_transpose2d(x, w, None, 2, 1, 0, c))
-                    for elements in sizes:
+                    for size in sizes:
+                        elements, warps = (size.split(":") + [""])[:2]
                         depthwise.PROGRAM_ELEMENTS = int(elements)
+                        depthwise.PROGRAM_WARPS = int(warps or depthwise.PROGRAM_WARPS)
                         depthwise._plan.cache_clear()
                         ours.append(per_call_ms(lambda: depthwise.forward(x, w, None, a, out)))
                     want = F.conv_transpose2d(x.double(), w.double(), None, 2, 1, 0, c)

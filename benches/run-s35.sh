@@ -57,6 +57,9 @@ R)   # after the review's refactor of the graphed backward: the graph and replay
   N() { n=$1; shift; timeout 120 ncu --kernel-name regex:depthwise --launch-skip 4 --launch-count 2 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SourceCounters python3 benches/depthwise_ncu.py "$@" > $O/ncu-$n.txt 2>&1; }
   N planar; N cl --channels-last
   grep -h "depthwise_transposed\|Duration\|Memory Throughput\|DRAM Throughput\|Compute (SM) Throughput\|Registers Per\|Achieved Occupancy\|Theoretical Occupancy\|Executed Ipc A\|L1/TEX Hit\|L2 Hit" $O/ncu-*.txt | head -60 ;;
+W)   # program sizes and warps of the depthwise kernels
+  timeout 150 python3 benches/depthwise_probe.py 1024 1024:8 2048:8 2048 2>&1 | grep -v Warn | tee $O/probe-forward.log
+  timeout 200 python3 benches/depthwise_probe.py --backward 2048:4096:4 2048:4096:8 4096:4096:8 1024:4096:4 1024:8192:4 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)

@@ -135,6 +135,7 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
 # position where channels are innermost (channels_last), one channel where positions are
 # (planar), and W's block the row, up to what is left.
 PROGRAM_ELEMENTS = 1024
+PROGRAM_WARPS = 4
 MAX_CHANNEL_BLOCK = 64
 
 
@@ -188,7 +189,7 @@ def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, 
                           for v in row], dtype=torch.int32, device=device)
     launch = _triton.Launch(_triton.depthwise_transposed,
                             (batch * channel_blocks * row_blocks * column_blocks,), sizes,
-                            BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias, num_warps=4)
+                            BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias, num_warps=PROGRAM_WARPS)
     return Plan(launch, table)
 
 
@@ -249,6 +250,7 @@ def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
 # (whole waves), the others alike or faster (H100, benches/results/s35/S2).
 BACKWARD_ELEMENTS = 2048
 BACKWARD_PROGRAMS = 4096
+BACKWARD_WARPS = 4
 MAX_PAIRS = 256   # (m, k) pairs a program holds; more go to the column routes
 BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
 
@@ -342,7 +344,7 @@ def _backward_plan(g: Geometry, batch: int, channels: int, multiplier: int, grid
              *i_strides[:2], *spatial(i_strides), channel_blocks, each)
     launch = _triton.Launch(_triton.depthwise_transposed_backward, (channel_blocks * splits,),
                             sizes, BP=bp, BT=bt, BC=bc, NEED_INPUT=need_input,
-                            NEED_WEIGHT=need_weight, num_warps=4)
+                            NEED_WEIGHT=need_weight, num_warps=BACKWARD_WARPS)
     return BackwardPlan(launch, splits if need_weight else 0)
 
 
