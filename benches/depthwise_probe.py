@@ -6,7 +6,8 @@ input gradient written once (backward: both gradients; torch's by autograd.grad)
 
     PYTHONPATH=. python benches/depthwise_probe.py [--backward] [ELEMENTS ...]
 
-ELEMENTS: the program sizes to try (depthwise.PROGRAM_ELEMENTS, or BACKWARD_ELEMENTS;
+ELEMENTS: the program sizes to try (depthwise.PROGRAM_ELEMENTS and INTERLEAVED_ELEMENTS, or
+BACKWARD_ELEMENTS;
 default 512 1024 2048 4096), as ELEMENTS[:WARPS] (PROGRAM_WARPS), or with --backward
 ELEMENTS[:PROGRAMS[:WARPS]] (BACKWARD_PROGRAMS, BACKWARD_WARPS).
 """
@@ -69,7 +70,7 @@ def main() -> int:
                     theirs = per_call_ms(lambda: F.conv_transpose2d(x, w, None, 2, 1, 0, c))
                     for size in sizes:
                         elements, warps = (size.split(":") + [""])[:2]
-                        depthwise.PROGRAM_ELEMENTS = int(elements)
+                        depthwise.PROGRAM_ELEMENTS = depthwise.INTERLEAVED_ELEMENTS = int(elements)
                         depthwise.PROGRAM_WARPS = int(warps or depthwise.PROGRAM_WARPS)
                         depthwise._plan.cache_clear()
                         ours.append(per_call_ms(lambda: depthwise.forward(x, w, None, a, out)))

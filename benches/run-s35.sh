@@ -60,6 +60,17 @@ R)   # after the review's refactor of the graphed backward: the graph and replay
 W)   # program sizes and warps of the depthwise kernels
   timeout 150 python3 benches/depthwise_probe.py 1024 1024:8 2048:8 2048 2>&1 | grep -v Warn | tee $O/probe-forward.log
   timeout 200 python3 benches/depthwise_probe.py --backward 2048:4096:4 2048:4096:8 4096:4096:8 1024:4096:4 1024:8192:4 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
+V)   # the channels-innermost forward's programs doubled: test_cuda_depthwise and test_cuda_graphs, then the zoo's depthwise decoder
+  t() { log=$1; shift; timeout ${TT:-400} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
+  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  t graphs tests/test_cuda_graphs.py &
+  wait
+  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  MODELS=depthwise bash benches/run-s35.sh Z; cp $OUT/Z/depthwise.log $O/ ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)

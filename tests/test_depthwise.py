@@ -248,14 +248,17 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     (32, 256, 256, False), (32, 256, 256, True), (5, 7, 13, True), (256, 16, 16, True),
     (8, 1, 8192, False), (8, 1, 40, False), (3, 2, 3, False)])
 def test_blocks_cover_rows_along_w_and_channels_innermost_only(channels, rows, width, interleaved):
-    """A program's block: powers of two within PROGRAM_ELEMENTS, whole where the call is
-    large; channels only where they are innermost, W's run along the row up to what is
-    left, no more rows than the call has."""
+    """A program's block: powers of two within its elements (INTERLEAVED_ELEMENTS where
+    channels are innermost, else PROGRAM_ELEMENTS), whole where the call is large;
+    channels only where they are innermost, W's run along the row up to what is left, no
+    more rows than the call has."""
     br, bw, bc = depthwise.blocks(channels, rows, width, interleaved)
+    elements = depthwise.INTERLEAVED_ELEMENTS if interleaved else depthwise.PROGRAM_ELEMENTS
+    assert depthwise.program_elements(interleaved) == elements
     assert all(v & (v - 1) == 0 for v in (br, bw, bc))
-    assert br * bw * bc <= depthwise.PROGRAM_ELEMENTS
+    assert br * bw * bc <= elements
     assert bc == (min(1 << (channels - 1).bit_length(), depthwise.MAX_CHANNEL_BLOCK) if interleaved else 1)
-    assert bw >= min(width, depthwise.PROGRAM_ELEMENTS // bc)
+    assert bw >= min(width, elements // bc)
     assert br <= max(1, 1 << (rows - 1).bit_length())
-    if rows * width * channels >= depthwise.PROGRAM_ELEMENTS * 4:
-        assert br * bw * bc == depthwise.PROGRAM_ELEMENTS
+    if rows * width * channels >= elements * 4:
+        assert br * bw * bc == elements
