@@ -71,6 +71,8 @@ V)   # the channels-innermost forward's programs doubled: test_cuda_depthwise an
   wait
   cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
   MODELS=depthwise bash benches/run-s35.sh Z; cp $OUT/Z/depthwise.log $O/ ;;
+U)   # the user's-graph test of a depthwise step, with test_cuda_graphs whole
+  timeout 300 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_graphs.py > $O/graphs.log 2>&1; count $O/graphs.log; tail -30 $O/graphs.log | grep -v PASSED ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)

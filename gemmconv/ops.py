@@ -243,6 +243,8 @@ class _DepthwiseReplay(NamedTuple):
 
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                 a: ConvTransposeArgs) -> torch.Tensor:
+        """The output of call ``a`` as :meth:`run` gives it, launched as a CUDA graph where
+        one is kept for these tensors' addresses (graphs.py)."""
         from . import _cuda
         out = cl.empty(x, a.output_shape, self.interleaved)
         addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),

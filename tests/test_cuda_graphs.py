@@ -161,3 +161,37 @@ def test_a_kept_graph_inside_a_captured_graph():
         user.replay()
         torch.cuda.synchronize()
     assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
+
+
+def test_a_depthwise_step_captured_in_a_users_graph_on_first_sight():
+    """A user's CUDA graph of a depthwise layer's forward and backward, captured where no
+    replay is kept for the call (so its kernels are launched straight into the capture, the
+    backward by _conv_transpose_backward's capturing path), replays with new inputs to the
+    right output and gradients."""
+    case = next(c for c in DEPTHWISE if c.name == "depthwise-100-channels")
+    x, w, b = layout_tensors(case, "planar", torch.float32, CUDA, "user step")
+    leaves = [t.requires_grad_() for t in (x, w, b)]
+    grad_out = output_gradient(case, "planar", torch.float32, CUDA)
+
+    def step():
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        return [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):   # compiles the kernels, on a side stream as torch asks
+        step()
+    torch.cuda.current_stream().wait_stream(stream)
+    ops._replays.clear()
+    ops._backward_replays.clear()
+    user = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(user):
+        results = step()
+    assert not ops._replays and not ops._backward_replays   # nothing kept while capturing
+    with torch.no_grad():
+        x.copy_(torch.randn(x.shape, generator=generator("replayed x"), dtype=torch.float64))
+        w.copy_(torch.randn(w.shape, generator=generator("replayed w"), dtype=torch.float64))
+    user.replay()
+    torch.cuda.synchronize()
+    refs = reference64(case, x, w, b, grad_out.double())
+    for ours, ref in zip(results, refs):
+        assert rel_error(ours, ref) < 1e-5
