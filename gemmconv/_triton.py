@@ -396,39 +396,61 @@ def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
 
 
 @triton.jit
+def _depthwise_pairs(w_ptr, t0, j, j_ok, channels, multiplier, taps, kernel1, kernel2,
+                     dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT: tl.constexpr):
+    """The (m, k) pairs ``t0 + [0, BT)`` of channels ``j``, for
+    :func:`depthwise_transposed_backward`: their index and mask ``(BT,)``, weights ``(BT,
+    BC)`` (float32), output-gradient channels' offsets ``(BT, BC)``, and per dim how many
+    rows each tap reaches past a position's first output, with the offset that makes."""
+    pairs = multiplier * taps
+    t = t0 + tl.arange(0, BT)
+    t_ok = t < pairs
+    k = t % taps
+    k0, k1, k2 = k // (kernel1 * kernel2), (k // kernel2) % kernel1, k % kernel2
+    w = tl.load(w_ptr + j[None, :] * pairs + t[:, None], mask=t_ok[:, None] & j_ok[None, :],
+                other=0.0).to(tl.float32)
+    g_channel = (j[None, :] * multiplier + (t // taps)[:, None]).to(tl.int64) * g_sc
+    reach0, reach1, reach2 = k0 * dil0, k1 * dil1, k2 * dil2
+    g_tap = reach0.to(tl.int64) * g_s0 + reach1.to(tl.int64) * g_s1 + reach2.to(tl.int64) * g_s2
+    return t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap
+
+
+@triton.jit
 def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
                                   channels, multiplier, taps, kernel1, kernel2,
                                   grid0, grid1, grid2, image0, image1, image2,
                                   stride0, stride1, stride2, pad0, pad1, pad2,
                                   dil0, dil1, dil2, positions,
                                   g_sn, g_sc, g_s0, g_s1, g_s2, x_sn, x_sc, x_s0, x_s1, x_s2,
-                                  i_sn, i_sc, i_s0, i_s1, i_s2, channel_blocks, each,
+                                  i_sn, i_sc, i_s0, i_s1, i_s2, channel_blocks, each, chunks,
                                   BP: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
-                                  NEED_INPUT: tl.constexpr, NEED_WEIGHT: tl.constexpr):
+                                  NEED_INPUT: tl.constexpr, NEED_WEIGHT: tl.constexpr,
+                                  PAIR_LOOP: tl.constexpr):
     """The gradients of the transposed convolution with one input channel a group
     (gemmconv/depthwise.py), over ``each`` blocks of ``BP`` input positions (samples and grid
-    flattened) by ``BC`` input channels: each block loads, for every (m, k) pair ``t = m
-    taps + k`` of its channels (``BT`` of them, all), the output gradient of channel ``j M +
-    m`` at ``i s - p + k d``; sums them over the pairs times the weight into the input
-    gradient, and accumulates them times the input into the program's partial of the weight
-    gradient (``partial_ptr``: float32 ``(programs / channel_blocks, C_in, M taps)``, which
-    the caller sums over its first dim). The partial is summed over positions once, after
-    the loop: a sum across the block's threads each block cost more than its loads."""
+    flattened) by ``BC`` input channels: each block loads, for ``BT`` of its channels' (m, k)
+    pairs ``t = m taps + k``, the output gradient of channel ``j M + m`` at ``i s - p + k
+    d``; sums them over the pairs times the weight into the input gradient, and accumulates
+    them times the input into the program's partial of the weight gradient (``partial_ptr``:
+    float32 ``(splits, C_in, M taps)``, which the caller sums over its first dim). The
+    partial is summed over positions once, after the loop: a sum across the block's threads
+    each block cost more than its loads.
+
+    Where a call has more pairs than a program holds, they come in ``chunks`` of ``BT``:
+    the input gradient's programs loop over them (``PAIR_LOOP``), the weight gradient's take
+    one chunk each (programs: channel blocks, then chunks, then splits)."""
     pid = tl.program_id(0)
     j = (pid % channel_blocks) * BC + tl.arange(0, BC)
-    split = pid // channel_blocks
-    pairs = multiplier * taps
-    t = tl.arange(0, BT)
-    j_ok, t_ok = j < channels, t < pairs
-    k = t % taps
-    k0, k1, k2 = k // (kernel1 * kernel2), (k // kernel2) % kernel1, k % kernel2
-    # (BT, BC): each pair's weight and output-gradient channel
-    w = tl.load(w_ptr + j[None, :] * pairs + t[:, None], mask=t_ok[:, None] & j_ok[None, :],
-                other=0.0).to(tl.float32)
-    g_channel = (j[None, :] * multiplier + (t // taps)[:, None]).to(tl.int64) * g_sc
-    # (BT,): each tap's step from a position's first output; per dim, as a number of rows
-    reach0, reach1, reach2 = k0 * dil0, k1 * dil1, k2 * dil2
-    g_tap = reach0.to(tl.int64) * g_s0 + reach1.to(tl.int64) * g_s1 + reach2.to(tl.int64) * g_s2
+    j_ok = j < channels
+    if PAIR_LOOP:
+        split = pid // channel_blocks
+        loops = chunks
+    else:
+        split = pid // channel_blocks // chunks
+        loops = 1
+        t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap = _depthwise_pairs(
+            w_ptr, (pid // channel_blocks % chunks) * BT, j, j_ok, channels, multiplier, taps,
+            kernel1, kernel2, dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT)
     products = tl.zeros((BT, BP, BC), dtype=tl.float32)
     for b in range(0, each):
         p = (split * each + b) * BP + tl.arange(0, BP)
@@ -441,26 +463,35 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
         n = (rest // grid0).to(tl.int64)
         # (BP,): the output a position's tap 0 lands on, per dim
         o0, o1, o2 = i0 * stride0 - pad0, i1 * stride1 - pad1, i2 * stride2 - pad2
-        inside = t_ok[:, None] & p_ok[None, :] & \
-            (o0[None, :] + reach0[:, None] >= 0) & (o0[None, :] + reach0[:, None] < image0) & \
-            (o1[None, :] + reach1[:, None] >= 0) & (o1[None, :] + reach1[:, None] < image1) & \
-            (o2[None, :] + reach2[:, None] >= 0) & (o2[None, :] + reach2[:, None] < image2)
         g_position = n * g_sn + o0.to(tl.int64) * g_s0 + o1.to(tl.int64) * g_s1 + \
             o2.to(tl.int64) * g_s2
-        at = (g_position[None, :] + g_tap[:, None])[:, :, None] + g_channel[:, None, :]
-        g = tl.load(g_ptr + at, mask=inside[:, :, None] & j_ok[None, None, :],
-                    other=0.0).to(tl.float32)                       # (BT, BP, BC)
         pj_ok = p_ok[:, None] & j_ok[None, :]
-        if NEED_INPUT:
-            at_i = (n * i_sn + i0.to(tl.int64) * i_s0 + i1.to(tl.int64) * i_s1 +
-                    i2.to(tl.int64) * i_s2)[:, None] + j.to(tl.int64)[None, :] * i_sc
-            gx = tl.sum(g * w[:, None, :], axis=0)                  # (BP, BC)
-            tl.store(gx_ptr + at_i, gx.to(gx_ptr.dtype.element_ty), mask=pj_ok)
         if NEED_WEIGHT:
             at_x = (n * x_sn + i0.to(tl.int64) * x_s0 + i1.to(tl.int64) * x_s1 +
                     i2.to(tl.int64) * x_s2)[:, None] + j.to(tl.int64)[None, :] * x_sc
             xv = tl.load(x_ptr + at_x, mask=pj_ok, other=0.0).to(tl.float32)
-            products += g * xv[None, :, :]
+        gx = tl.zeros((BP, BC), dtype=tl.float32)
+        for c in range(0, loops):
+            if PAIR_LOOP:
+                t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap = _depthwise_pairs(
+                    w_ptr, c * BT, j, j_ok, channels, multiplier, taps, kernel1, kernel2,
+                    dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT)
+            inside = t_ok[:, None] & p_ok[None, :] & \
+                (o0[None, :] + reach0[:, None] >= 0) & (o0[None, :] + reach0[:, None] < image0) & \
+                (o1[None, :] + reach1[:, None] >= 0) & (o1[None, :] + reach1[:, None] < image1) & \
+                (o2[None, :] + reach2[:, None] >= 0) & (o2[None, :] + reach2[:, None] < image2)
+            at = (g_position[None, :] + g_tap[:, None])[:, :, None] + g_channel[:, None, :]
+            g = tl.load(g_ptr + at, mask=inside[:, :, None] & j_ok[None, None, :],
+                        other=0.0).to(tl.float32)                   # (BT, BP, BC)
+            if NEED_INPUT:
+                gx += tl.sum(g * w[:, None, :], axis=0)              # (BP, BC)
+            if NEED_WEIGHT:
+                products += g * xv[None, :, :]
+        if NEED_INPUT:
+            at_i = (n * i_sn + i0.to(tl.int64) * i_s0 + i1.to(tl.int64) * i_s1 +
+                    i2.to(tl.int64) * i_s2)[:, None] + j.to(tl.int64)[None, :] * i_sc
+            tl.store(gx_ptr + at_i, gx.to(gx_ptr.dtype.element_ty), mask=pj_ok)
     if NEED_WEIGHT:
-        at_w = split.to(tl.int64) * channels * pairs + j[None, :] * pairs + t[:, None]
+        at_w = split.to(tl.int64) * channels * multiplier * taps + j[None, :] * multiplier * taps + \
+            t[:, None]
         tl.store(partial_ptr + at_w, tl.sum(products, axis=1), mask=t_ok[:, None] & j_ok[None, :])

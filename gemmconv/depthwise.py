@@ -261,19 +261,14 @@ def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
 BACKWARD_ELEMENTS = 2048
 BACKWARD_PROGRAMS = 4096
 BACKWARD_WARPS = 4
-MAX_PAIRS = 256   # (m, k) pairs a program holds; more go to the column routes
+MAX_PAIRS = 256   # (m, k) pairs a program loads at once; more come in chunks of this many
 BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
     """Why the backward of call ``a`` does not take the depthwise kernel, or None where it
-    does: where its forward does (:func:`unavailable`), with at most MAX_PAIRS taps times
-    outputs an input channel (a program holds them all)."""
-    why = unavailable(a, x, weight)
-    if why is None and a.out_channels // a.groups * a.geometry.taps > MAX_PAIRS:
-        why = (f"{a.out_channels // a.groups * a.geometry.taps} taps times outputs an input "
-               f"channel (the backward kernel holds at most {MAX_PAIRS})")
-    return why
+    does: where its forward does (:func:`unavailable`)."""
+    return unavailable(a, x, weight)
 
 
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
@@ -283,48 +278,52 @@ def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) 
 
 
 def backward_blocks(channels: int, pairs: int, interleaved: bool) -> tuple:
-    """``(BP, BT, BC)``: input positions, (m, k) pairs (all of them, a power of two) and
-    input channels a program loads at once, their product BACKWARD_ELEMENTS at most (but
-    for the pairs); channels only where they are innermost, as :func:`blocks`."""
-    bt = _pow2(pairs)
+    """``(BP, BT, BC)``: input positions, (m, k) pairs (all of them, a power of two, up to
+    MAX_PAIRS) and input channels a program loads at once, their product BACKWARD_ELEMENTS
+    at most (but for the pairs); channels only where they are innermost, as :func:`blocks`."""
+    bt = min(_pow2(pairs), MAX_PAIRS)
     bc = min(_pow2(channels), BACKWARD_CHANNEL_BLOCK, max(1, BACKWARD_ELEMENTS // bt)) if interleaved else 1
     return max(1, BACKWARD_ELEMENTS // bt // bc), bt, bc
 
 
 def backward_grid(channels: int, pairs: int, positions: int, interleaved: bool,
                   need_weight: bool) -> tuple:
-    """``(blocks, channel_blocks, splits, each)``: a backward program's blocks
-    (:func:`backward_blocks`), and its programs, ``channel_blocks x splits``, each over
-    ``each`` blocks of positions: one where the weight's gradient is not asked, else a few,
-    so that its partials (``splits x C_in x pairs`` floats) stay a small part of what the
-    call reads."""
+    """``(blocks, chunks, channel_blocks, splits, each)``: a backward program's blocks
+    (:func:`backward_blocks`), the chunks of BT pairs a call's pairs make, and its programs:
+    ``channel_blocks x splits`` (``x chunks`` for a weight gradient of several chunks), each
+    over ``each`` blocks of positions: one where the weight's gradient is not asked, else a
+    few, so that its partials (``splits x C_in x pairs`` floats) stay a small part of what
+    the call reads."""
     bp, bt, bc = backward_blocks(channels, pairs, interleaved)
+    chunks = -(-pairs // bt)
     channel_blocks, position_blocks = -(-channels // bc), max(1, -(-positions // bp))
     splits = position_blocks
     if need_weight:
-        splits = max(1, min(position_blocks, BACKWARD_PROGRAMS // channel_blocks))
+        splits = max(1, min(position_blocks, BACKWARD_PROGRAMS // (channel_blocks * chunks)))
     each = -(-position_blocks // splits)
-    return (bp, bt, bc), channel_blocks, -(-position_blocks // each), each
+    return (bp, bt, bc), chunks, channel_blocks, -(-position_blocks // each), each
 
 
 def backward_workspace(a: ConvTransposeArgs, interleaved: bool) -> int:
     """Bytes of the weight gradient's partials a backward of call ``a`` allocates."""
     pairs = a.out_channels // a.groups * a.geometry.taps
     splits = backward_grid(a.in_channels, pairs, a.batch * math.prod(a.grid),
-                           interleaved and a.in_channels > 1, True)[2]
+                           interleaved and a.in_channels > 1, True)[3]
     return splits * a.in_channels * pairs * 4
 
 
 class BackwardPlan(NamedTuple):
-    """A backward's launch (_triton.Launch; None where it has no input positions), and how
-    many float32 partials of the weight gradient it writes (0: the weight's not asked)."""
-    launch: object
+    """A backward's launches (_triton.Launch: one, or, where the pairs come in several
+    chunks, one for each gradient asked; none where the call has no input positions), and
+    how many float32 partials of the weight gradient they write (0: the weight's not
+    asked)."""
+    launches: tuple
     splits: int
 
 
 def backward_plan(a: ConvTransposeArgs, grad_out: torch.Tensor, x: torch.Tensor,
                   grad_x: Optional[torch.Tensor], need_weight: bool) -> BackwardPlan:
-    """The launch computing the gradients of call ``a`` from ``grad_out`` and ``x`` (their
+    """The launches computing the gradients of call ``a`` from ``grad_out`` and ``x`` (their
     shapes, strides and device) into ``grad_x`` (None: not asked) and, where
     ``need_weight``, the weight's partials, for :func:`launch_backward`."""
     return _backward_plan(a.geometry, x.shape[0], a.in_channels, a.out_channels // a.groups,
@@ -339,11 +338,12 @@ def _backward_plan(g: Geometry, batch: int, channels: int, multiplier: int, grid
     from . import _triton
     positions = batch * math.prod(grid)
     if positions * channels == 0 or (i_strides is None and not need_weight):
-        return BackwardPlan(None, int(need_weight))   # (a weight gradient of zeros)
+        return BackwardPlan((), int(need_weight))   # (a weight gradient of zeros)
     pad = DIMS - g.nd
     interleaved = x_strides[1] == 1 and channels > 1
-    (bp, bt, bc), channel_blocks, splits, each = backward_grid(
-        channels, multiplier * g.taps, positions, interleaved, need_weight)
+    pairs = multiplier * g.taps
+    (bp, bt, bc), chunks, channel_blocks, splits, each = backward_grid(
+        channels, pairs, positions, interleaved, need_weight)
     kernel = (1,) * pad + g.kernel_size
     spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
     need_input, i_strides = i_strides is not None, i_strides or (0,) * len(x_strides)
@@ -351,11 +351,21 @@ def _backward_plan(g: Geometry, batch: int, channels: int, multiplier: int, grid
              *((1,) * pad + image), *((1,) * pad + g.stride), *((0,) * pad + g.padding),
              *((1,) * pad + g.dilation), positions,
              *g_strides[:2], *spatial(g_strides), *x_strides[:2], *spatial(x_strides),
-             *i_strides[:2], *spatial(i_strides), channel_blocks, each)
-    launch = _triton.Launch(_triton.depthwise_transposed_backward, (channel_blocks * splits,),
-                            sizes, BP=bp, BT=bt, BC=bc, NEED_INPUT=need_input,
-                            NEED_WEIGHT=need_weight, num_warps=BACKWARD_WARPS)
-    return BackwardPlan(launch, splits if need_weight else 0)
+             *i_strides[:2], *spatial(i_strides), channel_blocks)
+
+    def launch(programs: int, each: int, need_input: bool, need_weight: bool, loop: bool):
+        return _triton.Launch(_triton.depthwise_transposed_backward, (programs,),
+                              (*sizes, each, chunks), BP=bp, BT=bt, BC=bc,
+                              NEED_INPUT=need_input, NEED_WEIGHT=need_weight, PAIR_LOOP=loop,
+                              num_warps=BACKWARD_WARPS)
+    if chunks == 1:   # both gradients from one load of the pairs
+        launches = (launch(channel_blocks * splits, each, need_input, need_weight, False),)
+    else:   # the input's programs loop over the chunks, the weight's take one each
+        position_blocks = -(-positions // bp)
+        launches = ((launch(channel_blocks * position_blocks, 1, True, False, True),) if need_input
+                    else ()) + ((launch(channel_blocks * chunks * splits, each, False, True, False),)
+                                if need_weight else ())
+    return BackwardPlan(launches, splits if need_weight else 0)
 
 
 def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -377,15 +387,16 @@ def launch_backward(p: BackwardPlan, grad_out: torch.Tensor, x: torch.Tensor,
     weight's shape and dtype, contiguous), else a new one."""
     from . import fused
     pairs = a.out_channels // a.groups * a.geometry.taps
-    # (every program writes its partial whole; with no launch, the gradient is zero)
-    new = x.new_zeros if p.launch is None else x.new_empty
+    # (every weight program writes its partial whole; with no launch, the gradient is zero)
+    new = x.new_empty if p.launches else x.new_zeros
     partials = new((p.splits, a.in_channels, pairs), dtype=torch.float32) if p.splits else None
-    if p.launch is not None:
+    if p.launches:
         # (C_in, M taps) rows, contiguous, as the forward's launch
         w = weight.reshape(a.in_channels, pairs).contiguous()
         with fused._on(x.device):
-            p.launch(x, grad_out, w, w if grad_x is None else grad_x,
-                     w if partials is None else partials)
+            for launch in p.launches:
+                launch(x, grad_out, w, w if grad_x is None else grad_x,
+                       w if partials is None else partials)
     if partials is None:
         return None
     total = partials[0] if p.splits == 1 else partials.sum(0)

@@ -118,11 +118,10 @@ def test_backward_decomposition_matches_torch_in_float64(case):
 def test_backward_kernel_matches_float64_through_the_interpreter(case, layout, need):
     """The gradients asked for, the input's into a NaN-filled tensor, planar or
     channels_last (x, the weight, the output gradient and the input gradient alike), from
-    float32 tensors; a gradient not asked for is neither computed nor returned."""
+    float32 tensors; a gradient not asked for is neither computed nor returned. The cases of
+    more (m, k) pairs than MAX_PAIRS (FCN-like kernels) take them in chunks."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
-    if case.out_channels // case.groups * math.prod(case.kernel_size) > depthwise.MAX_PAIRS:
-        pytest.skip("more (m, k) pairs than the backward kernel holds")
     x, w, grad_out, want_x, want_w = _gradients64(case, "backward-kernel", layout, need)
     a = case_args(case, x, w, None)
     x, w, grad_out = x.float(), w.float(), grad_out.float()
@@ -160,23 +159,28 @@ def test_backward_kernel_reads_an_expanded_output_gradient_and_strided_input():
 @pytest.mark.parametrize("channels,pairs,positions,interleaved,need_weight", [
     (32, 16, 16 * 128 * 128, False, True), (32, 16, 16 * 128 * 128, True, True),
     (256, 16, 16 * 16 * 16, True, True), (3, 9, 7, False, True), (100, 256, 30, True, True),
-    (32, 16, 16 * 128 * 128, False, False), (5, 27, 1, True, False)])
+    (32, 16, 16 * 128 * 128, False, False), (5, 27, 1, True, False),
+    (21, 4096, 8 * 16 * 16, False, True), (21, 4096, 8 * 16 * 16, True, True), (3, 960, 12, True, False)])
 def test_backward_grid_covers_every_position_and_pair_in_few_partials(
         channels, pairs, positions, interleaved, need_weight):
-    """A program's block holds every (m, k) pair and at most BACKWARD_ELEMENTS loads (but
-    for the pairs), channels only where innermost; the programs cover every block of
-    positions once, one block each where no partials are made, else no more programs than
-    BACKWARD_PROGRAMS (or one a channel block)."""
-    (bp, bt, bc), channel_blocks, splits, each = depthwise.backward_grid(
+    """A program's block holds every (m, k) pair, or a chunk of MAX_PAIRS of them, and at
+    most BACKWARD_ELEMENTS loads (but for the pairs), channels only where innermost; the
+    chunks cover the pairs once; the programs cover every block of positions once, one
+    block each where no partials are made, else no more programs than BACKWARD_PROGRAMS
+    (or one a channel block and chunk)."""
+    (bp, bt, bc), chunks, channel_blocks, splits, each = depthwise.backward_grid(
         channels, pairs, positions, interleaved, need_weight)
     assert all(v & (v - 1) == 0 for v in (bp, bt, bc))
-    assert bt >= pairs and bt < 2 * pairs and bp * bt * bc <= max(depthwise.BACKWARD_ELEMENTS, bt)
+    assert bt == min(depthwise.MAX_PAIRS, 1 << (pairs - 1).bit_length())
+    assert chunks * bt >= pairs > (chunks - 1) * bt
+    assert bp * bt * bc <= max(depthwise.BACKWARD_ELEMENTS, bt)
     assert bc == 1 if not interleaved else bc <= depthwise.BACKWARD_CHANNEL_BLOCK
     assert channel_blocks * bc >= channels > (channel_blocks - 1) * bc
     blocks = -(-positions // bp)
     assert splits * each >= blocks > (splits - 1) * each
     if need_weight:
-        assert channel_blocks * splits <= max(depthwise.BACKWARD_PROGRAMS, channel_blocks)
+        assert channel_blocks * chunks * splits <= max(depthwise.BACKWARD_PROGRAMS,
+                                                      channel_blocks * chunks)
     else:
         assert each == 1
 
@@ -184,28 +188,27 @@ def test_backward_grid_covers_every_position_and_pair_in_few_partials(
 @pytest.mark.parametrize("layout", [False, True])
 def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(layout):
     """Worked out on meta tensors: the backward replay of a depthwise call is the depthwise
-    kernel's, with the gradients asked for planned, and explain says so; a call of more
-    (m, k) pairs than MAX_PAIRS stays on the column routes, and explain says why."""
+    kernel's, with the gradients asked for planned, and explain says so: one launch for
+    both gradients, or, where the (m, k) pairs come in chunks (more than MAX_PAIRS), one
+    looping over them for the input's and one a chunk for the weight's."""
     case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
-    x, w, b = case.tensors(torch.float32, "meta")
-    if layout:
-        x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
-    a = case_args(case, x, w, b)
-    grad_out = torch.empty(a.output_shape, device="meta")
-    for need in ([True, True, False], [True, False, False], [False, True, True]):
-        replay = ops._work_out_backward_replay(grad_out, x, w, a, need, layout)
-        assert isinstance(replay, ops._DepthwiseBackward) and replay.interleaved == layout
-        assert replay.plan.launch is not None and (replay.plan.splits > 0) == need[1]
-        assert replay.plan.launch.constants["NEED_INPUT"] == need[0]
-    assert gemmconv.explain(x, w, b, **case.kwargs).backward == BACKWARD_DEPTHWISE
     wide = cases._c("wide", 2, 4, 4, (17, 16), (5, 5), stride=8, groups=4)
-    x, w, b = wide.tensors(torch.float32, "meta")
-    a = case_args(wide, x, w, b)
-    assert "272 taps times outputs" in depthwise.backward_unavailable(a, x, w)
-    grad_out = torch.empty(a.output_shape, device="meta")
-    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, False),
-                          ops._DepthwiseBackward)
-    assert "not the depthwise kernel: 272 taps" in gemmconv.explain(x, w, b, **wide.kwargs).backward
+    for c, launches in ((case, (1, 1, 1)), (wide, (2, 1, 1))):
+        x, w, b = c.tensors(torch.float32, "meta")
+        if layout:
+            x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
+        a = case_args(c, x, w, b)
+        grad_out = torch.empty(a.output_shape, device="meta")
+        for need, count in zip(([True, True, False], [True, False, False], [False, True, True]),
+                               launches):
+            replay = ops._work_out_backward_replay(grad_out, x, w, a, need, layout)
+            assert isinstance(replay, ops._DepthwiseBackward) and replay.interleaved == layout
+            assert len(replay.plan.launches) == count and (replay.plan.splits > 0) == need[1]
+            constants = [launch.constants for launch in replay.plan.launches]
+            assert any(k["NEED_INPUT"] for k in constants) == need[0]
+            assert any(k["NEED_WEIGHT"] for k in constants) == need[1]
+            assert all(k["PAIR_LOOP"] == (c is wide and k["NEED_INPUT"]) for k in constants)
+        assert gemmconv.explain(x, w, b, **c.kwargs).backward == BACKWARD_DEPTHWISE
 
 
 def test_unavailable_names_what_keeps_a_call_off_the_kernel():
