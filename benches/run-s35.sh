@@ -73,6 +73,20 @@ V)   # the channels-innermost forward's programs doubled: test_cuda_depthwise an
   MODELS=depthwise bash benches/run-s35.sh Z; cp $OUT/Z/depthwise.log $O/ ;;
 U)   # the user's-graph test of a depthwise step, with test_cuda_graphs whole
   timeout 300 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_graphs.py > $O/graphs.log 2>&1; count $O/graphs.log; tail -30 $O/graphs.log | grep -v PASSED ;;
+K)   # the depthwise backward in chunks of pairs: its CUDA tests, then an FCN-like depthwise layer's step against torch and the column routes (scratch/base, carried)
+  t() { log=$1; shift; timeout ${TT:-400} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
+  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  t graphs tests/test_cuda_graphs.py &
+  wait
+  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  for code in scratch/base .; do for cl in "" --channels-last; do
+    echo "== $code $cl" | tee -a $O/fcn.log
+    PYTHONPATH=$code timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, groups=21, bias=False)" --input 8,21,16,16 --backward $cl 2>&1 | grep -v Warn | tee -a $O/fcn.log
+  done; done ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
