@@ -265,16 +265,27 @@ MAX_PAIRS = 256   # (m, k) pairs a program loads at once; more come in chunks of
 BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
 
 
-def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
+def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                         interleaved: bool = False) -> Optional[str]:
     """Why the backward of call ``a`` does not take the depthwise kernel, or None where it
-    does: where its forward does (:func:`unavailable`)."""
-    return unavailable(a, x, weight)
+    does: where its forward does (:func:`unavailable`), but for channels_last calls
+    (``interleaved``) of more (m, k) pairs an input channel than MAX_PAIRS."""
+    why = unavailable(a, x, weight)
+    pairs = a.out_channels // a.groups * a.geometry.taps
+    if why is None and interleaved and pairs > MAX_PAIRS:
+        # An FCN-like layer, (8, 21, 16, 16) k64 s32 groups=21, float32: its step 2.66 ms
+        # with the kernel's chunks (of 8 channels by 256 pairs, the backward 1.45 ms), 2.27
+        # on the column routes; planar 1.24 against 2.54 (H100, benches/results/s35/K).
+        why = (f"channels_last with {pairs} taps times outputs an input channel (over "
+               f"{MAX_PAIRS}: the column routes' backward measured faster)")
+    return why
 
 
-def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
+def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                   interleaved: bool = False) -> bool:
     """Whether the backward of call ``a`` takes the depthwise kernel
     (:func:`backward_unavailable` is None)."""
-    return backward_unavailable(a, x, weight) is None
+    return backward_unavailable(a, x, weight, interleaved) is None
 
 
 def backward_blocks(channels: int, pairs: int, interleaved: bool) -> tuple:

@@ -251,7 +251,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     if on_cuda:
         batched = input.unsqueeze(0) if a.unbatched else input
         why_not_back = fused.backward_unavailable(a, batched, weight, interleaved, limit)
-        why_not_depthwise = depthwise.backward_unavailable(a, batched, weight)
+        why_not_depthwise = depthwise.backward_unavailable(a, batched, weight, interleaved)
         if why_not_back is not None and why_not_depthwise is None:
             backward = -(-depthwise.backward_workspace(a, interleaved) // size)
             backward_route = BACKWARD_DEPTHWISE

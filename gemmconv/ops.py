@@ -791,7 +791,7 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
             return grads
         if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):   # (capturing)
             return _fused_backward(grad_out, x, weight, a, need)
-        if depthwise.backward_takes(a, x, weight):   # (capturing)
+        if depthwise.backward_takes(a, x, weight, interleaved):   # (capturing)
             return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved).run(
                 grad_out, x, weight, a, need)
     if a.prefers_im2col():
@@ -1006,7 +1006,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     from . import _cuda
     if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
         return _FusedBackward()
-    if depthwise.backward_takes(a, x, weight):
+    if depthwise.backward_takes(a, x, weight, interleaved):
         return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved)
     if a.prefers_im2col():
         return None

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv import cases, depthwise
 from gemmconv.bench import reference as reference64
-from helpers import OURS, generator, poison_allocator, rel_error
+from helpers import OURS, case_args, generator, poison_allocator, rel_error
 from test_cuda import on_a_busy_stream
 
 pytestmark = pytest.mark.cuda
@@ -56,8 +56,8 @@ def _tensors(case, key, dtype, channels_last):
 @pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
 def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
     """The forward and the gradients by the kernels (once a call each, bitwise the same run
-    to run, in the input's layout; the FCN-like cases' pairs in chunks), all against
-    float64 torch."""
+    to run, in the input's layout; the FCN-like cases' pairs in chunks, and their
+    channels_last backward on the column routes), all against float64 torch."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
@@ -75,7 +75,8 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
         inputs = [t for t in leaves if t is not None]
         poison_allocator(x.numel() * x.element_size())
         mine = torch.autograd.grad(out, inputs, grad_out.to(dtype), retain_graph=True)
-        assert launches[1] == 1
+        takes = depthwise.backward_takes(case_args(case, x, w, b), x, w, layout == "channels_last")
+        assert launches[1] == takes
         mine_again = torch.autograd.grad(again, inputs, grad_out.to(dtype))
     assert torch.equal(out, again)
     assert all(torch.equal(m, n) for m, n in zip(mine, mine_again))

@@ -190,7 +190,8 @@ def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(l
     """Worked out on meta tensors: the backward replay of a depthwise call is the depthwise
     kernel's, with the gradients asked for planned, and explain says so: one launch for
     both gradients, or, where the (m, k) pairs come in chunks (more than MAX_PAIRS), one
-    looping over them for the input's and one a chunk for the weight's."""
+    looping over them for the input's and one a chunk for the weight's; channels_last calls
+    of that many pairs stay on the column routes, and explain says why."""
     case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
     wide = cases._c("wide", 2, 4, 4, (17, 16), (5, 5), stride=8, groups=4)
     for c, launches in ((case, (1, 1, 1)), (wide, (2, 1, 1))):
@@ -199,6 +200,11 @@ def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(l
             x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
         a = case_args(c, x, w, b)
         grad_out = torch.empty(a.output_shape, device="meta")
+        if c is wide and layout:   # many pairs, channels_last: the column routes, and why
+            assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, True),
+                                  ops._DepthwiseBackward)
+            assert "channels_last with 272 taps" in gemmconv.explain(x, w, b, **c.kwargs).backward
+            continue
         for need, count in zip(([True, True, False], [True, False, False], [False, True, True]),
                                launches):
             replay = ops._work_out_backward_replay(grad_out, x, w, a, need, layout)
