@@ -87,6 +87,8 @@ K)   # the depthwise backward in chunks of pairs: its CUDA tests, then an FCN-li
     echo "== $code $cl" | tee -a $O/fcn.log
     PYTHONPATH=$code timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, groups=21, bias=False)" --input 8,21,16,16 --backward $cl 2>&1 | grep -v Warn | tee -a $O/fcn.log
   done; done ;;
+L)   # the depthwise table's large-kernel cases after the channels_last routing rule
+  timeout 150 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py -k "fcn-like or large-kernel" > $O/tests.log 2>&1; count $O/tests.log; tail -1 $O/tests.log ;;
 C)
   timeout ${TT:-540} python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_depthwise.py tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda.py tests/test_cuda_channels_last.py > $O/tests.log 2>&1; count $O/tests.log ;;
 D)
