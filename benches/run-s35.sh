@@ -12,6 +12,19 @@ O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 export PYTHONPATH=.
 count() { grep -E "PASSED|SKIPPED|FAILED|ERROR" $1 | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c; grep -E "^(FAILED|ERROR)" $1 | head -20; }
+# CUDA test files in parallel processes (Triton's compiles are the host's work): t LOG FILES...
+t() { log=$1; shift; timeout ${TT:-500} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
+depthwise_tests() {   # test_cuda_depthwise in five processes, in the background
+  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+}
+summary() {   # once the background tests end: their counts, and each process's last line
+  wait
+  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+}
 case "$1" in
 A)
   timeout 100 python3 -m pytest -v -m cuda -p no:cacheprovider "tests/test_cuda_depthwise.py::test_depthwise_kernel_reads_strided_input_and_bias" \
@@ -33,27 +46,19 @@ E)   # the depthwise kernels graphed: their CUDA tests, then the step probes
 H)   # a small layer's step on the host: autograd Functions against torch's module
   for o in "" --channels-last; do timeout 100 python3 benches/autograd_probe.py $o 2>&1 | grep -v Warn | tee -a $O/autograd.log; done ;;
 P)   # every CUDA test file, in parallel processes (Triton's compiles are the host's work)
-  t() { log=$1; shift; timeout ${TT:-500} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
-  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  depthwise_tests
   t cuda tests/test_cuda.py &
   t cl tests/test_cuda_channels_last.py &
   t graphs tests/test_cuda_graphs.py tests/test_cuda_replay.py &
   t fused tests/test_cuda_fused.py &
   t reuse tests/test_cuda_reuse.py &
-  wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done ;;
+  summary ;;
 R)   # after the review's refactor of the graphed backward: the graph and replay tests, the depthwise table in bfloat16, and the rest of test_cuda_depthwise
-  t() { log=$1; shift; timeout ${TT:-400} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
   t graphs tests/test_cuda_graphs.py &
   t replay tests/test_cuda_replay.py &
   t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
   t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
-  wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  summary
   N() { n=$1; shift; timeout 120 ncu --kernel-name regex:depthwise --launch-skip 4 --launch-count 2 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SourceCounters python3 benches/depthwise_ncu.py "$@" > $O/ncu-$n.txt 2>&1; }
   N planar; N cl --channels-last
   grep -h "depthwise_transposed\|Duration\|Memory Throughput\|DRAM Throughput\|Compute (SM) Throughput\|Registers Per\|Achieved Occupancy\|Theoretical Occupancy\|Executed Ipc A\|L1/TEX Hit\|L2 Hit" $O/ncu-*.txt | head -60 ;;
@@ -61,28 +66,16 @@ W)   # program sizes and warps of the depthwise kernels
   timeout 150 python3 benches/depthwise_probe.py 1024 1024:8 2048:8 2048 2>&1 | grep -v Warn | tee $O/probe-forward.log
   timeout 200 python3 benches/depthwise_probe.py --backward 2048:4096:4 2048:4096:8 4096:4096:8 1024:4096:4 1024:8192:4 2>&1 | grep -v Warn | tee $O/probe-backward.log ;;
 V)   # the channels-innermost forward's programs doubled: test_cuda_depthwise and test_cuda_graphs, then the zoo's depthwise decoder
-  t() { log=$1; shift; timeout ${TT:-400} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
-  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  depthwise_tests
   t graphs tests/test_cuda_graphs.py &
-  wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  summary
   MODELS=depthwise bash benches/run-s35.sh Z; cp $OUT/Z/depthwise.log $O/ ;;
 U)   # the user's-graph test of a depthwise step, with test_cuda_graphs whole
   timeout 300 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_graphs.py > $O/graphs.log 2>&1; count $O/graphs.log; tail -30 $O/graphs.log | grep -v PASSED ;;
 K)   # the depthwise backward in chunks of pairs: its CUDA tests, then an FCN-like depthwise layer's step against torch and the column routes (scratch/base, carried)
-  t() { log=$1; shift; timeout ${TT:-400} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
-  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  depthwise_tests
   t graphs tests/test_cuda_graphs.py &
-  wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  summary
   for code in scratch/base .; do for cl in "" --channels-last; do
     echo "== $code $cl" | tee -a $O/fcn.log
     PYTHONPATH=$code timeout 60 python3 benches/layer.py "ConvTranspose2d(21, 21, 64, stride=32, padding=16, groups=21, bias=False)" --input 8,21,16,16 --backward $cl 2>&1 | grep -v Warn | tee -a $O/fcn.log

@@ -243,19 +243,10 @@ class _DepthwiseReplay(NamedTuple):
 
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                 a: ConvTransposeArgs) -> torch.Tensor:
-        """The output of call ``a`` as :meth:`run` gives it, launched as a CUDA graph where
-        one is kept for these tensors' addresses (graphs.py)."""
-        from . import _cuda
-        out = cl.empty(x, a.output_shape, self.interleaved)
-        addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                     out.data_ptr())
-        run = lambda: self.run(x, weight, bias, a, out)   # noqa: E731
-        # (what run allocates: a contiguous copy of the weight and of the bias, at most)
-        if not graphs.launch(self, addresses, run,
-                             lambda: (weight.numel() + a.out_channels) * x.element_size(),
-                             x.device, _cuda.raw_stream(x.device)):
-            run()
-        return out
+        """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
+        kept. (What run allocates: a contiguous copy of the weight and of the bias, at most.)"""
+        return _graphed_forward(self, x, weight, bias, a,
+                                lambda: (weight.numel() + a.out_channels) * x.element_size())
 
 
 class _Replay(NamedTuple):
@@ -304,23 +295,30 @@ class _Replay(NamedTuple):
 
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                 a: ConvTransposeArgs) -> torch.Tensor:
-        """The output of call ``a`` as :meth:`run` gives it, launched as a CUDA graph where
-        one is kept for these tensors' addresses (graphs.py)."""
-        from . import _cuda
-        out = cl.empty(x, a.output_shape, self.interleaved)
-        addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                     out.data_ptr())
-        run = lambda: self.run(x, weight, bias, a, out=out)   # noqa: E731
-        if not graphs.launch(self, addresses, run, lambda: self.graph_bytes(x, weight),
-                             x.device, _cuda.raw_stream(x.device)):
-            run()
-        return out
+        """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
+        kept."""
+        return _graphed_forward(self, x, weight, bias, a, lambda: self.graph_bytes(x, weight))
 
     def graph_bytes(self, x: torch.Tensor, weight: torch.Tensor) -> int:
         """The memory a graph of this call takes while it runs: its workspace, and the copies
         run makes (the input's, the weight's reorder, their padding), at most."""
         copies = x.numel() * (2 if self.padded else 1) + weight.numel() * 3
         return (self.workspace + copies) * x.element_size() + gemm.workspace_bytes(self.product)
+
+
+def _graphed_forward(replay, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                     a: ConvTransposeArgs, nbytes: Callable[[], int]) -> torch.Tensor:
+    """The output of a forward replay (_Replay, _DepthwiseReplay: its ``run`` into an output
+    of its layout), launched as a CUDA graph where one is kept for these tensors' addresses
+    (graphs.py); ``nbytes()``: the memory a graph of the call takes while it runs."""
+    from . import _cuda
+    out = cl.empty(x, a.output_shape, replay.interleaved)
+    addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                 out.data_ptr())
+    run = lambda: replay.run(x, weight, bias, a, out=out)   # noqa: E731
+    if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
+        run()
+    return out
 
 
 def _in_layout(x: torch.Tensor, weight: torch.Tensor, interleaved: bool) -> tuple:

@@ -271,3 +271,34 @@ def test_blocks_cover_rows_along_w_and_channels_innermost_only(channels, rows, w
     assert br <= max(1, 1 << (rows - 1).bit_length())
     if rows * width * channels >= elements * 4:
         assert br * bw * bc == elements
+
+
+@interpreted
+@pytest.mark.parametrize("layout", [False, True])
+def test_graphed_depthwise_replays_run_their_kernels_where_no_graph_is_kept(monkeypatch, layout):
+    """The depthwise replays' graphed calls (ops._graphed_forward and _graphed_backward,
+    which _Replay and _BackwardReplay share), where graphs.launch keeps no graph, run their
+    kernels into the tensors they return: the output in the call's layout, the gradients
+    asked for. On the CPU through Triton's interpreter, the CUDA stream's lookup stubbed."""
+    from gemmconv import _cuda, graphs
+    monkeypatch.setattr(graphs, "launch", lambda *args: False)
+    monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
+    case = cases.depthwise_of(cases._c("k3s2", 2, 4, 4, (3, 3), (6, 7), stride=2, padding=1), 2)
+    x, w, b = case.tensors(torch.float32, generator=generator("graphed", layout))
+    if layout:
+        x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
+    a = case_args(case, x, w, b)
+    plan = depthwise.plan(a, x, torch.empty(a.output_shape).contiguous(
+        memory_format=torch.channels_last if layout else torch.contiguous_format), True)
+    out = ops._DepthwiseReplay(layout, plan).graphed(x, w, b, a)
+    assert out.is_contiguous(memory_format=torch.channels_last if layout else torch.contiguous_format)
+    grad_out = torch.randn(a.output_shape, generator=generator("graphed", layout, "g"))
+    leaves = [t.double().requires_grad_() for t in (x, w, b)]
+    want = reference_with_grads(case, *leaves, grad_out.double())
+    assert rel_error(out, want[0]) < 1e-6
+    for need in ([True, True, True], [True, False, False], [False, True, False]):
+        replay = ops._DepthwiseBackward.planned(grad_out, x, a, need, layout)
+        grads = replay.graphed(grad_out, x, w, a, need)
+        for g, ref, asked in zip(grads, want[1:], need):
+            assert (g is None) != asked
+            assert g is None or rel_error(g, ref) < 1e-6
