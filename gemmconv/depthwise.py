@@ -28,6 +28,8 @@ tap ``k``, so, with ``g`` the output gradient::
 (every tap reaches every input position): programs of input positions x (m, k) pairs x input
 channels, each summing the pairs into the input gradient and its positions into a float32
 partial of the weight gradient, which a sum over the programs finishes in a fixed order.
+Where a channel has more pairs than a program holds (MAX_PAIRS: FCN-like kernels) they come
+in chunks, over which the input gradient's programs loop and the weight gradient's split.
 :func:`reference_backward` is its decomposition in plain PyTorch.
 """
 from __future__ import annotations
