@@ -1,7 +1,7 @@
-"""GPU: the depthwise kernel (gemmconv/depthwise.py) on the shared table's depthwise cases
-(cases.DEPTHWISE), against float64, into poisoned outputs, planar and channels_last; that
-calls of one input channel a group take it and others do not; determinism, streams, and
-outputs past 2^31 elements. Marked ``cuda``."""
+"""GPU: the depthwise kernels (gemmconv/depthwise.py: forward and backward) on the shared
+table's depthwise cases (cases.DEPTHWISE), against float64, into poisoned outputs, planar
+and channels_last; that calls of one input channel a group take them and others do not;
+determinism, streams, and outputs past 2^31 elements. Marked ``cuda``."""
 import math
 
 import pytest

@@ -1,7 +1,8 @@
-"""The depthwise kernel (gemmconv/depthwise.py): its tap table and its decomposition in plain
-PyTorch against torch in float64, its Triton kernel on the CPU through Triton's interpreter,
-and which calls take it, on the shared table's depthwise cases (cases.DEPTHWISE).
-tests/test_cuda_depthwise.py runs the kernel on the GPU."""
+"""The depthwise kernels (gemmconv/depthwise.py), forward and backward: the tap table, the
+decompositions in plain PyTorch against torch in float64, the Triton kernels on the CPU
+through Triton's interpreter, their blocks and grids, and which calls take them, on the
+shared table's depthwise cases (cases.DEPTHWISE). tests/test_cuda_depthwise.py runs the
+kernels on the GPU."""
 import math
 
 import pytest
