@@ -262,9 +262,10 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             if fold > 1:
                 backward_route += BACKWARD_FOLDED.format(fold)
         else:
-            backward_route = f"the column routes (not the fused kernels: {why_not_back})"
+            why = f"not the fused kernels: {why_not_back}"
             if direct:
-                backward_route = backward_route[:-1] + f"; not the depthwise kernel: {why_not_depthwise})"
+                why += f"; not the depthwise kernel: {why_not_depthwise}"
+            backward_route = f"the column routes ({why})"
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
                                                ("padding", a.geometry.padding),
                                                ("output_padding", a.output_padding),
