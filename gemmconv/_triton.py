@@ -396,7 +396,7 @@ def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
 
 
 @triton.jit
-def _depthwise_pairs(w_ptr, t0, j, j_ok, channels, multiplier, taps, kernel1, kernel2,
+def _depthwise_pairs(w_ptr, t0, j, j_ok, multiplier, taps, kernel1, kernel2,
                      dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT: tl.constexpr):
     """The (m, k) pairs ``t0 + [0, BT)`` of channels ``j``, for
     :func:`depthwise_transposed_backward`: their index and mask ``(BT,)``, weights ``(BT,
@@ -449,7 +449,7 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
         split = pid // channel_blocks // chunks
         loops = 1
         t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap = _depthwise_pairs(
-            w_ptr, (pid // channel_blocks % chunks) * BT, j, j_ok, channels, multiplier, taps,
+            w_ptr, (pid // channel_blocks % chunks) * BT, j, j_ok, multiplier, taps,
             kernel1, kernel2, dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT)
     products = tl.zeros((BT, BP, BC), dtype=tl.float32)
     for b in range(0, each):
@@ -474,7 +474,7 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
         for c in range(0, loops):
             if PAIR_LOOP:
                 t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap = _depthwise_pairs(
-                    w_ptr, c * BT, j, j_ok, channels, multiplier, taps, kernel1, kernel2,
+                    w_ptr, c * BT, j, j_ok, multiplier, taps, kernel1, kernel2,
                     dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT)
             inside = t_ok[:, None] & p_ok[None, :] & \
                 (o0[None, :] + reach0[:, None] >= 0) & (o0[None, :] + reach0[:, None] < image0) & \

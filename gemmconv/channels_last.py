@@ -56,11 +56,13 @@ def memory_format(dims: int) -> torch.memory_format:
     return _FORMATS[dims]
 
 
-def empty(like: torch.Tensor, shape, interleaved: bool) -> torch.Tensor:
-    """A new tensor of ``shape`` like ``like``, channels_last where ``interleaved``."""
+def empty(like: torch.Tensor, shape, interleaved: bool,
+          device: Optional[Union[torch.device, str]] = None) -> torch.Tensor:
+    """A new tensor of ``shape`` like ``like`` (on ``device`` where given: "meta" for its
+    strides alone), channels_last where ``interleaved``."""
     if not interleaved:
-        return like.new_empty(shape)
-    return torch.empty(shape, dtype=like.dtype, device=like.device,
+        return like.new_empty(shape, device=device)
+    return torch.empty(shape, dtype=like.dtype, device=device or like.device,
                        memory_format=_FORMATS[len(shape)])
 
 

@@ -397,7 +397,7 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     if fused.takes(a, x, weight, interleaved):
         return _FusedReplay(interleaved), ()
     if depthwise.takes(a, x, weight):
-        out = cl.empty(x, a.output_shape, interleaved)   # (its strides, for the plan)
+        out = cl.empty(x, a.output_shape, interleaved, "meta")   # (its strides, for the plan)
         return _DepthwiseReplay(interleaved, depthwise.plan(a, x, out, bias is not None)), ()
     groups, cells = a.groups, math.prod(a.grid)
     if (bias is not None and bias.stride(0) != 1) or \
@@ -614,12 +614,17 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
         grad_weight[g] += partial.sum((0, 1))
 
 
-def _bias_grad(grad: torch.Tensor) -> torch.Tensor:
-    """Sum of ``grad (N, C, L)`` over samples and positions, accumulated in float32 at least.
-    Positions first, then samples: the contiguous reduction streams at the copy rate, where
-    one reduction over both dims ran at 60% of it (H200)."""
+def _bias_grad(grad: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    """A bias's gradient: the sum of ``grad (N, C, *spatial)`` over all dims but the
+    channels, accumulated in float32 at least, read in the call's layout (channels_last
+    where ``interleaved``: cl.channel_sums). Planar: positions first, then samples, as the
+    contiguous reduction streams at the copy rate, where one reduction over both dims ran at
+    60% of it (H200)."""
+    if interleaved:
+        return cl.channel_sums(grad)
     acc = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
-    return grad.sum(2, dtype=acc).sum(0).to(grad.dtype) if grad.numel() else \
+    rows = grad.reshape(*grad.shape[:2], math.prod(grad.shape[2:]))
+    return rows.sum(2, dtype=acc).sum(0).to(grad.dtype) if rows.numel() else \
         grad.new_zeros(grad.shape[1])
 
 
@@ -758,7 +763,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid))
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else empty())
-    grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image)))
+    grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, *a.image), False)
                  if need[2] else empty())
     return [grad_input, grad_weight, grad_bias]
 
@@ -802,8 +807,7 @@ def _fused_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tenso
     """The gradients of call ``a`` asked for by ``need`` by the fused kernels (fused.py)."""
     grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need, _workspace_limit)
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-    grad_bias = (_bias_grad(grad_out.reshape(a.batch, a.out_channels, math.prod(a.image)))
-                 if need[2] else empty())
+    grad_bias = _bias_grad(grad_out, False) if need[2] else empty()
     return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
 
 
@@ -827,7 +831,7 @@ class _DepthwiseBackward(NamedTuple):
     @staticmethod
     def planned(grad_out: torch.Tensor, x: torch.Tensor, a: ConvTransposeArgs,
                 need: List[bool], interleaved: bool) -> "_DepthwiseBackward":
-        grad_x = cl.empty(x, x.shape, interleaved) if need[0] else None
+        grad_x = cl.empty(x, x.shape, interleaved, "meta") if need[0] else None   # (strides)
         return _DepthwiseBackward(interleaved,
                                   depthwise.backward_plan(a, grad_out, x, grad_x, need[1]))
 
@@ -839,8 +843,7 @@ class _DepthwiseBackward(NamedTuple):
         grad_x, grad_w, grad_bias = grads or self.gradients(x, weight, a, need)
         depthwise.launch_backward(self.plan, grad_out, x, weight, a, grad_x, grad_w)
         if grad_bias is not None:
-            grad_bias.copy_(cl.channel_sums(grad_out) if self.interleaved else _bias_grad(
-                grad_out.reshape(a.batch, a.out_channels, math.prod(a.image))))
+            grad_bias.copy_(_bias_grad(grad_out, self.interleaved))
         return [grad_x, grad_w, grad_bias]
 
     def gradients(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
@@ -924,8 +927,7 @@ class _BackwardReplay(NamedTuple):
             elif not direct:
                 grad_weight.copy_(product.view(grad_weight.shape))
         if grad_bias is not None:
-            grad_bias.copy_(cl.channel_sums(grad_out) if self.interleaved else
-                            _bias_grad(grad_out.view(a.batch, a.out_channels, math.prod(a.image))))
+            grad_bias.copy_(_bias_grad(grad_out, self.interleaved))
         return [grad_input, grad_weight, grad_bias]
 
     def gradients(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
@@ -1281,9 +1283,7 @@ def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch
     return [_forward(grad_output, weight, None, a, interleaved=interleaved) if need[0] else empty(),
             _backward(input, grad_output, weight, a, [False, True, False],
                       interleaved=interleaved)[1] if need[1] else empty(),
-            (cl.channel_sums(grad_output) if interleaved else
-             _bias_grad(grad_output.reshape(a.batch, a.in_channels, math.prod(a.grid))))
-            if need[2] else empty()]
+            _bias_grad(grad_output, interleaved) if need[2] else empty()]
 
 
 @torch.library.custom_op("gemmconv::convolution", mutates_args=())
