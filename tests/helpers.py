@@ -77,6 +77,49 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out - ref).norm() / (denom if denom > 0 else 1))
 
 
+def check_against_float64(case, leaves, precision: str, tolerance: float, layout: str,
+                          forward_launches, after_backward=None,
+                          gradient_in_layout: bool = False) -> None:
+    """On the GPU, ``case`` through gemmconv on ``leaves`` (x, w, b; each requiring grad but
+    a missing bias) under float32 ``precision``, against float64 torch within ``tolerance``:
+    the forward into poisoned memory, one launch a call (``forward_launches()`` counts
+    them), twice, bitwise the same; the gradients of every leaf into poisoned memory, twice,
+    bitwise the same (``after_backward()`` checks the first's launches); the output in the
+    input's ``layout``, and the input's gradient too where ``gradient_in_layout``."""
+    import math
+
+    import gemmconv
+    from gemmconv.bench import reference as reference64
+    x, w, b = leaves
+    inputs = [t for t in leaves if t is not None]
+    out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
+        (case.batch, case.out_channels, *case.output_size)
+    with gemmconv.float32_precision(precision):
+        poison_allocator(math.prod(out_shape) * x.element_size())
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        assert forward_launches() == 1 and out.shape == out_shape and out.dtype == x.dtype
+        if out.numel() == 0:
+            return
+        again = OURS[case.nd](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out_shape, generator=generator(case.name, "g"),
+                               dtype=torch.float64).to(x.device)
+        poison_allocator(x.numel() * x.element_size())    # where the input's gradient lands
+        mine = torch.autograd.grad(out, inputs, grad_out.to(x.dtype), retain_graph=True)
+        if after_backward is not None:
+            after_backward()
+        mine_again = torch.autograd.grad(again, inputs, grad_out.to(x.dtype))
+    assert torch.equal(out, again)                                       # bitwise, run to run
+    assert all(torch.equal(m, n) for m, n in zip(mine, mine_again))
+    if layout == "channels_last":                                        # as torch's
+        fmt = cl.memory_format(x.dim())
+        assert out.is_contiguous(memory_format=fmt)
+        assert mine[0].is_contiguous(memory_format=fmt) or not gradient_in_layout
+    refs = reference64(case, x, w, b, grad_out)
+    assert rel_error(out, refs[0]) < tolerance
+    for m, t in zip(mine, refs[1:]):
+        assert m.dtype == x.dtype and rel_error(m, t) < tolerance
+
+
 def case_args(case, x, w, b):
     """``case``'s call on ``(x, w, b)`` checked as ``conv_transpose{nd}d`` checks it: its
     shapes.ConvTransposeArgs."""

@@ -2,7 +2,6 @@
 table's depthwise cases (cases.DEPTHWISE), against float64, into poisoned outputs, planar
 and channels_last; that calls of one input channel a group take them and others do not;
 determinism, streams, and outputs past 2^31 elements. Marked ``cuda``."""
-import math
 
 import pytest
 import torch
@@ -11,7 +10,7 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv import cases, depthwise
 from gemmconv.bench import reference as reference64
-from helpers import OURS, case_args, generator, poison_allocator, rel_error
+from helpers import OURS, case_args, check_against_float64, generator, poison_allocator, rel_error
 from test_cuda import on_a_busy_stream
 
 pytestmark = pytest.mark.cuda
@@ -61,32 +60,13 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
-    x, w, b = leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
-    out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
-        (case.batch, case.out_channels, *case.output_size)
-    with gemmconv.float32_precision(precision):
-        poison_allocator(math.prod(out_shape) * x.element_size())
-        out = OURS[case.nd](x, w, b, **case.kwargs)
-        assert launches[0] == 1 and out.shape == out_shape and out.dtype == dtype
-        if out.numel() == 0:
-            return
-        again = OURS[case.nd](x, w, b, **case.kwargs)
-        grad_out = torch.randn(out_shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
-        inputs = [t for t in leaves if t is not None]
-        poison_allocator(x.numel() * x.element_size())
-        mine = torch.autograd.grad(out, inputs, grad_out.to(dtype), retain_graph=True)
-        takes = depthwise.backward_takes(case_args(case, x, w, b), x, w, layout == "channels_last")
-        assert launches[1] == takes
-        mine_again = torch.autograd.grad(again, inputs, grad_out.to(dtype))
-    assert torch.equal(out, again)
-    assert all(torch.equal(m, n) for m, n in zip(mine, mine_again))
-    if layout == "channels_last":
-        fmt = torch.channels_last if case.nd == 2 else torch.channels_last_3d
-        assert out.is_contiguous(memory_format=fmt) and mine[0].is_contiguous(memory_format=fmt)
-    refs = reference64(case, x, w, b, grad_out)
-    assert rel_error(out, refs[0]) < tolerance
-    for m, t in zip(mine, refs[1:]):
-        assert m.dtype == dtype and rel_error(m, t) < tolerance
+    leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
+
+    def one_backward_launch():
+        assert launches[1] == depthwise.backward_takes(case_args(case, *leaves), leaves[0],
+                                                       leaves[1], layout == "channels_last")
+    check_against_float64(case, leaves, precision, tolerance, layout, lambda: launches[0],
+                          one_backward_launch, gradient_in_layout=True)
 
 
 @pytest.mark.parametrize("why", ["two-a-group", "float64"])

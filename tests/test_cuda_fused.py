@@ -12,7 +12,7 @@ import gemmconv
 from gemmconv import cases, fused
 from gemmconv.bench import reference as reference64
 from gemmconv.shapes import Geometry, conv_transpose_args
-from helpers import OURS, generator, poison_allocator, rel_error
+from helpers import OURS, check_against_float64, generator, poison_allocator, rel_error
 from test_cuda import on_a_busy_stream
 
 pytestmark = pytest.mark.cuda
@@ -67,26 +67,9 @@ def test_fused_route_matches_float64(monkeypatch, launches, case, mode, layout):
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
-    x, w, b = leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
-    out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
-        (case.batch, case.out_channels, *case.output_size)
-    with gemmconv.float32_precision(precision):
-        poison_allocator(math.prod(out_shape) * x.element_size())
-        out = OURS[case.nd](x, w, b, **case.kwargs)
-        assert launches[0] == 1 and out.shape == out_shape and out.dtype == dtype
-        if out.numel() == 0:
-            return
-        again = OURS[case.nd](x, w, b, **case.kwargs)
-        grad_out = torch.randn(out_shape, generator=generator(case.name, "g"), dtype=torch.float64).to(CUDA)
-        mine = torch.autograd.grad(out, [t for t in leaves if t is not None], grad_out.to(dtype))
-    assert torch.equal(out, again)                       # bitwise, run to run
-    if layout == "channels_last":                        # the input's layout, as torch's
-        assert out.is_contiguous(memory_format=torch.channels_last if case.nd == 2 else
-                                 torch.channels_last_3d)
-    refs = reference64(case, x, w, b, grad_out)
-    assert rel_error(out, refs[0]) < tolerance
-    for m, t in zip(mine, refs[1:]):                     # the backward's routes take the output's layout
-        assert rel_error(m, t) < tolerance
+    leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
+    # (the backward's routes take the output gradient's layout, not always the input's)
+    check_against_float64(case, leaves, precision, tolerance, layout, lambda: launches[0])
 
 
 @pytest.mark.parametrize("why", ["groups", "channels", "ieee", "float64"])
