@@ -118,7 +118,9 @@ def convert(model, *, types=TRANSPOSED, sample=None, repeats=10):
     autocast, if any), the median of ``repeats`` runs each, and only the modules gemmconv
     runs faster are swapped (swapped ones that lose go back to torch's class); then the
     whole model is timed with torch's classes throughout, with those choices and with
-    gemmconv's throughout, and the fastest of the three is kept. Returns a
+    gemmconv's throughout, and the fastest of the three is kept: torch's classes unless
+    another is faster by 3% (``measure.MODEL_MARGIN``, above the spread of two timings of
+    one and the same model). Returns a
     :class:`gemmconv.measure.ConversionReport` of what was measured and decided: ``print``
     it for a table; its ``model`` is ``model``. Parameters, gradients and buffers are left
     as they were.

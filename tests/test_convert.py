@@ -110,6 +110,21 @@ def test_a_model_faster_with_every_layer_swapped_though_none_was_alone(monkeypat
     assert "kept: every layer swapped" in str(report)
 
 
+@pytest.mark.parametrize("every_ms", [9.8, 9.6])
+def test_a_model_keeps_torch_s_layers_unless_another_choice_wins_by_the_margin(monkeypatch,
+                                                                                 every_ms):
+    """Two timings of one model spread by a few percent: a swap must beat torch's layers by
+    more than measure.MODEL_MARGIN (3%) to be kept."""
+    model = _model()
+    monkeypatch.setattr(measure, "timers", FakeTimer([1.0, 2.0, 3.0, 4.0, 10.0, every_ms]))
+    report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
+    won = every_ms < 10.0 * (1 - measure.MODEL_MARGIN)
+    assert report.kept == ("every" if won else "torch")
+    assert [r.swapped for r in report.layers] == [won, won]
+    assert (type(model[0]) is gemmconv.nn.ConvTranspose2d) == won
+    assert ("kept: torch's layers (none faster by 3%)" in str(report)) == (not won)
+
+
 def test_measuring_leaves_parameters_gradients_buffers_and_modes_alone():
     model = _model().train()
     model[1].eval()                               # a mixed set of modes comes back as it was
