@@ -13,6 +13,10 @@ A)
   timeout 60 python3 benches/replay_block_probe.py 2>&1 | tee $O/replay-block.log
   timeout 150 python3 benches/host_profile.py vae-decoder float32 NCHW > $O/host-vae.log 2>&1
   head -40 $O/host-vae.log ;;
+B)   # the zoo's timed turns: graphs replayed or captured, and with graphs off; then the zoo's DCGAN and VAE decoder (convert's margin)
+  timeout 300 python3 benches/graph_churn_probe.py vae-decoder:train:float32:NCHW vae-decoder:forward:float32:channels_last \
+    dcgan:forward:bf16-autocast:channels_last hifigan:train:bf16-autocast:NCHW unet2d:train:bf16-autocast:channels_last 2>&1 | grep -v Warn | tee $O/churn.log
+  MODELS="vae dcgan" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
