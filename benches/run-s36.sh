@@ -17,6 +17,10 @@ B)   # the zoo's timed turns: graphs replayed or captured, and with graphs off; 
   timeout 300 python3 benches/graph_churn_probe.py vae-decoder:train:float32:NCHW vae-decoder:forward:float32:channels_last \
     dcgan:forward:bf16-autocast:channels_last hifigan:train:bf16-autocast:NCHW unet2d:train:bf16-autocast:channels_last 2>&1 | grep -v Warn | tee $O/churn.log
   MODELS="vae dcgan" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
+C)   # why mixed and converted models time slower than their parts; then the tables
+  timeout 240 python3 benches/mixed_probe.py dcgan:forward:float32:NCHW vae-decoder:train:float32:NCHW 2>&1 | grep -v Warn > $O/mixed.log
+  grep -v "^  \|^---\|^layer\|^gemmconv.convert" $O/mixed.log | grep -v "^[0-9]" | tail -20
+  bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/ ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
