@@ -21,6 +21,12 @@ C)   # why mixed and converted models time slower than their parts; then the tab
   timeout 240 python3 benches/mixed_probe.py dcgan:forward:float32:NCHW vae-decoder:train:float32:NCHW 2>&1 | grep -v Warn > $O/mixed.log
   grep -v "^  \|^---\|^layer\|^gemmconv.convert" $O/mixed.log | grep -v "^[0-9]" | tail -20
   bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/ ;;
+D)   # traces of steps back to back: the GPU's idle gaps and what the host did meanwhile
+  for c in vae-decoder:train:float32:NCHW dcgan:train:float32:NCHW; do
+    mkdir -p $O/$c; OUT=$O/$c timeout 200 python3 benches/trace_probe.py $c 2>&1 | grep -v Warn
+    python3 benches/trace_gaps.py $O/$c/trace-torch.json $O/$c/trace-every.json | tee $O/$c/gaps.txt
+    gzip $O/$c/*.json
+  done ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
