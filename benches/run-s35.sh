@@ -11,20 +11,7 @@ export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 export PYTHONPATH=.
-count() { grep -E "PASSED|SKIPPED|FAILED|ERROR" $1 | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c; grep -E "^(FAILED|ERROR)" $1 | head -20; }
-# CUDA test files in parallel processes (Triton's compiles are the host's work): t LOG FILES...
-t() { log=$1; shift; timeout ${TT:-500} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
-depthwise_tests() {   # test_cuda_depthwise in five processes, in the background
-  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
-}
-summary() {   # once the background tests end: their counts, and each process's last line
-  wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
-}
+source benches/run-lib.sh   # count, t, depthwise_tests, summary
 case "$1" in
 A)
   timeout 100 python3 -m pytest -v -m cuda -p no:cacheprovider "tests/test_cuda_depthwise.py::test_depthwise_kernel_reads_strided_input_and_bias" \

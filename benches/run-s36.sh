@@ -7,6 +7,7 @@
 #      for the GPU, then where the VAE decoder's float32 step spends its host time.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary
 case "$1" in
 A)
   bash benches/run-s35.sh P | tee $O/P.txt
@@ -23,10 +24,19 @@ C)   # why mixed and converted models time slower than their parts; then the tab
   bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/ ;;
 D)   # traces of steps back to back: the GPU's idle gaps and what the host did meanwhile
   for c in vae-decoder:train:float32:NCHW dcgan:train:float32:NCHW; do
-    mkdir -p $O/$c; OUT=$O/$c timeout 200 python3 benches/trace_probe.py $c 2>&1 | grep -v Warn
-    python3 benches/trace_gaps.py $O/$c/trace-torch.json $O/$c/trace-every.json | tee $O/$c/gaps.txt
-    gzip $O/$c/*.json
+    d=$O/${c//:/-}; mkdir -p $d; OUT=$d timeout 200 python3 benches/trace_probe.py $c 2>&1 | grep -v Warn
+    python3 benches/trace_gaps.py $d/trace-torch.json $d/trace-every.json | tee $d/gaps.txt
+    gzip $d/*.json
   done ;;
+E)   # the planar backward of many positions a sample graphed (ops._GraphedBackward): the CUDA tests of the backward and graphs
+  t cuda tests/test_cuda.py &
+  t graphs tests/test_cuda_graphs.py &
+  t replay tests/test_cuda_replay.py &
+  t reuse tests/test_cuda_reuse.py &
+  t cl tests/test_cuda_channels_last.py &
+  summary ;;
+F)   # the zoo's models with such layers
+  MODELS="vae unet2d hifigan" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
