@@ -165,6 +165,14 @@ MODEL_LAYERS = [
     _c("unet3d-k2s2", 2, 32, 16, (2, 2, 2), (8, 8, 8), stride=2),
 ]
 
+# Model layers of more positions a sample than the planar backward takes side by side
+# (ops.SAMPLES_INNER_MAX_POSITIONS, 1024): their planar backward runs with the samples outer,
+# as the VAE decoder's last layer and HiFi-GAN's last two do.
+WIDE_LAYERS = [
+    _c("vae-k3s2op1-wide", 2, 16, 8, (3, 3), (40, 40), stride=2, padding=1, output_padding=1),
+    _c("hifigan-k4s2-wide", 3, 16, 8, 4, 2048, stride=2, padding=1),
+]
+
 
 def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Case]:
     """``count`` random valid cases of every dimensionality, reproducible from ``seed``."""

@@ -679,7 +679,8 @@ def _backward_by_im2col(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.T
 def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
               weight: Union[torch.Tensor, Callable[[], torch.Tensor]], a: ConvTransposeArgs,
               need: List[bool], bias: Optional[torch.Tensor] = None,
-              interleaved: Optional[bool] = None) -> List[torch.Tensor]:
+              interleaved: Optional[bool] = None,
+              out: Optional[list] = None) -> List[Optional[torch.Tensor]]:
     """Gradients of input, weight and bias, as ``need`` asks (``x`` is read for the weight's
     only, ``weight`` for the input's, or a function making it, called once the first im2col
     is queued). Its input gradient is also the forward pass of the convolution ``a`` is the
@@ -688,10 +689,13 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     bias (_bias_columns). That costs a few rows in the columns where adding the bias to the
     output afterwards would read and write the whole output once more. On channels_last
     tensors where ``interleaved`` (channels_last.py); None: where ``grad_out``, ``x`` or the
-    weight is channels_last."""
+    weight is channels_last. Planar, ``out`` (a gradient per ``need``, None for the others:
+    the input's contiguous) takes the gradients, and is returned (a graph's run,
+    _GraphedBackward)."""
     if interleaved is None:
         interleaved = cl.suggested(grad_out, x, None if callable(weight) else weight)
     if interleaved:
+        assert out is None, "the channels_last backward allocates its gradients"
         return cl.backward(grad_out, x, weight, a, need, _workspace_limit, bias)
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
@@ -737,7 +741,8 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                 # so that the GPU starts meanwhile (the bias columns take several small kernels).
                 # Returned as allocated, never as a view: a view returned from inside an
                 # autograd Function may not be modified in place (a ReLU(inplace=True) next).
-                grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid))
+                grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid)) \
+                    if out is None else out[0]
                 products = grad_input.view(input_shape)
                 operand = (weight() if callable(weight) else weight).contiguous().view(
                     1, groups, cin, m)
@@ -760,12 +765,18 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             elif need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     if grad_input is None:   # no chunks: no samples
-        grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid))
+        grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid)) if out is None \
+            else out[0]
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else empty())
     grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, *a.image), False)
                  if need[2] else empty())
-    return [grad_input, grad_weight, grad_bias]
+    if out is None:
+        return [grad_input, grad_weight, grad_bias]
+    for given, grad, asked in zip(out[1:], (grad_weight, grad_bias), need[1:]):
+        if asked:
+            given.copy_(grad)
+    return out
 
 
 def _bias_columns(bias: torch.Tensor, groups: int, rows: int) -> torch.Tensor:
@@ -953,10 +964,53 @@ class _BackwardReplay(NamedTuple):
             gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
 
+class _GraphedBackward(NamedTuple):
+    """The backward of a planar CUDA call that _backward runs in one chunk with its samples
+    outer (over SAMPLES_INNER_MAX_POSITIONS positions a sample: the input gradient's product
+    batched over the samples, the weight's summed over per-sample or split-K products), which
+    no single GEMM a gradient plans: _backward itself, into gradients allocated before, as a
+    CUDA graph where one is kept. Such calls are small enough to be bound by host time in
+    real models (the VAE decoder's last layer: about ten launches and their Python a step)."""
+    columns: int   # elements of _backward's columns: one chunk of every sample
+
+    def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool],
+            grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
+        """The gradients asked for (None for the others), written into ``grads`` where
+        given (as :meth:`gradients` allocates them), else into new ones."""
+        return _backward(grad_out, x, weight, a, need, interleaved=False,
+                         out=grads or self.gradients(x, weight, a, need))
+
+    @staticmethod
+    def gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
+                  need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """New tensors for the gradients asked for, None for the others, contiguous."""
+        return [x.new_empty(x.shape) if need[0] else None,
+                x.new_empty(weight.shape) if need[1] else None,
+                x.new_empty((a.out_channels,)) if need[2] else None]
+
+    def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
+        return _graphed_backward(self, grad_out, x, weight, a, need,
+                                 lambda: self.graph_bytes(grad_out, x, a))
+
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs, at most: the columns, the
+        contiguous copies of the output gradient and the input, the weight gradient's
+        partial products in float32 (at most a sample or a split-K piece each, plus the
+        dense groups' product), and the bias gradient's sums."""
+        m = a.column_rows
+        partials = (a.batch + SPLIT_TARGET_TILES + 2 + a.groups) * a.in_channels * m
+        return (self.columns + grad_out.numel() + x.numel()) * x.element_size() + \
+            4 * (partials + a.batch * a.out_channels)
+
+
 def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       a: ConvTransposeArgs, need: List[bool],
                       nbytes: Callable[[], int]) -> List[Optional[torch.Tensor]]:
-    """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward: its
+    """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward,
+    _GraphedBackward: its
     ``gradients`` allocated, then written by its ``run``), launched as a CUDA graph where
     one is kept for these tensors' addresses (graphs.py); ``nbytes()``: the memory a graph
     of the call takes while it runs."""
@@ -976,32 +1030,36 @@ def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tens
 
 
 # Backward replays by call, as _replays.
-_backward_replays: dict[tuple, Union[_BackwardReplay, _FusedBackward, _DepthwiseBackward, None]] = {}
+_backward_replays: dict[tuple, Union[_BackwardReplay, _GraphedBackward, _FusedBackward,
+                                     _DepthwiseBackward, None]] = {}
 
 
 def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                        a: ConvTransposeArgs, need: List[bool],
                        interleaved: bool) -> Optional[List[torch.Tensor]]:
-    """The gradients of a CUDA call by its replay (_BackwardReplay, _FusedBackward or
-    _DepthwiseBackward), planned on its first call; None where it has none, as _replayed."""
+    """The gradients of a CUDA call by its replay (_BackwardReplay, _GraphedBackward,
+    _FusedBackward or _DepthwiseBackward), planned on its first call; None where it has none,
+    as _replayed."""
     key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
     replay, _ = _kept(_backward_replays, key, lambda: (
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
     if replay is None:
         return None
-    if isinstance(replay, (_BackwardReplay, _DepthwiseBackward)):
+    if isinstance(replay, (_BackwardReplay, _GraphedBackward, _DepthwiseBackward)):
         return replay.graphed(grad_out, x, weight, a, need)
     return replay.run(grad_out, x, weight, a, need)
 
 
 def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                               a: ConvTransposeArgs, need: List[bool],
-                              interleaved: bool) -> Union[_BackwardReplay, _FusedBackward,
-                                                          _DepthwiseBackward, None]:
+                              interleaved: bool) -> Union[_BackwardReplay, _GraphedBackward,
+                                                          _FusedBackward, _DepthwiseBackward,
+                                                          None]:
     """The plans _backward (planar) or channels_last.backward would make for this call, from
     the views they would pass, where it is one im2col and a GEMM per gradient with no copies
     but the ones _BackwardReplay.run makes (those of _in_layout and _gradient_in_layout,
-    as those routes make them); else None. Or, where the call's backward takes the fused
+    as those routes make them); _GraphedBackward where _backward runs it planar in one
+    chunk with its samples outer; else None. Or, where the call's backward takes the fused
     kernels, _FusedBackward; the depthwise kernel, _DepthwiseBackward."""
     from . import _cuda
     if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
@@ -1045,9 +1103,10 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                                        grad_out.new_empty((1, groups, cin, m), dtype=acc), False)
     else:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
-        if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]) or \
-                not _samples_inner(n, cells):
+        if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]):
             return None
+        if not _samples_inner(n, cells):
+            return _GraphedBackward(groups * m * n * cells)
         workspace = grad_out.new_empty(groups * m * n * cells)
         planes = grad_out.view(n * a.out_channels, *a.image)
         im2col = cols.im2col_launch(planes, g, a.grid, _side_by_side(workspace, n, a.out_channels,

@@ -40,6 +40,9 @@ DEPTHWISE = [c for c in cases.DEPTHWISE if c.name in (
     "depthwise-k4s2", "depthwise-1d-k16s8", "depthwise-3d-k3s2", "depthwise-100-channels")]
 PARAMS = [(c, layout) for c in cases.MODEL_LAYERS + DEPTHWISE for layout in _layouts(c)]
 IDS = [f"{c.name}-{layout}" for c, layout in PARAMS]
+# Backwards too: the planar backward of many positions a sample (ops._GraphedBackward).
+BACKWARD_PARAMS = PARAMS + [(c, "planar") for c in cases.WIDE_LAYERS]
+BACKWARD_IDS = IDS + [f"{c.name}-planar" for c in cases.WIDE_LAYERS]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -66,7 +69,7 @@ def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, 
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("case,layout", PARAMS, ids=IDS)
+@pytest.mark.parametrize("case,layout", BACKWARD_PARAMS, ids=BACKWARD_IDS)
 def test_graphed_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
     x, w, b = layout_tensors(case, layout, dtype, CUDA, "backward")
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
@@ -80,7 +83,7 @@ def test_graphed_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout,
 
     def backward_launch(owner, *args):
         answer = launch(owner, *args)
-        if isinstance(owner, (ops._BackwardReplay, ops._DepthwiseBackward)):
+        if isinstance(owner, (ops._BackwardReplay, ops._GraphedBackward, ops._DepthwiseBackward)):
             answers.append(answer)
         return answer
     monkeypatch.setattr(graphs, "launch", backward_launch)

@@ -12,8 +12,8 @@ from helpers import OURS, generator, layout_tensors, output_gradient, poison_all
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
-CASES = cases.MODEL_LAYERS + [c for c in cases.random_cases(60, seed=24) if c.batch] + \
-    [c.scaled(4096) for c in cases.BENCH]
+CASES = cases.MODEL_LAYERS + cases.WIDE_LAYERS + \
+    [c for c in cases.random_cases(60, seed=24) if c.batch] + [c.scaled(4096) for c in cases.BENCH]
 LAYOUTS = ["planar", "channels_last"]
 COPIED_CASES = cases.MODEL_LAYERS + [c.scaled(4096) for c in cases.BENCH]
 
@@ -132,6 +132,8 @@ def _check_backward(monkeypatch, case, layout, dtype):
     if case in cases.MODEL_LAYERS and (layout == "channels_last" or
                                        ops._samples_inner(case.batch, math.prod(case.size))):
         assert replayed, "the zoo's kinds of layer run their backward as replays"
+    if case in cases.WIDE_LAYERS and layout == "planar":     # _backward itself, graphed
+        assert any(isinstance(r, ops._GraphedBackward) for r in ops._backward_replays.values())
     tolerance = 5e-3 if dtype == torch.float32 else 3e-2
     refs = reference64(case, x, w, b, grad_out.double())[1:]
     for one, two, three, ref in zip(first, again, column_route, refs):

@@ -127,14 +127,39 @@ def test_samples_side_by_side_by_batched_products_match_torch(monkeypatch, case)
         assert rel_error(m, t) < 1e-12
 
 
-def test_backward_of_many_positions_a_sample_has_no_planar_replay():
-    """The planar backward replays only with the samples side by side (ops._samples_inner):
-    otherwise its weight gradient takes split-K products (ops._add_weight_grad)."""
-    case = cases._c("k3s2-wide", 2, 16, 8, (3, 3), (40, 40), stride=2, padding=1)
-    assert not ops._samples_inner(case.batch, 1600)
-    assert _backward_replay(case) is None
-    assert _backward_replay(case, channels_last=True) is not None
+@pytest.mark.parametrize("case", cases.WIDE_LAYERS, ids=lambda c: c.name)
+def test_backward_of_many_positions_a_sample_runs_graphed_as_it_is(monkeypatch, case):
+    """Over ops.SAMPLES_INNER_MAX_POSITIONS positions a sample the planar backward runs with
+    the samples outer (split-K weight-gradient products, ops._add_weight_grad), which no
+    single GEMM a gradient plans: its replay is _backward itself (ops._GraphedBackward, which
+    a CUDA call launches as a graph), writing into the gradients it is given, as _backward
+    alone computes them, bit for bit; channels_last calls keep their planned replay."""
+    cells = math.prod(case.size)
+    assert not ops._samples_inner(case.batch, cells)
+    replay = _backward_replay(case)
+    assert isinstance(replay, ops._GraphedBackward)
+    assert replay.columns == case.batch * case.out_channels * math.prod(case.kernel_size) * cells
+    if case.nd > 1:
+        assert _backward_replay(case, channels_last=True).interleaved
     assert _backward_replay(case, need=(False, False, True)) is None     # nothing to replay
+    x, w, b, a = _call(case, False, "graphed")
+    grad = torch.randn(a.output_shape, generator=generator(case.name, "grad"))
+    for need in ([True, True, True], [True, False, False], [False, True, True]):
+        given = replay.gradients(x, w, a, need)
+        for g in given:
+            if g is not None:
+                g.fill_(float("nan"))
+        mine = replay.run(grad, x, w, a, need, given)
+        assert all(m is g for m, g in zip(mine, given))
+        alone = ops._backward(grad, x, w, a, need, interleaved=False)
+        for m, one, asked in zip(mine, alone, need):
+            assert (m is None) == (not asked) and (m is None or torch.equal(m, one))
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    refs = torch.autograd.grad(reference(case, x64, w64, b64), (x64, w64, b64), grad.double())
+    for m, t in zip(replay.run(grad, x, w, a, [True] * 3), refs):
+        assert rel_error(m, t) < 1e-5
+    monkeypatch.setattr(ops, "_workspace_limit", 4096)                  # in chunks: none
+    assert _backward_replay(case) is None
 
 
 def test_launches_pass_each_argument_through_a_pointer_to_its_value(monkeypatch):
