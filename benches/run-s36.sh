@@ -37,6 +37,11 @@ E)   # the planar backward of many positions a sample graphed (ops._GraphedBackw
   summary ;;
 F)   # the zoo's models with such layers
   MODELS="vae unet2d hifigan" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
+H)   # what _GraphedBackward saves a step (graphed against kernel by kernel, in turns); the training tables after it
+  timeout 260 python3 benches/graphed_backward_probe.py vae-decoder:train:float32:NCHW vae-decoder:train:bf16-autocast:NCHW \
+    unet2d:train:float32:NCHW hifigan:train:float32:NCHW 2>&1 | grep -v Warn | tee $O/graphed.log
+  timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
