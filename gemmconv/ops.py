@@ -964,6 +964,14 @@ class _BackwardReplay(NamedTuple):
             gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
 
+# The most column elements a _GraphedBackward call takes. Its graph saves host time, which
+# the small layers of real models wait for (the VAE decoder's last, 19M elements: its step
+# 0.74 -> 0.87x against torch, benches/NOTES.md, session 36), and cost GPU-bound ones
+# (3d-stride2-dil2 of the 17 cases, 226M elements: its bfloat16 training step 2.18 ->
+# 2.66 ms).
+GRAPHED_BACKWARD_MAX_COLUMNS = 1 << 25
+
+
 class _GraphedBackward(NamedTuple):
     """The backward of a planar CUDA call that _backward runs in one chunk with its samples
     outer (over SAMPLES_INNER_MAX_POSITIONS positions a sample: the input gradient's product
@@ -1106,7 +1114,8 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
         if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]):
             return None
         if not _samples_inner(n, cells):
-            return _GraphedBackward(groups * m * n * cells)
+            columns = groups * m * n * cells
+            return _GraphedBackward(columns) if columns <= GRAPHED_BACKWARD_MAX_COLUMNS else None
         workspace = grad_out.new_empty(groups * m * n * cells)
         planes = grad_out.view(n * a.out_channels, *a.image)
         im2col = cols.im2col_launch(planes, g, a.grid, _side_by_side(workspace, n, a.out_channels,

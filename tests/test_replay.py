@@ -158,6 +158,10 @@ def test_backward_of_many_positions_a_sample_runs_graphed_as_it_is(monkeypatch, 
     refs = torch.autograd.grad(reference(case, x64, w64, b64), (x64, w64, b64), grad.double())
     for m, t in zip(replay.run(grad, x, w, a, [True] * 3), refs):
         assert rel_error(m, t) < 1e-5
+    monkeypatch.setattr(ops, "GRAPHED_BACKWARD_MAX_COLUMNS", replay.columns - 1)   # GPU-bound:
+    assert _backward_replay(case) is None                                      # no graph
+    monkeypatch.setattr(ops, "GRAPHED_BACKWARD_MAX_COLUMNS", replay.columns)
+    assert _backward_replay(case) == replay
     monkeypatch.setattr(ops, "_workspace_limit", 4096)                  # in chunks: none
     assert _backward_replay(case) is None
 
