@@ -42,6 +42,14 @@ H)   # what _GraphedBackward saves a step (graphed against kernel by kernel, in 
     unet2d:train:float32:NCHW hifigan:train:float32:NCHW 2>&1 | grep -v Warn | tee $O/graphed.log
   timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
   timeout 130 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+I)   # after GRAPHED_BACKWARD_MAX_COLUMNS: the training tables, then the graph and replay tests
+  timeout 200 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 160 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
+  t graphs tests/test_cuda_graphs.py &
+  t replay tests/test_cuda_replay.py &
+  summary ;;
+J)   # the zoo's other models
+  MODELS="dcgan unet3d depthwise" TZ=190 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
