@@ -17,7 +17,7 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gemmconv import bench, zoo
+from gemmconv import bench, gemm, zoo
 from gemmconv.measure import timers
 
 
@@ -51,6 +51,9 @@ def main(configs):
             gpu, wall = kernel_ms(fn)
             print(f"{config} {k:<10}: turns {turns[k]:.3f} ms, alone {alone[k]:.3f} ms, "
                   f"profiled: kernels {gpu:.3f} ms a call, wall {wall:.3f} ms", flush=True)
+        copied = sorted(str(key[1:]) for key, c in gemm._kept_layouts.items() if c)
+        print(f"{config}: layout trials {len(gemm._kept_layouts)}, copied operands "
+              f"{len(copied)}: {copied}", flush=True)
 
 
 if __name__ == "__main__":

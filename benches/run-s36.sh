@@ -50,6 +50,9 @@ I)   # after GRAPHED_BACKWARD_MAX_COLUMNS: the training tables, then the graph a
   summary ;;
 J)   # the zoo's other models
   MODELS="dcgan unet3d depthwise" TZ=190 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
+K)   # one configuration in four fresh processes: how far it moves, and the layout trials' choices
+  for i in 1 2 3 4; do timeout 100 python3 benches/mixed_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v Warn > $O/mixed-$i.log
+    grep "turns\|layout trials" $O/mixed-$i.log; done ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
