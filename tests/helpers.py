@@ -1,5 +1,6 @@
 """Shared test helpers: the float64 reference, the error measure and route forcing."""
 import itertools
+import math
 import os
 import zlib
 
@@ -8,8 +9,10 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+import gemmconv
 from gemmconv import channels_last as cl
 from gemmconv.bench import OURS, TORCH  # noqa: F401  (re-exported for the tests)
+from gemmconv.bench import reference as reference64
 
 
 def generator(*keys) -> torch.Generator:
@@ -86,10 +89,6 @@ def check_against_float64(case, leaves, precision: str, tolerance: float, layout
     them), twice, bitwise the same; the gradients of every leaf into poisoned memory, twice,
     bitwise the same (``after_backward()`` checks the first's launches); the output in the
     input's ``layout``, and the input's gradient too where ``gradient_in_layout``."""
-    import math
-
-    import gemmconv
-    from gemmconv.bench import reference as reference64
     x, w, b = leaves
     inputs = [t for t in leaves if t is not None]
     out_shape = (case.out_channels, *case.output_size) if case.unbatched else \
