@@ -53,6 +53,10 @@ J)   # the zoo's other models
 K)   # one configuration in four fresh processes: how far it moves, and the layout trials' choices
   for i in 1 2 3 4; do timeout 100 python3 benches/mixed_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v Warn > $O/mixed-$i.log
     grep "turns\|layout trials" $O/mixed-$i.log; done ;;
+M)   # the final commit's shared float64 check: test_cuda_depthwise and test_cuda_fused
+  depthwise_tests
+  t fused tests/test_cuda_fused.py &
+  summary ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
