@@ -57,6 +57,10 @@ M)   # the final commit's shared float64 check: test_cuda_depthwise and test_cud
   depthwise_tests
   t fused tests/test_cuda_fused.py &
   summary ;;
+N)   # D without Python frames: the VAE decoder's float32 step's gaps, named by op
+  c=vae-decoder:train:float32:NCHW; d=$O/${c//:/-}; mkdir -p $d
+  OUT=$d timeout 200 python3 benches/trace_probe.py $c --no-stack 2>&1 | grep -v Warn
+  python3 benches/trace_gaps.py $d/trace-torch.json $d/trace-every.json | tee $d/gaps.txt; gzip $d/*.json ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac

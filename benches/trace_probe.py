@@ -7,7 +7,10 @@ its work in 5.3 ms of host time (GPU kept busy, as torch's 5.2) and ran 3.96 ms 
 the GPU's idle gaps and what the host was doing meanwhile. Written to $OUT (or /tmp) as
 ``trace-<variant>.json``; benches/trace_gaps.py reads them.
 
-    PYTHONPATH=. python benches/trace_probe.py [model:mode:precision:layout]
+    PYTHONPATH=. python benches/trace_probe.py [model:mode:precision:layout] [--no-stack]
+
+``--no-stack`` leaves out the Python frames, which under the profiler double the host's
+time a step: the gaps are then nearer the unprofiled step's, and named by op.
 """
 import os
 import sys
@@ -18,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 from gemmconv import bench, zoo
 
 
-def main(config="vae-decoder:train:float32:NCHW", steps=5):
+def main(config="vae-decoder:train:float32:NCHW", stack=True, steps=5):
     name, mode, precision, layout = config.split(":")
     entry = zoo.by_name([name])[0]
     work = bench.ModelWorkload(entry, False, torch.device("cuda"), precision, layout, mode,
@@ -30,7 +33,7 @@ def main(config="vae-decoder:train:float32:NCHW", steps=5):
             fn()
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                     with_stack=True) as prof:
+                     with_stack=stack) as prof:
             for _ in range(steps):
                 fn()
             torch.cuda.synchronize()
@@ -40,4 +43,5 @@ def main(config="vae-decoder:train:float32:NCHW", steps=5):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a != "--no-stack"]
+    main(*args, stack="--no-stack" not in sys.argv)
