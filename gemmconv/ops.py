@@ -850,20 +850,12 @@ class _DepthwiseBackward(NamedTuple):
             a: ConvTransposeArgs, need: List[bool],
             grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
         """The gradients asked for (None for the others), written into ``grads`` where
-        given (as :meth:`gradients` allocates them), else into new ones."""
-        grad_x, grad_w, grad_bias = grads or self.gradients(x, weight, a, need)
+        given (as _new_gradients allocates them), else into new ones."""
+        grad_x, grad_w, grad_bias = grads or _new_gradients(x, weight, a, need, self.interleaved)
         depthwise.launch_backward(self.plan, grad_out, x, weight, a, grad_x, grad_w)
         if grad_bias is not None:
             grad_bias.copy_(_bias_grad(grad_out, self.interleaved))
         return [grad_x, grad_w, grad_bias]
-
-    def gradients(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
-                  need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """New tensors for the gradients asked for, None for the others: the input's in
-        the layout the call runs in, the weight's and bias's contiguous."""
-        return [cl.empty(x, x.shape, self.interleaved) if need[0] else None,
-                weight.new_empty(weight.shape) if need[1] else None,
-                x.new_empty((a.out_channels,)) if need[2] else None]
 
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
@@ -899,9 +891,10 @@ class _BackwardReplay(NamedTuple):
             a: ConvTransposeArgs, need: List[bool],
             grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
         """The gradients asked for (None for the others), written into ``grads`` where
-        given (as :meth:`gradients` allocates them), else into new ones."""
+        given (as _new_gradients allocates them), else into new ones."""
         from . import _cuda
-        grad_input, grad_weight, grad_bias = grads or self.gradients(x, weight, a, need)
+        grad_input, grad_weight, grad_bias = grads or _new_gradients(x, weight, a, need,
+                                                                     self.interleaved)
         grad_out = _gradient_in_layout(grad_out, self.interleaved)
         x, weight = _in_layout(x, weight, self.interleaved)
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
@@ -941,14 +934,6 @@ class _BackwardReplay(NamedTuple):
             grad_bias.copy_(_bias_grad(grad_out, self.interleaved))
         return [grad_input, grad_weight, grad_bias]
 
-    def gradients(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
-                  need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """New tensors for the gradients asked for, None for the others: the input's in
-        the layout the call runs in, the weight's and bias's contiguous."""
-        return [cl.empty(x, x.shape, self.interleaved) if self.input is not None else None,
-                x.new_empty(weight.shape) if self.weight is not None else None,
-                x.new_empty((a.out_channels,)) if need[2] else None]
-
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
@@ -985,17 +970,13 @@ class _GraphedBackward(NamedTuple):
             a: ConvTransposeArgs, need: List[bool],
             grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
         """The gradients asked for (None for the others), written into ``grads`` where
-        given (as :meth:`gradients` allocates them), else into new ones."""
+        given (as _new_gradients allocates them), else into new ones."""
         return _backward(grad_out, x, weight, a, need, interleaved=False,
-                         out=grads or self.gradients(x, weight, a, need))
+                         out=grads or _new_gradients(x, weight, a, need, False))
 
-    @staticmethod
-    def gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
-                  need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """New tensors for the gradients asked for, None for the others, contiguous."""
-        return [x.new_empty(x.shape) if need[0] else None,
-                x.new_empty(weight.shape) if need[1] else None,
-                x.new_empty((a.out_channels,)) if need[2] else None]
+    @property
+    def interleaved(self) -> bool:
+        return False   # (planar calls only)
 
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
@@ -1014,16 +995,26 @@ class _GraphedBackward(NamedTuple):
             4 * (partials + a.batch * a.out_channels)
 
 
+def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
+                   need: List[bool], interleaved: bool) -> List[Optional[torch.Tensor]]:
+    """New tensors for the gradients of call ``a`` that ``need`` asks for (input, weight,
+    bias; None for the others), as a backward replay's run writes them: the input's in the
+    layout the call runs in (channels_last where ``interleaved``), the weight's and the
+    bias's contiguous."""
+    return [cl.empty(x, x.shape, interleaved) if need[0] else None,
+            weight.new_empty(weight.shape) if need[1] else None,
+            x.new_empty((a.out_channels,)) if need[2] else None]
+
+
 def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       a: ConvTransposeArgs, need: List[bool],
                       nbytes: Callable[[], int]) -> List[Optional[torch.Tensor]]:
     """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward,
-    _GraphedBackward: its
-    ``gradients`` allocated, then written by its ``run``), launched as a CUDA graph where
-    one is kept for these tensors' addresses (graphs.py); ``nbytes()``: the memory a graph
-    of the call takes while it runs."""
+    _GraphedBackward: its gradients allocated by _new_gradients in its layout, then written
+    by its ``run``), launched as a CUDA graph where one is kept for these tensors'
+    addresses (graphs.py); ``nbytes()``: the memory a graph of the call takes while it runs."""
     from . import _cuda
-    grads = replay.gradients(x, weight, a, need)
+    grads = _new_gradients(x, weight, a, need, replay.interleaved)
     addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
                  *(0 if g is None else g.data_ptr() for g in grads))
     run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
