@@ -61,6 +61,11 @@ N)   # D without Python frames: the VAE decoder's float32 step's gaps, named by 
   c=vae-decoder:train:float32:NCHW; d=$O/${c//:/-}; mkdir -p $d
   OUT=$d timeout 200 python3 benches/trace_probe.py $c --no-stack 2>&1 | grep -v Warn
   python3 benches/trace_gaps.py $d/trace-torch.json $d/trace-every.json | tee $d/gaps.txt; gzip $d/*.json ;;
+R)   # after the review's _new_gradients: the backward replays' CUDA tests (depthwise, graphs, replay)
+  depthwise_tests
+  t graphs tests/test_cuda_graphs.py &
+  t replay tests/test_cuda_replay.py &
+  summary ;;
 *)
   bash benches/run-s35.sh "$@" ;;
 esac
