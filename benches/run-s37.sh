@@ -3,6 +3,7 @@
 # Modes of run-s35.sh (P: every CUDA test in parallel processes; G: the tables; Z: the zoo,
 # $MODELS) run through it.
 #   A: whether our layers make their neighbours' host time dearer (context_probe.py).
+#   B: the VAE decoder's float32 forward: host against GPU time, its layers' kernels.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -11,5 +12,22 @@ A)
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
   timeout 400 python3 benches/context_probe.py vae-decoder:forward:float32:channels_last \
     vae-decoder:train:float32:NCHW dcgan:forward:float32:NCHW 2>&1 | grep -v Warn | tee $O/context.log ;;
+B)   # the VAE decoder's float32 channels_last forward: host against GPU time, per layer kernels
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  timeout 200 python3 benches/context_probe.py vae-decoder:forward:float32:channels_last vae-decoder:train:float32:NCHW \
+    vae-decoder:forward:float32:NCHW 2>&1 | grep -v Warn | grep -v "^micro\|^  [ 0-9a-z+]*:" | tee $O/context.log
+  timeout 120 python3 benches/mixed_probe.py vae-decoder:forward:float32:channels_last vae-decoder:forward:float32:NCHW 2>&1 | grep -v Warn > $O/mixed.log
+  grep -i "kernel\|turns" $O/mixed.log | head -30
+  i=0; for io in "512,512 16,512,4,4" "512,256 16,512,8,8" "256,128 16,256,16,16" "128,64 16,128,32,32" "64,32 16,64,64,64"; do
+    set -- $io; i=$((i+1))
+    for cl in --channels-last ""; do
+      echo "== layer $i ($1) input $2 $cl"; timeout 60 python3 benches/layer.py "ConvTranspose2d($1, 3, 2, 1, output_padding=1)" --input $2 $cl 2>&1 | grep -v Warn
+    done
+  done | tee $O/layers.log ;;
+C)   # the fused forward graphed (_FusedReplay.graphed): its tests, and on the zoo's small layers against the column route
+  t graphs tests/test_cuda_graphs.py &
+  t fused tests/test_cuda_fused.py &
+  timeout 520 python3 benches/small_fused_probe.py 2>&1 | grep -v Warn | tee $O/small-fused.log
+  summary ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

@@ -577,6 +577,13 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     return out
 
 
+def forward_bytes(x: torch.Tensor, weight: torch.Tensor, c_out: int) -> int:
+    """The memory :func:`forward` allocates, at most: the input's copy channels innermost,
+    the weights' reorder (and its rounding's two buffers in float32), the bias's copy."""
+    copies = x.numel() if copies_input(x) else 0
+    return (copies + 2 * weight.numel() + c_out) * x.element_size()
+
+
 class GradConfig(NamedTuple):
     """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
     product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages;

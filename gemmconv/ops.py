@@ -216,15 +216,33 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
+# The most output elements of a fused forward launched as a CUDA graph (_FusedReplay).
+GRAPHED_FUSED_MAX_OUTPUT = 1 << 26
+
+
 class _FusedReplay(NamedTuple):
     """A CUDA forward that takes the fused route (fused.takes), decided on its first call:
     its checks of the device, the precision policy and the cost model took 15-30 us of the
-    H200's host time a call (benches/NOTES.md, session 31)."""
+    H200's host time a call (benches/NOTES.md, session 31). Launched as a CUDA graph where
+    one is kept (as _Replay.graphed), on calls of at most GRAPHED_FUSED_MAX_OUTPUT output
+    elements: the weight's reorder and Triton's launch cost small layers' host time, and
+    large ones are bound by the GPU."""
     interleaved: bool
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            a: ConvTransposeArgs) -> torch.Tensor:
-        return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, self.interleaved))
+            a: ConvTransposeArgs, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if out is None:
+            out = cl.empty(x, a.output_shape, self.interleaved)
+        return fused.forward(x, weight, bias, a, out)
+
+    def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                a: ConvTransposeArgs) -> torch.Tensor:
+        """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
+        kept and the call is small (see the class)."""
+        if a.batch * a.out_channels * math.prod(a.image) > GRAPHED_FUSED_MAX_OUTPUT:
+            return self.run(x, weight, bias, a)
+        return _graphed_forward(self, x, weight, bias, a,
+                                lambda: fused.forward_bytes(x, weight, a.out_channels))
 
 
 class _DepthwiseReplay(NamedTuple):
@@ -308,7 +326,7 @@ class _Replay(NamedTuple):
 
 def _graphed_forward(replay, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                      a: ConvTransposeArgs, nbytes: Callable[[], int]) -> torch.Tensor:
-    """The output of a forward replay (_Replay, _DepthwiseReplay: its ``run`` into an output
+    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay: its ``run`` into an output
     of its layout), launched as a CUDA graph where one is kept for these tensors' addresses
     (graphs.py); ``nbytes()``: the memory a graph of the call takes while it runs."""
     from . import _cuda
@@ -380,7 +398,7 @@ def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
                             lambda: _work_out_replay(x, weight, bias, a, interleaved))
     if replay is None:
         return None
-    if buffers or not isinstance(replay, (_Replay, _DepthwiseReplay)):
+    if buffers:
         return replay.run(x, weight, bias, a, *buffers)
     return replay.graphed(x, weight, bias, a)
 

@@ -5,7 +5,7 @@ its tensors' contents, and is launched only at the addresses it was captured at.
 import pytest
 import torch
 
-from gemmconv import cases, graphs, ops
+from gemmconv import cases, fused, graphs, ops
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
 
@@ -63,6 +63,40 @@ def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, 
         same = [torch.equal(call(), launches) for _ in range(CALLS)]
     assert answers[-2:] == [True, True], "the last calls ran as a graph"
     assert graphs.kept() == 1
+    assert all(same)
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    assert rel_error(launches, reference64(case, x, w, b)[0]) < tolerance
+
+
+# The 2-D model layers on the fused route (ops._FusedReplay), its cost model's floor lowered.
+FUSED_PARAMS = [(c, layout) for c in cases.MODEL_LAYERS if c.nd == 2
+                for layout in ("planar", "channels_last")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", FUSED_PARAMS, ids=[f"{c.name}-{l}" for c, l in FUSED_PARAMS])
+def test_graphed_fused_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
+    monkeypatch.setattr(fused, "forward_preferred", lambda *args: True)
+    x, w, b = layout_tensors(case, layout, dtype, CUDA, "fused")
+    out_bytes = case.batch * case.out_channels * x.element_size() * \
+        torch.Size(case.output_size).numel()
+    owners = []
+
+    def call():
+        poison_allocator(out_bytes)
+        return OURS[case.nd](x, w, b, **case.kwargs)
+    with torch.no_grad():
+        launches = _without_graphs(monkeypatch, call)
+        answers, launch = [], graphs.launch
+
+        def fused_launch(owner, *args):
+            owners.append(type(owner))
+            answers.append(launch(owner, *args))
+            return answers[-1]
+        monkeypatch.setattr(graphs, "launch", fused_launch)
+        same = [torch.equal(call(), launches) for _ in range(CALLS)]
+    assert set(owners) == {ops._FusedReplay}
+    assert answers[-2:] == [True, True], "the last calls ran as a graph"
     assert all(same)
     tolerance = 5e-3 if dtype == torch.float32 else 3e-2
     assert rel_error(launches, reference64(case, x, w, b)[0]) < tolerance

@@ -159,6 +159,34 @@ def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
     assert rel_error(out, reference(case, x, w, b)) > 1e-5
 
 
+@interpreted
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+def test_fused_replay_is_graphed_on_small_calls_only(monkeypatch, layout):
+    """_FusedReplay.graphed hands calls of at most GRAPHED_FUSED_MAX_OUTPUT output elements
+    to graphs.launch (which keeps no graph here, so the call runs its kernels into the
+    output it returns) and runs larger ones directly; both right, in the call's layout."""
+    from gemmconv import _cuda, graphs
+    owners = []
+    monkeypatch.setattr(graphs, "launch", lambda owner, *args: owners.append(owner) or False)
+    monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
+    case = _aligned(cases.BENCH[0].scaled(256))
+    last = layout == "channels_last"
+    rounded = lambda t: fused.round_tf32(t).double()
+    for graphed in (True, False):
+        x, w, b = (t.float() for t in case.tensors(generator=generator("replay", layout, graphed)))
+        if last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        a = case_args(case, x, w, b)
+        outputs = a.batch * a.out_channels * math.prod(a.image)
+        monkeypatch.setattr(ops, "GRAPHED_FUSED_MAX_OUTPUT", outputs if graphed else outputs - 1)
+        replay = ops._FusedReplay(last)
+        out = replay.graphed(x, w, b, a)
+        assert owners == ([replay] if graphed else [])
+        owners.clear()
+        assert out.is_contiguous(memory_format=torch.channels_last if last else torch.contiguous_format)
+        assert rel_error(out, reference(case, rounded(x), rounded(w), b)) < 1e-6
+
+
 STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
 
 
