@@ -29,5 +29,7 @@ C)   # the fused forward graphed (_FusedReplay.graphed): its tests, and on the z
   t fused tests/test_cuda_fused.py &
   timeout 520 python3 benches/small_fused_probe.py 2>&1 | grep -v Warn | tee $O/small-fused.log
   summary ;;
+D)   # C's probe again (fixed), the other models first
+  timeout 560 python3 benches/small_fused_probe.py vae unet2d hifigan dcgan 2>&1 | grep -v "Warn\|_warn_once" | tee $O/small-fused.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

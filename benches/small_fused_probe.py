@@ -127,7 +127,7 @@ def main(names):
     for entry in zoo.by_name(names or ["vae", "dcgan", "unet2d", "hifigan"]):
         for dtype in (torch.float32, torch.bfloat16):
             for channels_last in (False, True):
-                if channels_last and entry.spatial_dims() == 1:
+                if channels_last and entry.spatial_dims == 1:
                     continue
                 print(f"{entry.name} {str(dtype)[6:]} {'channels_last' if channels_last else 'NCHW'} "
                       "(ms a call back to back, GPU kernel ms in brackets)", flush=True)
