@@ -4,6 +4,7 @@
 # $MODELS) run through it.
 #   A: whether our layers make their neighbours' host time dearer (context_probe.py).
 #   B: the VAE decoder's float32 forward: host against GPU time, its layers' kernels.
+#   C, D: the fused forward graphed, on the zoo's small layers (small_fused_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -31,5 +32,10 @@ C)   # the fused forward graphed (_FusedReplay.graphed): its tests, and on the z
   summary ;;
 D)   # C's probe again (fixed), the other models first
   timeout 560 python3 benches/small_fused_probe.py vae unet2d hifigan dcgan 2>&1 | grep -v "Warn\|_warn_once" | tee $O/small-fused.log ;;
+E)   # the small 2-D rule (fused.small_preferred): every CUDA test file, then the zoo's VAE decoder
+  bash benches/run-s35.sh P | tee $O/P.txt; cp $OUT/P/*.log $O/ 2>/dev/null
+  MODELS="vae" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
+F)   # the zoo's DCGAN and 2-D U-Net
+  MODELS="dcgan unet2d" TZ=250 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

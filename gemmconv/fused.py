@@ -353,6 +353,44 @@ SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 WIDE_3D_BYTES = 128
 
 
+# 2-D forwards below SMALL_OUTPUT go to the fused route, launched as a CUDA graph
+# (ops._FusedReplay), where their columns' trip would outweigh the fused kernel's tiles:
+# two taps or more reach an output on average (taps over the stride's product), at least
+# SMALL_FUSED_OUTPUT output elements (SMALL_FUSED_ONE_TAP_OUTPUT channels_last where one
+# tap does: the columns are then the output's size), and at least SMALL_FUSED_CHANNELS
+# output channels (with fewer, each input box feeds too few products: DCGAN's last layer,
+# 3 channels, took 0.117 ms fused against 0.036). On the zoo's layers, forward without
+# grad, each route graphed (benches/small_fused_probe.py, results/s37/D, H100), GPU
+# kernel ms a call, fused against columns:
+#   VAE decoder k3 s2 (16, 128, 32, 32) -> 64: float32 0.036 / 0.050 planar, 0.027 / 0.056
+#     channels_last; bfloat16 0.021 / 0.025, 0.015 / 0.023. Its (16, 64, 64, 64) -> 32:
+#     0.071 / 0.085, 0.038 / 0.104; 0.030 / 0.049, 0.020 / 0.046.
+#   DCGAN k4 s2 (128, 256, 8, 8) -> 128: 0.063 / 0.107, 0.054 / 0.073; 0.034 / 0.055,
+#     0.026 / 0.036. Its (128, 128, 16, 16) -> 64: 0.100 / 0.141, 0.064 / 0.143; 0.048 /
+#     0.089, 0.031 / 0.071.
+#   2-D U-Net k2 s2, channels_last (8, 256, 64, 64) -> 128: 0.081 / 0.113, bfloat16 0.038 /
+#     0.052; (8, 128, 128, 128) -> 64: 0.149 / 0.190, 0.074 / 0.094.
+# The fused route lost on every layer of these models below the floors (the VAE decoder's
+# 2.1M outputs: 0.038 / 0.033 planar float32; U-Net's (8, 512, 32, 32) -> 256 channels_last
+# 0.058 / 0.063 won narrowly, its planar up-convs lost by 1.5-2x) and on HiFi-GAN's 1-D
+# layers (0.070 / 0.071, 0.043 / 0.039).
+SMALL_FUSED_OUTPUT = 1 << 22
+SMALL_FUSED_ONE_TAP_OUTPUT = 1 << 24
+SMALL_FUSED_CHANNELS = 32
+
+
+def small_preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
+    """Whether the cost model sends a 2-D forward of at most SMALL_OUTPUT output elements to
+    the fused route (see SMALL_FUSED_OUTPUT)."""
+    g = a.geometry
+    outputs = a.batch * a.out_channels * math.prod(a.image)
+    if g.nd != 2 or a.out_channels < SMALL_FUSED_CHANNELS or outputs > SMALL_OUTPUT:
+        return False
+    if g.taps >= 2 * math.prod(g.stride):
+        return outputs >= SMALL_FUSED_OUTPUT
+    return interleaved and outputs >= SMALL_FUSED_ONE_TAP_OUTPUT
+
+
 def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
     """Whether the cost model sends a call that can take the fused route there, forward and
     backward (see also :func:`forward_preferred` and :func:`backward_preferred`)."""
@@ -365,8 +403,9 @@ def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
 def forward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
     """Whether the cost model sends a call's forward to the fused route: those
     :func:`preferred` sends, and 3-D calls on channels_last tensors whose output channels
-    take at least WIDE_3D_BYTES (their backward stays where :func:`backward_preferred` says)."""
-    return preferred(a, interleaved) or (
+    take at least WIDE_3D_BYTES, and small 2-D ones (:func:`small_preferred`); their
+    backward stays where :func:`backward_preferred` says."""
+    return preferred(a, interleaved) or small_preferred(a, interleaved) or (
         a.geometry.nd == 3 and interleaved and a.out_channels * element_size >= WIDE_3D_BYTES
         and a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT)
 
@@ -383,7 +422,8 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     if why is None and not forward_preferred(a, interleaved, x.element_size()):
         return (f"the cost model: 3-D (but channels_last with {WIDE_3D_BYTES} bytes of output "
                 f"channels), strided planar 2-D or strided 1-D, or at most {SMALL_OUTPUT:,} "
-                "output elements")
+                "output elements (but 2-D calls of two taps an output, "
+                f"{SMALL_FUSED_OUTPUT:,} output elements and {SMALL_FUSED_CHANNELS} output channels)")
     return why
 
 

@@ -108,6 +108,35 @@ def test_wide_channels_last_3d_forwards_take_the_fused_route_by_default(monkeypa
     assert rel_error(out, reference64(case, x, w, b)[0]) < (3e-2 if dtype == torch.bfloat16 else 5e-3)
 
 
+@pytest.mark.parametrize("c_out,k,layout,sent", [
+    (32, 3, "planar", True), (32, 3, "channels_last", True), (16, 3, "channels_last", False),
+    (32, 2, "channels_last", False), (32, 2, "planar", False)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_small_2d_forwards_of_many_taps_take_the_fused_route_by_default(monkeypatch, launches,
+                                                                       c_out, k, layout, sent, dtype):
+    """The cost model's small 2-D rule (fused.small_preferred) as calls meet it, its floors
+    lowered to the test's size: layers of two taps an output (k3 s2, as the VAE decoder's)
+    and 32 output channels run the fused kernel, those of fewer channels or one tap an
+    output (k2 s2, as U-Net's, below its own floor) the column routes; right against
+    float64, into poisoned memory, in the input's layout, twice (the second call replays
+    the first's plans)."""
+    monkeypatch.setattr(fused, "SMALL_FUSED_OUTPUT", 1 << 12)
+    case = cases.Case("small-2d", 2, 16, c_out, (k, k), (6, 9), stride=(2,), padding=(k % 2,),
+                      output_padding=(k % 2,))
+    x, w, b = (t.detach() for t in _tensors(case, f"small-{c_out}-{k}", dtype,
+                                            layout == "channels_last"))
+    out_shape = (case.batch, c_out, *case.output_size)
+    assert math.prod(out_shape) >= 1 << 12
+    tolerance = 3e-2 if dtype == torch.bfloat16 else 5e-3
+    for _ in range(2):
+        poison_allocator(math.prod(out_shape) * x.element_size())
+        out = OURS[2](x, w, b, **case.kwargs)
+        assert (launches[0] > 0) == sent
+        assert out.is_contiguous(memory_format=torch.channels_last if layout == "channels_last"
+                                 else torch.contiguous_format)
+        assert rel_error(out, reference64(case, x, w, b)[0]) < tolerance
+
+
 def test_fused_route_runs_on_the_current_stream(monkeypatch, launches):
     """The first launch of a plan (through Triton's JIT function) and the next (through the
     compiled kernel it kept) alike."""

@@ -562,6 +562,34 @@ def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
     assert not fused.preferred(args((8, 48, 64, 64, 64), 3, 1, 3), True)    # 3-D, large
 
 
+@pytest.mark.parametrize("shape,c_out,k,s,p,op,interleaved,sent", [
+    ((16, 128, 32, 32), 64, 3, 2, 1, 1, False, True),    # the VAE decoder's: 4.2M outputs
+    ((16, 64, 64, 64), 32, 3, 2, 1, 1, True, True),
+    ((16, 256, 16, 16), 128, 3, 2, 1, 1, True, False),   # 2.1M outputs
+    ((128, 256, 8, 8), 128, 4, 2, 1, 0, False, True),    # DCGAN's
+    ((128, 128, 16, 16), 64, 4, 2, 1, 0, True, True),
+    ((128, 64, 32, 32), 3, 4, 2, 1, 0, True, False),     # its last: three output channels
+    ((8, 256, 64, 64), 128, 2, 2, 0, 0, True, True),     # U-Net's: one tap an output
+    ((8, 256, 64, 64), 128, 2, 2, 0, 0, False, False),
+    ((8, 512, 32, 32), 256, 2, 2, 0, 0, True, False),    # 8.4M outputs
+    ((16, 128, 2048), 64, 4, 2, 1, 0, False, False),     # HiFi-GAN's: 1-D
+    ((8, 64, 512, 512), 64, 3, 2, 1, 1, False, False)])  # planar, over SMALL_OUTPUT
+def test_cost_model_sends_the_forward_of_small_2d_layers_of_many_taps_to_the_fused_route(
+        shape, c_out, k, s, p, op, interleaved, sent):
+    """Below SMALL_OUTPUT, 2-D forwards whose outputs receive two taps or more, of 4M
+    output elements (16M channels_last at one tap an output) and 32 output channels or
+    more: the zoo's layers on which the fused kernel, graphed, beat the column routes
+    (fused.SMALL_FUSED_OUTPUT). Their backward stays where it was."""
+    nd = len(shape) - 2
+    x, w = _meta(*shape), _meta(shape[1], c_out, *(k,) * nd)
+    a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, w, None, s, p, op, 1, 1)
+    assert fused.forward_preferred(a, interleaved, x.element_size()) == sent
+    assert fused.small_preferred(a, interleaved) == sent
+    assert not fused.backward_preferred(a, interleaved, x.element_size())
+    if fused._triton_available():
+        assert (fused.unavailable(a, x, w, interleaved) is None) == sent
+
+
 @pytest.mark.parametrize("name,dtype,sent", [
     ("3d-64cube", torch.float32, True), ("3d-32to64", torch.float32, True),
     ("3d-stride2-dil2", torch.float32, True), ("3d-32to64", torch.bfloat16, True),
