@@ -5,6 +5,7 @@
 #   A: whether our layers make their neighbours' host time dearer (context_probe.py).
 #   B: the VAE decoder's float32 forward: host against GPU time, its layers' kernels.
 #   C, D: the fused forward graphed, on the zoo's small layers (small_fused_probe.py).
+#   E: every CUDA test file after the small 2-D rule, and the zoo's VAE decoder; F: DCGAN, U-Net.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -37,5 +38,9 @@ E)   # the small 2-D rule (fused.small_preferred): every CUDA test file, then th
   MODELS="vae" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
 F)   # the zoo's DCGAN and 2-D U-Net
   MODELS="dcgan unet2d" TZ=250 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ ;;
+G)   # the small 2-D rule on and off, in turns in one process (small_rule_probe.py)
+  cs=""; for m in vae-decoder dcgan unet2d; do for mode in forward train; do for p in float32 bf16-autocast; do for l in NCHW channels_last; do
+    cs="$cs $m:$mode:$p:$l"; done; done; done; done
+  timeout 560 python3 benches/small_rule_probe.py $cs 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rule.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
