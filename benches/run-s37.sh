@@ -42,5 +42,10 @@ G)   # the small 2-D rule on and off, in turns in one process (small_rule_probe.
   cs=""; for m in vae-decoder dcgan unet2d; do for mode in forward train; do for p in float32 bf16-autocast; do for l in NCHW channels_last; do
     cs="$cs $m:$mode:$p:$l"; done; done; done; done
   timeout 560 python3 benches/small_rule_probe.py $cs 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rule.log ;;
+H)   # G's DCGAN rows and the VAE decoder's steps again, twice, in two processes
+  cs=""; for mode in forward train; do for p in float32 bf16-autocast; do for l in NCHW channels_last; do
+    cs="$cs dcgan:$mode:$p:$l"; done; done; done
+  for i in 1 2; do timeout 250 python3 benches/small_rule_probe.py $cs vae-decoder:train:float32:channels_last \
+    vae-decoder:train:bf16-autocast:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rule-$i.log; done ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
