@@ -7,6 +7,7 @@
 #   C, D: the fused forward graphed, on the zoo's small layers (small_fused_probe.py).
 #   E: every CUDA test file after the small 2-D rule, and the zoo's VAE decoder; F: DCGAN, U-Net.
 #   G, H: the small 2-D rule on and off in one process (small_rule_probe.py).
+#   I: one converted model in eight fresh processes (process_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -50,5 +51,8 @@ H)   # G's DCGAN rows and the VAE decoder's steps again, twice, in two processes
     vae-decoder:train:bf16-autocast:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rule-$i.log; done ;;
 I)   # one converted model in eight fresh processes: what differs in the slow ones (process_probe.py)
   for i in 1 2 3 4 5 6 7 8; do timeout 60 python3 benches/process_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/process.log; done ;;
+J)   # the VAE decoder's and DCGAN's layers, a training step each: where ours lose (layer_step_probe.py)
+  for m in vae dcgan; do for d in float32 bfloat16; do for l in CL NCHW; do
+    timeout 100 python3 benches/layer_step_probe.py $m $d $l 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/steps.log; done; done; done ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
