@@ -8,6 +8,7 @@
 #   E: every CUDA test file after the small 2-D rule, and the zoo's VAE decoder; F: DCGAN, U-Net.
 #   G, H: the small 2-D rule on and off in one process (small_rule_probe.py).
 #   I: one converted model in eight fresh processes (process_probe.py).
+#   J: the VAE decoder's and DCGAN's layers, a training step each (layer_step_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -54,5 +55,7 @@ I)   # one converted model in eight fresh processes: what differs in the slow on
 J)   # the VAE decoder's and DCGAN's layers, a training step each: where ours lose (layer_step_probe.py)
   for m in vae dcgan; do for d in float32 bfloat16; do for l in CL NCHW; do
     timeout 100 python3 benches/layer_step_probe.py $m $d $l 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/steps.log; done; done; done ;;
+K)   # a layer's step channels_last against planar: the host's time, by function
+  for d in float32 bfloat16; do timeout 120 python3 benches/layer_host_profile.py $d 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/host.log; done ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
