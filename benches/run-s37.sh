@@ -9,6 +9,7 @@
 #   G, H: the small 2-D rule on and off in one process (small_rule_probe.py).
 #   I: one converted model in eight fresh processes (process_probe.py).
 #   J: the VAE decoder's and DCGAN's layers, a training step each (layer_step_probe.py).
+#   K: a layer's step channels_last against planar, host time (layer_host_profile.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -57,5 +58,8 @@ J)   # the VAE decoder's and DCGAN's layers, a training step each: where ours lo
     timeout 100 python3 benches/layer_step_probe.py $m $d $l 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/steps.log; done; done; done ;;
 K)   # a layer's step channels_last against planar: the host's time, by function
   for d in float32 bfloat16; do timeout 120 python3 benches/layer_host_profile.py $d 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/host.log; done ;;
+L)   # what convert(sample=) measured where it kept torch's layers that the zoo timed slower (choose_probe.py)
+  for i in 1 2; do timeout 120 python3 benches/choose_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/choose.log; done
+  timeout 120 python3 benches/choose_probe.py vae-decoder:forward:float32:channels_last 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/choose.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
