@@ -10,6 +10,7 @@
 #   I: one converted model in eight fresh processes (process_probe.py).
 #   J: the VAE decoder's and DCGAN's layers, a training step each (layer_step_probe.py).
 #   K: a layer's step channels_last against planar, host time (layer_host_profile.py).
+#   L: what convert(sample=) measured (choose_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -61,5 +62,7 @@ K)   # a layer's step channels_last against planar: the host's time, by function
 L)   # what convert(sample=) measured where it kept torch's layers that the zoo timed slower (choose_probe.py)
   for i in 1 2; do timeout 120 python3 benches/choose_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/choose.log; done
   timeout 120 python3 benches/choose_probe.py vae-decoder:forward:float32:channels_last 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/choose.log ;;
+M)   # the tables on the final code (the 17 cases meet none of this session's rules; run-s35.sh G)
+  bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/ ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
