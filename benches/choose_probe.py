@@ -14,7 +14,7 @@ import sys
 import torch
 
 sys.path.insert(0, "benches")
-from lt_probe import model_step, zoo_pair  # noqa: E402
+from lt_probe import model_step, zoo_config  # noqa: E402
 
 from gemmconv import graphs  # noqa: E402
 from gemmconv import nn as gnn  # noqa: E402
@@ -22,10 +22,7 @@ from gemmconv.measure import timers  # noqa: E402
 
 
 def main(config="dcgan:forward:float32:NCHW"):
-    name, mode, precision, layout = config.split(":")
-    dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float32
-    base, every, x, cast = zoo_pair(name, dtype, layout == "channels_last")
-    mode = "eval" if mode == "forward" else "train"
+    base, every, x, cast, mode = zoo_config(config)
     answers, launch = [], graphs.launch
     graphs.launch = lambda *args: answers.append(launch(*args)) or answers[-1]
     chosen = copy.deepcopy(base).train(mode == "train")

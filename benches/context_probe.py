@@ -25,7 +25,7 @@ import sys
 import torch
 
 sys.path.insert(0, "benches")
-from lt_probe import model_step, zoo_pair  # noqa: E402
+from lt_probe import model_step, zoo_config  # noqa: E402
 from sync_probe import host_time, sleep_cycles  # noqa: E402
 
 from gemmconv import graphs  # noqa: E402
@@ -104,10 +104,7 @@ def shimmed(model: torch.nn.Module) -> torch.nn.Module:
 def models(configs: list, cycles: int) -> None:
     device = torch.device("cuda")
     for config in configs:
-        name, mode, precision, layout = config.split(":")
-        dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float32
-        base, ours, x, cast = zoo_pair(name, dtype, layout == "channels_last")
-        mode = "eval" if mode == "forward" else "train"
+        base, ours, x, cast, mode = zoo_config(config)
         variants = {"torch": base, "ours": ours, "shim": shimmed(base)}
         fns = {k: model_step(m, x, cast, mode) for k, m in variants.items()}
         print(f"\n{config}")

@@ -367,6 +367,17 @@ def zoo_pair(name: str, dtype: torch.dtype, channels_last: bool):
     return base, gnn.convert(copy.deepcopy(base)), x, cast
 
 
+def zoo_config(config: str):
+    """``(torch's model, convert(copy of it), input, autocast context, mode)`` of a
+    configuration written ``model:mode:precision:layout`` (as ``dcgan:forward:float32:NCHW``;
+    precision float32 or bf16-autocast, layout NCHW or channels_last), mode "eval" for a
+    forward and "train" for a training step, as model_step takes it."""
+    name, mode, precision, layout = config.split(":")
+    dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float32
+    base, ours, x, cast = zoo_pair(name, dtype, layout == "channels_last")
+    return base, ours, x, cast, "eval" if mode == "forward" else "train"
+
+
 def model_step(m: torch.nn.Module, x: torch.Tensor, cast, mode: str):
     """A call of ``m`` on ``x``: "eval" a forward without grad, "train" a training step."""
     m.train(mode == "train")

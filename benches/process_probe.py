@@ -16,7 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, "benches")
-from lt_probe import model_step, zoo_pair  # noqa: E402
+from lt_probe import model_step, zoo_config  # noqa: E402
 from sync_probe import host_time, sleep_cycles  # noqa: E402
 
 from gemmconv import gemm, graphs  # noqa: E402
@@ -38,10 +38,7 @@ def kernels(fn, calls: int = 20) -> dict:
 
 
 def main(config: str) -> None:
-    name, mode, precision, layout = config.split(":")
-    dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float32
-    base, ours, x, cast = zoo_pair(name, dtype, layout == "channels_last")
-    mode = "eval" if mode == "forward" else "train"
+    base, ours, x, cast, mode = zoo_config(config)
     fns = {"torch": model_step(base, x, cast, mode), "ours": model_step(ours, x, cast, mode)}
     ms = timers(torch.device("cuda"), fns, 20, warmup=4, back_to_back=True)
     answers, launch = [], graphs.launch

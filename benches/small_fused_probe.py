@@ -19,24 +19,15 @@ import sys
 import time
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
-from gemmconv import channels_last as cl
-from gemmconv import convert, fused, graphs, ops, zoo
-from gemmconv.measure import timers
+sys.path.insert(0, "benches")
+from process_probe import kernels  # noqa: E402
+
+from gemmconv import channels_last as cl  # noqa: E402
+from gemmconv import convert, fused, graphs, ops, zoo  # noqa: E402
+from gemmconv.measure import timers  # noqa: E402
 
 DEVICE = torch.device("cuda")
-
-
-def kernel_ms(fn, calls: int = 10) -> float:
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    return sum(e.device_time_total for e in prof.key_averages() if e.device_time_total > 0
-               and not e.key.startswith("cudaGraphLaunch")) / 1e3 / calls
 
 
 def layer_inputs(model: torch.nn.Module, x: torch.Tensor) -> list:
@@ -85,7 +76,7 @@ def layers(entry, dtype: torch.dtype, channels_last: bool) -> None:
         with torch.no_grad():
             fns.update(replays(module, inp))
             ms = timers(DEVICE, fns, 15, back_to_back=True)
-            gpu = {k: kernel_ms(fn) for k, fn in fns.items()}
+            gpu = {k: sum(kernels(fn).values()) for k, fn in fns.items()}
         cells = "  ".join(f"{k} {ms[k]:.4f} ({gpu[k]:.4f})" for k in fns)
         ratios = "  ".join(f"{k} {ms['torch'] / ms[k]:.2f}x" for k in fns if k != "torch")
         print(f"  {tuple(inp.shape)} -> {module.out_channels} k{module.kernel_size} "

@@ -14,7 +14,7 @@ import sys
 import torch
 
 sys.path.insert(0, "benches")
-from lt_probe import model_step, zoo_pair  # noqa: E402
+from lt_probe import model_step, zoo_config  # noqa: E402
 
 from gemmconv import fused, ops  # noqa: E402
 from gemmconv.measure import timers  # noqa: E402
@@ -39,10 +39,7 @@ def variant(step, rule: bool, replays: dict):
 def main(configs):
     device = torch.device("cuda")
     for config in configs:
-        name, mode, precision, layout = config.split(":")
-        dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float32
-        base, ours, x, cast = zoo_pair(name, dtype, layout == "channels_last")
-        mode = "eval" if mode == "forward" else "train"
+        base, ours, x, cast, mode = zoo_config(config)
         step = model_step(ours, x, cast, mode)
         fns = {"torch": model_step(base, x, cast, mode),
                "rule on": variant(step, True, {}), "rule off": variant(step, False, {})}
