@@ -326,9 +326,10 @@ class _Replay(NamedTuple):
 
 def _graphed_forward(replay, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                      a: ConvTransposeArgs, nbytes: Callable[[], int]) -> torch.Tensor:
-    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay: its ``run`` into an output
-    of its layout), launched as a CUDA graph where one is kept for these tensors' addresses
-    (graphs.py); ``nbytes()``: the memory a graph of the call takes while it runs."""
+    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay: its ``run``
+    into an output of its layout), launched as a CUDA graph where one is kept for these
+    tensors' addresses (graphs.py); ``nbytes()``: the memory a graph of the call takes while
+    it runs."""
     from . import _cuda
     out = cl.empty(x, a.output_shape, replay.interleaved)
     addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
