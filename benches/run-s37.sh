@@ -10,7 +10,7 @@
 #   I: one converted model in eight fresh processes (process_probe.py).
 #   J: the VAE decoder's and DCGAN's layers, a training step each (layer_step_probe.py).
 #   K: a layer's step channels_last against planar, host time (layer_host_profile.py).
-#   L: what convert(sample=) measured (choose_probe.py).
+#   L: what convert(sample=) measured (choose_probe.py).  M: the tables on the final code.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -64,5 +64,11 @@ L)   # what convert(sample=) measured where it kept torch's layers that the zoo 
   timeout 120 python3 benches/choose_probe.py vae-decoder:forward:float32:channels_last 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/choose.log ;;
 M)   # the tables on the final code (the 17 cases meet none of this session's rules; run-s35.sh G)
   bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/ ;;
+N)   # the probes after their shared helpers (lt_probe.zoo_config, process_probe.kernels) still run
+  timeout 100 python3 benches/small_rule_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probes.log
+  timeout 60 python3 benches/process_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probes.log
+  timeout 100 python3 benches/choose_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tail -3 | tee -a $O/probes.log
+  timeout 150 python3 benches/small_fused_probe.py hifigan 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probes.log
+  timeout 100 python3 benches/context_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tail -6 | tee -a $O/probes.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
