@@ -135,7 +135,7 @@ def _planar_steps(a: ConvTransposeArgs, plan, on_cuda: bool, bias: bool) -> list
     if split.direct:
         conv = a.convolution
         return [_kernel("im2col of the input, for the convolution with the flipped kernel",
-                        conv, a.batch * a.out_channels * math.prod(a.image), on_cuda),
+                        conv, a.output_elements, on_cuda),
                 f"GEMM: weight ({groups} x {a.out_channels // groups} x "
                 f"{a.in_channels // groups * conv.taps}) @ columns, into the output"
                 + (" (bias as rows of ones)" if bias else "")]
@@ -181,7 +181,7 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
     steps.append(f"GEMM: (positions x {groups * split.gather_rows}) @ weight "
                  + ("(block-diagonal over the groups)" if dense else f"({groups} group(s))")
                  + f" -> (positions x {groups * split.scatter_rows})")
-    elements = a.batch * a.out_channels * math.prod(a.image) // max(len(plan.chunks), 1)
+    elements = a.output_elements // max(len(plan.chunks), 1)
     steps.append(_kernel("channels_last col2im" + (" + bias" if bias else ""), split.scatter,
                          elements, on_cuda))
     return steps

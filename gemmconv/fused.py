@@ -383,7 +383,7 @@ def small_preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
     """Whether the cost model sends a 2-D forward of at most SMALL_OUTPUT output elements to
     the fused route (see SMALL_FUSED_OUTPUT)."""
     g = a.geometry
-    outputs = a.batch * a.out_channels * math.prod(a.image)
+    outputs = a.output_elements
     if g.nd != 2 or a.out_channels < SMALL_FUSED_CHANNELS or outputs > SMALL_OUTPUT:
         return False
     if g.taps >= 2 * math.prod(g.stride):
@@ -397,7 +397,7 @@ def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
     g = a.geometry
     return ((g.nd == 2 and (interleaved or g.stride == (1, 1))) or
             (g.nd == 1 and g.stride == (1,))) and \
-        a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT
+        a.output_elements > SMALL_OUTPUT
 
 
 def forward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
@@ -407,7 +407,7 @@ def forward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int
     backward stays where :func:`backward_preferred` says."""
     return preferred(a, interleaved) or small_preferred(a, interleaved) or (
         a.geometry.nd == 3 and interleaved and a.out_channels * element_size >= WIDE_3D_BYTES
-        and a.batch * a.out_channels * math.prod(a.image) > SMALL_OUTPUT)
+        and a.output_elements > SMALL_OUTPUT)
 
 
 def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -470,7 +470,7 @@ def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: in
     return preferred(a, interleaved) or (
         g.nd == 3 and set(g.stride) == {1} and element_size < 4 and
         fold * a.out_channels * element_size >= 64 and
-        a.batch * a.out_channels * math.prod(a.image) * g.taps > SMALL_COLUMNS)
+        a.output_elements * g.taps > SMALL_COLUMNS)
 
 
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,

@@ -239,7 +239,7 @@ class _FusedReplay(NamedTuple):
                 a: ConvTransposeArgs) -> torch.Tensor:
         """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
         kept and the call is small (see the class)."""
-        if a.batch * a.out_channels * math.prod(a.image) > GRAPHED_FUSED_MAX_OUTPUT:
+        if a.output_elements > GRAPHED_FUSED_MAX_OUTPUT:
             return self.run(x, weight, bias, a)
         return _graphed_forward(self, x, weight, bias, a,
                                 lambda: fused.forward_bytes(x, weight, a.out_channels))

@@ -135,6 +135,11 @@ class ConvTransposeArgs:
         return (self.batch, self.out_channels, *self.image)
 
     @property
+    def output_elements(self) -> int:
+        """Elements of the output: ``N * C_out * prod(image)``."""
+        return self.batch * self.out_channels * math.prod(self.image)
+
+    @property
     def column_rows(self) -> int:
         """Rows of one group's column matrix: ``C_out / groups * prod(kernel_size)``."""
         return self.out_channels // self.groups * self.geometry.taps
