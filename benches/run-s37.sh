@@ -70,5 +70,10 @@ N)   # the probes after their shared helpers (lt_probe.zoo_config, process_probe
   timeout 100 python3 benches/choose_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tail -3 | tee -a $O/probes.log
   timeout 150 python3 benches/small_fused_probe.py hifigan 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probes.log
   timeout 100 python3 benches/context_probe.py dcgan:forward:float32:NCHW 2>&1 | grep -v "Warn\|_warn_once" | tail -6 | tee -a $O/probes.log ;;
+O)   # after the review's ConvTransposeArgs.output_elements: the fused, graph and explain-bearing CUDA tests
+  t fused tests/test_cuda_fused.py &
+  t graphs tests/test_cuda_graphs.py &
+  t cl tests/test_cuda_channels_last.py &
+  summary ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
