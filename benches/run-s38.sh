@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 38's device calls (outputs under $OUT/<call>; logs kept in benches/results/s38/).
+# Modes of run-s35.sh (P: every CUDA test in parallel processes; G: the tables; Z: the zoo,
+# $MODELS) run through it.
+#   A: per-kernel times of the cases that lose most against torch's channels_last or in
+#      training (layer.py), torch against ours, both layouts.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary
+layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
+case "$1" in
+A)
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  for cl in "" --channels-last; do
+    layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 $cl
+    layer "ConvTranspose3d(48, 24, 3)" --input 8,48,96,96,96 $cl
+    layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 $cl
+    layer "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 $cl
+  done > $O/forward.log
+  cat $O/forward.log
+  {
+    layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 --backward
+    layer "ConvTranspose2d(64, 64, 3)" --input 8,64,1024,1024 --backward
+    layer "ConvTranspose2d(256, 128, 4, 2, 1)" --input 128,256,8,8 --backward --channels-last --dtype bfloat16
+    layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --channels-last
+  } > $O/backward.log
+  cat $O/backward.log ;;
+*) bash benches/run-s35.sh "$@" ;;
+esac
