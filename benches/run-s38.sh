@@ -4,6 +4,8 @@
 # $MODELS) run through it.
 #   A: per-kernel times of the cases that lose most against torch's channels_last or in
 #      training (layer.py), torch against ours, both layouts.
+#   B: the channels_last forward by padded rows: its CUDA tests (test_cuda_channels_last), and
+#      rows_probe.py (against the split and fused routes, torch alongside).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -25,5 +27,9 @@ A)
     layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --channels-last
   } > $O/backward.log
   cat $O/backward.log ;;
+B)
+  t cl tests/test_cuda_channels_last.py &
+  timeout 400 python3 benches/rows_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log
+  summary ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

@@ -34,7 +34,7 @@ import torch
 
 from . import columns as cols
 from . import gemm
-from .shapes import ConvTransposeArgs
+from .shapes import ConvTransposeArgs, PaddedRows
 
 _FORMATS = {4: torch.channels_last, 5: torch.channels_last_3d}
 
@@ -221,6 +221,87 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         cols.col2im_interleaved(
             columns.view(n, *band, groups, scatter.taps, cout), bias, scatter,
             (o1 - o0, *a.image[1:]), out=out_rows[n0:n1, o0:o1], padding=scatter.band_padding(o0, i0))
+    return out
+
+
+class RowsPlan(NamedTuple):
+    """A call's padded rows (shapes.PaddedRows), its chunks of whole samples ``(n0, n1)``
+    and the workspace elements the largest needs."""
+    rows: PaddedRows
+    chunks: tuple
+    workspace: int
+
+
+def _rows_workspace(a: ConvTransposeArgs, rows: PaddedRows, samples: int) -> int:
+    """Workspace elements of :func:`forward_by_rows` over ``samples`` samples: the copy and
+    the columns, each with the rows its last product runs past the samples' end."""
+    k, m = rows.taps, rows.split.scatter_rows
+    runs = -(-samples * rows.rows // k)                 # rows of each of the k products
+    return (runs * k + k) * a.in_channels + runs * k * m
+
+
+@functools.lru_cache(maxsize=256)
+def rows_plan(a: ConvTransposeArgs, element_size: int, limit: int) -> Optional[RowsPlan]:
+    """The plan of :func:`forward_by_rows`, or None where a position's channels are not
+    whole 16-byte units (the products' leading dims and the runs' starts then are not, and
+    cuBLAS takes its slow kernels) or one sample's buffers exceed ``limit`` bytes (the split
+    routes then take the call in bands of rows)."""
+    rows = a.padded_rows()
+    fits = lambda n: _rows_workspace(a, rows, n) * element_size <= limit
+    if a.in_channels * element_size % 16 or (a.batch and not fits(1)):
+        return None
+    step = 1
+    while step < a.batch and fits(2 * step):
+        step *= 2
+    chunks = tuple((n, min(n + step, a.batch)) for n in range(0, a.batch, step))
+    return RowsPlan(rows, chunks, _rows_workspace(a, rows, min(step, a.batch)))
+
+
+def route(a: ConvTransposeArgs, element_size: int, limit: int) -> tuple[tuple, Optional[RowsPlan]]:
+    """The forward's route: the dims whose taps im2col gathers and, where the call runs by
+    padded rows (ConvTransposeArgs.interleaved_route; :func:`rows_plan`), their plan."""
+    gathered, by_rows = a.interleaved_route()
+    plan = rows_plan(a, element_size, limit) if by_rows else None
+    return (a.gathered_dims() if by_rows and plan is None else gathered), plan
+
+
+def forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                    a: ConvTransposeArgs, plan: RowsPlan) -> torch.Tensor:
+    """The output of ``a``, channels_last, from ``x`` in any layout, by padded rows
+    (shapes.PaddedRows), in chunks of whole samples. Per chunk of ``n`` samples (``k`` the
+    innermost dim's taps, ``R = n * rows``, ``Q = ceil(R / k)``):
+
+        copy      (n, *grid[:-1], width, C_in)  = im2col(x) along ``rows.copy``: x
+                                                zero-padded along the innermost dim; then
+                                                k zero rows
+        runs      (k, Q, k C_in)                product b's rows: the copy's positions
+                                                b + q k onwards, k positions each
+        columns   (Q, k, Kb C_out)              [q, b] = runs[b, q] @ weight (k C_in, Kb C_out)
+        output    (n, *image, C_out)            = col2im(columns) along ``split.scatter`` + bias
+    """
+    rows = plan.rows
+    split, k, c, m = rows.split, rows.taps, a.in_channels, rows.split.scatter_rows
+    x = ordered(x)
+    w = _weight(weight, a, split.gathered).view(1, 1, k * c, m).expand(1, k, k * c, m)
+    grid = (*a.grid[:-1], rows.width)
+    workspace = x.new_empty(plan.workspace)
+    out = empty(x, a.output_shape, True)
+    out_rows = _positions(out)
+    for n0, n1 in plan.chunks:
+        n = n1 - n0
+        runs = -(-n * rows.rows // k)
+        copy = workspace[:(runs * k + k) * c]
+        cols.im2col_interleaved(_positions(x[n0:n1]), rows.copy, grid,
+                                out=copy[:n * rows.rows * c].view(n, *grid, 1, 1, c))
+        # Read by rows no output reads, past the samples' end: zeros, not whatever was there.
+        copy[n * rows.rows * c:].zero_()
+        columns = workspace[copy.numel():copy.numel() + runs * k * m]
+        gemm.matmul(copy.as_strided((1, k, runs, k * c), (0, c, k * c, 1)), w,
+                    columns.as_strided((1, k, runs, m), (0, m, k * m, 1)), False)
+        cols.col2im_interleaved(columns[:n * rows.rows * m].view(n, *grid, 1, split.scatter.taps,
+                                                                 a.out_channels),
+                                bias, split.scatter, a.image, out=out_rows[n0:n1],
+                                padding=split.scatter.padding)
     return out
 
 

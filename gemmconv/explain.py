@@ -110,19 +110,24 @@ def _precision(dtype: torch.dtype, on_cuda: bool) -> str:
     return f"{dtype}, float32 accumulation" if dtype != torch.float64 else "float64"
 
 
-def _candidates(a: ConvTransposeArgs, interleaved: bool) -> list[tuple[str, float, bool]]:
+def _candidates(a: ConvTransposeArgs, interleaved: bool, element_size: int,
+                limit: int) -> list[tuple[str, float, bool]]:
     nd = a.geometry.nd
     if interleaved:
-        chosen, by_rows = a.gathered_dims(), False
+        chosen, padded = cl.route(a, element_size, limit)
+        by_rows = False
     else:
-        chosen, by_rows = a.route()
+        (chosen, by_rows), padded = a.route(), None
     rows = []
+    if interleaved and a.padded_rows() is not None:
+        rows.append((PADDED_ROWS_CANDIDATE, a.padded_rows().cost,
+                     padded is not None))
     for r in _routes(a.geometry):
         split = a.split(r)
         what = "GEMM writes the output" if split.direct else "GEMM + col2im"
         name = (SPLIT_DESCRIPTION.format(_dims(r, nd)) if any(r) else "nothing gathered") + \
             f" ({what})"
-        rows.append((name, a.route_cost(r), r == chosen and not by_rows))
+        rows.append((name, a.route_cost(r), r == chosen and not by_rows and padded is None))
         if not interleaved and a.groups == 1 and r[0] and split.overlaps:
             rows.append((f"row products over {_dims(r, nd)[0]}, "
                          + (f"im2col of {_dims((False, *r[1:]), nd)}" if any(r[1:]) else
@@ -187,8 +192,27 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
     return steps
 
 
+PADDED_ROWS_CANDIDATE = ("padded rows over W: the input copied once, zero-padded, W's taps in "
+                         "the GEMM's reduction (GEMM + col2im)")
+
+
+def _padded_rows_steps(a: ConvTransposeArgs, plan, on_cuda: bool, bias: bool) -> list[str]:
+    rows = plan.rows
+    split, k = rows.split, rows.taps
+    n = plan.chunks[0][1] - plan.chunks[0][0] if plan.chunks else 0
+    return [_kernel(f"channels_last im2col of one tap: the input zero-padded along W to "
+                    f"rows of {rows.width} positions", rows.copy,
+                    n * rows.rows * a.in_channels, on_cuda),
+            f"GEMM: {k} products over every {k}th position of the copy, each row {k} "
+            f"neighbouring positions ({k * a.in_channels} elements) @ weight -> (positions x "
+            f"{split.scatter_rows})",
+            _kernel("channels_last col2im" + (" + bias" if bias else ""), split.scatter,
+                    a.output_elements // max(len(plan.chunks), 1), on_cuda)]
+
+
 def _interleaved_format(a: ConvTransposeArgs, element_size: int) -> str:
-    if cl.padded_channels(a, element_size) != a.in_channels and not any(a.gathered_dims()):
+    gathered, padded = cl.route(a, element_size, ops.get_workspace_limit())
+    if cl.padded_channels(a, element_size) != a.in_channels and not any(gathered) and padded is None:
         return "channels_last (channels zero-padded; no layout copies)"
     return "channels_last (no layout copies)"
 
@@ -208,7 +232,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     size, limit = input.element_size(), ops.get_workspace_limit()
     why_not = fused.unavailable(a, input, weight, interleaved)
     direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
-    candidates = _candidates(a, interleaved)
+    candidates = _candidates(a, interleaved, size, limit)
     copy = 0
     if direct:
         plan = None
@@ -230,8 +254,12 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
         backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
             _planar_backward_workspace(a, size, limit)
+    elif interleaved and cl.route(a, size, limit)[1] is not None:
+        plan = cl.route(a, size, limit)[1]
+        steps = _padded_rows_steps(a, plan, on_cuda, bias is not None)
+        backward = cl.backward_plan(a, size, limit).workspace
     elif interleaved:
-        gathered = a.gathered_dims()
+        gathered = cl.route(a, size, limit)[0]
         split = a.split(gathered)
         if split.direct:
             adjoint = ops._adjoint(a)

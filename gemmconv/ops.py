@@ -153,8 +153,11 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
             return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
         if depthwise.takes(a, x, weight):
             return depthwise.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
-    if interleaved:   # the cheapest split, or where its GEMM writes the output, by im2col
-        split = a.split(a.gathered_dims())
+    if interleaved:   # padded rows, the cheapest split, or where its GEMM writes the output, by im2col
+        gathered, rows = cl.route(a, x.element_size(), _workspace_limit)
+        if rows is not None:
+            return cl.forward_by_rows(x, weight, bias, a, rows)
+        split = a.split(gathered)
         if split.direct:
             return _forward_by_im2col(x, weight, bias, a, True)
         return cl.forward(x, weight, bias, a, split.gathered, _workspace_limit)
@@ -424,8 +427,10 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         return None, ()
     x, weight = _in_layout(x, weight, interleaved)
     if interleaved:
-        gathered = a.gathered_dims()
+        gathered, rows = cl.route(a, x.element_size(), _workspace_limit)
         split = a.split(gathered)
+        if rows is not None:
+            return None, ()
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
         if split.gather or split.direct or len(plan.chunks) != 1 or \
                 gemm.dense_groups(x.dtype, True, groups, split.gather_rows):
@@ -540,16 +545,20 @@ def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
 
 
 def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: bool = False,
-                   direct: bool = False) -> str:
+                   direct: bool = False, element_size: int = 4) -> str:
     """The forward route of ``a`` in words, dims named D, H, W: which dims' taps ride on row
     products, which im2col gathers, and whether col2im follows the GEMM (e.g. ``"rows H,
     GEMM + col2im"``, ``"im2col W, GEMM"``); on channels_last tensors where ``interleaved``
-    (``"channels_last: im2col W, GEMM + col2im"``); the fused route where ``on_chip``, the
+    (``"channels_last: im2col W, GEMM + col2im"``, ``"channels_last: padded rows W, GEMM +
+    col2im"`` for elements of ``element_size`` bytes); the fused route where ``on_chip``, the
     depthwise kernel where ``direct`` (see _forward)."""
     if on_chip or direct:
         return ("channels_last: " if interleaved else "") + (FUSED_ROUTE if on_chip else DEPTHWISE_ROUTE)
     if interleaved:
-        gathered, by_rows = a.gathered_dims(), False
+        gathered, rows = cl.route(a, element_size, _workspace_limit)
+        if rows is not None:
+            return "channels_last: padded rows W, GEMM + col2im"
+        by_rows = False
     else:
         gathered, by_rows = a.route()
     names = "DHW"[3 - a.geometry.nd:]

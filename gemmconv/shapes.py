@@ -196,6 +196,21 @@ class ConvTransposeArgs:
         return split.overlap_row_elements[0] * math.prod(split.grid) / (
             GATHER_MARGIN if any(gathered[1:]) else 1)
 
+    def padded_rows(self) -> "PaddedRows | None":
+        """The channels_last forward by padded rows (:class:`PaddedRows`) where the call
+        allows it: one group, two or more dims, the innermost dim gatherable with more than
+        one tap, its taps one phase position apart. Cached per call shape."""
+        return _padded_rows(self)
+
+    def interleaved_route(self) -> tuple[tuple[bool, ...], bool]:
+        """The channels_last forward's route: :meth:`gathered_dims`'s split, or the padded
+        rows (True, with the split that gathers the innermost dim) where they move fewer
+        bytes (:attr:`PaddedRows.cost` against :meth:`route_cost`)."""
+        best, rows = self.gathered_dims(), self.padded_rows()
+        if rows is not None and rows.cost < self.route_cost(best):
+            return rows.split.gathered, True
+        return best, False
+
     def route(self) -> tuple[tuple[bool, ...], bool]:
         """The forward pass's route: the dims whose taps im2col gathers (:meth:`split`), and
         whether it runs as row products. Row products where some split allows them
@@ -335,6 +350,66 @@ class Split:
         """Elements of the column buffers (gathered, then columns unless direct) of one sample."""
         rows = (self.gather_rows if self.gather else 0) + (0 if self.direct else self.scatter_rows)
         return groups * rows * math.prod(self.grid)
+
+
+@dataclass(frozen=True)
+class PaddedRows:
+    """A channels_last forward whose innermost dim's taps ride on the GEMM's reduction.
+
+    Channels innermost, the ``k`` taps that reach phase position ``m`` of the innermost dim
+    read input positions ``m - left + j`` (``j < k``, :attr:`Split.gather` at dilation 1):
+    ``k`` neighbouring positions, whose channels lie back to back in memory. So in a copy of
+    the input whose rows along that dim hold ``width`` positions, position ``i`` holding
+    input position ``i - left`` (zero where there is none; :attr:`copy`), the gathered operand of
+    phase position ``m`` is the run of ``k C_in`` elements starting at position ``m``: rows
+    of the GEMM's first operand overlapping ``k - 1`` positions. A matrix's rows cannot
+    overlap for cuBLAS (its leading dim is at least its row), so the GEMM runs as ``k``
+    products, product ``b`` over copy positions ``b, b + k, b + 2k, ...``, whose runs tile
+    the copy. Per sample (``R = rows``, ``Kb`` the other dims' taps)::
+
+        copy     (*grid[:-1], width, C_in)   the input, zero-padded along the innermost dim
+        columns  (R, Kb C_out)               = runs @ weight, positions i >= phases unused
+        output   (*image, C_out)             = col2im(columns) along ``split.scatter`` + bias
+
+    The copy holds the input once where im2col would write it ``k`` times
+    (channels_last.forward_by_rows).
+    """
+
+    split: Split   # gathers the innermost dim alone
+    taps: int      # k
+    left: int      # zeros before each row of the copy (negative: input positions dropped)
+    width: int     # positions a row of the copy and of the columns: the phases + k - 1
+
+    @property
+    def copy(self) -> Geometry:
+        """The copy as im2col of one tap: grid position ``i`` of the innermost dim reads
+        input position ``i - left``."""
+        nd = len(self.split.grid)
+        return Geometry((1,) * nd, (1,) * nd, (0,) * (nd - 1) + (self.left,), (1,) * nd)
+
+    @property
+    def rows(self) -> int:
+        """Copy (and column) rows a sample."""
+        return math.prod(self.split.grid[:-1]) * self.width
+
+    @property
+    def cost(self) -> float:
+        """Elements of the copy and the columns a sample, over GATHER_MARGIN as routes that
+        gather are (:meth:`ConvTransposeArgs.route_cost`): the copy is a pass of its own."""
+        channels = self.split.gather_rows // self.taps
+        return self.rows * (channels + self.split.scatter_rows) / GATHER_MARGIN
+
+
+@functools.lru_cache(maxsize=256)
+def _padded_rows(a: ConvTransposeArgs) -> PaddedRows | None:
+    g = a.geometry
+    if a.groups != 1 or g.nd < 2 or not gatherable(g, g.nd - 1):
+        return None
+    split = a.split((False,) * (g.nd - 1) + (True,))
+    taps = split.gather.kernel_size[-1]
+    if taps < 2 or split.gather.dilation[-1] != 1:
+        return None
+    return PaddedRows(split, taps, split.gather.padding[-1], split.grid[-1] + taps - 1)
 
 
 @functools.lru_cache(maxsize=256)

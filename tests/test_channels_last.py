@@ -181,12 +181,77 @@ SPLIT_CASES = [c for c in CASES if any(d % s == 0 for s, d in zip(c.stride, c.di
 def test_channels_last_every_split_of_the_taps(monkeypatch, case):
     """Each split of the taps between im2col and col2im, in chunks too, channels innermost."""
     routes = [r for r, rows in allowed_routes(case) if not rows]
+    monkeypatch.setattr(ops.ConvTransposeArgs, "padded_rows", lambda a: None)
     for gathered in routes:
         monkeypatch.setattr(ops.ConvTransposeArgs, "gathered_dims", lambda a, r=gathered: r)
         for limit in (4 << 30, 512):
             monkeypatch.setattr(ops, "_workspace_limit", limit)
             x, w, b = _leaves(case, "split", str(gathered))
             _check(case, x, w, b, str(gathered))
+
+
+def _checked_args(case, x, w):
+    return ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                                   case.padding, case.output_padding, case.groups, case.dilation)
+
+
+def _meta_args(case):
+    x = torch.empty(case.batch, case.in_channels, *case.size, device="meta")
+    return _checked_args(case, x, torch.empty(case.in_channels, case.out_channels // case.groups,
+                                              *case.kernel_size, device="meta"))
+
+
+# Calls the padded rows can take (channels in whole 16-byte units of float64).
+ROWS_CASES = [c for c in CASES if _meta_args(c).padded_rows() is not None and c.in_channels % 2 == 0]
+
+
+@pytest.mark.parametrize("case", ROWS_CASES[:40], ids=lambda c: c.name)
+def test_channels_last_by_padded_rows(monkeypatch, case):
+    """The forward by padded rows (channels_last.forward_by_rows), forced wherever a call
+    allows it, in one chunk and in chunks of one sample: against torch in float64. Its
+    copy holds the input once, zero-padded along W, not once a tap."""
+    monkeypatch.setattr(ops.ConvTransposeArgs, "interleaved_route",
+                        lambda a: (a.padded_rows().split.gathered, True))
+    copies, im2col = [], columns.im2col_interleaved
+
+    def recorded(image, g, grid, groups=1, padding=None, out=None):
+        copies.append((image.shape, out.shape, g.taps))
+        return im2col(image, g, grid, groups, padding, out)
+    monkeypatch.setattr(columns, "im2col_interleaved", recorded)
+    a = _meta_args(case)
+    rows = a.padded_rows()
+    one_sample = channels_last._rows_workspace(a, rows, 1) * 8
+    for limit in (4 << 30, one_sample):
+        monkeypatch.setattr(ops, "_workspace_limit", limit)
+        x, w, b = _leaves(case, "rows", limit)
+        _check(case, x, w, b, "rows")   # (the backward's convolutions by padded rows too)
+        copies.clear()
+        with torch.no_grad():
+            OURS[case.nd](x, w, b, **case.kwargs)
+        chunks = channels_last.rows_plan(a, 8, limit).chunks
+        assert len(copies) == len(chunks) == (1 if limit > one_sample else case.batch)
+        for (image, out, taps), (n0, n1) in zip(copies, chunks):
+            assert taps == 1
+            assert image == (n1 - n0, *case.size, case.in_channels)
+            assert out == (n1 - n0, *case.size[:-1], rows.width, 1, 1, case.in_channels)
+            assert rows.width == a.split(rows.split.gathered).grid[-1] + rows.taps - 1
+
+
+def test_padded_rows_where_they_move_fewer_bytes():
+    """The cost model sends the channels_last 3-D stride-1 cases of few output channels to
+    the padded rows (their split routes write im2col's k copies of the input), none with
+    groups, and keeps calls whose channels are not whole 16-byte units, or whose one
+    sample's buffers exceed the workspace limit, on the split routes."""
+    by_name = {c.name: _meta_args(c) for c in cases.BENCH}
+    rows = {name for name, a in by_name.items() if a.interleaved_route()[1]}
+    assert {"3d-3x5x7", "3d-96cube", "2d-1024"} <= rows
+    assert not {name for name in rows if by_name[name].groups > 1}
+    a = by_name["3d-96cube"]
+    assert channels_last.route(a, 4, 4 << 30)[1].chunks == ((0, 4), (4, 8))
+    assert channels_last.route(a, 4, 1 << 20) == (a.gathered_dims(), None)
+    odd = _meta_args(cases.Case("odd", 2, 5, 4, (3, 3), (6, 7)))
+    assert odd.interleaved_route()[1] and channels_last.route(odd, 4, 4 << 30)[1] is None
+    assert channels_last.route(odd, 8, 4 << 30)[1] is None
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.groups > 1][:30], ids=lambda c: c.name)
@@ -210,6 +275,7 @@ def test_unaligned_channels_reach_the_gemms_zero_padded(monkeypatch, dtype, chan
     padded, the input gradient computed padded): their reduction, or the input gradient's
     row, spans the padded count, never C_in. Against torch in float64."""
     monkeypatch.setattr(gemm, "LAYOUT_TRIAL_FLOPS", 1)   # every product large
+    monkeypatch.setattr(ops.ConvTransposeArgs, "padded_rows", lambda a: None)   # split routes
     dims = []
     matmul = gemm.matmul
 

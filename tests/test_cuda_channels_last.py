@@ -83,6 +83,41 @@ def test_channels_last_im2col_route(monkeypatch, case, mode):
     _check(case, mode, "im2col")
 
 
+def _meta_args(case):
+    x = torch.empty(case.batch, case.in_channels, *case.size, device="meta")
+    w = torch.empty(case.in_channels, case.out_channels // case.groups, *case.kernel_size,
+                    device="meta")
+    return ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, None, case.stride,
+                                   case.padding, case.output_padding, case.groups, case.dilation)
+
+
+def _rows_allowed(case):
+    return _meta_args(case).padded_rows() is not None and case.in_channels % 8 == 0
+
+
+@pytest.mark.parametrize("mode", ["float64", "float32-tf32", "bfloat16"])
+@pytest.mark.parametrize("case", [c for c in CASES if _rows_allowed(c)][:24], ids=lambda c: c.name)
+def test_channels_last_by_padded_rows(monkeypatch, case, mode):
+    """The forward by padded rows (channels_last.forward_by_rows), forced wherever a call
+    allows it, in one chunk and in chunks of one sample, into poisoned memory: the runs'
+    overlapping rows, the k products and the copy's zero padding on cuBLAS and the kernels."""
+    monkeypatch.setattr(ops.ConvTransposeArgs, "interleaved_route", lambda a: (
+        (a.padded_rows().split.gathered, True) if a.padded_rows() else (a.gathered_dims(), False)))
+    ran, by_rows = [], channels_last.forward_by_rows
+    monkeypatch.setattr(channels_last, "forward_by_rows",
+                        lambda x, *args: ran.append(x.shape) or by_rows(x, *args))
+    a = _meta_args(case)
+    size = MODES[mode][0].itemsize
+    one_sample = channels_last._rows_workspace(a, a.padded_rows(), 1) * size
+    for limit in (4 << 30, one_sample):
+        ran.clear()
+        monkeypatch.setattr(ops, "_workspace_limit", limit)
+        assert len(channels_last.rows_plan(a, size, limit).chunks) == \
+            (1 if limit > one_sample else case.batch)
+        _check(case, mode, f"rows-{limit}")
+        assert ran[0] == (case.batch, case.in_channels, *case.size)
+
+
 @pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
 @pytest.mark.parametrize("channels, groups", [(8, 2), (6, 3), (5, 1), (64, 1)])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16],
