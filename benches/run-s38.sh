@@ -27,9 +27,9 @@ A)
     layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --channels-last
   } > $O/backward.log
   cat $O/backward.log ;;
-B)
-  t cl tests/test_cuda_channels_last.py &
-  timeout 400 python3 benches/rows_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log
+B)   # the probe first, alone on the GPU; then the tests
+  timeout 330 python3 benches/rows_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log
+  TT=230 t cl tests/test_cuda_channels_last.py
   summary ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
