@@ -6,6 +6,8 @@
 #      training (layer.py), torch against ours, both layouts.
 #   B: the channels_last forward by padded rows: its CUDA tests (test_cuda_channels_last), and
 #      rows_probe.py (against the split and fused routes, torch alongside).
+#   C: cuBLASLt's candidates timed (gemm.ALGORITHM_TRIALS): trial_probe.py on the 17 cases,
+#      then rows_probe.py on the 3-D cases with the trials.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -31,5 +33,8 @@ B)   # the probe first, alone on the GPU; then the tests
   timeout 330 python3 benches/rows_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log
   TT=230 t cl tests/test_cuda_channels_last.py
   summary ;;
+C)
+  timeout 420 python3 benches/trial_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/trial.log
+  timeout 150 python3 benches/rows_probe.py 3d-96cube 3d-3x5x7 3d-64cube 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

@@ -7,7 +7,11 @@ chosen once per alignment of its pointers (_lt_choice): cublasGemmStridedBatched
 runs cuBLAS's heuristics on every call, took 17-23 us of host time a call on the H200's
 host where cublasLtMatmul with its algorithm chosen took 11-17, and their kernels matched
 on single and batched products alike (benches/NOTES.md, sessions 25 and 26). A call that no
-cuBLASLt algorithm takes goes to cublasGemmStridedBatchedEx with torch's handle.
+cuBLASLt algorithm takes goes to cublasGemmStridedBatchedEx with torch's handle. A large
+product (ALGORITHM_TRIAL_FLOPS) times cuBLASLt's first ALGORITHM_TRIALS candidates on its
+first run and keeps the fastest: on short reductions over many rows (a channels_last column
+GEMM) its first choice ran at half the speed of its output's writes (benches/NOTES.md,
+session 38).
 
 :func:`matmul` takes 4-D views ``a (B1, B2, m, k)`` and ``b (B1, B2, k, n)`` and writes
 ``out (B1, B2, m, n)``. A batch dim of ``a`` or ``b`` may be broadcast (stride 0, from
@@ -72,6 +76,8 @@ _SCALE_TYPE = {_COMPUTE_32F: 0, _COMPUTE_32F_FAST_TF32: 0, _COMPUTE_64F: 1}   # 
 LT_WORKSPACE = 32 << 20   # the most workspace a chosen algorithm may take (torch gives cuBLAS
                           # as much on Hopper); allocated per call, where one takes any
 MAX_ALIGNMENT = 256       # cuBLASLt assumes this alignment of pointers unless told less
+ALGORITHM_TRIALS = 8             # cuBLASLt's candidates a large product times (1: its first)
+ALGORITHM_TRIAL_FLOPS = 1 << 34  # products this large (about 40 us of TF32) time them
 
 LAYOUT_TRIAL_FLOPS = 1 << 32       # products this large (about 10 us) choose a's layout
 LAYOUT_TRIAL_ELEMENTS = 1 << 22    # when a's distinct matrices hold at most this many elements
@@ -343,18 +349,27 @@ def run(product: _Product, a: int, b: int, out: int, device: torch.device) -> No
             alignment = tuple(min(p & -p, most) for p, most in zip((pb, pa, pc), call.alignment))
             choice = call.lt.get(alignment)
             if choice is None:
-                choice = call.lt[alignment] = _lt_choice(product, call, alignment, device)
+                choice = call.lt[alignment] = _lt_choice(product, call, alignment, device,
+                                                         (pb, pa, pc))
             if choice is _NO_ALGORITHM:
                 _legacy(product, call, pb, pa, pc, device)
                 continue
-            descriptors, heuristic = call.lt["descriptors"], choice
-            workspace = torch.empty(heuristic.workspace, dtype=torch.uint8, device=device) \
-                if heuristic.workspace else None
-            desc, layout_b, layout_a, layout_c = descriptors
-            _status(lib.cublasLtMatmul(
-                handle, desc, one, pb, layout_b, pa, layout_a, zero, pc, layout_c, pc, layout_c,
-                ctypes.byref(heuristic.algo), workspace.data_ptr() if workspace is not None
-                else None, heuristic.workspace, stream))
+            _lt_matmul(lib, handle, stream, call.lt["descriptors"], choice, (one, zero),
+                       (pb, pa, pc), device)
+
+
+def _lt_matmul(lib, handle, stream, descriptors: tuple, heuristic: "_Heuristic", scalars: tuple,
+               pointers: tuple, device: torch.device) -> None:
+    """One cublasLtMatmul of a call's ``descriptors`` with ``heuristic``'s algorithm, on
+    operands at ``pointers`` (b, a, out)."""
+    (one, zero), (pb, pa, pc) = scalars, pointers
+    workspace = torch.empty(heuristic.workspace, dtype=torch.uint8, device=device) \
+        if heuristic.workspace else None
+    desc, layout_b, layout_a, layout_c = descriptors
+    _status(lib.cublasLtMatmul(
+        handle, desc, one, pb, layout_b, pa, layout_a, zero, pc, layout_c, pc, layout_c,
+        ctypes.byref(heuristic.algo), workspace.data_ptr() if workspace is not None
+        else None, heuristic.workspace, stream))
 
 
 _NO_ALGORITHM = object()
@@ -367,10 +382,58 @@ def workspace_bytes(product: _Product) -> int:
 
 
 def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
-               device: torch.device):
+               device: torch.device, pointers: tuple[int, int, int]):
     """The cuBLASLt algorithm (a _Heuristic) of ``call`` for pointers of this alignment,
-    cuBLASLt's first choice within LT_WORKSPACE; _NO_ALGORITHM where it has none. (Run on
-    ``device``, made current by the caller.)"""
+    within LT_WORKSPACE: cuBLASLt's first choice, or for a large product the fastest of its
+    first ALGORITHM_TRIALS on the operands at ``pointers`` (b, a, out; _fastest);
+    _NO_ALGORITHM where it has none. (Run on ``device``, made current by the caller.)"""
+    candidates = _lt_candidates(product, call, alignment, device)
+    if not candidates:
+        return _NO_ALGORITHM
+    if len(candidates) == 1 or torch.are_deterministic_algorithms_enabled() or \
+            torch.cuda.is_current_stream_capturing():
+        return candidates[0]
+    return _fastest(product, call, candidates, device, pointers)
+
+
+def _fastest(product: _Product, call: _Call, candidates: list, device: torch.device,
+             pointers: tuple[int, int, int]) -> "_Heuristic":
+    """The candidate whose call takes least time, each run twice in turns (the faster run
+    counts), into the call's own output. Waits for the GPU."""
+    lib, handle = _cuda.cublas_lt(), _cuda.cublas_lt_handle(device.index)
+    stream = _cuda.raw_stream(device)
+    scalars = _SCALARS[np.float64 if product.compute == _COMPUTE_64F else np.float32]
+    run = lambda i: _lt_matmul(lib, handle, stream, call.lt["descriptors"], candidates[i],
+                               scalars, pointers, device)
+    times = _timed(run, len(candidates), device)
+    return candidates[min(range(len(candidates)), key=times.__getitem__)]
+
+
+def _timed(run: Callable[[int], None], count: int, device: torch.device,
+           rounds: int = 2) -> list[float]:
+    """Milliseconds of ``run(i)`` for each ``i < count``, the least of ``rounds`` runs taken
+    in turns."""
+    events = []
+    for _ in range(rounds):
+        for i in range(count):
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            run(i)
+            end.record()
+            events.append((i, start, end))
+    events[-1][2].synchronize()
+    times = [math.inf] * count
+    for i, start, end in events:
+        times[i] = min(times[i], start.elapsed_time(end))
+    return times
+
+
+def _lt_candidates(product: _Product, call: _Call, alignment: tuple[int, int, int],
+                   device: torch.device) -> list:
+    """cuBLASLt's algorithms for ``call`` (its first ALGORITHM_TRIALS where the product is
+    large, else its first), best first."""
+    op_b, op_a, n, m, k, *_, count = call.args
+    requested = ALGORITHM_TRIALS if 2 * n * m * k * count >= ALGORITHM_TRIAL_FLOPS else 1
     lib = _cuda.cublas_lt()
     if "descriptors" not in call.lt:
         call.lt["descriptors"] = _lt_descriptors(product, call)
@@ -383,14 +446,13 @@ def _lt_choice(product: _Product, call: _Call, alignment: tuple[int, int, int],
         for attribute, bytes_ in zip(_LT_MIN_ALIGNMENT, (*alignment, alignment[2])):
             _set(lib.cublasLtMatmulPreferenceSetAttribute, preference, attribute,
                  ctypes.c_uint32(bytes_))
-        heuristic, found = _Heuristic(), ctypes.c_int()
+        heuristics, found = (_Heuristic * requested)(), ctypes.c_int()
         status = lib.cublasLtMatmulAlgoGetHeuristic(
-            _cuda.cublas_lt_handle(device.index), desc, *layouts, layouts[-1], preference, 1,
-            ctypes.byref(heuristic), ctypes.byref(found))
+            _cuda.cublas_lt_handle(device.index), desc, *layouts, layouts[-1], preference,
+            requested, ctypes.byref(heuristics), ctypes.byref(found))
     finally:
         lib.cublasLtMatmulPreferenceDestroy(preference)
-    return heuristic if status == 0 and found.value == 1 and heuristic.state == 0 \
-        else _NO_ALGORITHM
+    return [h for h in heuristics[:found.value] if h.state == 0] if status == 0 else []
 
 
 def _lt_descriptors(product: _Product, call: _Call) -> tuple:

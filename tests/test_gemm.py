@@ -239,8 +239,9 @@ class _HostBlas:
     results they give. ``lt``: whether cuBLASLt's heuristic finds an algorithm (else
     gemm.run takes the legacy call)."""
 
-    def __init__(self, lt: bool):
+    def __init__(self, lt: bool, algorithms: int = 1):
         self.lt, self.calls, self.legacy, self.queries = lt, [], [], []
+        self.algorithms, self.requested, self.algos = algorithms, [], []
         self.objects: dict[int, dict] = {}
 
     def cublasSetMathMode(self, handle, mode):
@@ -282,13 +283,16 @@ class _HostBlas:
     def cublasLtMatmulAlgoGetHeuristic(self, handle, desc, la, lb, lc, ld, preference, requested,
                                        result, found):
         self.queries.append(dict(self.objects[preference.value]))
-        found._obj.value = int(self.lt)
-        result._obj.workspace = 64
+        self.requested.append(requested)
+        found._obj.value = min(requested, self.algorithms) if self.lt else 0
+        for i in range(found._obj.value):   # candidate i: algorithm i
+            result._obj[i].workspace, result._obj[i].algo[0] = 64, i
         return 0
 
     def cublasLtMatmul(self, handle, desc, alpha, pa, la, pb, lb, beta, pc, lc, pd, ld, algo,
                        workspace, workspace_size, stream):
         self.calls.append((pa, pb, pc))
+        self.algos.append(algo._obj[0])
         d = self.objects[desc.value]
         a, b, c = (self.objects[layout.value] for layout in (la, lb, lc))
         assert pc == pd and lc is ld and d["compute"] == gemm._COMPUTE_64F and d["scale"] == 1
@@ -306,8 +310,11 @@ class _HostBlas:
 
 @pytest.fixture(params=[True, False], ids=["cublasLt", "legacy"])
 def host_blas(request, monkeypatch):
+    return _installed(_HostBlas(lt=request.param), monkeypatch)
+
+
+def _installed(blas: _HostBlas, monkeypatch) -> _HostBlas:
     from gemmconv import _cuda
-    blas = _HostBlas(lt=request.param)
     for name in ("cublas", "cublas_lt"):
         monkeypatch.setattr(_cuda, name, lambda: blas)
     monkeypatch.setattr(_cuda, "cublas_lt_handle", lambda index: None)
@@ -357,6 +364,42 @@ def test_planned_cublas_calls_compute_the_product_and_are_reused(
         gemm._cublas_matmul(a, b, out_t)
     gemm._cublas_matmul(a, b, torch.empty(b1, b2, 5, 8, dtype=torch.float64)[..., :6])
     assert len(gemm._products) == 2     # another output stride: another plan
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_large_products_keep_the_fastest_of_cublaslts_candidates(monkeypatch, deterministic):
+    """A product of at least ALGORITHM_TRIAL_FLOPS asks cuBLASLt for ALGORITHM_TRIALS
+    candidates, times each on its own operands, and runs the fastest from then on; under
+    torch.use_deterministic_algorithms (the choice could differ between processes) it runs
+    the first without timing any. Smaller products ask for one."""
+    blas = _installed(_HostBlas(lt=True, algorithms=3), monkeypatch)
+    monkeypatch.setattr(gemm, "ALGORITHM_TRIAL_FLOPS", 2 * 5 * 4 * 6 * 3)
+    timed = []
+
+    def fake_timed(run, count, device):
+        for i in range(count):
+            run(i)
+        timed.append(count)
+        return [3.0, 1.0, 2.0][:count]
+    monkeypatch.setattr(gemm, "_timed", fake_timed)
+    monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: deterministic)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    fastest = 0 if deterministic else 1
+    for attempt in range(2):
+        a, b = _operands(3, 1, 5, 4, 6, False, False)
+        out = torch.full((3, 1, 5, 6), float("nan"), dtype=torch.float64)
+        blas.algos.clear()
+        gemm._cublas_matmul(a, b, out)
+        assert rel_error(out, torch.matmul(a, b)) < 1e-14
+        if attempt == 0 and not deterministic:
+            assert blas.algos == [0, 1, 2, fastest] and timed == [3]
+        else:
+            assert blas.algos == [fastest]
+    assert blas.requested == [gemm.ALGORITHM_TRIALS]
+    assert timed == ([] if deterministic else [3])
+    gemm._cublas_matmul(*_operands(3, 1, 5, 4, 5, False, False),
+                        torch.empty(3, 1, 5, 5, dtype=torch.float64))
+    assert blas.requested[-1] == 1   # below the threshold
 
 
 def test_alignment_is_the_largest_power_of_two_dividing_each():
