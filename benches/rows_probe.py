@@ -49,13 +49,17 @@ def main() -> int:
                              f"err {other.ours_error:.1e})")
             print(f"{case.name} {str(dtype)[6:]} CL fwd | " + " | ".join(cells)
                   + f" | floor {row.floor_ms:.3f}", flush=True)
-            if dtype == torch.float32:
-                work = bench.Workload(case, dtype, device, False, interleaved=True)
-                run = work.runner("gemmconv")
-                with patched(fused, "forward_preferred", lambda a, i, e: False):
+            work = bench.Workload(case, dtype, device, False, interleaved=True)
+            run = work.runner("gemmconv")
+            with patched(fused, "forward_preferred", lambda a, i, e: False):   # padded rows
+                for name, ms in kernel_times(run)[:4]:
+                    print(f"    {ms:8.3f}  {name}", flush=True)
+            if case.nd == 3:
+                print("  split:", flush=True)
+                with patched(ops.ConvTransposeArgs, "padded_rows", lambda a: None):
                     for name, ms in kernel_times(run)[:4]:
                         print(f"    {ms:8.3f}  {name}", flush=True)
-                del work, run
+            del work, run
             torch.cuda.empty_cache()
     return 0
 

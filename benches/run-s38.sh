@@ -8,6 +8,8 @@
 #      rows_probe.py (against the split and fused routes, torch alongside).
 #   C: cuBLASLt's candidates timed (gemm.ALGORITHM_TRIALS): trial_probe.py on the 17 cases,
 #      then rows_probe.py on the 3-D cases with the trials.
+#   D: the padded rows' k products as one call each: rows_probe.py; then every CUDA test
+#      file in parallel processes (run-s35.sh P).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -36,5 +38,10 @@ B)   # the probe first, alone on the GPU; then the tests
 C)
   timeout 420 python3 benches/trial_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/trial.log
   timeout 150 python3 benches/rows_probe.py 3d-96cube 3d-3x5x7 3d-64cube 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log ;;
+D)
+  timeout 200 python3 benches/rows_probe.py 3d-96cube 3d-3x5x7 3d-64cube 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

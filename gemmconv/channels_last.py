@@ -276,13 +276,14 @@ def forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
                                                 k zero rows
         runs      (k, Q, k C_in)                product b's rows: the copy's positions
                                                 b + q k onwards, k positions each
-        columns   (Q, k, Kb C_out)              [q, b] = runs[b, q] @ weight (k C_in, Kb C_out)
+        columns   (Q, k, Kb C_out)              [q, b] = runs[b, q] @ weight (k C_in, Kb C_out),
+                                                one product (GEMM) a b
         output    (n, *image, C_out)            = col2im(columns) along ``split.scatter`` + bias
     """
     rows = plan.rows
     split, k, c, m = rows.split, rows.taps, a.in_channels, rows.split.scatter_rows
     x = ordered(x)
-    w = _weight(weight, a, split.gathered).view(1, 1, k * c, m).expand(1, k, k * c, m)
+    w = _weight(weight, a, split.gathered).view(1, 1, k * c, m)
     grid = (*a.grid[:-1], rows.width)
     workspace = x.new_empty(plan.workspace)
     out = empty(x, a.output_shape, True)
@@ -296,8 +297,11 @@ def forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
         # Read by rows no output reads, past the samples' end: zeros, not whatever was there.
         copy[n * rows.rows * c:].zero_()
         columns = workspace[copy.numel():copy.numel() + runs * k * m]
-        gemm.matmul(copy.as_strided((1, k, runs, k * c), (0, c, k * c, 1)), w,
-                    columns.as_strided((1, k, runs, m), (0, m, k * m, 1)), False)
+        # One call a product: batched over b, the runs' matrices would overlap, and cuBLASLt
+        # offered only sm80 kernels for that (3 candidates against 8; benches/NOTES.md).
+        for b in range(k):
+            gemm.matmul(copy[b * c:].as_strided((1, 1, runs, k * c), (0, 0, k * c, 1)), w,
+                        columns[b * m:].as_strided((1, 1, runs, m), (0, 0, k * m, 1)), False)
         cols.col2im_interleaved(columns[:n * rows.rows * m].view(n, *grid, 1, split.scatter.taps,
                                                                  a.out_channels),
                                 bias, split.scatter, a.image, out=out_rows[n0:n1],

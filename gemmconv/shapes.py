@@ -365,7 +365,7 @@ class PaddedRows:
     of the GEMM's first operand overlapping ``k - 1`` positions. A matrix's rows cannot
     overlap for cuBLAS (its leading dim is at least its row), so the GEMM runs as ``k``
     products, product ``b`` over copy positions ``b, b + k, b + 2k, ...``, whose runs tile
-    the copy. Per sample (``R = rows``, ``Kb`` the other dims' taps)::
+    the copy (each a dense matrix, its leading dim ``k C_in``). Per sample (``R = rows``, ``Kb`` the other dims' taps)::
 
         copy     (*grid[:-1], width, C_in)   the input, zero-padded along the innermost dim
         columns  (R, Kb C_out)               = runs @ weight, positions i >= phases unused
