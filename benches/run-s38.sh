@@ -10,6 +10,8 @@
 #      then rows_probe.py on the 3-D cases with the trials.
 #   D: the padded rows' k products as one call each: rows_probe.py; then every CUDA test
 #      file in parallel processes (run-s35.sh P).
+#   E: after the padded rows' rule (3-D, at most 3 taps, columns of whole 32-byte sectors):
+#      test_cuda_channels_last, then the tables (run-s35.sh G).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -43,5 +45,8 @@ D)
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P ;;
+E)
+  TT=200 t cl tests/test_cuda_channels_last.py; count $O/cl.log; tail -1 $O/cl.log
+  bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/; rm -rf $OUT/G ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

@@ -242,13 +242,16 @@ def _rows_workspace(a: ConvTransposeArgs, rows: PaddedRows, samples: int) -> int
 
 @functools.lru_cache(maxsize=256)
 def rows_plan(a: ConvTransposeArgs, element_size: int, limit: int) -> Optional[RowsPlan]:
-    """The plan of :func:`forward_by_rows`, or None where a position's channels are not
-    whole 16-byte units (the products' leading dims and the runs' starts then are not, and
-    cuBLAS takes its slow kernels) or one sample's buffers exceed ``limit`` bytes (the split
-    routes then take the call in bands of rows)."""
+    """The plan of :func:`forward_by_rows`, or None where a position's input channels are
+    not whole 16-byte units (the products' leading dims and the runs' starts then are not,
+    and cuBLAS takes its slow kernels), its columns not whole 32-byte sectors (each
+    product writes every kth row, so partial sectors meet in memory: 3d-96cube's bfloat16
+    rows of 432 bytes ran 11% slower than the split route), or one sample's buffers exceed
+    ``limit`` bytes (the split routes then take the call in bands of rows)."""
     rows = a.padded_rows()
     fits = lambda n: _rows_workspace(a, rows, n) * element_size <= limit
-    if a.in_channels * element_size % 16 or (a.batch and not fits(1)):
+    if a.in_channels * element_size % 16 or rows.split.scatter_rows * element_size % 32 or \
+            (a.batch and not fits(1)):
         return None
     step = 1
     while step < a.batch and fits(2 * step):

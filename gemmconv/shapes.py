@@ -198,16 +198,18 @@ class ConvTransposeArgs:
 
     def padded_rows(self) -> "PaddedRows | None":
         """The channels_last forward by padded rows (:class:`PaddedRows`) where the call
-        allows it: one group, two or more dims, the innermost dim gatherable with more than
-        one tap, its taps one phase position apart. Cached per call shape."""
+        allows it: one group, two or more dims, the innermost dim gatherable with 2 to
+        ROWS_MAX_TAPS taps, one phase position apart. Cached per call shape."""
         return _padded_rows(self)
 
     def interleaved_route(self) -> tuple[tuple[bool, ...], bool]:
-        """The channels_last forward's route: :meth:`gathered_dims`'s split, or the padded
-        rows (True, with the split that gathers the innermost dim) where they move fewer
-        bytes (:attr:`PaddedRows.cost` against :meth:`route_cost`)."""
+        """The channels_last forward's route: :meth:`gathered_dims`'s split, or for 3-D
+        calls the padded rows (True, with the split that gathers the innermost dim) where
+        they move fewer bytes (:attr:`PaddedRows.cost` against :meth:`route_cost`). The
+        2-D stride-1 calls they would take run fused where they can, several times faster
+        (session 38: 0.44-0.64x of the fused route's time), and no other was measured."""
         best, rows = self.gathered_dims(), self.padded_rows()
-        if rows is not None and rows.cost < self.route_cost(best):
+        if rows is not None and self.geometry.nd == 3 and rows.cost < self.route_cost(best):
             return rows.split.gathered, True
         return best, False
 
@@ -352,6 +354,12 @@ class Split:
         return groups * rows * math.prod(self.grid)
 
 
+# The padded rows' k products each write every kth row of the columns; at 7 taps their
+# GEMMs ran at a third of the split route's rate and 3d-3x5x7 lost 10% in float32 (H100,
+# benches/NOTES.md, session 38), at 3 taps 3d-96cube gained 31%.
+ROWS_MAX_TAPS = 3
+
+
 @dataclass(frozen=True)
 class PaddedRows:
     """A channels_last forward whose innermost dim's taps ride on the GEMM's reduction.
@@ -407,7 +415,7 @@ def _padded_rows(a: ConvTransposeArgs) -> PaddedRows | None:
         return None
     split = a.split((False,) * (g.nd - 1) + (True,))
     taps = split.gather.kernel_size[-1]
-    if taps < 2 or split.gather.dilation[-1] != 1:
+    if not 2 <= taps <= ROWS_MAX_TAPS or split.gather.dilation[-1] != 1:
         return None
     return PaddedRows(split, taps, split.gather.padding[-1], split.grid[-1] + taps - 1)
 

@@ -201,8 +201,17 @@ def _meta_args(case):
                                               *case.kernel_size, device="meta"))
 
 
-# Calls the padded rows can take (channels in whole 16-byte units of float64).
-ROWS_CASES = [c for c in CASES if _meta_args(c).padded_rows() is not None and c.in_channels % 2 == 0]
+# Calls the padded rows can take in float64 (whatever the cost model's choice): the table's,
+# and W padded more than its taps reach (input positions dropped), strided with the
+# dilation a multiple of the stride, two taps, output padding.
+ROWS_CASES = [c for c in CASES + [
+    cases.Case("rows-padded", 3, 4, 4, (3, 3, 3), (5, 6, 7), padding=(1, 0, 2)),
+    cases.Case("rows-cropped", 2, 6, 8, (2, 3), (5, 9), padding=(0, 3)),
+    cases.Case("rows-strided", 2, 4, 4, (3, 3), (5, 6), stride=(1, 2), dilation=(1, 2),
+               output_padding=(0, 1)),
+    cases.Case("rows-two-taps", 3, 2, 8, (1, 1, 2), (3, 4, 9), output_padding=(0, 0, 0))]
+    if _meta_args(c).padded_rows() is not None and
+    channels_last.rows_plan(_meta_args(c), 8, 4 << 30) is not None]
 
 
 @pytest.mark.parametrize("case", ROWS_CASES[:40], ids=lambda c: c.name)
@@ -238,18 +247,22 @@ def test_channels_last_by_padded_rows(monkeypatch, case):
 
 
 def test_padded_rows_where_they_move_fewer_bytes():
-    """The cost model sends the channels_last 3-D stride-1 cases of few output channels to
-    the padded rows (their split routes write im2col's k copies of the input), none with
-    groups, and keeps calls whose channels are not whole 16-byte units, or whose one
-    sample's buffers exceed the workspace limit, on the split routes."""
+    """The cost model sends the channels_last 3-D stride-1 cases of 3 taps along W to the
+    padded rows where they move fewer bytes than the split routes (which write im2col's k
+    copies of the input): 3d-96cube, 3d-64cube. Not 3d-3x5x7 (7 taps), no 2-D call, none
+    with groups; and it keeps calls whose input channels are not whole 16-byte units, whose
+    columns' rows are not whole 32-byte sectors, or whose one sample's buffers exceed the
+    workspace limit, on the split routes."""
     by_name = {c.name: _meta_args(c) for c in cases.BENCH}
     rows = {name for name, a in by_name.items() if a.interleaved_route()[1]}
-    assert {"3d-3x5x7", "3d-96cube", "2d-1024"} <= rows
-    assert not {name for name in rows if by_name[name].groups > 1}
+    assert rows == {"3d-96cube", "3d-64cube"}
+    assert by_name["2d-1024"].padded_rows() is not None and by_name["3d-3x5x7"].padded_rows() is None
     a = by_name["3d-96cube"]
     assert channels_last.route(a, 4, 4 << 30)[1].chunks == ((0, 4), (4, 8))
     assert channels_last.route(a, 4, 1 << 20) == (a.gathered_dims(), None)
-    odd = _meta_args(cases.Case("odd", 2, 5, 4, (3, 3), (6, 7)))
+    assert channels_last.route(a, 2, 4 << 30) == (a.gathered_dims(), None)   # rows of 432 bytes
+    assert channels_last.route(by_name["3d-64cube"], 2, 4 << 30)[1] is not None   # of 864
+    odd = _meta_args(cases.Case("odd", 2, 11, 4, (3, 3, 3), (6, 7, 5)))
     assert odd.interleaved_route()[1] and channels_last.route(odd, 4, 4 << 30)[1] is None
     assert channels_last.route(odd, 8, 4 << 30)[1] is None
 

@@ -212,12 +212,12 @@ def _args(name):
 
 
 @pytest.mark.parametrize("name,route", [
-    ("2d-1024", "padded rows W, GEMM + col2im"), ("2d-stride5-dil2", "GEMM + col2im"),
+    ("2d-1024", "im2col H, GEMM + col2im"), ("2d-stride5-dil2", "GEMM + col2im"),
     ("3d-32to64", "im2col DH, GEMM + col2im"), ("1d-dil3", "im2col W, GEMM"),
     ("3d-96cube", "padded rows W, GEMM + col2im"), ("2d-strided-grouped", "im2col H, GEMM + col2im")])
 def test_channels_last_routes_are_described(name, route):
-    """On channels_last tensors no row products, but padded rows where they move fewer bytes
-    than the cheapest split of the taps."""
+    """On channels_last tensors no row products, but for 3-D calls padded rows where they
+    move fewer bytes than the cheapest split of the taps."""
     assert ops.describe_route(_args(name), interleaved=True) == "channels_last: " + route
 
 

@@ -108,6 +108,8 @@ def test_channels_last_by_padded_rows(monkeypatch, case, mode):
                         lambda x, *args: ran.append(x.shape) or by_rows(x, *args))
     a = _meta_args(case)
     size = MODES[mode][0].itemsize
+    if channels_last.rows_plan(a, size, 4 << 30) is None:
+        pytest.skip("the columns' rows are not whole 32-byte sectors in this dtype")
     one_sample = channels_last._rows_workspace(a, a.padded_rows(), 1) * size
     for limit in (4 << 30, one_sample):
         ran.clear()
