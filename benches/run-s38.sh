@@ -12,6 +12,7 @@
 #      file in parallel processes (run-s35.sh P).
 #   E: after the padded rows' rule (3-D, at most 3 taps, columns of whole 32-byte sectors):
 #      test_cuda_channels_last, then the tables (run-s35.sh G).
+#   F: the zoo's U-Nets (their large products take cuBLASLt's trials).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -48,5 +49,7 @@ D)
 E)
   TT=200 t cl tests/test_cuda_channels_last.py; count $O/cl.log; tail -1 $O/cl.log
   bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/; rm -rf $OUT/G ;;
+F)
+  MODELS="unet3d unet2d" TZ=250 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
