@@ -11,7 +11,9 @@ channels_last output. (``G`` groups, ``K = prod(kernel_size)``, ``L = prod(input
     output   (N, C_out, *image), channels_last    = col2im(columns) + bias
 
 As on the planar routes (ops.py), the forward may first gather some dims' taps by im2col
-(shapes.Split), making fewer column bytes where C_in < C_out or kernels are large.
+(shapes.Split), making fewer column bytes where C_in < C_out or kernels are large; or, for
+3-D calls, carry W's taps in the GEMM's reduction over overlapping runs of a zero-padded
+copy of the input (shapes.PaddedRows, :func:`forward_by_rows`).
 
 Backward: ``columns = im2col(grad_output)`` in the same layout; ``grad_input = columns @
 w^T`` and ``grad_weight = x^T @ columns``, each one product over every position.

@@ -203,9 +203,9 @@ def _padded_rows_steps(a: ConvTransposeArgs, plan, on_cuda: bool, bias: bool) ->
     return [_kernel(f"channels_last im2col of one tap: the input zero-padded along W to "
                     f"rows of {rows.width} positions", rows.copy,
                     n * rows.rows * a.in_channels, on_cuda),
-            f"GEMM: {k} products over every {k}th position of the copy, each row {k} "
-            f"neighbouring positions ({k * a.in_channels} elements) @ weight -> (positions x "
-            f"{split.scatter_rows})",
+            f"GEMM: {k} products, product b over the copy's positions b, b + {k}, b + "
+            f"{2 * k}, ..., each row the {k} positions from there ({k * a.in_channels} "
+            f"elements) @ weight -> (positions x {split.scatter_rows})",
             _kernel("channels_last col2im" + (" + bias" if bias else ""), split.scatter,
                     a.output_elements // max(len(plan.chunks), 1), on_cuda)]
 
@@ -233,6 +233,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     why_not = fused.unavailable(a, input, weight, interleaved)
     direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
     candidates = _candidates(a, interleaved, size, limit)
+    gathered, padded = cl.route(a, size, limit) if interleaved else (None, None)
     copy = 0
     if direct:
         plan = None
@@ -254,12 +255,11 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         candidates.insert(0, (ops.FUSED_ROUTE, 0, True))
         backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
             _planar_backward_workspace(a, size, limit)
-    elif interleaved and cl.route(a, size, limit)[1] is not None:
-        plan = cl.route(a, size, limit)[1]
+    elif interleaved and padded is not None:
+        plan = padded
         steps = _padded_rows_steps(a, plan, on_cuda, bias is not None)
         backward = cl.backward_plan(a, size, limit).workspace
     elif interleaved:
-        gathered = cl.route(a, size, limit)[0]
         split = a.split(gathered)
         if split.direct:
             adjoint = ops._adjoint(a)
@@ -306,7 +306,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     return Explanation(call, tuple(shape),
                        _interleaved_format(a, input.element_size()) if interleaved
                        else "NCHW-contiguous",
-                       ops.describe_route(a, interleaved, why_not is None, direct), candidates, steps,
+                       ops.describe_route(a, interleaved, why_not is None, direct, size), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
                        _precision(input.dtype, on_cuda) + (DEPTHWISE_PRECISION if direct else ""),

@@ -428,9 +428,9 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     x, weight = _in_layout(x, weight, interleaved)
     if interleaved:
         gathered, rows = cl.route(a, x.element_size(), _workspace_limit)
-        split = a.split(gathered)
         if rows is not None:
             return None, ()
+        split = a.split(gathered)
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
         if split.gather or split.direct or len(plan.chunks) != 1 or \
                 gemm.dense_groups(x.dtype, True, groups, split.gather_rows):

@@ -262,6 +262,15 @@ def test_padded_rows_where_they_move_fewer_bytes():
     assert channels_last.route(a, 4, 1 << 20) == (a.gathered_dims(), None)
     assert channels_last.route(a, 2, 4 << 30) == (a.gathered_dims(), None)   # rows of 432 bytes
     assert channels_last.route(by_name["3d-64cube"], 2, 4 << 30)[1] is not None   # of 864
+    case = next(c for c in cases.BENCH if c.name == "3d-96cube")
+    for dtype, route in ((torch.float32, "padded rows W"), (torch.bfloat16, "im2col D")):
+        x = torch.empty(case.batch, case.in_channels, *case.size, device="meta", dtype=dtype)
+        w = torch.empty(case.in_channels, case.out_channels, *case.kernel_size, device="meta",
+                        dtype=dtype)
+        said = gemmconv.explain(_channels_last(x), w, None, **case.kwargs)
+        assert said.route == f"channels_last: {route}, GEMM + col2im"
+        line = next(line for line in str(said).splitlines() if "padded rows over W" in line)
+        assert line.strip().startswith("->") == (dtype == torch.float32)
     odd = _meta_args(cases.Case("odd", 2, 11, 4, (3, 3, 3), (6, 7, 5)))
     assert odd.interleaved_route()[1] and channels_last.route(odd, 4, 4 << 30)[1] is None
     assert channels_last.route(odd, 8, 4 << 30)[1] is None
