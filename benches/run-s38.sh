@@ -13,6 +13,7 @@
 #   E: after the padded rows' rule (3-D, at most 3 taps, columns of whole 32-byte sectors):
 #      test_cuda_channels_last, then the tables (run-s35.sh G).
 #   F: the zoo's U-Nets (their large products take cuBLASLt's trials).
+#   G: the trials from 2^30 FLOPs on the zoo's small layers (trial_layers_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -51,5 +52,8 @@ E)
   bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/; rm -rf $OUT/G ;;
 F)
   MODELS="unet3d unet2d" TZ=250 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+G)
+  for c in "dcgan float32 CL" "dcgan bfloat16 CL" "dcgan float32 NCHW" "vae float32 CL" "vae bfloat16 NCHW"; do
+    timeout 100 python3 benches/trial_layers_probe.py $c 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/layers.log; done ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
