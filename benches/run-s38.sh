@@ -14,6 +14,8 @@
 #      test_cuda_channels_last, then the tables (run-s35.sh G).
 #   F: the zoo's U-Nets (their large products take cuBLASLt's trials).
 #   G: the trials from 2^30 FLOPs on the zoo's small layers (trial_layers_probe.py).
+#   H: after the review's mends (explain, the replay's route check): the channels_last,
+#      replay and graph CUDA tests.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -55,5 +57,10 @@ F)
 G)
   for c in "dcgan float32 CL" "dcgan bfloat16 CL" "dcgan float32 NCHW" "vae float32 CL" "vae bfloat16 NCHW"; do
     timeout 100 python3 benches/trial_layers_probe.py $c 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/layers.log; done ;;
+H)
+  t cl tests/test_cuda_channels_last.py &
+  t replay tests/test_cuda_replay.py &
+  t graphs tests/test_cuda_graphs.py &
+  summary ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
