@@ -21,7 +21,10 @@ from gemmconv import convert, zoo  # noqa: E402
 from gemmconv.measure import timers  # noqa: E402
 
 
-def main(name="vae", dtype="float32", layout="CL"):
+def layer_steps(name: str, dtype: str, layout: str):
+    """Per transposed convolution of zoo model ``name`` on the GPU in ``dtype``
+    (channels_last where ``layout`` is "CL"): (torch's module, its converted copy, its input
+    as recorded, requiring grad, and ``step(m)``: a training step of either, a call)."""
     dt = getattr(torch, dtype)
     entry = zoo.by_name([name])[0]
     model = entry.build(False).to("cuda", dt)
@@ -29,16 +32,20 @@ def main(name="vae", dtype="float32", layout="CL"):
     if layout == "CL":
         model = model.to(memory_format=cl.memory_format(x.dim()))
         x = x.contiguous(memory_format=cl.memory_format(x.dim()))
-    print(f"{name} {dtype} {layout}: a layer's training step, ms a call (GPU kernel ms)")
     for module, inp in layer_inputs(model.eval(), x):
-        ours = convert(copy.deepcopy(module), types=(type(module),))
         inp = inp.detach().requires_grad_()
         grad = torch.randn_like(module(inp))
 
-        def step(m):
+        def step(m, inp=inp, grad=grad):
             def fn():
                 torch.autograd.grad(m(inp), [inp, *m.parameters()], grad)
             return fn
+        yield module, convert(copy.deepcopy(module), types=(type(module),)), inp, step
+
+
+def main(name="vae", dtype="float32", layout="CL"):
+    print(f"{name} {dtype} {layout}: a layer's training step, ms a call (GPU kernel ms)")
+    for module, ours, inp, step in layer_steps(name, dtype, layout):
         fns = {"torch": step(module), "ours": step(ours)}
         ms = timers(torch.device("cuda"), fns, 15, warmup=4, back_to_back=True)
         gpu = {k: kernels(fn) for k, fn in fns.items()}

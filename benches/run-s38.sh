@@ -16,6 +16,7 @@
 #   G: the trials from 2^30 FLOPs on the zoo's small layers (trial_layers_probe.py).
 #   H: after the review's mends (explain, the replay's route check): the channels_last,
 #      replay and graph CUDA tests.
+#   I: the two layer probes after their shared helper (layer_step_probe.layer_steps).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -62,5 +63,8 @@ H)
   t replay tests/test_cuda_replay.py &
   t graphs tests/test_cuda_graphs.py &
   summary ;;
+I)
+  timeout 100 python3 benches/layer_step_probe.py dcgan float32 CL 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probes.log
+  timeout 100 python3 benches/trial_layers_probe.py dcgan float32 CL 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probes.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac

@@ -6,40 +6,23 @@ module against the converted one with the trials from 2^34 FLOPs (the default) a
 
     PYTHONPATH=. python benches/trial_layers_probe.py [model] [float32|bfloat16] [NCHW|CL]
 """
-import copy
 import sys
 
 import torch
 
 sys.path.insert(0, "benches")
+from layer_step_probe import layer_steps  # noqa: E402
 from overhead import patched  # noqa: E402
 from process_probe import kernels  # noqa: E402
-from small_fused_probe import layer_inputs  # noqa: E402
 
-from gemmconv import channels_last as cl  # noqa: E402
-from gemmconv import convert, gemm, zoo  # noqa: E402
+from gemmconv import gemm  # noqa: E402
 from gemmconv.measure import timers  # noqa: E402
 
 
 def main(name="dcgan", dtype="float32", layout="CL"):
-    dt = getattr(torch, dtype)
-    entry = zoo.by_name([name])[0]
-    model = entry.build(False).to("cuda", dt)
-    x = entry.input(False, "cuda").to(dt)
-    if layout == "CL":
-        model = model.to(memory_format=cl.memory_format(x.dim()))
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
     print(f"{name} {dtype} {layout}: a layer's training step, GPU kernel ms (ms back to back)",
           flush=True)
-    for module, inp in layer_inputs(model.eval(), x):
-        ours = convert(copy.deepcopy(module), types=(type(module),))
-        inp = inp.detach().requires_grad_()
-        grad = torch.randn_like(module(inp))
-
-        def step(m):
-            def fn():
-                torch.autograd.grad(m(inp), [inp, *m.parameters()], grad)
-            return fn
+    for module, ours, inp, step in layer_steps(name, dtype, layout):
         cells = [f"torch {sum(kernels(step(module)).values()):.4f}"]
         for flops in (1 << 34, 1 << 30):
             with patched(gemm, "ALGORITHM_TRIAL_FLOPS", flops):
