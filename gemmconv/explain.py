@@ -110,12 +110,13 @@ def _precision(dtype: torch.dtype, on_cuda: bool) -> str:
     return f"{dtype}, float32 accumulation" if dtype != torch.float64 else "float64"
 
 
-def _candidates(a: ConvTransposeArgs, interleaved: bool, element_size: int,
-                limit: int) -> list[tuple[str, float, bool]]:
+def _candidates(a: ConvTransposeArgs, interleaved: bool,
+                route: tuple) -> list[tuple[str, float, bool]]:
+    """The cost model's routes, ``route`` the channels_last one (channels_last.route) where
+    ``interleaved``."""
     nd = a.geometry.nd
     if interleaved:
-        chosen, padded = cl.route(a, element_size, limit)
-        by_rows = False
+        (chosen, padded), by_rows = route, False
     else:
         (chosen, by_rows), padded = a.route(), None
     rows = []
@@ -210,8 +211,8 @@ def _padded_rows_steps(a: ConvTransposeArgs, plan, on_cuda: bool, bias: bool) ->
                     a.output_elements // max(len(plan.chunks), 1), on_cuda)]
 
 
-def _interleaved_format(a: ConvTransposeArgs, element_size: int) -> str:
-    gathered, padded = cl.route(a, element_size, ops.get_workspace_limit())
+def _interleaved_format(a: ConvTransposeArgs, element_size: int, route: tuple) -> str:
+    gathered, padded = route
     if cl.padded_channels(a, element_size) != a.in_channels and not any(gathered) and padded is None:
         return "channels_last (channels zero-padded; no layout copies)"
     return "channels_last (no layout copies)"
@@ -232,8 +233,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     size, limit = input.element_size(), ops.get_workspace_limit()
     why_not = fused.unavailable(a, input, weight, interleaved)
     direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
-    candidates = _candidates(a, interleaved, size, limit)
-    gathered, padded = cl.route(a, size, limit) if interleaved else (None, None)
+    route = cl.route(a, size, limit) if interleaved else (None, None)
+    gathered, padded = route
+    candidates = _candidates(a, interleaved, route)
     copy = 0
     if direct:
         plan = None
@@ -304,7 +306,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             f"{'yes' if bias is not None else 'None'}, {kwargs})")
     shape = a.output_shape[1:] if a.unbatched else a.output_shape
     return Explanation(call, tuple(shape),
-                       _interleaved_format(a, input.element_size()) if interleaved
+                       _interleaved_format(a, size, route) if interleaved
                        else "NCHW-contiguous",
                        ops.describe_route(a, interleaved, why_not is None, direct, size), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,

@@ -206,8 +206,9 @@ class ConvTransposeArgs:
         """The channels_last forward's route: :meth:`gathered_dims`'s split, or for 3-D
         calls the padded rows (True, with the split that gathers the innermost dim) where
         they move fewer bytes (:attr:`PaddedRows.cost` against :meth:`route_cost`). The
-        2-D stride-1 calls they would take run fused where they can, several times faster
-        (session 38: 0.44-0.64x of the fused route's time), and no other was measured."""
+        2-D stride-1 calls they would take run fused where they can, faster (session 38:
+        padded rows ran them at 0.44-0.64x the fused route's speed), and no other 2-D call
+        was measured."""
         best, rows = self.gathered_dims(), self.padded_rows()
         if rows is not None and self.geometry.nd == 3 and rows.cost < self.route_cost(best):
             return rows.split.gathered, True
