@@ -17,6 +17,8 @@
 #   H: after the review's mends (explain, the replay's route check): the channels_last,
 #      replay and graph CUDA tests.
 #   I: the two layer probes after their shared helper (layer_step_probe.layer_steps).
+#   J, K: the rest of the zoo on the final code (J: DCGAN, VAE decoder, HiFi-GAN; K: FCN-32s,
+#      the depthwise decoder).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -66,5 +68,9 @@ H)
 I)
   timeout 100 python3 benches/layer_step_probe.py dcgan float32 CL 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probes.log
   timeout 100 python3 benches/trial_layers_probe.py dcgan float32 CL 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probes.log ;;
+J)
+  MODELS="dcgan vae hifigan" TZ=180 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+K)
+  MODELS="fcn32s depthwise" TZ=220 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
