@@ -18,7 +18,8 @@
 #      replay and graph CUDA tests.
 #   I: the two layer probes after their shared helper (layer_step_probe.layer_steps).
 #   J, K: the rest of the zoo on the final code (J: DCGAN, VAE decoder, HiFi-GAN; K: FCN-32s,
-#      the depthwise decoder).
+#      the depthwise decoder). Both ran on an H200.
+#   L: the tables on the same H200 (run-s35.sh G; the call ran that line inline).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -72,5 +73,7 @@ J)
   MODELS="dcgan vae hifigan" TZ=180 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
 K)
   MODELS="fcn32s depthwise" TZ=220 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+L)
+  bash benches/run-s35.sh G > $O/G.txt 2>&1; cp $OUT/G/*.log $O/; rm -rf $OUT/G ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
