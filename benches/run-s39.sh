@@ -6,14 +6,28 @@
 #      (tma_offset_probe.py, each start in a process of its own; never run since session 29
 #      lost its context)? Where it does, the float32 weight gradient from one unmoved copy
 #      against the moved copies (wgrad_shifted_probe.py --unaligned).
+#   B: copies of one model timed as the bench times them (copies_probe.py: torch's model
+#      against deep copies of itself, with and without gemmconv's among them, with and
+#      without the garbage collector); the bfloat16 training steps of the cases furthest
+#      below the 1.8x target, kernel by kernel (layer.py --backward).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
+layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
 case "$1" in
 A)
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
   timeout 200 python3 benches/tma_offset_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/tma.log
   u=; grep -q "every start loads" $O/tma.log && u=--unaligned
   timeout 300 python3 benches/wgrad_shifted_probe.py $u 2>&1 | grep -v "Warn\|_warn_once" | tee $O/wgrad.log ;;
+B)
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  for v in "dcgan float32 channels_last train" "dcgan bf16-autocast channels_last train" "dcgan float32 NCHW train"; do
+    timeout 150 python3 benches/copies_probe.py $v 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/copies.log; done
+  {
+    layer "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 --backward --dtype bfloat16
+    layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 --backward --dtype bfloat16
+    layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --dtype bfloat16
+  } > $O/backward.log; cat $O/backward.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
