@@ -34,8 +34,30 @@ Sample = Union[torch.Tensor, Sequence[torch.Tensor]]
 # GPU, a call's host work before its first kernel adds to it in full, and sub-millisecond
 # models spread by up to 15% between two runs of one and the same model (H200, the model
 # zoo's DCGAN); in a row, each call's host work overlaps the GPU's work on the one before,
-# as in a training loop.
-MIN_SAMPLE_MS = 2.0
+# as in a training loop. At 2 ms a sample (one call of DCGAN's step), deep copies of one
+# model timed 0.93-1.07x of each other (H100, benches/copies_probe.py, session 39).
+MIN_SAMPLE_MS = 10.0
+
+
+def sample_order(count: int, repeats: int) -> list[int]:
+    """The order in which :func:`timers` takes the samples of ``count`` calls: each call
+    at least ``repeats`` times, and each call right after each other call equally often,
+    from one sample to the next. A call can leave the host or the GPU slower for the next
+    one (its code in the host's caches, its blocks in the allocator); in plain rotation
+    one and the same call would always follow it and alone pay for that. The order is an
+    Euler circuit through every ordered pair of calls (each call ``count - 1`` times),
+    repeated."""
+    if count == 1:
+        return [0] * repeats
+    unused = {a: [b for b in range(count) if b != a] for a in range(count)}
+    stack, circuit = [0], []
+    while stack:   # Hierholzer's algorithm on the complete directed graph
+        if unused[stack[-1]]:
+            stack.append(unused[stack[-1]].pop())
+        else:
+            circuit.append(stack.pop())
+    cycle = circuit[:0:-1]   # closed: its last call is its first, taken once
+    return cycle * -(-repeats // (count - 1))
 
 
 def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
@@ -46,8 +68,8 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
     falls on all of them alike (timed one after the other, two runs of one and the same
     model differed by 10% on the H200). A sample is one call from an idle GPU, or with
     ``back_to_back`` the steady state of a loop of them: one untimed call, then as many
-    calls in a row as fill MIN_SAMPLE_MS (from the warmup's last call). Each round starts
-    at the next of ``fns``."""
+    calls in a row as fill MIN_SAMPLE_MS (from the warmup's last call). The samples are
+    taken in :func:`sample_order`."""
     cuda = device.type == "cuda"
 
     def sample(fn: Callable[[], object], calls: int) -> float:
@@ -82,10 +104,8 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
             if back_to_back else 1
     keys = list(fns)
     times: dict = {key: [] for key in keys}
-    for round_ in range(repeats):
-        for i in range(len(keys)):
-            key = keys[(round_ + i) % len(keys)]
-            times[key].append(sample(fns[key], calls[key]))
+    for i in sample_order(len(keys), repeats):
+        times[keys[i]].append(sample(fns[keys[i]], calls[keys[i]]))
     return {key: statistics.median(t) for key, t in times.items()}
 
 
