@@ -5,7 +5,9 @@ gradient copies the output gradient once per remainder of its taps' offsets alon
 29's run asked in one process and lost the context at the first start). Each dtype, starts
 along W from -3 to 13 (STARTS), boxes of 8 rows of 32 elements from a tensor whose rows are
 whole 16-byte units, against torch's slice (zero outside), each start in a process of its
-own. Under a minute of device time.
+own. Under a minute of device time. Session 39 (H100, results/s39/A): float32 loaded at
+starts 0, 4, 8 only, bfloat16 at 0 and 8; every other start stopped the GPU with an
+illegal instruction. So the moved copies stay.
 
     PYTHONPATH=. python benches/tma_offset_probe.py
 """

@@ -6,10 +6,7 @@ the copies', next to cuDNN's weight gradient; its error against cuDNN in full fl
 the training step, torch against ours with the float32 backward on the column routes (as
 before) and on the fused kernels, in turns in one process.
 
-    PYTHONPATH=. python benches/wgrad_shifted_probe.py [--unaligned]
-
-With ``--unaligned``, also the same from one unmoved copy with boxes starting anywhere along
-W: only where benches/tma_offset_probe.py found that the copy engine loads such boxes.
+    PYTHONPATH=. python benches/wgrad_shifted_probe.py
 """
 import math
 import sys
@@ -73,12 +70,6 @@ def main():
             exact, = torch.autograd.grad(conv(x, w, b, **case.kwargs), w, gy)
         got = fused.weight_gradient(xd, gy, geo, shifted=True)
         err = ((got - exact).norm() / exact.norm()).item()
-        if "--unaligned" in sys.argv:
-            # Boxes anywhere along W from one unmoved copy (where the copy engine takes them).
-            one = fused.weight_gradient(xd, gy, geo, shifted=True, aligned=False)
-            t_one = bench(lambda: fused.weight_gradient(xd, gy, geo, shifted=True, aligned=False))
-            tiles.append(f"one copy, unaligned boxes {t_cudnn / t_one:.2f}x err "
-                         f"{((one - exact).norm() / exact.norm()).item():.1e}")
         print(f"{case.name} | cudnn grad_w {t_cudnn:.3f} ms | ours ({cfg.taps} taps) {t_ours:.3f} ms "
               f"({t_cudnn / t_ours:.2f}x): copies {t_copies:.3f} ({len(shifts)} moved) + input "
               f"{t_x:.3f} + kernel {kernel:.3f} ({flops / kernel / 1e9:.0f} TF/s, {wgmma()}) "

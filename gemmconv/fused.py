@@ -702,16 +702,17 @@ def _pitched_launch(rows: int, width: int, pitch: int, device: torch.device):
 
 
 @functools.lru_cache(maxsize=256)
-def shifted_taps(g: Geometry, element_size: int, aligned: bool = True) -> tuple:
+def shifted_taps(g: Geometry, element_size: int) -> tuple:
     """The weight gradient's taps over copies of the output gradient moved along W:
-    ``(shifts, table)``. A box of the copy engine starts on 16 bytes along W, so the tap
-    of offset ``o`` along W reads the copy moved by ``m = -o mod (16 / element_size)``
-    elements (``copy[w] = grad[w - m]``) at offset ``o + m``, a whole number of 16-byte
-    units. ``shifts`` the distinct moves; ``table`` per tap of convolution_taps(g) its
-    offsets (D, H, W, the last one moved) and the index of its copy in ``shifts``. Not
-    ``aligned``: boxes start anywhere, one copy, unmoved (see :func:`weight_gradient`)."""
+    ``(shifts, table)``. A box of the copy engine starts on 16 bytes along W (a start off
+    them stops the GPU with an illegal instruction: H100, benches/tma_offset_probe.py,
+    session 39), so the tap of offset ``o`` along W reads the copy moved by ``m = -o mod
+    (16 / element_size)`` elements (``copy[w] = grad[w - m]``) at offset ``o + m``, a whole
+    number of 16-byte units. ``shifts`` the distinct moves; ``table`` per tap of
+    convolution_taps(g) its offsets (D, H, W, the last one moved) and the index of its copy
+    in ``shifts``."""
     taps = convolution_taps(g)
-    granule = 16 // element_size if aligned else 1
+    granule = 16 // element_size
     offsets = taps.offsets[0][:taps.count[0]]
     moves = [-o[2] % granule for o in offsets]
     shifts = tuple(sorted(set(moves)))
@@ -752,8 +753,7 @@ def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width:
 
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
-                    shifted: bool = False, dtype: Optional[torch.dtype] = None,
-                    aligned: bool = True) -> torch.Tensor:
+                    shifted: bool = False, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, and its
     output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d
@@ -771,13 +771,11 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     stride-1 2-D cases' training steps on an H100, for an error of 3.0e-4 against 4.7e-4
     truncated, emulated in float64; torch's training step errs by 1.3-6.0e-3 on those cases:
     benches/NOTES.md, session 28.) The result is in ``dtype`` (``x``'s by default).
-    ``cfg`` and ``aligned`` are for experiments: not ``aligned``, the boxes of one unmoved
-    copy start anywhere along W, which Triton's interpreter refuses and the copy engine may
-    take (benches/tma_offset_probe.py asks it)."""
+    ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
-                      shifted, aligned, x.device)
+                      shifted, x.device)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
     if plan.launch:
@@ -810,7 +808,7 @@ class GradPlan(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtype,
                precision: str, cfg: Optional[GradConfig], rounded: bool, shifted: bool,
-               aligned: bool, device: torch.device) -> GradPlan:
+               device: torch.device) -> GradPlan:
     """(The output gradient's shape in the key: its descriptor's shape, made per call, must
     be the same for every launch of the plan.)"""
     from . import _triton
@@ -821,7 +819,7 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
     cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
     tf32 = dtype == torch.float32 and precision == "tf32"
     if shifted:
-        shifts, table = shifted_taps(g, element_size, aligned)
+        shifts, table = shifted_taps(g, element_size)
     else:
         shifts, table = (), convolution_taps(g).offsets[0]   # stride 1: one phase
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]

@@ -273,14 +273,6 @@ def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, siz
         assert o2 - shifts[copy] == offset[2]       # copy[w] = grad[w - m]
 
 
-def test_unaligned_taps_read_one_unmoved_copy():
-    g = Geometry((3, 5), (1, 1), (1, 2), (1, 3))
-    shifts, table = fused.shifted_taps(g, 4, aligned=False)
-    taps = fused.convolution_taps(g)
-    assert shifts == (0,) and [t[:3] for t in table] == list(taps.offsets[0][:taps.count[0]])
-    assert {t[3] for t in table} == {0} and len(fused.shifted_taps(g, 4)[0]) > 1
-
-
 @interpreted
 def test_shifted_copies_move_rows_and_fill_zeros():
     grad = torch.randn(2, 3, 5, 7)      # (N, C, H, W): copies (S N, D, H, C, W'')
@@ -762,7 +754,7 @@ def test_forget_plans_forgets_every_kept_launch_plan():
         (fused._gemm_plan, ((2, 1, 5, 7, 16), (9, 16, 16), (2, 1, 5, 7, 16), (560, 560, 112, 16, 1),
                             torch.float32, fused.transposed_taps(g), "tf32", True, True, None, cpu)),
         (fused._grad_plan, ((2, 16, 5, 7), (2, 16, 5, 7), g, torch.bfloat16, "tf32", None, False,
-                            False, True, cpu)),
+                            False, cpu)),
     ]
     for plan, args in kept:
         plan(*args)
