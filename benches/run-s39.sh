@@ -10,6 +10,10 @@
 #      against deep copies of itself, with and without gemmconv's among them, with and
 #      without the garbage collector); the bfloat16 training steps of the cases furthest
 #      below the 1.8x target, kernel by kernel (layer.py --backward).
+#   C: session 38's timer against session 39's (10 ms samples in measure.sample_order) on
+#      copies of DCGAN's channels_last steps (copies_probe.py); then every CUDA test file in
+#      parallel processes (run-s35.sh P).
+#   D: the zoo's host-bound models (DCGAN, the VAE decoder) under session 39's timer.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -29,5 +33,13 @@ B)
     layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 --backward --dtype bfloat16
     layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --dtype bfloat16
   } > $O/backward.log; cat $O/backward.log ;;
+C)
+  for v in "dcgan float32 channels_last train" "dcgan bf16-autocast channels_last train"; do
+    timeout 150 python3 benches/copies_probe.py $v 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/copies.log; done
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P ;;
+D)
+  MODELS="dcgan vae" TZ=200 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
