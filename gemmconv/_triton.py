@@ -131,11 +131,14 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
 
 
 @triton.jit
-def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
-                       BC: tl.constexpr, BP: tl.constexpr, ROUND: tl.constexpr):
+def channels_innermost(x_ptr, out_ptr, sums_ptr, channels, positions, tiles_p, tiles_c,
+                       BC: tl.constexpr, BP: tl.constexpr, ROUND: tl.constexpr,
+                       SUMS: tl.constexpr):
     """``out (N, P, C)`` = ``x (N, C, P)``, both contiguous, one ``BC`` x ``BP`` tile a
     program; rounded to TF32 where ``ROUND`` (the implicit GEMM then need not round its
-    tiles). Triton stages the tile through shared memory, so both sides move in full rows."""
+    tiles). Triton stages the tile through shared memory, so both sides move in full rows.
+    Where ``SUMS``, each program also stores its tile's sums over positions, in float32 and
+    before rounding, as row ``n tiles_p + tile`` of ``sums (N tiles_p, C)``."""
     pid = tl.program_id(0)
     tp = pid % tiles_p
     rest = pid // tiles_p
@@ -145,7 +148,11 @@ def channels_innermost(x_ptr, out_ptr, channels, positions, tiles_p, tiles_c,
     p = tp * BP + tl.arange(0, BP)
     inside = (c < channels)[:, None] & (p < positions)[None, :]
     base = sample * channels * positions
-    tile = tl.load(x_ptr + base + c.to(tl.int64)[:, None] * positions + p[None, :], mask=inside)
+    tile = tl.load(x_ptr + base + c.to(tl.int64)[:, None] * positions + p[None, :], mask=inside,
+                   other=0.0)
+    if SUMS:
+        tl.store(sums_ptr + (sample * tiles_p + tp) * channels + c,
+                 tl.sum(tile.to(tl.float32), axis=1), mask=c < channels)
     if ROUND:
         tile = round_tf32(tile)
     tl.store(out_ptr + base + p.to(tl.int64)[None, :] * channels + c[:, None], tile, mask=inside)

@@ -561,22 +561,39 @@ def channels_innermost(x: torch.Tensor, tf32: bool = False) -> torch.Tensor:
     layout; the rounding rides along, so the kernel need not round its tiles (on the H200
     12-14% of its time, results/s23/layouts.log). torch's own permuted copy moved 1.4 TB/s
     there."""
+    return _channels_innermost(x, tf32, False)[0]
+
+
+def channels_innermost_summed(x: torch.Tensor, tf32: bool = False) -> tuple:
+    """:func:`channels_innermost` of ``x``, and its sums over samples and positions
+    ``(C,)`` in float32, taken from the copy's tiles as they pass (a bias's gradient
+    without a pass of its own over ``x``), in a fixed order."""
+    return _channels_innermost(x, tf32, True)
+
+
+def _channels_innermost(x: torch.Tensor, tf32: bool, sums: bool) -> tuple:
+    """(The copy, and with ``sums`` the sums of its tiles' partials, else None.)"""
     out = x.new_empty(x.shape[0], *x.shape[2:], x.shape[1])
-    if out.numel():
-        _transpose_launch(tuple(x.shape), x.element_size(), tf32 and x.dtype == torch.float32,
-                          x.device)(x, out)
-    return out
+    if not out.numel():
+        return out, x.new_zeros(x.shape[1], dtype=torch.float32) if sums else None
+    launch = _transpose_launch(tuple(x.shape), x.element_size(), tf32 and x.dtype == torch.float32,
+                               sums, x.device)
+    tiles = x.shape[0] * launch.sizes[2]
+    partial = x.new_empty(tiles, x.shape[1], dtype=torch.float32) if sums else out   # (unread)
+    launch(x, out, partial)
+    return out, partial.sum(0) if sums else None
 
 
 @functools.lru_cache(maxsize=256)
-def _transpose_launch(shape: tuple, element_size: int, rounds: bool, device: torch.device):
+def _transpose_launch(shape: tuple, element_size: int, rounds: bool, sums: bool,
+                      device: torch.device):
     from . import _triton
     batch, channels, positions = shape[0], shape[1], math.prod(shape[2:])
     bc, bp = _transpose_tile(channels, element_size)
     tiles_p, tiles_c = -(-positions // bp), -(-channels // bc)
     return _triton.Launch(_triton.channels_innermost, (batch * tiles_c * tiles_p,),
                           (channels, positions, tiles_p, tiles_c), BC=bc, BP=bp, ROUND=rounds,
-                          num_warps=4)
+                          SUMS=sums, num_warps=4)
 
 
 def _transpose_tile(channels: int, element_size: int) -> tuple:
@@ -952,9 +969,9 @@ def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int
 def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
              need: Sequence[bool], limit: Optional[int] = None,
              fold: Optional[int] = None) -> tuple:
-    """The input and weight gradients (as ``need`` asks; None for the others) of the
-    stride-1 transposed convolution ``a`` with planar ``x (N, C_in, *grid)`` and ``grad_out
-    (N, C_out, *image)``, no columns in memory. The input gradient is the forward's kernel
+    """The input, weight and bias gradients (as ``need`` asks, its third entry absent
+    for no bias; None for the others) of the stride-1 transposed convolution ``a`` with
+    planar ``x (N, C_in, *grid)`` and ``grad_out (N, C_out, *image)``, no columns in memory. The input gradient is the forward's kernel
     over the convolution's taps (``k d - p``) with each tap's weight transposed, on a copy
     of the output gradient channels innermost, rounded to TF32 for float32; the weight
     gradient :func:`weight_gradient`, on that copy in 16-bit types, on copies moved along W
@@ -962,7 +979,9 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     would pass ``limit`` bytes, chunks of whole samples (at least one) whose copies fit, the
     weight gradient summed over them in order. Where the output channels are few
     (:func:`folded_taps`; ``fold`` for tests), both gradients reduce over
-    :func:`folded_rows` instead, W's taps folded into the channels."""
+    :func:`folded_rows` instead, W's taps folded into the channels. The bias gradient
+    comes from the channels-innermost copy's sums (:func:`channels_innermost_summed`)
+    where that copy is made, else it is None: the caller sums ``grad_out`` itself."""
     grad_out, x = grad_out.contiguous(), x.contiguous()
     wide = x.dtype == torch.float32
     if fold is None:
@@ -973,6 +992,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = None
+    copies = fold == 1 and (need[0] or not shifted and need[1])   # channels innermost
+    sums = [] if copies and len(need) > 2 and need[2] else None
     with _on(x.device):
         for first in range(0, a.batch, step):
             g, xs = grad_out[first:first + step], x[first:first + step]
@@ -980,8 +1001,10 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
             if fold > 1:
                 rows = folded_rows(g, a.geometry, x.shape[-1])
                 rows = round_tf32(rows) if wide else rows
-            elif need[0] or not shifted and need[1]:
-                rows = channels_innermost(g, wide)
+            elif copies:
+                rows, part = _channels_innermost(g, wide, sums is not None)
+                if sums is not None:
+                    sums.append(part)
             if need[0]:
                 implicit_gemm(rows, weights, None, convolution_taps(geometry),
                               grad_input[first:first + step].movedim(1, -1), round_input=False)
@@ -994,7 +1017,10 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     if need[1]:
         grad_weight = (weight.new_zeros(weight.shape) if grad_weight is None
                        else grad_weight.to(x.dtype))
-    return grad_input, grad_weight
+    grad_bias = None if sums is None else (
+        sum(sums[1:], sums[0]) if sums else grad_out.new_zeros(a.out_channels, dtype=torch.float32)
+    ).to(grad_out.dtype)
+    return grad_input, grad_weight, grad_bias
 
 
 def forget_plans() -> None:

@@ -844,9 +844,11 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
 def _fused_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                     a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     """The gradients of call ``a`` asked for by ``need`` by the fused kernels (fused.py)."""
-    grad_input, grad_weight = fused.backward(grad_out, x, weight, a, need, _workspace_limit)
+    grad_input, grad_weight, grad_bias = fused.backward(grad_out, x, weight, a, need,
+                                                        _workspace_limit)
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-    grad_bias = _bias_grad(grad_out, False) if need[2] else empty()
+    if grad_bias is None:
+        grad_bias = _bias_grad(grad_out, False) if need[2] else empty()
     return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
 
 

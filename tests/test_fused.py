@@ -144,6 +144,26 @@ def test_channels_innermost_copies_planar_tensors_and_rounds_on_the_way(shape, d
 
 
 @interpreted
+@pytest.mark.parametrize("shape,dtype,tf32", [
+    ((3, 40, 7, 37), torch.float32, True), ((2, 8, 300), torch.float32, False),
+    ((1, 136, 5, 3, 4), torch.bfloat16, False), ((2, 16, 129), torch.float16, False),
+    ((0, 8, 5, 6), torch.float32, True)])
+def test_channels_innermost_summed_sums_channels_before_rounding(shape, dtype, tf32):
+    """The copy as channels_innermost makes it, and the sums over samples and positions of
+    ``x`` as it was (unrounded), in float32: a bias's gradient (partial tiles included)."""
+    x = (torch.randn(shape, generator=generator(str(shape), "sums")) * 100).to(dtype)
+    got, sums = fused.channels_innermost_summed(x, tf32)
+    assert torch.equal(got, fused.channels_innermost(x, tf32))
+    rows = x.double().transpose(0, 1).reshape(shape[1], -1)
+    want, scale = rows.sum(1), rows.abs().sum(1).clamp(min=1)
+    assert sums.dtype == torch.float32 and sums.shape == (shape[1],)
+    assert ((sums.double() - want).abs() / scale).max() < 1e-6
+    if tf32 and shape[0]:   # the rounded copy's sums are further off: the sums came first
+        rounded = got.double().reshape(-1, shape[1]).sum(0)
+        assert ((rounded - want).abs() / scale).max() > 1e-5
+
+
+@interpreted
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
     case = _aligned(cases.BENCH[0].scaled(256))
@@ -311,7 +331,31 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     x, w, a, grad_out, ref = _tf32_backward_problem(case, "backward", "gb")
     got = fused.backward(grad_out, x, w, a, (True, True))
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
-    assert fused.backward(grad_out, x, w, a, (False, True))[0] is None
+    assert got[2] is None and fused.backward(grad_out, x, w, a, (False, True))[0] is None
+
+
+@interpreted
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("need", [(True, True, True), (True, False, True), (False, True, True)])
+def test_fused_backward_sums_the_bias_gradient_from_its_copy(dtype, need):
+    """With the bias asked for, fused.backward sums it from the output gradient's
+    channels-innermost copy where it makes one (the input gradient's, or the 16-bit weight
+    gradient's), unrounded, chunk by chunk; where it makes none (float32's weight gradient
+    alone reads the moved copies), it leaves the bias to the caller."""
+    case = cases._c("bias", 5, 8, 24, (3, 2), (4, 6), padding=(1, 0))   # 48 bytes: unfolded
+    x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "bias")))
+    a = case_args(case, x, w, None)
+    assert fused.folded_taps(a.geometry, 24, x.element_size()) == 1
+    grad_out = (torch.randn(5, 24, *a.image, generator=generator(case.name, "gb")) * 10).to(dtype)
+    want = grad_out.double().sum((0, 2, 3))
+    one = fused.backward_workspace(a, x.element_size(), 1) * x.element_size()
+    for limit in (None, 2 * one):   # in one chunk, then in chunks of two samples
+        got = fused.backward(grad_out, x, w, a, need, limit=limit)
+        if dtype == torch.float32 and not need[0]:
+            assert got[2] is None
+            continue
+        tolerance = 1e-6 if dtype == torch.float32 else 8e-3
+        assert got[2].dtype == dtype and rel_error(got[2], want) < tolerance
 
 
 @interpreted
@@ -324,6 +368,26 @@ def test_fused_backward_with_w_taps_folded_into_the_channels_gives_both_gradient
     x, w, a, grad_out, ref = _tf32_backward_problem(case, "folded", "gf")
     got = fused.backward(grad_out, x, w, a, (True, True), fold=case.kernel_size[-1])
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
+
+
+@interpreted
+@pytest.mark.parametrize("dtype,need,summed", [
+    (torch.float32, [True, True, True], False), (torch.bfloat16, [False, True, True], False),
+    (torch.float32, [False, True, True], True)])
+def test_fused_route_sums_the_bias_gradient_once(monkeypatch, dtype, need, summed):
+    """The fused route's backward takes the bias gradient from the copy's sums, with no
+    pass of its own over the output gradient, but where no copy is made (``summed``)."""
+    case = cases._c("bias-once", 2, 8, 24, (3, 3), (5, 6), padding=1)
+    x, w, b = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "once")))
+    a = case_args(case, x, w, b)
+    grad_out = torch.randn(2, 24, *a.image, generator=generator(case.name, "go")).to(dtype)
+    passes = []
+    inner = ops._bias_grad
+    monkeypatch.setattr(ops, "_bias_grad", lambda *args: passes.append(1) or inner(*args))
+    got = ops._fused_backward(grad_out, x, w, a, need)
+    assert rel_error(got[2], grad_out.double().sum((0, 2, 3))) < (1e-6 if dtype == torch.float32
+                                                                   else 8e-3)
+    assert len(passes) == summed
 
 
 @pytest.mark.parametrize("kernel,padding,dilation,width,image", [
@@ -408,8 +472,9 @@ def test_weight_gradient_splits_sum_at_most_a_chain_on_the_tensor_cores(boxes, t
 def test_fused_backward_of_an_empty_batch_gives_zero_weight_gradient():
     x, w = torch.randn(0, 4, 5, 6), torch.randn(4, 8, 3, 3)
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, 1, 1, 0, 1, 1)
-    grad_x, grad_w = fused.backward(torch.randn(0, 8, 5, 6), x, w, a, (True, True))
+    grad_x, grad_w, grad_b = fused.backward(torch.randn(0, 8, 5, 6), x, w, a, (True, True, True))
     assert grad_x.shape == x.shape and torch.equal(grad_w, torch.zeros_like(w))
+    assert torch.equal(grad_b, torch.zeros(8))
 
 
 def test_weight_gradient_refuses_taps_it_cannot_group():
@@ -748,7 +813,7 @@ def test_forget_plans_forgets_every_kept_launch_plan():
     cpu = torch.device("cpu")
     g = Geometry((3, 3), (1, 1), (1, 1), (1, 1))
     kept = [
-        (fused._transpose_launch, ((2, 16, 5, 7), 4, True, cpu)),
+        (fused._transpose_launch, ((2, 16, 5, 7), 4, True, False, cpu)),
         (fused._pitched_launch, (10, 5, 8, cpu)),
         (fused._shifted_launch, ((0, 3), 10, 16, 1, 5, 12, True, cpu)),
         (fused._gemm_plan, ((2, 1, 5, 7, 16), (9, 16, 16), (2, 1, 5, 7, 16), (560, 560, 112, 16, 1),
