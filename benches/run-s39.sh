@@ -14,6 +14,8 @@
 #      copies of DCGAN's channels_last steps (copies_probe.py); then every CUDA test file in
 #      parallel processes (run-s35.sh P).
 #   D: the zoo's host-bound models (DCGAN, the VAE decoder) under session 39's timer.
+#   E: the fused backward's bias gradient from its copy: bias_probe.py (before / now, torch
+#      alongside); the fused, graph, replay and reuse CUDA tests; the training tables.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -41,5 +43,14 @@ C)
   rm -rf $OUT/P ;;
 D)
   MODELS="dcgan vae" TZ=200 bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+E)
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  timeout 150 python3 benches/bias_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/bias.log
+  TT=200 t fused tests/test_cuda_fused.py &
+  TT=200 t graphs tests/test_cuda_graphs.py tests/test_cuda_replay.py &
+  TT=200 t reuse tests/test_cuda_reuse.py &
+  summary
+  timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A21 "^case" $O/bench-train.log
+  timeout 120 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A21 "^case" $O/bench-train-bf16.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
