@@ -340,8 +340,9 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
 def test_fused_backward_sums_the_bias_gradient_from_its_copy(dtype, need):
     """With the bias asked for, fused.backward sums it from the output gradient's
     channels-innermost copy where it makes one (the input gradient's, or the 16-bit weight
-    gradient's), unrounded, chunk by chunk; where it makes none (float32's weight gradient
-    alone reads the moved copies), it leaves the bias to the caller."""
+    gradient's; folded rows are made from it too), unrounded, chunk by chunk; where it
+    makes none (float32's weight gradient alone reads the moved copies), it leaves the bias
+    to the caller."""
     case = cases._c("bias", 5, 8, 24, (3, 2), (4, 6), padding=(1, 0))   # 48 bytes: unfolded
     x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "bias")))
     a = case_args(case, x, w, None)
@@ -366,8 +367,10 @@ def test_fused_backward_with_w_taps_folded_into_the_channels_gives_both_gradient
     float32, which the interpreter multiplies exactly): equal to float64's on the operands
     rounded to TF32, as unfolded."""
     x, w, a, grad_out, ref = _tf32_backward_problem(case, "folded", "gf")
-    got = fused.backward(grad_out, x, w, a, (True, True), fold=case.kernel_size[-1])
+    got = fused.backward(grad_out, x, w, a, (True, True, True), fold=case.kernel_size[-1])
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
+    dims = (0, *range(2, grad_out.dim()))   # the bias from the copy's sums, unrounded
+    assert rel_error(got[2], grad_out.double().sum(dims)) < 1e-6
 
 
 @interpreted
@@ -390,20 +393,24 @@ def test_fused_route_sums_the_bias_gradient_once(monkeypatch, dtype, need, summe
     assert len(passes) == summed
 
 
+@pytest.mark.parametrize("outer", [(), (3,), (2, 3)])
 @pytest.mark.parametrize("kernel,padding,dilation,width,image", [
     (7, 0, 1, 64, 70), (3, 1, 2, 9, 11), (5, 6, 1, 4, 1), (2, 0, 3, 5, 8), (4, 2, 1, 3, 4)])
-def test_folded_rows_hold_each_tap_along_w(kernel, padding, dilation, width, image):
+def test_folded_rows_hold_each_tap_along_w(kernel, padding, dilation, width, image, outer):
     """Row w of folded_rows holds, tap t by tap, the output gradient's channels at
-    w + t d - p, zero outside it."""
-    g = Geometry((kernel,), (1,), (padding,), (dilation,))
-    grad = torch.randn(2, 3, image, generator=generator("folded-rows", kernel, padding), dtype=torch.float64)
-    rows = fused.folded_rows(grad, g, width)
-    assert rows.shape == (2, width, kernel * 3) and rows.is_contiguous()
+    w + t d - p, zero outside it, in 1-D, 2-D and 3-D (the dims before W unchanged)."""
+    nd = len(outer) + 1
+    g = Geometry((2,) * (nd - 1) + (kernel,), (1,) * nd, (1,) * (nd - 1) + (padding,),
+                 (1,) * (nd - 1) + (dilation,))   # (the other dims' taps stay unfolded)
+    grad = torch.randn(2, 3, *outer, image, generator=generator("folded-rows", kernel, padding),
+                       dtype=torch.float64)
+    rows = fused.folded_rows(grad.movedim(1, -1).contiguous(), g, width)
+    assert rows.shape == (2, *outer, width, kernel * 3) and rows.is_contiguous()
     for w in range(width):
         for t in range(kernel):
             j = w + t * dilation - padding
-            want = grad[:, :, j] if 0 <= j < image else torch.zeros(2, 3, dtype=torch.float64)
-            assert torch.equal(rows[:, w, t * 3:(t + 1) * 3], want), (w, t)
+            want = grad[..., j].movedim(1, -1) if 0 <= j < image else 0 * rows[..., 0, :3]
+            assert torch.equal(rows[..., w, t * 3:(t + 1) * 3], want), (w, t)
 
 
 def test_folded_weights_and_gradient_lay_w_taps_out_alike():
