@@ -16,6 +16,8 @@
 #   D: the zoo's host-bound models (DCGAN, the VAE decoder) under session 39's timer.
 #   E: the fused backward's bias gradient from its copy: bias_probe.py (before / now, torch
 #      alongside); the fused, graph, replay and reuse CUDA tests; the training tables.
+#   F: folded_rows by the interleaved im2col: test_cuda_fused and test_cuda; the bfloat16
+#      steps of 3d-3x5x7 (folded) and 2d-3x7-512 kernel by kernel.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary
@@ -52,5 +54,14 @@ E)
   summary
   timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A21 "^case" $O/bench-train.log
   timeout 120 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A21 "^case" $O/bench-train-bf16.log ;;
+F)
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  TT=280 t fused tests/test_cuda_fused.py &
+  TT=300 t cuda tests/test_cuda.py &
+  summary
+  {
+    layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --dtype bfloat16
+    layer "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 --backward --dtype bfloat16
+  } > $O/backward.log; cat $O/backward.log ;;
 *) bash benches/run-s35.sh "$@" ;;
 esac
