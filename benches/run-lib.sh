@@ -14,3 +14,5 @@ summary() {   # once the background tests end: their counts, and each process's 
   wait
   cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
 }
+# One layer kernel by kernel, torch against ours (benches/layer.py): layer LAYER --input ...
+layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }

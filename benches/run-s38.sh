@@ -22,8 +22,7 @@
 #   L: the tables on the same H200 (run-s35.sh G; the call ran that line inline).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, depthwise_tests, summary
-layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
 case "$1" in
 A)
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader

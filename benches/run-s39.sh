@@ -20,8 +20,7 @@
 #      steps of 3d-3x5x7 (folded) and 2d-3x7-512 kernel by kernel.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, depthwise_tests, summary
-layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
 case "$1" in
 A)
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
