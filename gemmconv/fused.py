@@ -969,8 +969,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
              fold: Optional[int] = None) -> tuple:
     """The input, weight and bias gradients (as ``need`` asks, its third entry absent
     for no bias; None for the others) of the stride-1 transposed convolution ``a`` with
-    planar ``x (N, C_in, *grid)`` and ``grad_out (N, C_out, *image)``, no columns in memory. The input gradient is the forward's kernel
-    over the convolution's taps (``k d - p``) with each tap's weight transposed, on a copy
+    planar ``x (N, C_in, *grid)`` and ``grad_out (N, C_out, *image)``, no columns in
+    memory. The input gradient is the forward's kernel over the convolution's taps (``k d - p``) with each tap's weight transposed, on a copy
     of the output gradient channels innermost, rounded to TF32 for float32; the weight
     gradient :func:`weight_gradient`, on that copy in 16-bit types, on copies moved along W
     in float32 (its 32-bit tiles must lie along positions). Where the copies of all samples
@@ -989,17 +989,17 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
     grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
-    grad_weight = None
+    grad_weight = grad_bias = None
     copies = need[0] or not shifted and need[1]   # the output gradient channels innermost
-    sums = [] if copies and len(need) > 2 and need[2] else None
+    summed = copies and len(need) > 2 and need[2]
     with _on(x.device):
         for first in range(0, a.batch, step):
             g, xs = grad_out[first:first + step], x[first:first + step]
             rows = None
             if copies:
-                rows, part = _channels_innermost(g, wide, sums is not None)
-                if sums is not None:
-                    sums.append(part)
+                rows, sums = _channels_innermost(g, wide, summed)
+                if summed:
+                    grad_bias = sums if grad_bias is None else grad_bias.add_(sums)
                 if fold > 1:
                     rows = folded_rows(rows, a.geometry, x.shape[-1])
             if need[0]:
@@ -1014,9 +1014,9 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     if need[1]:
         grad_weight = (weight.new_zeros(weight.shape) if grad_weight is None
                        else grad_weight.to(x.dtype))
-    grad_bias = None if sums is None else (
-        sum(sums[1:], sums[0]) if sums else grad_out.new_zeros(a.out_channels, dtype=torch.float32)
-    ).to(grad_out.dtype)
+    if summed:
+        grad_bias = (grad_out.new_zeros(a.out_channels) if grad_bias is None
+                     else grad_bias.to(grad_out.dtype))
     return grad_input, grad_weight, grad_bias
 
 

@@ -34,8 +34,10 @@ Sample = Union[torch.Tensor, Sequence[torch.Tensor]]
 # GPU, a call's host work before its first kernel adds to it in full, and sub-millisecond
 # models spread by up to 15% between two runs of one and the same model (H200, the model
 # zoo's DCGAN); in a row, each call's host work overlaps the GPU's work on the one before,
-# as in a training loop. At 2 ms a sample (one call of DCGAN's step), deep copies of one
-# model timed 0.93-1.07x of each other (H100, benches/copies_probe.py, session 39).
+# as in a training loop. Deep copies of the zoo's small DCGAN on the CPU timed within 1.2%
+# of each other at 10 ms a sample, within 36% at 2 ms; on an H100 its host-bound steps
+# spread by 7-11% at either (slow phases of the host longer than a sample;
+# benches/copies_probe.py, session 39).
 MIN_SAMPLE_MS = 10.0
 
 
@@ -64,12 +66,11 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
            back_to_back: bool = False) -> dict:
     """Median milliseconds a call of each of ``fns`` (a dict of calls), after ``warmup``
     calls of each: CUDA events on a GPU, the wall clock on the CPU. The calls are timed in
-    turns, one sample of each per round, so that drift in clocks, caches and the allocator
-    falls on all of them alike (timed one after the other, two runs of one and the same
-    model differed by 10% on the H200). A sample is one call from an idle GPU, or with
+    turns (:func:`sample_order`), so that drift in clocks, caches and the allocator falls on
+    all of them alike (timed one after the other, two runs of one and the same model
+    differed by 10% on the H200). A sample is one call from an idle GPU, or with
     ``back_to_back`` the steady state of a loop of them: one untimed call, then as many
-    calls in a row as fill MIN_SAMPLE_MS (from the warmup's last call). The samples are
-    taken in :func:`sample_order`."""
+    calls in a row as fill MIN_SAMPLE_MS (from the warmup's last call)."""
     cuda = device.type == "cuda"
 
     def sample(fn: Callable[[], object], calls: int) -> float:
