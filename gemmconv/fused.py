@@ -937,18 +937,17 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
                        samples: Optional[int] = None) -> int:
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
-    (all by default): the output gradient channels innermost (or padded along W and its
-    rows folded, :func:`folded_rows`), in float32 its copies moved along W too, and the
-    input's where its rows do not start on 16 bytes."""
+    (all by default): the output gradient channels innermost (and its rows folded,
+    :func:`folded_rows`), in float32 its copies moved along W too, and the input's where
+    its rows do not start on 16 bytes. (The bias's partial sums, at most a 64th of the
+    first copy, are not counted.)"""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
     rows = n * a.out_channels * math.prod(image)
     fold = folded_taps(a.geometry, a.out_channels, element_size)
-    if fold > 1:   # folded_rows: the output gradient padded along W, then its rows
-        g = a.geometry
-        span = grid[-1] + (fold - 1) * g.dilation[-1]
-        rows = n * a.out_channels * math.prod(image[:-1]) * (span + fold * grid[-1])
+    if fold > 1:   # the copy channels innermost, then its rows folded
+        rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
     pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
     copies = rows + (pitched if grid[-1] % granule else 0)
     if element_size != 4:

@@ -144,12 +144,12 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     assert wide.route != ops.FUSED_ROUTE and wide.backward.startswith("the fused kernels")
     assert wide.backward_workspace_bytes == 16 * 64 * 64 ** 3 * 2
     assert "backward: the fused kernels" in str(wide)
-    # 16 channels: W's 5 taps folded into them (the output gradient padded along W, then
-    # its rows); with one tap along W, nothing to fold, and the column routes
+    # 16 channels: W's 5 taps folded into them (the output gradient channels innermost,
+    # then its rows); with one tap along W, nothing to fold, and the column routes
     narrow = gemmconv.explain(volume, torch.empty(32, 16, 3, 5, 5, device="meta", dtype=torch.bfloat16),
                               padding=(1, 2, 2))
     assert "W's 5 taps folded into its channels" in narrow.backward
-    assert narrow.backward_workspace_bytes == 16 * 16 * 64 * 64 * (68 + 5 * 64) * 2
+    assert narrow.backward_workspace_bytes == 16 * 16 * 64 * 64 * (64 + 5 * 64) * 2
     flat = gemmconv.explain(volume, torch.empty(32, 16, 3, 5, 1, device="meta", dtype=torch.bfloat16),
                             padding=(1, 2, 0))
     assert "not the fused kernels: the cost model" in flat.backward
