@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 40's device calls (outputs under $OUT/<call>; logs kept in benches/results/s40/).
+# Modes of run-s35.sh (P: every CUDA test in parallel processes; G: the tables; Z: the zoo,
+# $MODELS) run through it.
+#   A: every CUDA test file on session 39's code (changes 122, 123 never ran on an H200).
+#   B: the four tables (forward NCHW and channels_last, training float32 and bfloat16).
+#   C, D: the zoo, in two halves.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
+case "$1" in
+A)
+  nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P ;;
+B)
+  nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt
+  bash benches/run-s35.sh G | tee $O/G.txt; cp $OUT/G/*.log $O/; rm -rf $OUT/G ;;
+C)
+  nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+  MODELS="${MODELS:-dcgan vae hifigan fcn32s}" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+D)
+  nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+  MODELS="${MODELS:-depthwise unet2d unet3d}" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+esac
