@@ -5,6 +5,8 @@
 #   A: every CUDA test file on session 39's code (changes 122, 123 never ran on an H200).
 #   B: the four tables (forward NCHW and channels_last, training float32 and bfloat16).
 #   C, D: the zoo, in two halves.
+#   E: B's forward 2d-3x7-512 read 4.608 ms (s38's H100: 2.818): session 39's start
+#      (scratch/base, carried) against now, its table row and its kernels; then C's zoo.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
@@ -23,4 +25,15 @@ C)
 D)
   nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
   MODELS="${MODELS:-depthwise unet2d unet3d}" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+E)
+  nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+  for i in 1 2; do for code in scratch/base .; do
+    echo "== $code" | tee -a $O/case.log
+    PYTHONPATH=$code timeout 60 python3 -m gemmconv bench --case 2d-3x7-512 2>&1 | grep -A3 "^case" | tail -1 | tee -a $O/case.log
+  done; done
+  for code in scratch/base .; do
+    echo "== $code" >> $O/layer.log
+    PYTHONPATH=$code timeout 60 python3 benches/layer.py "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 2>&1 | grep -v "Warn\|_warn_once" | head -30 >> $O/layer.log
+  done; cat $O/layer.log
+  MODELS="${MODELS:-dcgan vae fcn32s}" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
 esac
