@@ -5,6 +5,7 @@
 #   A: every CUDA test file on session 39's code (changes 122, 123 never ran on an H200).
 #   B: the four tables (forward NCHW and channels_last, training float32 and bfloat16).
 #   C, D: the zoo, in two halves.
+#   F: the two-row forward kernel against the one-row kernel and cuDNN (rows_probe.py).
 #   E: B's forward 2d-3x7-512 read 4.608 ms (s38's H100: 2.818): session 39's start
 #      (scratch/base, carried) against now, its table row and its kernels; then C's zoo.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -36,4 +37,8 @@ E)
     PYTHONPATH=$code timeout 60 python3 benches/layer.py "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 2>&1 | grep -v "Warn\|_warn_once" | head -30 >> $O/layer.log
   done; cat $O/layer.log
   MODELS="${MODELS:-dcgan vae fcn32s}" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z ;;
+F)
+  nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+  for o in "" "--dtype bfloat16" "--planar"; do
+    timeout 170 python3 benches/rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done ;;
 esac

@@ -131,6 +131,76 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
 
 
 @triton.jit
+def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
+                       batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
+                       c_in, c_out, columns, top, spacing,
+                       tiles_b, tiles0, tiles1, tiles2, tiles_n,
+                       BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
+                       BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
+                       ROUND: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+    """:func:`implicit_gemm` at stride 1 for two output rows a program, ``spacing`` apart
+    along H: tap ``h`` of a column of taps reads input row ``y + top - h spacing`` for
+    output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row ``y``'s tap
+    ``h`` reads. Each box is loaded once for both rows: ``KH + 1`` boxes serve ``2 KH``
+    products, where one row a program loads a box a product; the copy into shared memory
+    bounds the one-row kernel (benches/NOTES.md, session 39). ``x_desc``: the input ``(N,
+    D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column of taps its
+    offsets along D and W; ``index (columns, KH)`` its taps' weight matrices, ``h`` order."""
+    BM: tl.constexpr = BB * B0 * B2
+    pid = tl.program_id(0)
+    n_block = pid % tiles_n
+    rest = pid // tiles_n
+    t2 = rest % tiles2
+    rest = rest // tiles2
+    t1 = rest % tiles1
+    rest = rest // tiles1
+    t0 = rest % tiles0
+    first = (rest // tiles0) * BB
+    # Rows y and y + spacing, y in the first half of a run of 2 spacing rows.
+    y = (t1 // spacing) * 2 * spacing + t1 % spacing
+    q0, q2, co = t0 * B0, t2 * B2, n_block * BN
+
+    chunks = tl.cdiv(c_in, BK)
+    near = tl.zeros((BM, BN), dtype=tl.float32)   # row y
+    far = tl.zeros((BM, BN), dtype=tl.float32)    # row y + spacing
+    for i in range(columns * chunks):
+        column = i // chunks
+        kc = (i - column * chunks) * BK
+        o0 = tl.load(columns_ptr + column * 2)
+        o2 = tl.load(columns_ptr + column * 2 + 1)
+        # Box j: input row y + top - (j - 1) spacing, row y's tap j - 1 and row y + spacing's tap j.
+        for j in tl.static_range(KH + 1):
+            a = x_desc.load([first, q0 + o0, y + top - (j - 1) * spacing, q2 + o2, kc]).reshape(BM, BK)
+            if ROUND:
+                a = round_tf32(a)
+            if j > 0:
+                near = tl.dot(a, w.T, near, input_precision=PRECISION)
+            if j < KH:
+                w = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)
+                far = tl.dot(a, w.T, far, input_precision=PRECISION)
+
+    rows = tl.arange(0, BM)
+    y2 = q2 + rows % B2
+    y0 = q0 + (rows // B2) % B0
+    sample = first + rows // (B2 * B0)
+    chans = co + tl.arange(0, BN)
+    if HAS_BIAS:
+        b = tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
+        near += b
+        far += b
+    y1 = y + tl.zeros_like(rows)
+    where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
+             + y1.to(tl.int64) * out_s1 + y2 * out_s2)
+    keep = (sample < batch) & (y0 < image0) & (y2 < image2)
+    cols = (chans.to(tl.int64) * out_sc)[None, :]
+    inside = (chans < c_out)[None, :]
+    tl.store(out_ptr + where[:, None] + cols, near.to(out_ptr.dtype.element_ty),
+             mask=(keep & (y1 < image1))[:, None] & inside)
+    tl.store(out_ptr + (where + spacing * out_s1)[:, None] + cols,
+             far.to(out_ptr.dtype.element_ty), mask=(keep & (y1 + spacing < image1))[:, None] & inside)
+
+
+@triton.jit
 def channels_innermost(x_ptr, out_ptr, sums_ptr, channels, positions, tiles_p, tiles_c,
                        BC: tl.constexpr, BP: tl.constexpr, ROUND: tl.constexpr,
                        SUMS: tl.constexpr):

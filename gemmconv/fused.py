@@ -144,12 +144,14 @@ def shifted_box(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -
 
 class Config(NamedTuple):
     """Tile of a launch: ``box`` (samples, D, H, W) of phase positions (their product the
-    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages."""
+    GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages;
+    ``rows`` 2 for two rows along H a program (:func:`row_columns`; the box one row high)."""
     box: tuple
     bk: int
     bn: int
     warps: int
     stages: int
+    rows: int = 1
 
 
 def _pow2(n: int) -> int:
@@ -250,6 +252,30 @@ def _table_tensor(taps: Taps, device: torch.device) -> tuple:
             torch.tensor(taps.count, dtype=torch.int32, device=device))
 
 
+@functools.lru_cache(maxsize=256)
+def row_columns(taps: Taps) -> Optional[tuple]:
+    """The taps of a single phase as columns along H, for the kernel of two output rows a
+    program (``_triton.implicit_gemm_rows``): ``(top, spacing, columns, index)``, where
+    every column (its offsets along D and W in ``columns``) has the same ``KH >= 2`` taps
+    along H, tap ``h`` at offset ``top - h spacing`` (``spacing > 0``), its weight matrix
+    ``index[column][h]``. None where the taps do not form such columns (strides)."""
+    if len(taps.count) != 1:
+        return None
+    by_column: dict = {}
+    for (o0, o1, o2), i in zip(taps.offsets[0][:taps.count[0]], taps.index[0]):
+        by_column.setdefault((o0, o2), []).append((o1, i))
+    along_h = [sorted(taps_, reverse=True) for taps_ in by_column.values()]
+    heights = {tuple(o for o, _ in col) for col in along_h}
+    if len(heights) != 1:
+        return None
+    height, = heights
+    steps = {a - b for a, b in zip(height, height[1:])}
+    if len(height) < 2 or len(steps) != 1 or min(steps) <= 0:
+        return None
+    return (height[0], steps.pop(), tuple(by_column),
+            tuple(tuple(i for _, i in col) for col in along_h))
+
+
 def _dense(shape: Sequence[int]) -> list:
     return [math.prod(shape[d + 1:]) for d in range(len(shape))]
 
@@ -311,6 +337,9 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
     x_dims, w_dims = [batch, *grid, c_in], list(w_shape)
     x_layout = (x_dims, _dense(x_dims), [*cfg.box, cfg.bk])
     w_layout = (w_dims, _dense(w_dims), [1, cfg.bn, cfg.bk])
+    if cfg.rows == 2:
+        return _rows_plan(x_layout, w_layout, image, out_strides, c_in, c_out, taps, cfg,
+                          precision, rounds, has_bias, device)
     programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
     if programs == 0:
         return GemmPlan(x_layout, w_layout, (), None)
@@ -322,6 +351,30 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
         B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, ROUND=rounds, HAS_BIAS=has_bias,
         PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
     return GemmPlan(x_layout, w_layout, _table_tensor(taps, device), launch)
+
+
+def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tuple, c_in: int,
+               c_out: int, taps: Taps, cfg: Config, precision: str, rounds: bool,
+               has_bias: bool, device: torch.device) -> GemmPlan:
+    """:func:`_gemm_plan` for ``cfg.rows`` 2: programs over pairs of rows ``spacing`` apart."""
+    from . import _triton
+    top, spacing, columns, index = row_columns(taps)
+    assert cfg.box[2] == 1, "a box one row high"
+    batch = x_layout[0][0]
+    tiles = _tiles(batch, image, cfg.box)
+    tiles[2] = spacing * -(-image[1] // (2 * spacing))
+    tiles_n = -(-c_out // cfg.bn)
+    programs = math.prod(tiles) * tiles_n
+    if programs == 0:
+        return GemmPlan(x_layout, w_layout, (), None)
+    sizes = (batch, *image, out_strides[0], *_padded(out_strides[1:-1], 0), out_strides[-1],
+             c_in, c_out, len(columns), top, spacing, *tiles, tiles_n)
+    launch = _triton.Launch(
+        _triton.implicit_gemm_rows, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
+        B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, KH=len(index[0]), ROUND=rounds,
+        HAS_BIAS=has_bias, PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
+    return GemmPlan(x_layout, w_layout, (_int_tensor(columns, device), _int_tensor(index, device)),
+                    launch)
 
 
 # The calls where the fused route beat the routes with columns in memory on the H200
