@@ -10,6 +10,7 @@ its rate, and its output's largest difference from the one-row kernel's.
 With --planar: the input copied channels innermost beforehand and the output written planar,
 as the NCHW forward and the training step's input gradient run.
 """
+import argparse
 import math
 import sys
 
@@ -29,10 +30,12 @@ TILES = [(128, 4, 2), (128, 4, 3), (128, 8, 2), (128, 8, 3), (64, 4, 3), (64, 4,
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    dtype = torch.bfloat16 if "bfloat16" in sys.argv else torch.float32
-    planar = "--planar" in sys.argv
-    names = args[0].split(",") if args else NAMES
+    parser = argparse.ArgumentParser()
+    parser.add_argument("cases", nargs="?", default=",".join(NAMES))
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--planar", action="store_true")
+    opts = parser.parse_args()
+    dtype, planar, names = getattr(torch, opts.dtype), opts.planar, opts.cases.split(",")
     print(torch.cuda.get_device_name(), dtype, "planar" if planar else "channels_last", flush=True)
     for case in (c for c in cases.BENCH if c.name in names):
         x, w, b = case.tensors(dtype, "cuda")

@@ -6,6 +6,8 @@
 #   B: the four tables (forward NCHW and channels_last, training float32 and bfloat16).
 #   C, D: the zoo, in two halves.
 #   F: the two-row forward kernel against the one-row kernel and cuDNN (rows_probe.py).
+#   G: the two-row kernel in float32 by default: rows_probe.py in bfloat16; test_cuda_fused,
+#      _channels_last, _graphs; the float32 tables (forward both layouts, training).
 #   E: B's forward 2d-3x7-512 read 4.608 ms (s38's H100: 2.818): session 39's start
 #      (scratch/base, carried) against now, its table row and its kernels; then C's zoo.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -41,4 +43,16 @@ F)
   nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
   for o in "" "--dtype bfloat16" "--planar"; do
     timeout 170 python3 benches/rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done ;;
+G)
+  nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+  for o in "--dtype bfloat16" "--dtype bfloat16 --planar"; do
+    timeout 150 python3 benches/rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done
+  TT=300 t fused tests/test_cuda_fused.py &
+  TT=300 t cl tests/test_cuda_channels_last.py &
+  TT=300 t graphs tests/test_cuda_graphs.py &
+  summary
+  timeout 60 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 70 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  rm -f $O/all.txt ;;
 esac

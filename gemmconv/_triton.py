@@ -131,6 +131,14 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
 
 
 @triton.jit
+def _row_box(x_desc, start, BM: tl.constexpr, BK: tl.constexpr, ROUND: tl.constexpr):
+    a = x_desc.load(start).reshape(BM, BK)
+    if ROUND:
+        a = round_tf32(a)
+    return a
+
+
+@triton.jit
 def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
                        batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
                        c_in, c_out, columns, top, spacing,
@@ -168,13 +176,15 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
         kc = (i - column * chunks) * BK
         o0 = tl.load(columns_ptr + column * 2)
         o2 = tl.load(columns_ptr + column * 2 + 1)
-        # Box j: input row y + top - (j - 1) spacing, row y's tap j - 1 and row y + spacing's tap j.
-        for j in tl.static_range(KH + 1):
-            a = x_desc.load([first, q0 + o0, y + top - (j - 1) * spacing, q2 + o2, kc]).reshape(BM, BK)
-            if ROUND:
-                a = round_tf32(a)
-            if j > 0:
-                near = tl.dot(a, w.T, near, input_precision=PRECISION)
+        # Box j (input row y + top - (j - 1) spacing) meets row y's tap j - 1 and row
+        # y + spacing's tap j; each tap's matrix is loaded once, for the far row first.
+        a = _row_box(x_desc, [first, q0 + o0, y + top + spacing, q2 + o2, kc], BM, BK, ROUND)
+        w = w_desc.load([tl.load(index_ptr + column * KH), co, kc]).reshape(BN, BK)
+        far = tl.dot(a, w.T, far, input_precision=PRECISION)
+        for j in tl.static_range(1, KH + 1):
+            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - 1) * spacing, q2 + o2, kc],
+                         BM, BK, ROUND)
+            near = tl.dot(a, w.T, near, input_precision=PRECISION)
             if j < KH:
                 w = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)
                 far = tl.dot(a, w.T, far, input_precision=PRECISION)

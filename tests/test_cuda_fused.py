@@ -72,6 +72,42 @@ def test_fused_route_matches_float64(monkeypatch, launches, case, mode, layout):
     check_against_float64(case, leaves, precision, tolerance, layout, lambda: launches[0])
 
 
+ROW_CASES = [c for c in CASES if set(c.stride) == {1} and c.nd > 1 and c.kernel_size[-2] > 1]
+
+
+@pytest.fixture
+def every_call_two_rows(monkeypatch):
+    """Every call whose taps form columns along H takes the kernel of two rows a program
+    (its floor of two waves lowered to none); counts the plans that chose it."""
+    chosen = [0]
+    two_rows = fused.two_rows
+
+    def counted(*args):
+        cfg = two_rows(*args)
+        chosen[0] += cfg is not None
+        return cfg
+
+    monkeypatch.setattr(fused, "WAVE", 0)
+    monkeypatch.setattr(fused, "two_rows", counted)
+    fused._gemm_plan.cache_clear()   # plans made under the real floor
+    yield chosen
+    fused._gemm_plan.cache_clear()
+
+
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("case", ROW_CASES, ids=lambda c: c.name)
+def test_two_row_kernel_matches_float64(monkeypatch, launches, every_call_two_rows, case, layout):
+    """Forward and gradients where the forward (and the stride-1 input gradient, a
+    convolution's taps) take the two-row kernel, float32 in TF32: the forward's call and
+    its replay bitwise alike, into poisoned memory, against float64."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    if layout == "channels_last" and case.unbatched:
+        pytest.skip("no channels_last layout for unbatched inputs")
+    leaves = _tensors(case, "two rows" + layout, torch.float32, layout == "channels_last")
+    check_against_float64(case, leaves, "tf32", 5e-3, layout, lambda: launches[0])
+    assert every_call_two_rows[0] > 0
+
+
 @pytest.mark.parametrize("why", ["groups", "channels", "ieee", "float64"])
 def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
     case = cases.BENCH[4].scaled(2048) if why == "groups" else _aligned(cases.BENCH[0].scaled(2048))

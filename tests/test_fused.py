@@ -114,6 +114,70 @@ def test_kernel_computes_the_stride_one_input_gradient(case):
     assert rel_error(got.movedim(-1, 1), ref) < 1e-5
 
 
+STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
+
+
+@pytest.mark.parametrize("case", STRIDE_ONE, ids=lambda c: c.name)
+def test_row_columns_hold_every_tap_once_in_evenly_spaced_rows(case):
+    g = _geometry(case)
+    for taps in (fused.transposed_taps(g), fused.convolution_taps(g)):
+        found = fused.row_columns(taps)
+        if case.nd == 1 or case.kernel_size[-2] == 1:
+            assert found is None    # no taps along H to share
+            continue
+        top, spacing, columns, index = found
+        kh, d = case.kernel_size[-2], case.dilation[-2]
+        assert spacing == d and len(columns) * kh == taps.count[0]
+        assert sorted(i for col in index for i in col) == list(range(taps.count[0]))
+        offsets = dict(zip(taps.index[0], taps.offsets[0]))
+        for (o0, o2), col in zip(columns, index):
+            assert [offsets[i] for i in col] == [(o0, top - h * d, o2) for h in range(kh)]
+
+
+def test_row_columns_refuse_strided_phases():
+    assert fused.row_columns(fused.transposed_taps(Geometry((3, 3), (2, 1), (1, 1), (1, 1)))) is None
+
+
+@interpreted
+@pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.nd > 1 and c.kernel_size[-2] > 1][::3],
+                         ids=lambda c: c.name)
+def test_two_row_kernel_matches_float64_through_the_interpreter(case):
+    """The kernel of two rows a program (Config.rows 2) on the transposed convolution and
+    on its input gradient (a convolution's taps), into NaN (where the rows are odd in
+    number, the last programs' far row falls outside the output)."""
+    case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
+    x, w, b = case.tensors(generator=generator(case.name, "two rows"))
+    x = _batched(case, x).requires_grad_()
+    ref = reference(case, x, w, b)
+    grad_out = torch.randn(ref.shape, generator=generator(case.name, "g"), dtype=torch.float64)
+    ref_grad, = torch.autograd.grad(ref, x, grad_out)
+    cfg = lambda c_out: fused.Config((1, 1, 1, 16), 8, max(16, fused._pow2(c_out)), 4, 2, rows=2)
+    out = torch.full((ref.shape[0], *ref.shape[2:], ref.shape[1]), float("nan"))
+    fused.implicit_gemm(x.detach().float().movedim(1, -1).contiguous(), _unrounded(w),
+                        b.float(), fused.transposed_taps(_geometry(case)), out, "ieee",
+                        cfg=cfg(case.out_channels))
+    assert rel_error(out.movedim(-1, 1), ref) < 1e-5
+    got = torch.full((x.shape[0], *case.size, case.in_channels), float("nan"))
+    fused.implicit_gemm(grad_out.float().movedim(1, -1).contiguous(),
+                        _unrounded(w, transpose=True), None, fused.convolution_taps(_geometry(case)),
+                        got, "ieee", cfg=cfg(case.in_channels))
+    assert rel_error(got.movedim(-1, 1), ref_grad) < 1e-5
+
+
+def test_two_rows_where_float32_boxes_fit_twice_and_fill_two_waves():
+    one = fused.config(8, (1, 514, 518), 64, 64, 1, 4, True)
+    two = fused.two_rows(one, 8, (1, 514, 518), 64, 3, 4, False)
+    assert two.rows == 2 and two.box[2] == 1 and math.prod(two.box) == 128 and two.warps == 8
+    assert (two.bk, two.bn) == (one.bk, one.bn)
+    assert fused.two_rows(one, 8, (1, 514, 518), 64, 3, 2, False) is None       # bfloat16
+    assert fused.two_rows(one, 1, (1, 8, 64), 64, 3, 4, False) is None          # few programs
+    wide = fused.config(8, (1, 514, 518), 64, 128, 1, 4, True)
+    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 4, False) is not None
+    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 4, 4, False) is None     # shared memory
+    planar = fused.two_rows(one, 8, (1, 514, 518), 64, 3, 4, True)
+    assert planar.box[-1] >= 32                                                  # 128-byte runs
+
+
 @interpreted
 def test_kernel_rounds_float32_tiles_to_tf32():
     case = _aligned(cases.BENCH[0].scaled(256))
