@@ -8,6 +8,8 @@
 #   F: the two-row forward kernel against the one-row kernel and cuDNN (rows_probe.py).
 #   G: the two-row kernel in float32 by default: rows_probe.py in bfloat16; test_cuda_fused,
 #      _channels_last, _graphs; the float32 tables (forward both layouts, training).
+#   H: the two-row kernel in 16-bit types too: every CUDA test; the small strided cases that
+#      read slower in G than in B (untouched by it), session 39's code against now, in turns.
 #   E: B's forward 2d-3x7-512 read 4.608 ms (s38's H100: 2.818): session 39's start
 #      (scratch/base, carried) against now, its table row and its kernels; then C's zoo.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -55,4 +57,13 @@ G)
   timeout 70 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
   timeout 120 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
   rm -f $O/all.txt ;;
+H)
+  nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P
+  for i in 1 2; do for code in scratch/base .; do for cl in "" --channels-last; do
+    echo "== $code $cl" >> $O/small.log
+    PYTHONPATH=$code timeout 60 python3 -m gemmconv bench --case stride5-dil2 --case strided-grouped --case 3d-stride2-dil2 $cl 2>&1 | grep -A6 "^case" | grep "^[23]d" >> $O/small.log
+  done; done; done; cat $O/small.log ;;
 esac

@@ -196,23 +196,24 @@ def two_rows(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
              element_size: int, planar: bool) -> Optional[Config]:
     """The tile of the kernel of two output rows a program (``Config.rows`` 2), for a
     single phase of ``extent`` whose taps form columns ``height`` taps high
-    (:func:`row_columns`), or None where the one-row tile ``one`` stays. Two rows load ``height + 1``
-    boxes for ``2 height`` products where one row loads a box a product, which the copy
-    into shared memory bounds; on an H100 the stride-1 2-D cases' float32 kernel took
-    15-28% less time (2d-3x7-512 channels_last 2.195 -> 1.587 ms, 2d-64to128 2.744 ->
-    2.427; benches/results/s40/F). Tile: 128 positions one row high, 8 warps (two
-    accumulators of 128 x 128 spill on 4), 2 stages, which the boxes and taps of a stage
-    must fit twice; at least two waves of programs. float32 only, so far: bfloat16
-    unmeasured."""
-    if element_size != 4:
-        return None
+    (:func:`row_columns`), or None where the one-row tile ``one`` stays. Two rows load
+    ``height + 1`` boxes for ``2 height`` products where one row loads a box a product,
+    which the copy into shared memory bounds. On an H100 (benches/results/s40, F and G) the
+    stride-1 2-D cases' kernel took 7-33% less time in either dtype and layout (2d-3x7-512
+    channels_last: float32 2.195 -> 1.587 ms, bfloat16 1.097 -> 0.789, where cuDNN took
+    2.217 and 1.187). Tile: 128 positions one row high, 2 stages, which the boxes and taps
+    of a stage must fit twice; at least two waves of programs. 8 warps where two
+    accumulators of 128 x 128 would spill on 4 (2.5x slower), and for float32 and 64
+    channels channels_last; 4 for 16-bit planar outputs of 64 channels (8: 2d-1024 2.508
+    against 1.854 ms) and for 16-bit ones of 32."""
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, 128 // element_size if planar else 1)
     stages = 2
     stage = ((height + 1) * math.prod(box) + height * one.bn) * one.bk * element_size
     pairs = (extent[0], -(-extent[1] // 2), extent[2])
     if stages * stage > SHARED_BYTES or _programs(batch, pairs, c_out, 1, box, one.bn) < 2 * WAVE:
         return None
-    return Config(box, one.bk, one.bn, 8, stages, rows=2)
+    wide = one.bn >= 128 or element_size == 4 or (one.bn >= 64 and not planar)
+    return Config(box, one.bk, one.bn, 8 if wide else 4, stages, rows=2)
 
 
 def _box(batch: int, extent: Sequence[int], bm: int) -> tuple:
