@@ -58,7 +58,9 @@ DEPTHWISE_PRECISION = "; the depthwise kernels multiply in float32 (no GEMM)"
 DEPTHWISE_STEP = ("one Triton kernel: each output sums, over the taps that reach its phase, "
                   "the tap's weight times its group's input channel{bias}")
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
-              "that reach it times the input's shifted boxes, accumulated on chip{bias}")
+              "that reach it times the input's shifted boxes, accumulated on chip{bias}{rows}")
+TWO_ROWS = ("; two output rows a program, each box loaded once for both rows' taps (columns "
+            "of {} taps along H)")
 
 
 BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel over the "
@@ -247,9 +249,15 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     elif why_not is None:
         plan = None
         batched = input.unsqueeze(0) if a.unbatched else input
-        steps = [FUSED_STEP.format(phases=len(fused.transposed_taps(a.geometry).count),
+        taps = fused.transposed_taps(a.geometry)
+        copies = fused.copies_input(batched)
+        extent = [-(-i // s) for i, s in zip(fused._padded(a.image, 1), taps.stride)]
+        tile = fused.launch_config(a.batch, extent, a.in_channels, a.out_channels, taps, size,
+                                   input.dtype == torch.float32 and not copies, not interleaved)
+        rows = TWO_ROWS.format(len(fused.row_columns(taps)[3][0])) if tile.rows == 2 else ""
+        steps = [FUSED_STEP.format(phases=len(taps.count), rows=rows,
                                    bias=", + bias" if bias is not None else "")]
-        if fused.copies_input(batched):
+        if copies:
             copy = input.numel() * size
             steps.insert(0, COPY_STEP.format(shape=(a.batch, *a.grid, a.in_channels),
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))

@@ -357,13 +357,8 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
     batch, c_in, c_out = x_shape[0], x_shape[-1], out_shape[-1]
     grid, image = _padded(x_shape[1:-1], 1), _padded(out_shape[1:-1], 1)
     extent = [-(-i // s) for i, s in zip(image, taps.stride)]
-    if cfg is None:
-        planar = out_strides[-1] != 1
-        cfg = config(batch, extent, c_in, c_out, len(taps.count), element_size, rounds, planar)
-        columns = row_columns(taps)
-        if columns is not None:
-            cfg = two_rows(cfg, batch, extent, c_out, len(columns[3][0]), element_size,
-                           planar) or cfg
+    cfg = cfg or launch_config(batch, extent, c_in, c_out, taps, element_size, rounds,
+                               out_strides[-1] != 1)
     # Strides of the dense layouts: those torch gives dims of size 1 are arbitrary, and the
     # copy engine wants every stride in whole 16-byte units.
     x_dims, w_dims = [batch, *grid, c_in], list(w_shape)
@@ -383,6 +378,18 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
         B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, ROUND=rounds, HAS_BIAS=has_bias,
         PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
     return GemmPlan(x_layout, w_layout, _table_tensor(taps, device), launch)
+
+
+def launch_config(batch: int, extent: Sequence[int], c_in: int, c_out: int, taps: Taps,
+                  element_size: int, rounds: bool, planar: bool) -> Config:
+    """The tile :func:`implicit_gemm` launches over ``taps``' phase grids of ``extent``:
+    :func:`two_rows`' where the taps form columns along H and it applies, else
+    :func:`config`'s."""
+    one = config(batch, extent, c_in, c_out, len(taps.count), element_size, rounds, planar)
+    columns = row_columns(taps)
+    if columns is None:
+        return one
+    return two_rows(one, batch, extent, c_out, len(columns[3][0]), element_size, planar) or one
 
 
 def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tuple, c_in: int,
