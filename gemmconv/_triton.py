@@ -68,6 +68,21 @@ def round_tf32(x):
 
 
 @triton.jit
+def _program_tile(tiles0, tiles1, tiles2, tiles_n):
+    """This program's ``(rest, t0, t1, t2, n_block)``: output-channel blocks innermost, so
+    that neighbouring programs read the same input boxes; ``rest`` the blocks of samples
+    (and phases) left."""
+    pid = tl.program_id(0)
+    n_block = pid % tiles_n
+    rest = pid // tiles_n
+    t2 = rest % tiles2
+    rest = rest // tiles2
+    t1 = rest % tiles1
+    rest = rest // tiles1
+    return rest // tiles0, rest % tiles0, t1, t2, n_block
+
+
+@triton.jit
 def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, count_ptr,
                   batch, image0, image1, image2, stride0, stride1, stride2,
                   out_sn, out_s0, out_s1, out_s2, out_sc, c_in, c_out, most_taps,
@@ -80,16 +95,7 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
     ``w_desc``: the taps' matrices ``(T, C_out, C_in)``, input channels innermost (the
     operand order the tensor cores take for 32-bit types), boxes ``(1, BN, BK)``."""
     BM: tl.constexpr = BB * B0 * B1 * B2
-    # Output-channel blocks innermost: neighbouring programs read the same input boxes.
-    pid = tl.program_id(0)
-    n_block = pid % tiles_n
-    rest = pid // tiles_n
-    t2 = rest % tiles2
-    rest = rest // tiles2
-    t1 = rest % tiles1
-    rest = rest // tiles1
-    t0 = rest % tiles0
-    rest = rest // tiles0
+    rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
     first = (rest % tiles_b) * BB
     phase = rest // tiles_b
     q0, q1, q2, co = t0 * B0, t1 * B1, t2 * B2, n_block * BN
@@ -155,15 +161,8 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
     D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column of taps its
     offsets along D and W; ``index (columns, KH)`` its taps' weight matrices, ``h`` order."""
     BM: tl.constexpr = BB * B0 * B2
-    pid = tl.program_id(0)
-    n_block = pid % tiles_n
-    rest = pid // tiles_n
-    t2 = rest % tiles2
-    rest = rest // tiles2
-    t1 = rest % tiles1
-    rest = rest // tiles1
-    t0 = rest % tiles0
-    first = (rest // tiles0) * BB
+    rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
+    first = rest * BB
     # Rows y and y + spacing, y in the first half of a run of 2 spacing rows.
     y = (t1 // spacing) * 2 * spacing + t1 % spacing
     q0, q2, co = t0 * B0, t2 * B2, n_block * BN
