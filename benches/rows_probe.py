@@ -1,77 +1,67 @@
-"""The fused forward kernel of two output rows a program (``fused.Config(rows=2)``,
-``_triton.implicit_gemm_rows``) against the one-row kernel and cuDNN, on the stride-1 2-D
-cases, channels_last: each box of the input loaded once for two rows' taps, where the
-one-row kernel loads a box a product (session 39 put its bound on that copy into shared
-memory). Each tile's kernel time back to back (do_bench, the weights reordered beforehand),
-its rate, and its output's largest difference from the one-row kernel's.
+"""Does the channels_last forward by padded rows (channels_last.forward_by_rows) beat the
+routes it competes with? Per case, channels_last, float32 (TF32) and bfloat16: torch, the
+route the cost model picks now, the split route it picked before (padded rows off), and the
+fused route (forced on for 3-D, where the rules keep it off; as it is for 2-D, with padded
+rows forced against it), in one process (bench.measure: median of 10 calls, errors against
+float64); then the kernels of the padded-rows call (layer.kernel_times).
 
-    PYTHONPATH=. python benches/rows_probe.py [CASES] [--dtype bfloat16] [--planar]
-
-With --planar: the input copied channels innermost beforehand and the output written planar,
-as the NCHW forward and the training step's input gradient run.
+    PYTHONPATH=. python benches/rows_probe.py [CASE ...]
 """
-import argparse
-import math
 import sys
 
 import torch
-import torch.nn.functional as F
 
-from gemmconv import cases, fused
-from gemmconv.shapes import Geometry
+from gemmconv import bench, cases, fused, ops
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from cl_tile_probe import bench, time_tiles  # noqa: E402
+sys.path.insert(0, "benches")
+from layer import kernel_times  # noqa: E402
+from overhead import patched  # noqa: E402
 
-NAMES = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
-# (positions, warps, stages) of the two-row kernel
-TILES = [(128, 4, 2), (128, 4, 3), (128, 8, 2), (128, 8, 3), (64, 4, 3), (64, 4, 4),
-         (256, 8, 2)]
+DEFAULT = ["3d-96cube", "3d-3x5x7", "3d-64cube", "3d-32to64", "2d-3x7-512", "2d-64to128",
+           "2d-1024", "2d-3x7-padded", "2d-512x1024"]
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("cases", nargs="?", default=",".join(NAMES))
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--planar", action="store_true")
-    opts = parser.parse_args()
-    dtype, planar, names = getattr(torch, opts.dtype), opts.planar, opts.cases.split(",")
-    print(torch.cuda.get_device_name(), dtype, "planar" if planar else "channels_last", flush=True)
-    for case in (c for c in cases.BENCH if c.name in names):
-        x, w, b = case.tensors(dtype, "cuda")
-        if not planar:
-            x = x.contiguous(memory_format=torch.channels_last)
-        g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
-        taps = fused.transposed_taps(g)
-        rows = fused.channels_innermost(x, dtype == torch.float32) if planar else x.movedim(1, -1)
-        weights = fused.tap_weights(w)
-        ref = F.conv_transpose2d(x, w, b, **case.kwargs)
-        out = torch.empty_like(ref)
-        t_cudnn = bench(lambda: F.conv_transpose2d(x, w, b, **case.kwargs))
-        extent = fused._padded(ref.shape[2:], 1)
-        size = x.element_size()
-        run_w = 128 // size if planar else 1
-        default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1, size,
-                               rounds=not planar, planar=planar)
-        tiles = {"one row": default}
-        flat = (extent[0], 1, extent[2])
-        for bm, warps, stages in TILES:
-            tiles[f"rows {bm} w{warps} s{stages}"] = fused.Config(
-                fused._fitted_box(case.batch, flat, bm, run_w), default.bk, default.bn, warps,
-                stages, rows=2)
-        run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1),
-                                              cfg=cfg, round_input=not planar)
-        flop = 2 * ref.numel() * case.in_channels * math.prod(case.kernel_size)
-        line = [f"cudnn {t_cudnn:.3f}"]
-        for label, times, diff in time_tiles(run, out, tiles, {"": bench}):
-            if times is None:
-                line.append(f"{label} failed {diff}")
-                continue
-            ms = times[""]
-            line.append(f"{label} {ms:.3f} ({flop / ms / 1e9:.0f} TF/s)"
-                        f"{'' if diff < 1e-6 else f' DIFF {diff:.1e}'}")
-        print(f"{case.name} ({default.box}, bn {default.bn}, bk {default.bk}) | "
-              + " | ".join(line), flush=True)
+def main() -> int:
+    device = torch.device("cuda")
+    names = sys.argv[1:] or DEFAULT
+    print(torch.cuda.get_device_name(), flush=True)
+    chosen = [c for c in cases.BENCH if c.name in names]
+    for dtype in (torch.float32, torch.bfloat16):
+        ceiling = bench.ceilings(device, dtype)
+        print(f"{dtype}: matmul {ceiling.flops / 1e12:.0f} TFLOP/s, copy {ceiling.bandwidth / 1e12:.2f} TB/s",
+              flush=True)
+        for case in chosen:
+            measure = lambda: bench.measure(case, dtype, device, False, ceiling, 10, interleaved=True)
+            row = measure()
+            cells = [f"torch {row.torch_ms:.3f}", f"now {row.ours_ms:.3f} ({row.speedup:.2f}x, "
+                     f"err {row.ours_error:.1e})"]
+            with patched(ops.ConvTransposeArgs, "padded_rows", lambda a: None):
+                split = measure()
+            cells.append(f"split {split.ours_ms:.3f} ({split.speedup:.2f}x)")
+            if case.nd == 3:
+                with patched(fused, "forward_preferred", lambda a, i, e: True):
+                    other = measure()
+                cells.append(f"fused {other.ours_ms:.3f} ({other.speedup:.2f}x)")
+            else:
+                with patched(fused, "forward_preferred", lambda a, i, e: False):
+                    other = measure()
+                cells.append(f"rows (fused off) {other.ours_ms:.3f} ({other.speedup:.2f}x, "
+                             f"err {other.ours_error:.1e})")
+            print(f"{case.name} {str(dtype)[6:]} CL fwd | " + " | ".join(cells)
+                  + f" | floor {row.floor_ms:.3f}", flush=True)
+            work = bench.Workload(case, dtype, device, False, interleaved=True)
+            run = work.runner("gemmconv")
+            with patched(fused, "forward_preferred", lambda a, i, e: False):   # padded rows
+                for name, ms in kernel_times(run)[:4]:
+                    print(f"    {ms:8.3f}  {name}", flush=True)
+            if case.nd == 3:
+                print("  split:", flush=True)
+                with patched(ops.ConvTransposeArgs, "padded_rows", lambda a: None):
+                    for name, ms in kernel_times(run)[:4]:
+                        print(f"    {ms:8.3f}  {name}", flush=True)
+            del work, run
+            torch.cuda.empty_cache()
+    return 0
 
 
 if __name__ == "__main__":

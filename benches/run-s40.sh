@@ -5,8 +5,8 @@
 #   A: every CUDA test file on session 39's code (changes 122, 123 never ran on an H200).
 #   B: the four tables (forward NCHW and channels_last, training float32 and bfloat16).
 #   C, D: the zoo, in two halves.
-#   F: the two-row forward kernel against the one-row kernel and cuDNN (rows_probe.py).
-#   G: the two-row kernel in float32 by default: rows_probe.py in bfloat16; test_cuda_fused,
+#   F: the two-row forward kernel against the one-row kernel and cuDNN (two_rows_probe.py; named rows_probe.py when F and G ran it).
+#   G: the two-row kernel in float32 by default: two_rows_probe.py in bfloat16; test_cuda_fused,
 #      _channels_last, _graphs; the float32 tables (forward both layouts, training).
 #   H: the two-row kernel in 16-bit types too: every CUDA test; the small strided cases that
 #      read slower in G than in B (untouched by it), session 39's code against now, in turns.
@@ -44,11 +44,11 @@ E)
 F)
   nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
   for o in "" "--dtype bfloat16" "--planar"; do
-    timeout 170 python3 benches/rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done ;;
+    timeout 170 python3 benches/two_rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done ;;
 G)
   nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
   for o in "--dtype bfloat16" "--dtype bfloat16 --planar"; do
-    timeout 150 python3 benches/rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done
+    timeout 150 python3 benches/two_rows_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/rows.log; done
   TT=300 t fused tests/test_cuda_fused.py &
   TT=300 t cl tests/test_cuda_channels_last.py &
   TT=300 t graphs tests/test_cuda_graphs.py &

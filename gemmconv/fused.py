@@ -202,10 +202,10 @@ def two_rows(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     stride-1 2-D cases' kernel took 7-33% less time in either dtype and layout (2d-3x7-512
     channels_last: float32 2.195 -> 1.587 ms, bfloat16 1.097 -> 0.789, where cuDNN took
     2.217 and 1.187). Tile: 128 positions one row high, 2 stages, which the boxes and taps
-    of a stage must fit twice; at least two waves of programs. 8 warps where two
-    accumulators of 128 x 128 would spill on 4 (2.5x slower), and for float32 and 64
-    channels channels_last; 4 for 16-bit planar outputs of 64 channels (8: 2d-1024 2.508
-    against 1.854 ms) and for 16-bit ones of 32."""
+    of a stage must fit twice; at least two waves of programs. 8 warps for float32, where
+    two accumulators of 128 x 128 would spill on 4 (2.5x slower) and for 16-bit
+    channels_last tiles of 64 channels; 4 for 16-bit planar outputs of 64 channels (8:
+    2d-1024 2.508 against 1.854 ms) and for 16-bit tiles of 32."""
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, 128 // element_size if planar else 1)
     stages = 2
     stage = ((height + 1) * math.prod(box) + height * one.bn) * one.bk * element_size
