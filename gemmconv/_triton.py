@@ -197,7 +197,7 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
         b = tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
         near += b
         far += b
-    y1 = y + tl.zeros_like(rows)
+    y1 = y + tl.zeros_like(rows)   # a row's tensor: a scalar in a mask fails the interpreter
     where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
              + y1.to(tl.int64) * out_s1 + y2 * out_s2)
     keep = (sample < batch) & (y0 < image0) & (y2 < image2)

@@ -250,14 +250,11 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         plan = None
         batched = input.unsqueeze(0) if a.unbatched else input
         taps = fused.transposed_taps(a.geometry)
-        copies = fused.copies_input(batched)
-        extent = [-(-i // s) for i, s in zip(fused._padded(a.image, 1), taps.stride)]
-        tile = fused.launch_config(a.batch, extent, a.in_channels, a.out_channels, taps, size,
-                                   input.dtype == torch.float32 and not copies, not interleaved)
-        rows = TWO_ROWS.format(len(fused.row_columns(taps)[3][0])) if tile.rows == 2 else ""
+        two_rows = fused.forward_tile(a, batched, not interleaved).rows == 2
+        rows = TWO_ROWS.format(fused.row_columns(taps).height) if two_rows else ""
         steps = [FUSED_STEP.format(phases=len(taps.count), rows=rows,
                                    bias=", + bias" if bias is not None else "")]
-        if copies:
+        if fused.copies_input(batched):
             copy = input.numel() * size
             steps.insert(0, COPY_STEP.format(shape=(a.batch, *a.grid, a.in_channels),
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))

@@ -279,13 +279,26 @@ def _table_tensor(taps: Taps, device: torch.device) -> tuple:
             torch.tensor(taps.count, dtype=torch.int32, device=device))
 
 
+class RowColumns(NamedTuple):
+    """A single phase's taps as columns along H (:func:`row_columns`): every column (its
+    offsets along D and W in ``columns``) has the same ``height >= 2`` taps along H, tap
+    ``h`` at offset ``top - h spacing`` (``spacing > 0``), its weight matrix
+    ``index[column][h]``."""
+    top: int
+    spacing: int
+    columns: tuple
+    index: tuple
+
+    @property
+    def height(self) -> int:
+        return len(self.index[0])
+
+
 @functools.lru_cache(maxsize=256)
-def row_columns(taps: Taps) -> Optional[tuple]:
+def row_columns(taps: Taps) -> Optional[RowColumns]:
     """The taps of a single phase as columns along H, for the kernel of two output rows a
-    program (``_triton.implicit_gemm_rows``): ``(top, spacing, columns, index)``, where
-    every column (its offsets along D and W in ``columns``) has the same ``KH >= 2`` taps
-    along H, tap ``h`` at offset ``top - h spacing`` (``spacing > 0``), its weight matrix
-    ``index[column][h]``. None where the taps do not form such columns (strides)."""
+    program (``_triton.implicit_gemm_rows``); None where they do not form such columns
+    (strides, or one tap along H)."""
     if len(taps.count) != 1:
         return None
     by_column: dict = {}
@@ -299,8 +312,8 @@ def row_columns(taps: Taps) -> Optional[tuple]:
     steps = {a - b for a, b in zip(height, height[1:])}
     if len(height) < 2 or len(steps) != 1 or min(steps) <= 0:
         return None
-    return (height[0], steps.pop(), tuple(by_column),
-            tuple(tuple(i for _, i in col) for col in along_h))
+    return RowColumns(height[0], steps.pop(), tuple(by_column),
+                      tuple(tuple(i for _, i in col) for col in along_h))
 
 
 def _dense(shape: Sequence[int]) -> list:
@@ -356,7 +369,7 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
     element_size = dtype.itemsize
     batch, c_in, c_out = x_shape[0], x_shape[-1], out_shape[-1]
     grid, image = _padded(x_shape[1:-1], 1), _padded(out_shape[1:-1], 1)
-    extent = [-(-i // s) for i, s in zip(image, taps.stride)]
+    extent = _extent(image, taps)
     cfg = cfg or launch_config(batch, extent, c_in, c_out, taps, element_size, rounds,
                                out_strides[-1] != 1)
     # Strides of the dense layouts: those torch gives dims of size 1 are arbitrary, and the
@@ -389,7 +402,12 @@ def launch_config(batch: int, extent: Sequence[int], c_in: int, c_out: int, taps
     columns = row_columns(taps)
     if columns is None:
         return one
-    return two_rows(one, batch, extent, c_out, len(columns[3][0]), element_size, planar) or one
+    return two_rows(one, batch, extent, c_out, columns.height, element_size, planar) or one
+
+
+def _extent(image: Sequence[int], taps: Taps) -> list:
+    """A phase grid's extent (D, H, W) for an output ``image`` padded to three dims."""
+    return [-(-i // s) for i, s in zip(image, taps.stride)]
 
 
 def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tuple, c_in: int,
@@ -397,7 +415,7 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
                has_bias: bool, device: torch.device) -> GemmPlan:
     """:func:`_gemm_plan` for ``cfg.rows`` 2: programs over pairs of rows ``spacing`` apart."""
     from . import _triton
-    top, spacing, columns, index = row_columns(taps)
+    top, spacing, columns, index = row_columns(taps)   # (index: columns x height)
     assert cfg.box[2] == 1, "a box one row high"
     batch = x_layout[0][0]
     tiles = _tiles(batch, image, cfg.box)
@@ -722,6 +740,15 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry),
                       out.movedim(1, -1), round_input=not rounded)
     return out
+
+
+def forward_tile(a: ConvTransposeArgs, x: torch.Tensor, planar: bool) -> Config:
+    """The tile :func:`forward` launches with for call ``a`` on ``x (N, C_in, *grid)`` into
+    an output ``planar`` or channels innermost (for :func:`gemmconv.explain`)."""
+    taps = transposed_taps(a.geometry)
+    rounds = x.dtype == torch.float32 and not copies_input(x)   # else rounded by the copy
+    return launch_config(a.batch, _extent(_padded(a.image, 1), taps), a.in_channels,
+                         a.out_channels, taps, x.element_size(), rounds, planar)
 
 
 def forward_bytes(x: torch.Tensor, weight: torch.Tensor, c_out: int) -> int:
