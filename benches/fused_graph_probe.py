@@ -54,7 +54,7 @@ def main():
             print(f"{case.name:16} {layout:14} {ms['torch']:7.3f} {ms['launched']:9.3f} "
                   f"{ms['graphed']:8.3f} {ms['torch'] / ms['launched']:8.2f} "
                   f"{ms['torch'] / ms['graphed']:8.2f} {same}", flush=True)
-            del x, w, b, outs
+            x = w = b = outs = fns = None   # (the next case's memory)
             torch.cuda.empty_cache()
 
 
