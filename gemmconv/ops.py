@@ -219,17 +219,14 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     return x.new_empty(a.output_shape) if out is None else out   # None: no samples, no chunks
 
 
-# The most output elements of a fused forward launched as a CUDA graph (_FusedReplay).
-GRAPHED_FUSED_MAX_OUTPUT = 1 << 26
-
-
 class _FusedReplay(NamedTuple):
     """A CUDA forward that takes the fused route (fused.takes), decided on its first call:
     its checks of the device, the precision policy and the cost model took 15-30 us of the
     H200's host time a call (benches/NOTES.md, session 31). Launched as a CUDA graph where
-    one is kept (as _Replay.graphed), on calls of at most GRAPHED_FUSED_MAX_OUTPUT output
-    elements: the weight's reorder and Triton's launch cost small layers' host time, and
-    large ones are bound by the GPU."""
+    one is kept (as _Replay.graphed), whatever its size: the host's work before the kernel
+    starts (the weight's reorder, the plan's lookup, the descriptors, Triton's launch) adds
+    to every call from an idle GPU, 0.25 ms of 2d-64to128's channels_last call on an H100
+    (2.74 ms launched, 2.54 graphed; benches/NOTES.md, session 41)."""
     interleaved: bool
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -241,9 +238,7 @@ class _FusedReplay(NamedTuple):
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                 a: ConvTransposeArgs) -> torch.Tensor:
         """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
-        kept and the call is small (see the class)."""
-        if a.output_elements > GRAPHED_FUSED_MAX_OUTPUT:
-            return self.run(x, weight, bias, a)
+        kept (a planar input's copy counts against the graphs' memory limit)."""
         return _graphed_forward(self, x, weight, bias, a,
                                 lambda: fused.forward_bytes(x, weight, a.out_channels))
 

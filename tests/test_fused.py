@@ -247,30 +247,43 @@ def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
 
 @interpreted
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
-def test_fused_replay_is_graphed_on_small_calls_only(monkeypatch, layout):
-    """_FusedReplay.graphed hands calls of at most GRAPHED_FUSED_MAX_OUTPUT output elements
-    to graphs.launch (which keeps no graph here, so the call runs its kernels into the
-    output it returns) and runs larger ones directly; both right, in the call's layout."""
+def test_fused_replay_hands_every_call_to_graphs(monkeypatch, layout):
+    """_FusedReplay.graphed hands every call to graphs.launch, whatever its size, with the
+    memory fused.forward takes: where no graph is kept the call runs its kernels into the
+    output it returns, right, in the call's layout; where one is (a call of 2^28 output
+    elements, which launched directly before session 41), the graph's launch is the call."""
     from gemmconv import _cuda, graphs
-    owners = []
-    monkeypatch.setattr(graphs, "launch", lambda owner, *args: owners.append(owner) or False)
+    asked = []
+    kept = [False]
+    monkeypatch.setattr(graphs, "launch",
+                        lambda owner, addresses, run, nbytes, *args: asked.append((owner, nbytes()))
+                        or kept[0])
     monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
-    case = _aligned(cases.BENCH[0].scaled(256))
     last = layout == "channels_last"
+    in_layout = torch.channels_last if last else torch.contiguous_format
     rounded = lambda t: fused.round_tf32(t).double()
-    for graphed in (True, False):
-        x, w, b = (t.float() for t in case.tensors(generator=generator("replay", layout, graphed)))
-        if last:
-            x = x.contiguous(memory_format=torch.channels_last)
-        a = case_args(case, x, w, b)
-        outputs = a.output_elements
-        monkeypatch.setattr(ops, "GRAPHED_FUSED_MAX_OUTPUT", outputs if graphed else outputs - 1)
-        replay = ops._FusedReplay(last)
-        out = replay.graphed(x, w, b, a)
-        assert owners == ([replay] if graphed else []) and out.numel() == outputs
-        owners.clear()
-        assert out.is_contiguous(memory_format=torch.channels_last if last else torch.contiguous_format)
-        assert rel_error(out, reference(case, rounded(x), rounded(w), b)) < 1e-6
+    case = _aligned(cases.BENCH[0].scaled(256))
+    x, w, b = (t.float() for t in case.tensors(generator=generator("replay", layout)))
+    x = x.contiguous(memory_format=in_layout)
+    a = case_args(case, x, w, b)
+    replay = ops._FusedReplay(last)
+    out = replay.graphed(x, w, b, a)
+    assert asked == [(replay, fused.forward_bytes(x, w, case.out_channels))]
+    assert out.is_contiguous(memory_format=in_layout) and out.shape == a.output_shape
+    assert rel_error(out, reference(case, rounded(x), rounded(w), b)) < 1e-6
+
+    asked.clear()
+    kept[0] = True
+    large = dataclasses.replace(case, size=(64, 64), stride=(64, 64), kernel_size=(64, 64),
+                                in_channels=16, out_channels=16, batch=1)
+    x, w, b = (t.float() for t in large.tensors(generator=generator("replay", layout, "large")))
+    x = x.contiguous(memory_format=in_layout)
+    a = case_args(large, x, w, b)
+    assert a.output_elements == 1 << 28
+    monkeypatch.setattr(fused, "forward", lambda *args: pytest.fail("launched, not graphed"))
+    out = replay.graphed(x, w, b, a)
+    assert [owner for owner, _ in asked] == [replay] and out.shape == a.output_shape
+    assert out.is_contiguous(memory_format=in_layout)
 
 
 STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
