@@ -8,6 +8,8 @@
 #   R: fused forwards above 2^26 output elements as CUDA graphs, against launched directly.
 #   T: after change 126, every CUDA test file and the forward tables.  U: the training tables,
 #      and two stride-1 training steps kernel by kernel.
+#   Z2, then Z's unet2d (run-s35.sh, in the same call): the zoo's depthwise decoder, HiFi-GAN
+#      and 2-D U-Net whole (session 40's D had cut the last two short).
 #   B: the four tables.  Z1, Z2, Z3: the zoo in three parts.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
