@@ -5,7 +5,7 @@ one-row kernel loads a box a product (session 39 put its bound on that copy into
 memory). Each tile's kernel time back to back (do_bench, the weights reordered beforehand),
 its rate, and its output's largest difference from the one-row kernel's.
 
-    PYTHONPATH=. python benches/rows_probe.py [CASES] [--dtype bfloat16] [--planar]
+    PYTHONPATH=. python benches/two_rows_probe.py [CASES] [--dtype bfloat16] [--planar]
 
 With --planar: the input copied channels innermost beforehand and the output written planar,
 as the NCHW forward and the training step's input gradient run.
@@ -27,6 +27,10 @@ NAMES = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
 # (positions, warps, stages) of the two-row kernel
 TILES = [(128, 4, 2), (128, 4, 3), (128, 8, 2), (128, 8, 3), (64, 4, 3), (64, 4, 4),
          (256, 8, 2)]
+# (positions, warps, stages) of the two-row kernel at 64 output channels a program, where the
+# cases' own tile takes 128 (2d-64to128): cuDNN's float32 kernel there runs a 256 x 64 tile
+# at 310 TFLOP/s where ours at 128 x 128 reaches 210 (session 41, A).
+NARROW = [(128, 4, 3), (128, 8, 3), (256, 8, 2), (256, 8, 3)]
 
 
 def main():
@@ -55,9 +59,10 @@ def main():
                                rounds=not planar, planar=planar)
         tiles = {"one row": default}
         flat = (extent[0], 1, extent[2])
-        for bm, warps, stages in TILES:
-            tiles[f"rows {bm} w{warps} s{stages}"] = fused.Config(
-                fused._fitted_box(case.batch, flat, bm, run_w), default.bk, default.bn, warps,
+        for bm, warps, stages, bn in [(*t, default.bn) for t in TILES] + \
+                [(*t, 64) for t in NARROW if default.bn > 64]:
+            tiles[f"rows {bm} n{bn} w{warps} s{stages}"] = fused.Config(
+                fused._fitted_box(case.batch, flat, bm, run_w), default.bk, bn, warps,
                 stages, rows=2)
         run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1),
                                               cfg=cfg, round_input=not planar)
