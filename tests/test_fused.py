@@ -286,9 +286,6 @@ def test_fused_replay_hands_every_call_to_graphs(monkeypatch, layout):
     assert out.is_contiguous(memory_format=in_layout)
 
 
-STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
-
-
 def _weight_gradient_problem(case, key: str, grad_key: str) -> tuple:
     """``(case, x, grad_out, ref)``: the case with output channels in whole 16-byte rows
     (backward_unavailable asks it), fresh float64 input and output gradient drawn under
