@@ -4,7 +4,8 @@ A replayed call (ops._Replay, ops._BackwardReplay) still costs the host its laun
 the H200's host a forward's GEMM, col2im and weight reorder took 50-60 of the 85-100 us a
 small layer's call costs, where torch's whole convolution takes 25-35 (benches/NOTES.md),
 and the GPU waits for the host there. A CUDA graph launches those kernels for the cost of
-one launch.
+one launch. Fused forwards (ops._FusedReplay) are graphed whatever their size: before a
+large one's kernel starts, the host's work (0.1-0.25 ms) adds to a call from an idle GPU.
 
 A graph's kernels read and write the addresses they were captured with. So a graph is kept
 per call (the replay that plans it) and per the addresses of every tensor the call reads
@@ -57,7 +58,7 @@ def get_graph_memory_limit() -> int:
 
 
 def set_graph_memory_limit(nbytes: int) -> None:
-    """Bounds the memory of the CUDA graphs gemmconv keeps of small calls (their launches
+    """Bounds the memory of the CUDA graphs gemmconv keeps of replayed calls (their launches
     as one, captured on a call's second run at the same addresses; see gemmconv.graphs): a
     call that takes more workspace than ``nbytes`` gets no graph. The graphs launched on
     one stream share one memory pool, as large as the most one of them takes. 0 keeps
