@@ -148,7 +148,7 @@ def _row_box(x_desc, start, BM: tl.constexpr, BK: tl.constexpr, ROUND: tl.conste
 def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
                        batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
                        c_in, c_out, columns, top, spacing,
-                       tiles_b, tiles0, tiles1, tiles2, tiles_n,
+                       tiles0, tiles1, tiles2, tiles_n,
                        BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
                        BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
                        ROUND: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):

@@ -425,7 +425,7 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
     if programs == 0:
         return GemmPlan(x_layout, w_layout, (), None)
     sizes = (batch, *image, out_strides[0], *_padded(out_strides[1:-1], 0), out_strides[-1],
-             c_in, c_out, len(columns), top, spacing, *tiles, tiles_n)
+             c_in, c_out, len(columns), top, spacing, *tiles[1:], tiles_n)
     launch = _triton.Launch(
         _triton.implicit_gemm_rows, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
         B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, KH=len(index[0]), ROUND=rounds,
