@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Session 42's device calls (outputs under $OUT/<call>; logs kept in benches/results/s42/).
+# Modes of run-s35.sh (P: every CUDA test in parallel processes; G: the tables; Z: the zoo,
+# $MODELS) run through it.
+#   A: the two-row kernel's tiles on 2d-64to128 (two_rows_probe.py, NARROW: 64 output
+#      channels a program), float32 channels_last and planar, bfloat16 channels_last; then
+#      test_cuda_fused's two-row tests after implicit_gemm_rows lost its unused argument.
+#   B: after change 127 (two rows at most 64 output channels a program): the probe again (its
+#      stages, and the planar bfloat16 tile), then every CUDA test file.
+#   C: the four tables.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
+gpu() { nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt; }
+zoo() { MODELS="$1" TZ=${TZ:-190} bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z; }
+probe() { timeout 150 python3 benches/two_rows_probe.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probe.log; }
+case "$1" in
+A)
+  gpu
+  probe 2d-64to128; probe 2d-64to128 --planar; probe 2d-64to128 --dtype bfloat16
+  timeout 200 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "two_row or rows" > $O/two-row.log 2>&1; tail -3 $O/two-row.log ;;
+B) gpu
+  probe 2d-64to128; probe 2d-64to128 --planar; probe 2d-64to128 --dtype bfloat16
+  probe 2d-64to128 --dtype bfloat16 --planar
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P ;;
+C) gpu
+  timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+esac
