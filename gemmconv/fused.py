@@ -206,12 +206,14 @@ def two_rows(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     two accumulators of 128 x 128 would spill on 4 (2.5x slower) and for 16-bit
     channels_last tiles of 64 channels; 4 for 16-bit planar outputs of 64 channels (8:
     2d-1024 2.508 against 1.854 ms) and for 16-bit tiles of 32. At most 64 output channels a
-    program where one row takes 128: the two programs of a box share its loads through L2,
-    and two accumulators of 128 channels cost more than that (2d-64to128, H100,
-    benches/results/s42/A: float32 channels_last 2.454 -> 2.336 ms, planar 2.664 -> 2.491,
-    bfloat16 channels_last 1.174 -> 1.130)."""
+    program where one row takes 128, but for 16-bit planar outputs: the two programs of a
+    box share its loads through L2, and two accumulators of 128 channels cost more than
+    that (2d-64to128, H100, benches/results/s42/B: float32 channels_last 2.458 -> 2.344 ms,
+    planar 2.713 -> 2.478, bfloat16 channels_last 1.191 -> 1.130; bfloat16 planar 1.543 ->
+    2.128 on 8 warps, 1.696 on 4)."""
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, 128 // element_size if planar else 1)
-    stages, bn = 2, min(one.bn, 64)
+    stages = 2
+    bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
     stage = ((height + 1) * math.prod(box) + height * bn) * one.bk * element_size
     pairs = (extent[0], -(-extent[1] // 2), extent[2])
     if stages * stage > SHARED_BYTES or _programs(batch, pairs, c_out, 1, box, bn) < 2 * WAVE:

@@ -175,6 +175,9 @@ def test_two_rows_where_the_boxes_fit_twice_and_fill_two_waves():
     assert fused.two_rows(one, 1, (1, 8, 64), 64, 3, 4, False) is None          # few programs
     wide = fused.config(8, (1, 514, 518), 64, 128, 1, 4, True)
     assert wide.bn == 128 and fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 4, False).bn == 64
+    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 4, True).bn == 64
+    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 2, False).bn == 64
+    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 2, True).bn == 128    # 16-bit planar
     assert fused.two_rows(wide, 8, (1, 514, 518), 128, 4, 4, False) is not None
     assert fused.two_rows(wide, 8, (1, 514, 518), 128, 5, 4, False) is None     # shared memory
     planar = fused.two_rows(one, 8, (1, 514, 518), 64, 3, 4, True)
