@@ -8,6 +8,9 @@
 #   B: after change 127 (two rows at most 64 output channels a program): the probe again (its
 #      stages, and the planar bfloat16 tile), then every CUDA test file.
 #   C: the four tables.
+#   D: the kernel of three rows a program (implicit_gemm_rows' ROWS): test_cuda_fused's row
+#      tests (two and three rows), then the probe's three-row tiles against the cost model's
+#      two-row tile on the five stride-1 2-D cases, both dtypes and layouts.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
@@ -25,6 +28,10 @@ B) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P ;;
+D) gpu
+  timeout 200 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row_kernel" > $O/rows.log 2>&1; tail -3 $O/rows.log
+  for o in "" "--dtype bfloat16" "--planar" "--dtype bfloat16 --planar"; do
+    timeout 110 python3 benches/two_rows_probe.py --three $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probe.log; done ;;
 C) gpu
   timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log

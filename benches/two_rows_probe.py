@@ -1,11 +1,11 @@
-"""The fused forward kernel of two output rows a program (``fused.Config(rows=2)``,
+"""The fused forward kernel of two or three output rows a program (``fused.Config(rows=)``,
 ``_triton.implicit_gemm_rows``) against the one-row kernel and cuDNN, on the stride-1 2-D
 cases, channels_last: each box of the input loaded once for two rows' taps, where the
 one-row kernel loads a box a product (session 39 put its bound on that copy into shared
 memory). Each tile's kernel time back to back (do_bench, the weights reordered beforehand),
 its rate, and its output's largest difference from the one-row kernel's.
 
-    PYTHONPATH=. python benches/two_rows_probe.py [CASES] [--dtype bfloat16] [--planar]
+    PYTHONPATH=. python benches/two_rows_probe.py [CASES] [--dtype bfloat16] [--planar] [--three]
 
 With --planar: the input copied channels innermost beforehand and the output written planar,
 as the NCHW forward and the training step's input gradient run.
@@ -31,6 +31,9 @@ TILES = [(128, 4, 2), (128, 4, 3), (128, 8, 2), (128, 8, 3), (64, 4, 3), (64, 4,
 # cases' own tile takes 128 (2d-64to128): cuDNN's float32 kernel there runs a 256 x 64 tile
 # at 310 TFLOP/s where ours at 128 x 128 reaches 210 (session 41, A).
 NARROW = [(128, 4, 3), (128, 8, 2), (128, 8, 3), (256, 8, 2)]
+# (positions, warps, stages, output channels at most) of the kernel of three rows a program:
+# five boxes for nine products where two rows load four for six.
+THREE = [(128, 8, 2, 64), (128, 4, 2, 64), (128, 8, 2, 128), (64, 4, 2, 64), (64, 4, 3, 64)]
 
 
 def main():
@@ -38,6 +41,8 @@ def main():
     parser.add_argument("cases", nargs="?", default=",".join(NAMES))
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--planar", action="store_true")
+    parser.add_argument("--three", action="store_true",
+                        help="only the cost model's two-row tile and three rows' tiles")
     opts = parser.parse_args()
     dtype, planar, names = getattr(torch, opts.dtype), opts.planar, opts.cases.split(",")
     print(torch.cuda.get_device_name(), dtype, "planar" if planar else "channels_last", flush=True)
@@ -59,11 +64,17 @@ def main():
                                rounds=not planar, planar=planar)
         tiles = {"one row": default}
         flat = (extent[0], 1, extent[2])
-        for bm, warps, stages, bn in [(*t, default.bn) for t in TILES] + \
-                [(*t, 64) for t in NARROW if default.bn > 64]:
-            tiles[f"rows {bm} n{bn} w{warps} s{stages}"] = fused.Config(
+        if opts.three:   # the two-row tile the cost model picks, against three rows
+            tiles["rows2 chosen"] = fused.launch_config(
+                case.batch, extent, case.in_channels, case.out_channels, taps, size,
+                not planar, planar)
+        shapes = ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
+                  [(2, *t, 64) for t in NARROW if default.bn > 64]) + \
+            [(3, *t, min(bn, default.bn)) for *t, bn in THREE]
+        for count, bm, warps, stages, bn in dict.fromkeys(shapes):
+            tiles[f"rows{count} {bm} n{bn} w{warps} s{stages}"] = fused.Config(
                 fused._fitted_box(case.batch, flat, bm, run_w), default.bk, bn, warps,
-                stages, rows=2)
+                stages, rows=count)
         run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1),
                                               cfg=cfg, round_input=not planar)
         flop = 2 * ref.numel() * case.in_channels * math.prod(case.kernel_size)

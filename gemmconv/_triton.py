@@ -151,62 +151,90 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
                        tiles0, tiles1, tiles2, tiles_n,
                        BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
                        BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
-                       ROUND: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
-    """:func:`implicit_gemm` at stride 1 for two output rows a program, ``spacing`` apart
-    along H: tap ``h`` of a column of taps reads input row ``y + top - h spacing`` for
-    output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row ``y``'s tap
-    ``h`` reads. Each box is loaded once for both rows: ``KH + 1`` boxes serve ``2 KH``
-    products, where one row a program loads a box a product; the copy into shared memory
-    bounds the one-row kernel (benches/NOTES.md, session 39). ``x_desc``: the input ``(N,
-    D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column of taps its
-    offsets along D and W; ``index (columns, KH)`` its taps' weight matrices, ``h`` order."""
+                       ROWS: tl.constexpr, ROUND: tl.constexpr, HAS_BIAS: tl.constexpr,
+                       PRECISION: tl.constexpr):
+    """:func:`implicit_gemm` at stride 1 for ``ROWS`` (2 or 3) output rows a program,
+    ``spacing`` apart along H: tap ``h`` of a column of taps reads input row ``y + top - h
+    spacing`` for output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row
+    ``y``'s tap ``h`` reads. Each box is loaded once for every row: ``KH + ROWS - 1`` boxes
+    serve ``ROWS KH`` products, where one row a program loads a box a product; the copy
+    into shared memory bounds the one-row kernel (benches/NOTES.md, session 39). ``x_desc``:
+    the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column
+    of taps its offsets along D and W; ``index (columns, KH)`` its taps' weight matrices,
+    ``h`` order."""
     BM: tl.constexpr = BB * B0 * B2
     rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
     first = rest * BB
-    # Rows y and y + spacing, y in the first half of a run of 2 spacing rows.
-    y = (t1 // spacing) * 2 * spacing + t1 % spacing
+    # Rows y + r spacing (r < ROWS), y in the first of ROWS runs of spacing rows.
+    y = (t1 // spacing) * ROWS * spacing + t1 % spacing
     q0, q2, co = t0 * B0, t2 * B2, n_block * BN
 
     chunks = tl.cdiv(c_in, BK)
     near = tl.zeros((BM, BN), dtype=tl.float32)   # row y
-    far = tl.zeros((BM, BN), dtype=tl.float32)    # row y + spacing
+    mid = tl.zeros((BM, BN), dtype=tl.float32)    # row y + spacing, of three
+    far = tl.zeros((BM, BN), dtype=tl.float32)    # the last row, y + (ROWS - 1) spacing
     for i in range(columns * chunks):
         column = i // chunks
         kc = (i - column * chunks) * BK
         o0 = tl.load(columns_ptr + column * 2)
         o2 = tl.load(columns_ptr + column * 2 + 1)
-        # Box j (input row y + top - (j - 1) spacing) meets row y's tap j - 1 and row
-        # y + spacing's tap j; each tap's matrix is loaded once, for the far row first.
-        a = _row_box(x_desc, [first, q0 + o0, y + top + spacing, q2 + o2, kc], BM, BK, ROUND)
-        w = w_desc.load([tl.load(index_ptr + column * KH), co, kc]).reshape(BN, BK)
-        far = tl.dot(a, w.T, far, input_precision=PRECISION)
-        for j in tl.static_range(1, KH + 1):
-            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - 1) * spacing, q2 + o2, kc],
-                         BM, BK, ROUND)
-            near = tl.dot(a, w.T, near, input_precision=PRECISION)
+        # Box j (input row y + top - (j - ROWS + 1) spacing) meets the last row's tap j, the
+        # middle row's tap j - 1 and row y's tap j - ROWS + 1, where those taps exist. Each
+        # tap's matrix is loaded once, with the box the last row meets it in: w1 holds tap
+        # j, w2 tap j - 1, w3 tap j - 2.
+        w1 = w_desc.load([tl.load(index_ptr + column * KH), co, kc]).reshape(BN, BK)
+        w2 = w1
+        w3 = w1
+        for j in tl.static_range(KH + ROWS - 1):
+            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
+                                  q2 + o2, kc], BM, BK, ROUND)
+            if j > 0:
+                w3 = w2
+                w2 = w1
+                if j < KH:
+                    w1 = w_desc.load([tl.load(index_ptr + column * KH + j), co,
+                                      kc]).reshape(BN, BK)
             if j < KH:
-                w = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)
-                far = tl.dot(a, w.T, far, input_precision=PRECISION)
+                far = tl.dot(a, w1.T, far, input_precision=PRECISION)
+            if ROWS == 3:
+                if j >= 1:
+                    if j <= KH:
+                        mid = tl.dot(a, w2.T, mid, input_precision=PRECISION)
+                if j >= 2:
+                    near = tl.dot(a, w3.T, near, input_precision=PRECISION)
+            else:
+                if j >= 1:
+                    near = tl.dot(a, w2.T, near, input_precision=PRECISION)
 
     rows = tl.arange(0, BM)
     y2 = q2 + rows % B2
     y0 = q0 + (rows // B2) % B0
     sample = first + rows // (B2 * B0)
     chans = co + tl.arange(0, BN)
-    if HAS_BIAS:
-        b = tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
-        near += b
-        far += b
     y1 = y + tl.zeros_like(rows)   # a row's tensor: a scalar in a mask fails the interpreter
     where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
              + y1.to(tl.int64) * out_s1 + y2 * out_s2)
     keep = (sample < batch) & (y0 < image0) & (y2 < image2)
-    cols = (chans.to(tl.int64) * out_sc)[None, :]
-    inside = (chans < c_out)[None, :]
-    tl.store(out_ptr + where[:, None] + cols, near.to(out_ptr.dtype.element_ty),
-             mask=(keep & (y1 < image1))[:, None] & inside)
-    tl.store(out_ptr + (where + spacing * out_s1)[:, None] + cols,
-             far.to(out_ptr.dtype.element_ty), mask=(keep & (y1 + spacing < image1))[:, None] & inside)
+    _store_row(out_ptr, bias_ptr, near, where, keep & (y1 < image1), chans, c_out, out_sc,
+               HAS_BIAS)
+    if ROWS == 3:
+        _store_row(out_ptr, bias_ptr, mid, where + spacing * out_s1,
+                   keep & (y1 + spacing < image1), chans, c_out, out_sc, HAS_BIAS)
+    last = (ROWS - 1) * spacing
+    _store_row(out_ptr, bias_ptr, far, where + last * out_s1, keep & (y1 + last < image1),
+               chans, c_out, out_sc, HAS_BIAS)
+
+
+@triton.jit
+def _store_row(out_ptr, bias_ptr, acc, where, keep, chans, c_out, out_sc,
+               HAS_BIAS: tl.constexpr):
+    """One row's ``acc (positions, channels)``, plus the bias, at ``where`` (per position)
+    and ``chans`` (out_sc apart), where ``keep`` and the channel is below ``c_out``."""
+    inside = chans < c_out
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + chans, mask=inside, other=0.0).to(tl.float32)[None, :]
+    tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
+             acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & inside[None, :])
 
 
 @triton.jit

@@ -145,7 +145,8 @@ def shifted_box(x: torch.Tensor, offset: Sequence[int], extent: Sequence[int]) -
 class Config(NamedTuple):
     """Tile of a launch: ``box`` (samples, D, H, W) of phase positions (their product the
     GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages;
-    ``rows`` 2 for two rows along H a program (:func:`row_columns`; the box one row high)."""
+    ``rows`` 2 or 3 for that many rows along H a program (:func:`row_columns`; the box one
+    row high)."""
     box: tuple
     bk: int
     bn: int
@@ -193,8 +194,9 @@ SHARED_BYTES = 228 * 1024
 
 
 def two_rows(one: Config, batch: int, extent: Sequence[int], c_out: int, height: int,
-             element_size: int, planar: bool) -> Optional[Config]:
-    """The tile of the kernel of two output rows a program (``Config.rows`` 2), for a
+             element_size: int, planar: bool, rows: int = 2) -> Optional[Config]:
+    """The tile of the kernel of two output rows a program (``Config.rows`` 2; ``rows`` 3
+    for three, on the same rules), for a
     single phase of ``extent`` whose taps form columns ``height`` taps high
     (:func:`row_columns`), or None where the one-row tile ``one`` stays. Two rows load
     ``height + 1`` boxes for ``2 height`` products where one row loads a box a product,
@@ -214,12 +216,12 @@ def two_rows(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, 128 // element_size if planar else 1)
     stages = 2
     bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
-    stage = ((height + 1) * math.prod(box) + height * bn) * one.bk * element_size
-    pairs = (extent[0], -(-extent[1] // 2), extent[2])
-    if stages * stage > SHARED_BYTES or _programs(batch, pairs, c_out, 1, box, bn) < 2 * WAVE:
+    stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size
+    runs = (extent[0], -(-extent[1] // rows), extent[2])
+    if stages * stage > SHARED_BYTES or _programs(batch, runs, c_out, 1, box, bn) < 2 * WAVE:
         return None
     wide = one.bn >= 128 or element_size == 4 or (one.bn >= 64 and not planar)
-    return Config(box, one.bk, bn, 8 if wide else 4, stages, rows=2)
+    return Config(box, one.bk, bn, 8 if wide else 4, stages, rows)
 
 
 def _box(batch: int, extent: Sequence[int], bm: int) -> tuple:
@@ -383,7 +385,7 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
     x_dims, w_dims = [batch, *grid, c_in], list(w_shape)
     x_layout = (x_dims, _dense(x_dims), [*cfg.box, cfg.bk])
     w_layout = (w_dims, _dense(w_dims), [1, cfg.bn, cfg.bk])
-    if cfg.rows == 2:
+    if cfg.rows > 1:
         return _rows_plan(x_layout, w_layout, image, out_strides, c_in, c_out, taps, cfg,
                           precision, rounds, has_bias, device)
     programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
@@ -419,13 +421,14 @@ def _extent(image: Sequence[int], taps: Taps) -> list:
 def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tuple, c_in: int,
                c_out: int, taps: Taps, cfg: Config, precision: str, rounds: bool,
                has_bias: bool, device: torch.device) -> GemmPlan:
-    """:func:`_gemm_plan` for ``cfg.rows`` 2: programs over pairs of rows ``spacing`` apart."""
+    """:func:`_gemm_plan` for ``cfg.rows`` 2 or 3: programs over that many rows ``spacing``
+    apart."""
     from . import _triton
     top, spacing, columns, index = row_columns(taps)   # (index: columns x height)
     assert cfg.box[2] == 1, "a box one row high"
     batch = x_layout[0][0]
     tiles = _tiles(batch, image, cfg.box)
-    tiles[2] = spacing * -(-image[1] // (2 * spacing))
+    tiles[2] = spacing * -(-image[1] // (cfg.rows * spacing))
     tiles_n = -(-c_out // cfg.bn)
     programs = math.prod(tiles) * tiles_n
     if programs == 0:
@@ -434,7 +437,7 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
              c_in, c_out, len(columns), top, spacing, *tiles[1:], tiles_n)
     launch = _triton.Launch(
         _triton.implicit_gemm_rows, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
-        B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, KH=len(index[0]), ROUND=rounds,
+        B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, KH=len(index[0]), ROWS=cfg.rows, ROUND=rounds,
         HAS_BIAS=has_bias, PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
     return GemmPlan(x_layout, w_layout, (_int_tensor(columns, device), _int_tensor(index, device)),
                     launch)

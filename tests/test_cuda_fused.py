@@ -76,17 +76,17 @@ ROW_CASES = [c for c in CASES if set(c.stride) == {1} and c.nd > 1 and c.kernel_
 
 
 @pytest.fixture
-def every_call_two_rows(monkeypatch):
-    """Every call whose taps form columns along H takes the kernel of two rows a program
-    (its floor of two waves lowered to none, there only: the weight gradient's splits
-    divide by the wave); counts the plans that chose it."""
+def every_call_rows(monkeypatch, rows):
+    """Every call whose taps form columns along H takes the kernel of ``rows`` rows a
+    program where its tile fits (its floor of two waves lowered to none, there only: the
+    weight gradient's splits divide by the wave); counts the plans that chose it."""
     chosen = [0]
     two_rows, wave = fused.two_rows, fused.WAVE
 
-    def counted(*args):
+    def counted(*args, **kwargs):
         fused.WAVE = 0
         try:
-            cfg = two_rows(*args)
+            cfg = two_rows(*args[:7], rows=rows)
         finally:
             fused.WAVE = wave
         chosen[0] += cfg is not None
@@ -101,19 +101,21 @@ def every_call_two_rows(monkeypatch):
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 @pytest.mark.parametrize("mode", ["float32-tf32", "bfloat16"])
 @pytest.mark.parametrize("case", ROW_CASES, ids=lambda c: c.name)
-def test_two_row_kernel_matches_float64(monkeypatch, launches, every_call_two_rows, case, mode,
-                                        layout):
+@pytest.mark.parametrize("rows", [2, 3])
+def test_row_kernel_matches_float64(monkeypatch, launches, every_call_rows, case, mode, layout,
+                                    rows):
     """Forward and gradients where the forward (and the stride-1 input gradient, a
-    convolution's taps) take the two-row kernel: the forward's call and its replay bitwise
-    alike, into poisoned memory, against float64. Columns of up to three taps fit any
-    tile's two stages (five of float32 do not: the one-row kernel runs)."""
+    convolution's taps) take the kernel of two or three rows a program: the forward's call
+    and its replay bitwise alike, into poisoned memory, against float64. Columns of up to
+    three taps fit two rows' two stages in any tile and three rows' in tiles of 64 output
+    channels (five of float32 do not: the one-row kernel runs)."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     if layout == "channels_last" and case.unbatched:
         pytest.skip("no channels_last layout for unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
     leaves = _tensors(case, "two rows" + mode + layout, dtype, layout == "channels_last")
     check_against_float64(case, leaves, precision, tolerance, layout, lambda: launches[0])
-    assert every_call_two_rows[0] > 0 or case.kernel_size[-2] > 3
+    assert every_call_rows[0] > 0 or case.kernel_size[-2] > 3
 
 
 @pytest.mark.parametrize("why", ["groups", "channels", "ieee", "float64"])
