@@ -8,6 +8,9 @@
 #   B: after change 127 (two rows at most 64 output channels a program): the probe again (its
 #      stages, and the planar bfloat16 tile), then every CUDA test file.
 #   C: the four tables.
+#   E: D again after the two-row order was restored (each tap's matrix loaded after the
+#      older taps' products) and three rows taken where a tile holds 32 output channels.
+#   F: every CUDA test file, the forward tables.  G: the training tables.
 #   D: the kernel of three rows a program (implicit_gemm_rows' ROWS): test_cuda_fused's row
 #      tests (two and three rows), then the probe's three-row tiles against the cost model's
 #      two-row tile on the five stride-1 2-D cases, both dtypes and layouts.
@@ -28,10 +31,19 @@ B) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P ;;
-D) gpu
+D|E) gpu
   timeout 200 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row_kernel" > $O/rows.log 2>&1; tail -3 $O/rows.log
   for o in "" "--dtype bfloat16" "--planar" "--dtype bfloat16 --planar"; do
     timeout 110 python3 benches/two_rows_probe.py --three $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probe.log; done ;;
+F) gpu
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P
+  timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
+G) gpu
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
 C) gpu
   timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log

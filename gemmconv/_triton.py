@@ -178,33 +178,26 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
         kc = (i - column * chunks) * BK
         o0 = tl.load(columns_ptr + column * 2)
         o2 = tl.load(columns_ptr + column * 2 + 1)
-        # Box j (input row y + top - (j - ROWS + 1) spacing) meets the last row's tap j, the
-        # middle row's tap j - 1 and row y's tap j - ROWS + 1, where those taps exist. Each
-        # tap's matrix is loaded once, with the box the last row meets it in: w1 holds tap
-        # j, w2 tap j - 1, w3 tap j - 2.
-        w1 = w_desc.load([tl.load(index_ptr + column * KH), co, kc]).reshape(BN, BK)
-        w2 = w1
-        w3 = w1
+        # Box j (input row y + top - (j - ROWS + 1) spacing) meets row y's tap j - ROWS + 1,
+        # the middle row's tap j - 1 and the last row's tap j, where those taps exist. Each
+        # tap's matrix is loaded once, with the box the last row meets it in, after the
+        # products of the older taps (w1: tap j - 1, w2: tap j - 2, on entry); in this
+        # order two rows ran 1.4x faster on float32 planar outputs (results/s42, D and E).
         for j in tl.static_range(KH + ROWS - 1):
             a = _row_box(x_desc, [first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
                                   q2 + o2, kc], BM, BK, ROUND)
-            if j > 0:
-                w3 = w2
-                w2 = w1
-                if j < KH:
-                    w1 = w_desc.load([tl.load(index_ptr + column * KH + j), co,
-                                      kc]).reshape(BN, BK)
-            if j < KH:
-                far = tl.dot(a, w1.T, far, input_precision=PRECISION)
-            if ROWS == 3:
-                if j >= 1:
+            if j >= 1:
+                if ROWS == 3:
+                    if j >= 2:
+                        near = tl.dot(a, w2.T, near, input_precision=PRECISION)
                     if j <= KH:
-                        mid = tl.dot(a, w2.T, mid, input_precision=PRECISION)
-                if j >= 2:
-                    near = tl.dot(a, w3.T, near, input_precision=PRECISION)
-            else:
-                if j >= 1:
-                    near = tl.dot(a, w2.T, near, input_precision=PRECISION)
+                        mid = tl.dot(a, w1.T, mid, input_precision=PRECISION)
+                else:
+                    near = tl.dot(a, w1.T, near, input_precision=PRECISION)
+                w2 = w1
+            if j < KH:
+                w1 = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)
+                far = tl.dot(a, w1.T, far, input_precision=PRECISION)
 
     rows = tl.arange(0, BM)
     y2 = q2 + rows % B2

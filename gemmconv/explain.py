@@ -59,8 +59,8 @@ DEPTHWISE_STEP = ("one Triton kernel: each output sums, over the taps that reach
                   "the tap's weight times its group's input channel{bias}")
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
               "that reach it times the input's shifted boxes, accumulated on chip{bias}{rows}")
-TWO_ROWS = ("; two output rows a program, each box loaded once for both rows' taps (columns "
-            "of {} taps along H)")
+ROWS = ("; {} output rows a program, each box loaded once for every row's taps (columns of "
+        "{} taps along H)")
 
 
 BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel over the "
@@ -250,8 +250,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         plan = None
         batched = input.unsqueeze(0) if a.unbatched else input
         taps = fused.transposed_taps(a.geometry)
-        two_rows = fused.forward_tile(a, batched, not interleaved).rows == 2
-        rows = TWO_ROWS.format(fused.row_columns(taps).height) if two_rows else ""
+        count = fused.forward_tile(a, batched, not interleaved).rows
+        rows = ROWS.format(("two", "three")[count - 2], fused.row_columns(taps).height) \
+            if count > 1 else ""
         steps = [FUSED_STEP.format(phases=len(taps.count), rows=rows,
                                    bias=", + bias" if bias is not None else "")]
         if fused.copies_input(batched):

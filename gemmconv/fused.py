@@ -193,29 +193,34 @@ WAVE = 132   # programs in flight at once: one per multiprocessor of an H100 or 
 SHARED_BYTES = 228 * 1024
 
 
-def two_rows(one: Config, batch: int, extent: Sequence[int], c_out: int, height: int,
-             element_size: int, planar: bool, rows: int = 2) -> Optional[Config]:
-    """The tile of the kernel of two output rows a program (``Config.rows`` 2; ``rows`` 3
-    for three, on the same rules), for a
-    single phase of ``extent`` whose taps form columns ``height`` taps high
-    (:func:`row_columns`), or None where the one-row tile ``one`` stays. Two rows load
-    ``height + 1`` boxes for ``2 height`` products where one row loads a box a product,
-    which the copy into shared memory bounds. On an H100 (benches/results/s40, F and G) the
-    stride-1 2-D cases' kernel took 7-33% less time in either dtype and layout (2d-3x7-512
-    channels_last: float32 2.195 -> 1.587 ms, bfloat16 1.097 -> 0.789, where cuDNN took
-    2.217 and 1.187). Tile: 128 positions one row high, 2 stages, which the boxes and taps
-    of a stage must fit twice; at least two waves of programs. 8 warps for float32, where
-    two accumulators of 128 x 128 would spill on 4 (2.5x slower) and for 16-bit
-    channels_last tiles of 64 channels; 4 for 16-bit planar outputs of 64 channels (8:
-    2d-1024 2.508 against 1.854 ms) and for 16-bit tiles of 32. At most 64 output channels a
-    program where one row takes 128, but for 16-bit planar outputs: the two programs of a
-    box share its loads through L2, and two accumulators of 128 channels cost more than
-    that (2d-64to128, H100, benches/results/s42/B: float32 channels_last 2.458 -> 2.344 ms,
+def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height: int,
+             element_size: int, planar: bool, rows: Optional[int] = None) -> Optional[Config]:
+    """The tile of the kernel of two or three output rows a program (``Config.rows``;
+    ``rows`` forces it), for a single phase of ``extent`` whose taps form columns ``height``
+    taps high (:func:`row_columns`), or None where the one-row tile ``one`` stays. ``r``
+    rows load ``height + r - 1`` boxes for ``r height`` products where one row loads a box a
+    product, which the copy into shared memory bounds. On an H100 (benches/results/s40, F
+    and G) two rows took 7-33% less time than one on the stride-1 2-D cases in either dtype
+    and layout (2d-3x7-512 channels_last: float32 2.195 -> 1.587 ms, bfloat16 1.097 ->
+    0.789, where cuDNN took 2.217 and 1.187). Three rows where the tile holds 32 output
+    channels or fewer, whose products are too small to hide the boxes' copies: 6-17% less
+    than two (2d-3x7-padded channels_last float32 1.248 -> 1.086, bfloat16 0.699 -> 0.582);
+    with 64 they took 13-35% more (s42/D). Tile: 128 positions one row high, 2 stages,
+    which the boxes and taps of a stage must fit twice; at least two waves of programs. 8
+    warps for float32, where two accumulators of 128 x 128 would spill on 4 (2.5x slower)
+    and for 16-bit channels_last tiles of 64 channels; 4 for 16-bit planar outputs of 64
+    channels (8: 2d-1024 2.508 against 1.854 ms) and for 16-bit tiles of 32. At most 64
+    output channels a program where one row takes 128, but for 16-bit planar outputs: the
+    two programs of a box share its loads through L2, and two accumulators of 128 channels
+    cost more than that (2d-64to128, H100, s42/B: float32 channels_last 2.458 -> 2.344 ms,
     planar 2.713 -> 2.478, bfloat16 channels_last 1.191 -> 1.130; bfloat16 planar 1.543 ->
     2.128 on 8 warps, 1.696 on 4)."""
+    bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
+    if rows is None:
+        args = (one, batch, extent, c_out, height, element_size, planar)
+        return (bn <= 32 and row_tile(*args, rows=3)) or row_tile(*args, rows=2)
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, 128 // element_size if planar else 1)
     stages = 2
-    bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
     stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size
     runs = (extent[0], -(-extent[1] // rows), extent[2])
     if stages * stage > SHARED_BYTES or _programs(batch, runs, c_out, 1, box, bn) < 2 * WAVE:
@@ -404,13 +409,13 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
 def launch_config(batch: int, extent: Sequence[int], c_in: int, c_out: int, taps: Taps,
                   element_size: int, rounds: bool, planar: bool) -> Config:
     """The tile :func:`implicit_gemm` launches over ``taps``' phase grids of ``extent``:
-    :func:`two_rows`' where the taps form columns along H and it applies, else
+    :func:`row_tile`'s where the taps form columns along H and it applies, else
     :func:`config`'s."""
     one = config(batch, extent, c_in, c_out, len(taps.count), element_size, rounds, planar)
     columns = row_columns(taps)
     if columns is None:
         return one
-    return two_rows(one, batch, extent, c_out, columns.height, element_size, planar) or one
+    return row_tile(one, batch, extent, c_out, columns.height, element_size, planar) or one
 
 
 def _extent(image: Sequence[int], taps: Taps) -> list:

@@ -133,7 +133,9 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     assert "channels innermost, (8, 512, 512, 64), rounded to TF32" in planar.steps[0]
     assert "1 stride phase(s)" in planar.steps[1]
     assert "two output rows a program" in planar.steps[1] and "columns of 3 taps" in planar.steps[1]
-    assert "two output rows" not in e.steps[0]    # strided: no columns of taps along H
+    assert "output rows" not in e.steps[0]    # strided: no columns of taps along H
+    narrow = gemmconv.explain(_meta(8, 32, 512, 1024), _meta(32, 32, 3, 3))   # 32 output channels
+    assert "three output rows a program" in narrow.steps[1]
     half = torch.empty(8, 64, 512, 512, device="meta", dtype=torch.bfloat16)
     fused_backward = gemmconv.explain(half, torch.empty(64, 64, 3, 3, device="meta", dtype=torch.bfloat16))
     assert fused_backward.backward_workspace_bytes == 8 * 64 * 514 * 514 * 2   # the output gradient's copy

@@ -81,18 +81,18 @@ def every_call_rows(monkeypatch, rows):
     program where its tile fits (its floor of two waves lowered to none, there only: the
     weight gradient's splits divide by the wave); counts the plans that chose it."""
     chosen = [0]
-    two_rows, wave = fused.two_rows, fused.WAVE
+    row_tile, wave = fused.row_tile, fused.WAVE
 
     def counted(*args, **kwargs):
         fused.WAVE = 0
         try:
-            cfg = two_rows(*args[:7], rows=rows)
+            cfg = row_tile(*args[:7], rows=rows)
         finally:
             fused.WAVE = wave
         chosen[0] += cfg is not None
         return cfg
 
-    monkeypatch.setattr(fused, "two_rows", counted)
+    monkeypatch.setattr(fused, "row_tile", counted)
     fused._gemm_plan.cache_clear()   # plans made under the real floor
     yield chosen
     fused._gemm_plan.cache_clear()

@@ -166,24 +166,31 @@ def test_row_kernel_matches_float64_through_the_interpreter(case, rows):
     assert rel_error(got.movedim(-1, 1), ref_grad) < 1e-5
 
 
-def test_two_rows_where_the_boxes_fit_twice_and_fill_two_waves():
+def test_row_tiles_where_the_boxes_fit_twice_and_fill_two_waves():
     one = fused.config(8, (1, 514, 518), 64, 64, 1, 4, True)
-    two = fused.two_rows(one, 8, (1, 514, 518), 64, 3, 4, False)
+    two = fused.row_tile(one, 8, (1, 514, 518), 64, 3, 4, False)
     assert two.rows == 2 and two.box[2] == 1 and math.prod(two.box) == 128 and two.warps == 8
     assert (two.bk, two.bn) == (one.bk, one.bn)
     half = fused.config(8, (1, 514, 518), 64, 64, 1, 2, False)
-    assert fused.two_rows(half, 8, (1, 514, 518), 64, 3, 2, False).warps == 8   # bfloat16
-    assert fused.two_rows(half, 8, (1, 514, 518), 64, 3, 2, True).warps == 4    # planar
-    assert fused.two_rows(one, 1, (1, 8, 64), 64, 3, 4, False) is None          # few programs
+    assert fused.row_tile(half, 8, (1, 514, 518), 64, 3, 2, False).warps == 8   # bfloat16
+    assert fused.row_tile(half, 8, (1, 514, 518), 64, 3, 2, True).warps == 4    # planar
+    assert fused.row_tile(one, 1, (1, 8, 64), 64, 3, 4, False) is None          # few programs
     wide = fused.config(8, (1, 514, 518), 64, 128, 1, 4, True)
-    assert wide.bn == 128 and fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 4, False).bn == 64
-    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 4, True).bn == 64
-    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 2, False).bn == 64
-    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 3, 2, True).bn == 128    # 16-bit planar
-    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 4, 4, False) is not None
-    assert fused.two_rows(wide, 8, (1, 514, 518), 128, 5, 4, False) is None     # shared memory
-    planar = fused.two_rows(one, 8, (1, 514, 518), 64, 3, 4, True)
+    assert wide.bn == 128 and fused.row_tile(wide, 8, (1, 514, 518), 128, 3, 4, False).bn == 64
+    assert fused.row_tile(wide, 8, (1, 514, 518), 128, 3, 4, True).bn == 64
+    assert fused.row_tile(wide, 8, (1, 514, 518), 128, 3, 2, False).bn == 64
+    assert fused.row_tile(wide, 8, (1, 514, 518), 128, 3, 2, True).bn == 128    # 16-bit planar
+    assert fused.row_tile(wide, 8, (1, 514, 518), 128, 4, 4, False) is not None
+    assert fused.row_tile(wide, 8, (1, 514, 518), 128, 5, 4, False) is None     # shared memory
+    planar = fused.row_tile(one, 8, (1, 514, 518), 64, 3, 4, True)
     assert planar.box[-1] >= 32                                                  # 128-byte runs
+    narrow = fused.config(8, (1, 514, 518), 32, 32, 1, 4, True)
+    assert narrow.bn == 32 and one.bn == 64 and half.bn == 64
+    three = fused.row_tile(narrow, 8, (1, 514, 518), 32, 3, 4, False)
+    assert (three.rows, three.warps, two.rows) == (3, 8, 2)                      # 32 channels
+    assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 3, 2, True)[3:] == (4, 2, 3)
+    assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 3, 4, False, rows=2).rows == 2
+    assert fused.row_tile(narrow, 1, (1, 600, 128), 32, 3, 4, False).rows == 2  # waves
 
 
 @interpreted
