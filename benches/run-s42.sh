@@ -10,6 +10,7 @@
 #   C: the four tables.
 #   E: D again after the two-row order was restored (each tap's matrix loaded after the
 #      older taps' products) and three rows taken where a tile holds 32 output channels.
+#   H: the two-row kernel's text A/B (rows_ab_probe.py), float32 planar and channels_last.
 #   F: every CUDA test file, the forward tables.  G: the training tables.
 #   D: the kernel of three rows a program (implicit_gemm_rows' ROWS): test_cuda_fused's row
 #      tests (two and three rows), then the probe's three-row tiles against the cost model's
@@ -35,6 +36,9 @@ D|E) gpu
   timeout 200 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row_kernel" > $O/rows.log 2>&1; tail -3 $O/rows.log
   for o in "" "--dtype bfloat16" "--planar" "--dtype bfloat16 --planar"; do
     timeout 110 python3 benches/two_rows_probe.py --three $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/probe.log; done ;;
+H) gpu
+  for o in "--planar" "" "--dtype bfloat16 --planar"; do
+    timeout 150 python3 benches/rows_ab_probe.py $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/ab.log; done ;;
 F) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
