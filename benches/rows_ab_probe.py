@@ -2,7 +2,8 @@
 outputs ran 1.4x slower after ``implicit_gemm_rows`` took ROWS (results/s42, D and E) while
 channels_last ones did not. Times, in one process, the kernel as it was (``before``), as it
 is, with its old epilogue (both rows' bias added, then both stores), and without the third
-row's accumulator. Each kernel's time back to back (do_bench), and its output's largest
+row's accumulator (that run's "now" stored row by row; the kernel now joins its epilogue, so
+"now" and "joined epilogue" read alike). Each kernel's time back to back (do_bench), and its output's largest
 difference from the first's.
 
     PYTHONPATH=. python benches/rows_ab_probe.py [CASES] [--dtype bfloat16] [--planar]
@@ -17,10 +18,21 @@ import triton.language as tl
 
 from gemmconv import _triton, cases, fused
 from gemmconv.shapes import Geometry
-from gemmconv._triton import _program_tile, _row_box, _store_row  # noqa: F401 (the kernels')
+from gemmconv._triton import _program_tile, _row_box  # noqa: F401 (the kernels')
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cl_tile_probe import bench  # noqa: E402
+
+
+@triton.jit
+def _store_row(out_ptr, bias_ptr, acc, where, keep, chans, c_out, out_sc,
+               HAS_BIAS: tl.constexpr):
+    """Session 42's E epilogue: one row, its bias added, stored."""
+    inside = chans < c_out
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + chans, mask=inside, other=0.0).to(tl.float32)[None, :]
+    tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
+             acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & inside[None, :])
 
 
 @triton.jit

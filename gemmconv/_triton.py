@@ -181,8 +181,7 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
         # Box j (input row y + top - (j - ROWS + 1) spacing) meets row y's tap j - ROWS + 1,
         # the middle row's tap j - 1 and the last row's tap j, where those taps exist. Each
         # tap's matrix is loaded once, with the box the last row meets it in, after the
-        # products of the older taps (w1: tap j - 1, w2: tap j - 2, on entry); in this
-        # order two rows ran 1.4x faster on float32 planar outputs (results/s42, D and E).
+        # products of the older taps (w1: tap j - 1, w2: tap j - 2, on entry).
         for j in tl.static_range(KH + ROWS - 1):
             a = _row_box(x_desc, [first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
                                   q2 + o2, kc], BM, BK, ROUND)
@@ -204,30 +203,30 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
     y0 = q0 + (rows // B2) % B0
     sample = first + rows // (B2 * B0)
     chans = co + tl.arange(0, BN)
+    # Every row's bias first, then the stores: storing each row in turn with its bias (a
+    # helper a row) made float32 planar outputs 1.45x slower (benches/rows_ab_probe.py,
+    # results/s42/H: 2d-1024 3.06 against 4.49 ms).
+    if HAS_BIAS:
+        b = tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
+        near += b
+        if ROWS == 3:
+            mid += b
+        far += b
     y1 = y + tl.zeros_like(rows)   # a row's tensor: a scalar in a mask fails the interpreter
     where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
              + y1.to(tl.int64) * out_s1 + y2 * out_s2)
     keep = (sample < batch) & (y0 < image0) & (y2 < image2)
-    _store_row(out_ptr, bias_ptr, near, where, keep & (y1 < image1), chans, c_out, out_sc,
-               HAS_BIAS)
+    cols = (chans.to(tl.int64) * out_sc)[None, :]
+    inside = (chans < c_out)[None, :]
+    tl.store(out_ptr + where[:, None] + cols, near.to(out_ptr.dtype.element_ty),
+             mask=(keep & (y1 < image1))[:, None] & inside)
     if ROWS == 3:
-        _store_row(out_ptr, bias_ptr, mid, where + spacing * out_s1,
-                   keep & (y1 + spacing < image1), chans, c_out, out_sc, HAS_BIAS)
+        tl.store(out_ptr + (where + spacing * out_s1)[:, None] + cols,
+                 mid.to(out_ptr.dtype.element_ty),
+                 mask=(keep & (y1 + spacing < image1))[:, None] & inside)
     last = (ROWS - 1) * spacing
-    _store_row(out_ptr, bias_ptr, far, where + last * out_s1, keep & (y1 + last < image1),
-               chans, c_out, out_sc, HAS_BIAS)
-
-
-@triton.jit
-def _store_row(out_ptr, bias_ptr, acc, where, keep, chans, c_out, out_sc,
-               HAS_BIAS: tl.constexpr):
-    """One row's ``acc (positions, channels)``, plus the bias, at ``where`` (per position)
-    and ``chans`` (out_sc apart), where ``keep`` and the channel is below ``c_out``."""
-    inside = chans < c_out
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + chans, mask=inside, other=0.0).to(tl.float32)[None, :]
-    tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
-             acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & inside[None, :])
+    tl.store(out_ptr + (where + last * out_s1)[:, None] + cols, far.to(out_ptr.dtype.element_ty),
+             mask=(keep & (y1 + last < image1))[:, None] & inside)
 
 
 @triton.jit
