@@ -11,6 +11,7 @@
 #   E: D again after the two-row order was restored (each tap's matrix loaded after the
 #      older taps' products) and three rows taken where a tile holds 32 output channels.
 #   H: the two-row kernel's text A/B (rows_ab_probe.py), float32 planar and channels_last.
+#   I: three rows only on columns of up to 3 taps: the 3-D cases' bfloat16 steps again.
 #   F: every CUDA test file, the forward tables.  G: the training tables.
 #   D: the kernel of three rows a program (implicit_gemm_rows' ROWS): test_cuda_fused's row
 #      tests (two and three rows), then the probe's three-row tiles against the cost model's
@@ -50,6 +51,9 @@ G) gpu   # (and the forward tables again: F's read unrelated 3-D and strided cas
   timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
   timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
   timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+I) gpu   # three rows only on columns of up to 3 taps: the 3-D training steps again
+  timeout 150 python3 -m gemmconv bench --case 3d --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A8 "^case" $O/bench-train-bf16.log
+  timeout 100 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row_kernel and 3d" > $O/rows.log 2>&1; tail -2 $O/rows.log ;;
 C) gpu
   timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log

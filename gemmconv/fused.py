@@ -203,9 +203,11 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     and G) two rows took 7-33% less time than one on the stride-1 2-D cases in either dtype
     and layout (2d-3x7-512 channels_last: float32 2.195 -> 1.587 ms, bfloat16 1.097 ->
     0.789, where cuDNN took 2.217 and 1.187). Three rows where the tile holds 32 output
-    channels or fewer, whose products are too small to hide the boxes' copies: 6-17% less
-    than two (2d-3x7-padded channels_last float32 1.248 -> 1.086, bfloat16 0.699 -> 0.582);
-    with 64 they took 13-35% more (s42/D). Tile: 128 positions one row high, 2 stages,
+    channels or fewer, whose products are too small to hide the boxes' copies, on columns of
+    up to 3 taps (all that was measured): 6-17% less than two (2d-3x7-padded channels_last
+    float32 1.248 -> 1.086, bfloat16 0.699 -> 0.582); with 64 channels they took 13-35% more
+    (s42/D). (On 3d-3x5x7's columns of 5, its bfloat16 input gradient's, the training
+    step read 1.69 ms with two rows and 1.96 with three: s42, C and G.) Tile: 128 positions one row high, 2 stages,
     which the boxes and taps of a stage must fit twice; at least two waves of programs. 8
     warps for float32, where two accumulators of 128 x 128 would spill on 4 (2.5x slower)
     and for 16-bit channels_last tiles of 64 channels; 4 for 16-bit planar outputs of 64
@@ -218,7 +220,7 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
     if rows is None:
         args = (one, batch, extent, c_out, height, element_size, planar)
-        return (bn <= 32 and row_tile(*args, rows=3)) or row_tile(*args, rows=2)
+        return (bn <= 32 and height <= 3 and row_tile(*args, rows=3)) or row_tile(*args, rows=2)
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, 128 // element_size if planar else 1)
     stages = 2
     stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size

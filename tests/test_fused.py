@@ -191,6 +191,7 @@ def test_row_tiles_where_the_boxes_fit_twice_and_fill_two_waves():
     assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 3, 2, True)[3:] == (4, 2, 3)
     assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 3, 4, False, rows=2).rows == 2
     assert fused.row_tile(narrow, 1, (1, 600, 128), 32, 3, 4, False).rows == 2  # waves
+    assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 4, 4, False).rows == 2  # 4 taps high
 
 
 @interpreted
