@@ -12,6 +12,7 @@
 #      older taps' products) and three rows taken where a tile holds 32 output channels.
 #   H: the two-row kernel's text A/B (rows_ab_probe.py), float32 planar and channels_last.
 #   I: three rows only on columns of up to 3 taps: the 3-D cases' bfloat16 steps again.
+#   J: the row kernel's text A/B on 3d-3x5x7's bfloat16 step.
 #   F: every CUDA test file, the forward tables.  G: the training tables.
 #   D: the kernel of three rows a program (implicit_gemm_rows' ROWS): test_cuda_fused's row
 #      tests (two and three rows), then the probe's three-row tiles against the cost model's
@@ -54,6 +55,9 @@ G) gpu   # (and the forward tables again: F's read unrelated 3-D and strided cas
 I) gpu   # three rows only on columns of up to 3 taps: the 3-D training steps again
   timeout 150 python3 -m gemmconv bench --case 3d --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A8 "^case" $O/bench-train-bf16.log
   timeout 100 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row_kernel and 3d" > $O/rows.log 2>&1; tail -2 $O/rows.log ;;
+J) gpu   # the row kernel's text A/B on 3d-3x5x7's bfloat16 step (rows_step_ab.py)
+  timeout 150 python3 benches/rows_step_ab.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/ab.log
+  timeout 100 python3 benches/rows_step_ab.py 2d-3x7-padded --dtype float32 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/ab.log ;;
 C) gpu
   timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
