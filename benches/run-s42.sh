@@ -57,7 +57,7 @@ I) gpu   # three rows only on columns of up to 3 taps: the 3-D training steps ag
   timeout 100 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row_kernel and 3d" > $O/rows.log 2>&1; tail -2 $O/rows.log ;;
 J) gpu   # the row kernel's text A/B on 3d-3x5x7's bfloat16 step (rows_step_ab.py)
   timeout 150 python3 benches/rows_step_ab.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/ab.log
-  timeout 100 python3 benches/rows_step_ab.py 2d-3x7-padded --dtype float32 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/ab.log ;;
+  timeout 100 python3 benches/rows_step_ab.py 2d-3x7-512 --dtype float32 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/ab.log ;;
 C) gpu
   timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
