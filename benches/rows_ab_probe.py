@@ -1,10 +1,10 @@
 """A/B of the two-row kernel's text on the stride-1 2-D cases (session 42): float32 planar
-outputs ran 1.4x slower after ``implicit_gemm_rows`` took ROWS (results/s42, D and E) while
-channels_last ones did not. Times, in one process, the kernel as it was (``before``), as it
-is, with its old epilogue (both rows' bias added, then both stores), and without the third
-row's accumulator (that run's "now" stored row by row; the kernel now joins its epilogue, so
-"now" and "joined epilogue" read alike). Each kernel's time back to back (do_bench), and its output's largest
-difference from the first's.
+outputs ran 1.45x slower after ``implicit_gemm_rows`` took ROWS (results/s42, D and E) while
+channels_last ones did not. Times, in one process, the kernel as it was before (``before``,
+session 41's text) and as it is, each back to back (do_bench), and the output's largest
+difference from the first's. H also timed two variants of commit 374ff9d's kernel (each row
+stored through a helper that added its bias, with and without the third row's
+accumulator) and the fix, every row's bias added before the stores: NOTES, change 128.
 
     PYTHONPATH=. python benches/rows_ab_probe.py [CASES] [--dtype bfloat16] [--planar]
 """
@@ -22,17 +22,6 @@ from gemmconv._triton import _program_tile, _row_box  # noqa: F401 (the kernels'
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cl_tile_probe import bench  # noqa: E402
-
-
-@triton.jit
-def _store_row(out_ptr, bias_ptr, acc, where, keep, chans, c_out, out_sc,
-               HAS_BIAS: tl.constexpr):
-    """Session 42's E epilogue: one row, its bias added, stored."""
-    inside = chans < c_out
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + chans, mask=inside, other=0.0).to(tl.float32)[None, :]
-    tl.store(out_ptr + where[:, None] + (chans.to(tl.int64) * out_sc)[None, :],
-             acc.to(out_ptr.dtype.element_ty), mask=keep[:, None] & inside[None, :])
 
 
 @triton.jit
@@ -102,151 +91,6 @@ def before(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
 
 
 
-@triton.jit
-def joined_epilogue(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
-                       batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
-                       c_in, c_out, columns, top, spacing,
-                       tiles0, tiles1, tiles2, tiles_n,
-                       BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
-                       BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
-                       ROWS: tl.constexpr, ROUND: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       PRECISION: tl.constexpr):
-    """:func:`implicit_gemm` at stride 1 for ``ROWS`` (2 or 3) output rows a program,
-    ``spacing`` apart along H: tap ``h`` of a column of taps reads input row ``y + top - h
-    spacing`` for output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row
-    ``y``'s tap ``h`` reads. Each box is loaded once for every row: ``KH + ROWS - 1`` boxes
-    serve ``ROWS KH`` products, where one row a program loads a box a product; the copy
-    into shared memory bounds the one-row kernel (benches/NOTES.md, session 39). ``x_desc``:
-    the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column
-    of taps its offsets along D and W; ``index (columns, KH)`` its taps' weight matrices,
-    ``h`` order."""
-    BM: tl.constexpr = BB * B0 * B2
-    rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
-    first = rest * BB
-    # Rows y + r spacing (r < ROWS), y in the first of ROWS runs of spacing rows.
-    y = (t1 // spacing) * ROWS * spacing + t1 % spacing
-    q0, q2, co = t0 * B0, t2 * B2, n_block * BN
-
-    chunks = tl.cdiv(c_in, BK)
-    near = tl.zeros((BM, BN), dtype=tl.float32)   # row y
-    mid = tl.zeros((BM, BN), dtype=tl.float32)    # row y + spacing, of three
-    far = tl.zeros((BM, BN), dtype=tl.float32)    # the last row, y + (ROWS - 1) spacing
-    for i in range(columns * chunks):
-        column = i // chunks
-        kc = (i - column * chunks) * BK
-        o0 = tl.load(columns_ptr + column * 2)
-        o2 = tl.load(columns_ptr + column * 2 + 1)
-        # Box j (input row y + top - (j - ROWS + 1) spacing) meets row y's tap j - ROWS + 1,
-        # the middle row's tap j - 1 and the last row's tap j, where those taps exist. Each
-        # tap's matrix is loaded once, with the box the last row meets it in, after the
-        # products of the older taps (w1: tap j - 1, w2: tap j - 2, on entry); in this
-        # order two rows ran 1.4x faster on float32 planar outputs (results/s42, D and E).
-        for j in tl.static_range(KH + ROWS - 1):
-            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
-                                  q2 + o2, kc], BM, BK, ROUND)
-            if j >= 1:
-                if ROWS == 3:
-                    if j >= 2:
-                        near = tl.dot(a, w2.T, near, input_precision=PRECISION)
-                    if j <= KH:
-                        mid = tl.dot(a, w1.T, mid, input_precision=PRECISION)
-                else:
-                    near = tl.dot(a, w1.T, near, input_precision=PRECISION)
-                w2 = w1
-            if j < KH:
-                w1 = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)
-                far = tl.dot(a, w1.T, far, input_precision=PRECISION)
-
-    rows = tl.arange(0, BM)
-    y2 = q2 + rows % B2
-    y0 = q0 + (rows // B2) % B0
-    sample = first + rows // (B2 * B0)
-    chans = co + tl.arange(0, BN)
-    if HAS_BIAS:
-        b = tl.load(bias_ptr + chans, mask=chans < c_out, other=0.0).to(tl.float32)[None, :]
-        near += b
-        far += b
-    y1 = y + tl.zeros_like(rows)
-    where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
-             + y1.to(tl.int64) * out_s1 + y2 * out_s2)
-    keep = (sample < batch) & (y0 < image0) & (y2 < image2)
-    cols = (chans.to(tl.int64) * out_sc)[None, :]
-    inside = (chans < c_out)[None, :]
-    tl.store(out_ptr + where[:, None] + cols, near.to(out_ptr.dtype.element_ty),
-             mask=(keep & (y1 < image1))[:, None] & inside)
-    tl.store(out_ptr + (where + spacing * out_s1)[:, None] + cols,
-             far.to(out_ptr.dtype.element_ty), mask=(keep & (y1 + spacing < image1))[:, None] & inside)
-
-
-@triton.jit
-def without_mid(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
-                       batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
-                       c_in, c_out, columns, top, spacing,
-                       tiles0, tiles1, tiles2, tiles_n,
-                       BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
-                       BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
-                       ROWS: tl.constexpr, ROUND: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       PRECISION: tl.constexpr):
-    """:func:`implicit_gemm` at stride 1 for ``ROWS`` (2 or 3) output rows a program,
-    ``spacing`` apart along H: tap ``h`` of a column of taps reads input row ``y + top - h
-    spacing`` for output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row
-    ``y``'s tap ``h`` reads. Each box is loaded once for every row: ``KH + ROWS - 1`` boxes
-    serve ``ROWS KH`` products, where one row a program loads a box a product; the copy
-    into shared memory bounds the one-row kernel (benches/NOTES.md, session 39). ``x_desc``:
-    the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column
-    of taps its offsets along D and W; ``index (columns, KH)`` its taps' weight matrices,
-    ``h`` order."""
-    BM: tl.constexpr = BB * B0 * B2
-    rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
-    first = rest * BB
-    # Rows y + r spacing (r < ROWS), y in the first of ROWS runs of spacing rows.
-    y = (t1 // spacing) * ROWS * spacing + t1 % spacing
-    q0, q2, co = t0 * B0, t2 * B2, n_block * BN
-
-    chunks = tl.cdiv(c_in, BK)
-    near = tl.zeros((BM, BN), dtype=tl.float32)   # row y
-    far = tl.zeros((BM, BN), dtype=tl.float32)    # the last row, y + (ROWS - 1) spacing
-    for i in range(columns * chunks):
-        column = i // chunks
-        kc = (i - column * chunks) * BK
-        o0 = tl.load(columns_ptr + column * 2)
-        o2 = tl.load(columns_ptr + column * 2 + 1)
-        # Box j (input row y + top - (j - ROWS + 1) spacing) meets row y's tap j - ROWS + 1,
-        # the middle row's tap j - 1 and the last row's tap j, where those taps exist. Each
-        # tap's matrix is loaded once, with the box the last row meets it in, after the
-        # products of the older taps (w1: tap j - 1, w2: tap j - 2, on entry); in this
-        # order two rows ran 1.4x faster on float32 planar outputs (results/s42, D and E).
-        for j in tl.static_range(KH + ROWS - 1):
-            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
-                                  q2 + o2, kc], BM, BK, ROUND)
-            if j >= 1:
-                if ROWS == 3:
-                    if j >= 2:
-                        near = tl.dot(a, w2.T, near, input_precision=PRECISION)
-                else:
-                    near = tl.dot(a, w1.T, near, input_precision=PRECISION)
-                w2 = w1
-            if j < KH:
-                w1 = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)
-                far = tl.dot(a, w1.T, far, input_precision=PRECISION)
-
-    rows = tl.arange(0, BM)
-    y2 = q2 + rows % B2
-    y0 = q0 + (rows // B2) % B0
-    sample = first + rows // (B2 * B0)
-    chans = co + tl.arange(0, BN)
-    y1 = y + tl.zeros_like(rows)   # a row's tensor: a scalar in a mask fails the interpreter
-    where = (sample.to(tl.int64) * out_sn + y0.to(tl.int64) * out_s0
-             + y1.to(tl.int64) * out_s1 + y2 * out_s2)
-    keep = (sample < batch) & (y0 < image0) & (y2 < image2)
-    _store_row(out_ptr, bias_ptr, near, where, keep & (y1 < image1), chans, c_out, out_sc,
-               HAS_BIAS)
-    last = (ROWS - 1) * spacing
-    _store_row(out_ptr, bias_ptr, far, where + last * out_s1, keep & (y1 + last < image1),
-               chans, c_out, out_sc, HAS_BIAS)
-
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("cases", nargs="?", default="2d-1024,2d-3x7-512,2d-64to128")
@@ -254,8 +98,7 @@ def main():
     parser.add_argument("--planar", action="store_true")
     opts = parser.parse_args()
     dtype, planar = getattr(torch, opts.dtype), opts.planar
-    kernels = {"before": before, "now": _triton.implicit_gemm_rows,
-               "joined epilogue": joined_epilogue, "without mid": without_mid}
+    kernels = {"before": before, "now": _triton.implicit_gemm_rows}
     print(torch.cuda.get_device_name(), dtype, "planar" if planar else "channels_last", flush=True)
     for case in (c for c in cases.BENCH if c.name in opts.cases.split(",")):
         x, w, b = case.tensors(dtype, "cuda")
