@@ -206,9 +206,10 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     channels or fewer, whose products are too small to hide the boxes' copies, on columns of
     up to 3 taps (all that was measured): 6-17% less than two (2d-3x7-padded channels_last
     float32 1.248 -> 1.086, bfloat16 0.699 -> 0.582); with 64 channels they took 13-35% more
-    (s42/D). (On 3d-3x5x7's columns of 5, its bfloat16 input gradient's, the training
-    step read 1.69 ms with two rows and 1.96 with three: s42, C and G.) Tile: 128 positions one row high, 2 stages,
-    which the boxes and taps of a stage must fit twice; at least two waves of programs. 8
+    (s42/D). (Columns of 5 taps, 3d-3x5x7's bfloat16 input gradient, are unmeasured: its
+    step's row of the table moves by 20% from run to run, s42/J.) Tile: 128 positions one
+    row high, 2 stages, which the boxes and taps of a stage must fit twice; at least two
+    waves of programs. 8
     warps for float32, where two accumulators of 128 x 128 would spill on 4 (2.5x slower)
     and for 16-bit channels_last tiles of 64 channels; 4 for 16-bit planar outputs of 64
     channels (8: 2d-1024 2.508 against 1.854 ms) and for 16-bit tiles of 32. At most 64
