@@ -1,6 +1,6 @@
 """The fused forward kernel of two or three output rows a program (``fused.Config(rows=)``,
 ``_triton.implicit_gemm_rows``) against the one-row kernel and cuDNN, on the stride-1 2-D
-cases, channels_last: each box of the input loaded once for two rows' taps, where the
+cases, channels_last: each box of the input loaded once for every row's taps, where the
 one-row kernel loads a box a product (session 39 put its bound on that copy into shared
 memory). Each tile's kernel time back to back (do_bench, the weights reordered beforehand),
 its rate, and its output's largest difference from the one-row kernel's.
@@ -42,7 +42,7 @@ def main():
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--planar", action="store_true")
     parser.add_argument("--three", action="store_true",
-                        help="only the cost model's two-row tile and three rows' tiles")
+                        help="only the cost model's row tile and three rows' tiles")
     opts = parser.parse_args()
     dtype, planar, names = getattr(torch, opts.dtype), opts.planar, opts.cases.split(",")
     print(torch.cuda.get_device_name(), dtype, "planar" if planar else "channels_last", flush=True)
@@ -64,10 +64,10 @@ def main():
                                rounds=not planar, planar=planar)
         tiles = {"one row": default}
         flat = (extent[0], 1, extent[2])
-        if opts.three:   # the two-row tile the cost model picks, against three rows
-            tiles["rows2 chosen"] = fused.launch_config(
-                case.batch, extent, case.in_channels, case.out_channels, taps, size,
-                not planar, planar)
+        if opts.three:   # the row tile the cost model picks, against three rows' tiles
+            chosen = fused.launch_config(case.batch, extent, case.in_channels,
+                                         case.out_channels, taps, size, not planar, planar)
+            tiles[f"chosen rows{chosen.rows} n{chosen.bn} w{chosen.warps}"] = chosen
         shapes = ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
                   [(2, *t, 64) for t in NARROW if default.bn > 64]) + \
             [(3, *t, min(bn, default.bn)) for *t, bn in THREE]
