@@ -319,11 +319,13 @@ def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: t
 def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
                     boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n,
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
-                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr):
+                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
+                    X_LAST: tl.constexpr):
     """One split's share of one tap's ``(BM, BN)`` tile of ``sum over samples n and input
     positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight gradient, output
     channels by input channels). ``x_desc``: the input planar ``(N, C_in, D, H, W)``, boxes
-    ``(1, BN, B0, B1, B2)`` at whole boxes of positions. ``g_desc``: the output gradient
+    ``(1, BN, B0, B1, B2)`` at whole boxes of positions, or where ``X_LAST`` channels
+    innermost ``(N, D, H, W, C_in)``, boxes ``(1, B0, B1, B2, BN)``. ``g_desc``: the output gradient
     channels innermost ``(N, D', H', W', C_out)``, zero outside, shifted boxes ``(1, B0,
     B1, B2, BM)``; its tile goes to the tensor cores from registers, so its layout is free
     for 16-bit types (32-bit ones take weight_gradient_moved). ``offsets_ptr`` (T, 3) the
@@ -341,8 +343,11 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
         a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
         if ROUND:
             a = round_tf32(a)
-        b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK)
-        acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
+        if X_LAST:
+            b = x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
+        else:
+            b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
     # Its own store, not _store_partial's: that one's mask for taps past the last took 150
     # registers here where this takes 94 (bfloat16, 128 x 128; benches/ttgir_check.py).
     rows = co + tl.arange(0, BM)

@@ -83,6 +83,46 @@ def convolution_taps(g: Geometry) -> Taps:
     return _table(per_dim, kernel, (1,) * DIMS)
 
 
+@functools.lru_cache(maxsize=256)
+def plane_taps(g: Geometry) -> Taps:
+    """The taps of a strided convolution of geometry ``g`` of one or two spatial dims (the
+    input gradient of a strided transposed convolution), over :func:`phase_planes` of its
+    input: tap ``k`` reads position ``i s + k d - p = (i + q) s + r`` (``q, r = divmod(k d -
+    p, s)`` per dim), which is position ``i + q`` of the plane of residues ``r``. The plane
+    stands in D, unused below three dims, so every tap reads a box at stride 1 as
+    :func:`convolution_taps`'s do; one phase, taps in row-major kernel order."""
+    assert g.nd <= 2, "the planes take the place of D"
+    kernel, stride = _padded(g.kernel_size, 1)[1:], _padded(g.stride, 1)[1:]
+    padding, dilation = _padded(g.padding, 0)[1:], _padded(g.dilation, 1)[1:]
+    along_h, along_w = ([divmod(j * d - p, s) for j in range(k)]
+                        for k, s, p, d in zip(kernel, stride, padding, dilation))
+    offsets = tuple((r1 * stride[1] + r2, q1, q2) for q1, r1 in along_h for q2, r2 in along_w)
+    return Taps((offsets,), (tuple(range(len(offsets))),), (len(offsets),), ((0, 0, 0),),
+                (1,) * DIMS)
+
+
+def phase_planes(grad: torch.Tensor, stride: Sequence[int]) -> torch.Tensor:
+    """``grad (N, C, *image)`` of one or two spatial dims, any strides, as its phase planes
+    ``(N, s_h s_w, ceil(H / s_h), ceil(W / s_w), C)``, contiguous: plane ``r_h s_w + r_w``
+    holds ``grad[:, :, a s_h + r_h, b s_w + r_w]`` at ``(a, b)``, zero past the image
+    (:func:`plane_taps`). One copy where the strides divide the image, as in most
+    up-sampling layers (k4 s2 p1, k3 s2 p1 with an output padding of 1)."""
+    n, c = grad.shape[:2]
+    image, stride = _padded(grad.shape[2:], 1)[1:], _padded(stride, 1)[1:]
+    extent = [-(-i // s) for i, s in zip(image, stride)]
+    whole = all(i % s == 0 for i, s in zip(image, stride))
+    out = (grad.new_empty if whole else grad.new_zeros)(n, *stride, *extent, c)
+    grad = grad.reshape(n, c, *image)   # (a view: 1-D calls gain H)
+    if whole:
+        out.permute(0, 5, 3, 1, 4, 2).copy_(grad.view(n, c, extent[0], stride[0], extent[1], stride[1]))
+    else:
+        for r1 in range(stride[0]):
+            for r2 in range(stride[1]):
+                plane = grad[:, :, r1::stride[0], r2::stride[1]]
+                out[:, r1, r2, :plane.shape[2], :plane.shape[3]].copy_(plane.permute(0, 2, 3, 1))
+    return out.view(n, stride[0] * stride[1], *extent, c)
+
+
 def _table(per_dim: list, kernel: tuple, stride: tuple) -> Taps:
     """Taps of every phase, from each dim's (tap, offset) lists per residue: their product,
     the tap's index in row-major kernel order."""
@@ -593,11 +633,29 @@ def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: in
     as its column elements (output elements times taps: 3d-3x5x7's 11.6M outputs take 105
     taps each)."""
     g = a.geometry
+    if any(s != 1 for s in g.stride):
+        return strided_backward_preferred(a, element_size)
     fold = folded_taps(g, a.out_channels, element_size)
     return preferred(a, interleaved) or (
         g.nd == 3 and set(g.stride) == {1} and element_size < 4 and
         fold * a.out_channels * element_size >= 64 and
         a.output_elements * g.taps > SMALL_COLUMNS)
+
+
+# The backward of strided 2-D calls below SMALL_OUTPUT (the up-sampling layers of GANs and
+# decoders) on the fused kernels (strided_backward), where two taps or more reach an output
+# on average and the output gradient has this many channels at least.
+STRIDED_BACKWARD_CHANNELS = 32
+
+
+def strided_backward_preferred(a: ConvTransposeArgs, element_size: int) -> bool:
+    """Whether the cost model sends a strided call's backward to the fused kernels
+    (:func:`strided_backward`): 2-D calls of at most SMALL_OUTPUT output elements, two taps
+    an output or more (taps over the stride's product), and STRIDED_BACKWARD_CHANNELS
+    output channels or more."""
+    g = a.geometry
+    return (g.nd == 2 and a.output_elements <= SMALL_OUTPUT and g.taps >= 2 * math.prod(g.stride)
+            and a.out_channels >= STRIDED_BACKWARD_CHANNELS)
 
 
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -904,15 +962,18 @@ def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width:
 
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
-                    shifted: bool = False, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+                    shifted: bool = False, dtype: Optional[torch.dtype] = None,
+                    planes: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
-    geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, and its
-    output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q + k d
-    - p]^T``, with no columns in memory. The reduction over samples and positions is split
-    across programs into float32 partials, summed in a fixed order (deterministic).
-    ``grad`` is either
+    geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous (or
+    channels_last where ``planes``), and its output gradient ``grad``: per tap, ``sum over
+    n, q of x[n, :, q] grad_out[n, :, q + k d - p]^T``, with no columns in memory. The
+    reduction over samples and positions is split across programs into float32 partials,
+    summed in a fixed order (deterministic). ``grad`` is either
     - ``(N, *image, C_out)``, channels innermost and contiguous: its tiles reach the tensor
       cores from registers, the 16-bit layout; or
+    - where ``planes``, a strided call's :func:`phase_planes` ``(N, P, *image / stride,
+      C_out)``, read at :func:`plane_taps` (any stride, one or two spatial dims); or
     - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous, read from its copies
       moved along W (:func:`shifted_taps`): both operands then lie along positions, the
       reduction dim, as the tensor cores take 32-bit types from shared memory.
@@ -925,8 +986,9 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
+    rows = _channels_last_rows(x) if planes else None
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
-                      shifted, x.device)
+                      shifted, x.device, planes, rows is not None)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
     if plan.launch:
@@ -936,10 +998,21 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
         else:
             g_shape = [x.shape[0], *_padded(grad.shape[1:-1], 1), c_out]
             g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), plan.g_block)
-        xt, x_shape, x_strides = _planar(x)
+        if rows is None:
+            xt, x_shape, x_strides = _planar(x)
+        else:
+            xt, x_shape = rows, [x.shape[0], *_padded(x.shape[2:], 1), x.shape[1]]
+            x_strides = _dense(x_shape)
         plan.launch(g_desc, TensorDescriptor(xt, x_shape, x_strides, plan.x_block), partial,
                     plan.table)
     return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
+
+
+def _channels_last_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
+    """``x (N, C, *grid)`` as its contiguous rows ``(N, *grid, C)`` where it is channels_last
+    and not also planar (where both, as with one position, planar serves), else None."""
+    rows = x.movedim(1, -1)
+    return rows if x.dim() > 3 and rows.is_contiguous() and not x.is_contiguous() else None
 
 
 class GradPlan(NamedTuple):
@@ -959,7 +1032,7 @@ class GradPlan(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtype,
                precision: str, cfg: Optional[GradConfig], rounded: bool, shifted: bool,
-               device: torch.device) -> GradPlan:
+               device: torch.device, planes: bool = False, x_last: bool = False) -> GradPlan:
     """(The output gradient's shape in the key: its descriptor's shape, made per call, must
     be the same for every launch of the plan.)"""
     from . import _triton
@@ -971,8 +1044,8 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
     tf32 = dtype == torch.float32 and precision == "tf32"
     if shifted:
         shifts, table = shifted_taps(g, element_size)
-    else:
-        shifts, table = (), convolution_taps(g).offsets[0]   # stride 1: one phase
+    else:   # one phase
+        shifts, table = (), (plane_taps(g) if planes else convolution_taps(g)).offsets[0]
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
@@ -985,7 +1058,7 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
     tiles = groups * tiles_m * tiles_n
     per_split, splits = split_boxes(boxes, tiles, math.prod(cfg.box), count * c_out * c_in * 4)
     g_block = [1, *cfg.box[:2], cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
-    x_block = [1, cfg.bn, *cfg.box]
+    x_block = [1, *cfg.box, cfg.bn] if x_last else [1, cfg.bn, *cfg.box]
     launch = None
     if splits:
         sizes = (batch, c_in, c_out, count, *boxes_per_dim, boxes, per_split, tiles_m, tiles_n)
@@ -997,7 +1070,7 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
                                     (*sizes, groups), TP=cfg.taps, **common)
         else:
             launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), sizes,
-                                    ROUND=tf32 and not rounded, **common)
+                                    ROUND=tf32 and not rounded, X_LAST=x_last, **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
 
@@ -1047,9 +1120,13 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     if why is not None:
         return why
     if not backward_preferred(a, interleaved, x.element_size()):
-        return ("the cost model: 3-D of few output channels or in float32, strided planar "
-                f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements (3-D: "
+        return ("the cost model: 3-D of few output channels or in float32, strided (but "
+                "2-D calls of two taps an output and "
+                f"{STRIDED_BACKWARD_CHANNELS} output channels, at most {SMALL_OUTPUT:,} output "
+                f"elements), or at most {SMALL_OUTPUT:,} output elements (3-D: "
                 f"{SMALL_COLUMNS:,} column elements)")
+    if any(s != 1 for s in a.geometry.stride):
+        return _strided_unavailable(a, x, limit)
     if x.dtype == torch.float32 and a.geometry.nd != 2:
         # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
         # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
@@ -1068,6 +1145,36 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return (f"the workspace limit: one sample's copies take {one / 2**20:.0f} MB, over "
                 f"{limit / 2**20:.0f} MB")
     return None
+
+
+def _strided_unavailable(a: ConvTransposeArgs, x: torch.Tensor,
+                         limit: Optional[int]) -> Optional[str]:
+    """backward_unavailable's checks of a strided call (:func:`strided_backward`)."""
+    if a.geometry.nd > 2:
+        return "strided 3-D (the output gradient's phase planes take the place of D)"
+    if a.out_channels * x.element_size() % 16:
+        return f"{a.out_channels} output channels of {x.element_size()} bytes: rows not whole 16-byte units"
+    if limit is not None and strided_workspace(a) * x.element_size() > limit:
+        return (f"the workspace limit: the phase planes take "
+                f"{strided_workspace(a) * x.element_size() / 2**20:.0f} MB, over {limit / 2**20:.0f} MB")
+    return None
+
+
+def strided_backward_bytes(a: ConvTransposeArgs, x: torch.Tensor) -> int:
+    """The memory :func:`strided_backward` takes beyond the gradients, at most: the phase
+    planes, the weights' reorder, the weight gradient's float32 partials and their sum."""
+    extent = [-(-i // s) for i, s in zip(_padded(a.image, 1)[1:], _padded(a.geometry.stride, 1)[1:])]
+    planes = (a.batch, math.prod(a.geometry.stride), *extent, a.out_channels)
+    plan = _grad_plan(tuple(x.shape), planes, a.geometry, x.dtype, "tf32", None, False, False,
+                      x.device, True, _channels_last_rows(x) is not None)
+    weights = a.in_channels * a.out_channels * a.geometry.taps
+    return strided_workspace(a) * x.element_size() + 4 * (math.prod(plan.partial) + 2 * weights)
+
+
+def strided_workspace(a: ConvTransposeArgs) -> int:
+    """Elements of the output gradient's phase planes (:func:`phase_planes`)."""
+    image, stride = _padded(a.image, 1), _padded(a.geometry.stride, 1)
+    return a.batch * a.out_channels * math.prod(-(-i // s) * s for i, s in zip(image, stride))
 
 
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
@@ -1153,6 +1260,34 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
         grad_bias = (grad_out.new_zeros(a.out_channels) if grad_bias is None
                      else grad_bias.to(grad_out.dtype))
     return grad_input, grad_weight, grad_bias
+
+
+def strided_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                     a: ConvTransposeArgs, need: Sequence[bool],
+                     grads: Optional[Sequence[Optional[torch.Tensor]]] = None) -> tuple:
+    """The input and weight gradients (as ``need`` asks; None for the others) of the strided
+    transposed convolution ``a`` of one or two spatial dims, with ``x (N, C_in, *grid)``
+    planar or channels_last and ``grad_out`` in any layout, no columns in memory: the
+    stride-1 backward's two kernels over the output gradient's :func:`phase_planes`, read at
+    :func:`plane_taps`. The input gradient is a strided convolution of the output gradient,
+    so each of its taps reads one plane at stride 1; in ``x``'s layout, or into ``grads[0]``
+    (any layout) where given, and the weight's into ``grads[1]``. float32 runs in TF32 (the
+    planes' tiles rounded in the kernels' registers, the weights by tap_weights). The bias
+    gradient is the caller's: the planes are a copy torch makes, with no sums on the way."""
+    grads = grads or (None, None)
+    grad_input = grad_weight = None
+    with _on(x.device):
+        planes = phase_planes(grad_out, a.geometry.stride)
+        taps = plane_taps(a.geometry)
+        if need[0]:
+            grad_input = torch.empty_like(x) if grads[0] is None else grads[0]
+            implicit_gemm(planes, tap_weights(weight, transpose=True), None, taps,
+                          grad_input.movedim(1, -1))
+        if need[1]:
+            part = weight_gradient(x if _channels_last_rows(x) is not None else x.contiguous(),
+                                   planes, a.geometry, dtype=torch.float32, planes=True)
+            grad_weight = part.to(x.dtype) if grads[1] is None else grads[1].copy_(part)
+    return grad_input, grad_weight
 
 
 def forget_plans() -> None:

@@ -47,6 +47,48 @@ def test_stride_one_input_gradient_is_a_convolution_of_the_same_form(case):
     assert rel_error(got.movedim(-1, 1), ref) < 1e-12
 
 
+STRIDED = [c for c in TABLE if set(c.stride) != {1} and c.nd < 3]
+
+
+@pytest.mark.parametrize("case", STRIDED, ids=lambda c: c.name)
+def test_strided_input_gradient_is_a_stride_one_convolution_over_phase_planes(case):
+    """A strided call's input gradient: each tap reads one of the output gradient's phase
+    planes at stride 1, at the tap's offset within it."""
+    x, w, b = case.tensors(generator=generator(case.name, "planes"))
+    x = _batched(case, x).requires_grad_()
+    out = reference(case, x, w, b)
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "gp"), dtype=torch.float64)
+    ref, = torch.autograd.grad(out, x, grad_out)
+    got = fused.reference(fused.phase_planes(grad_out, case.stride),
+                          fused.tap_weights(w, transpose=True), None,
+                          fused.plane_taps(_geometry(case)), case.size)
+    assert rel_error(got.reshape(*x.shape[:1], *case.size, x.shape[1]).movedim(-1, 1), ref) < 1e-12
+
+
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("image,stride", [((8, 6), (2, 3)), ((7, 5), (2, 2)), ((9,), (4,))])
+def test_phase_planes_hold_each_residue_once_and_zeros_past_the_image(image, stride, layout):
+    grad = torch.randn(3, 5, *image, generator=generator(str(image), "planes"))
+    if layout == "channels_last":
+        if len(image) == 1:
+            pytest.skip("no channels_last layout for 1-D tensors")
+        grad = grad.contiguous(memory_format=torch.channels_last)
+    planes = fused.phase_planes(grad, stride)
+    full = (1, *stride) if len(image) == 1 else stride
+    extent = [-(-i // s) for i, s in zip(fused._padded(image, 1)[1:], fused._padded(stride, 1)[1:])]
+    assert planes.shape == (3, math.prod(full), *extent, 5) and planes.is_contiguous()
+    rows = grad.reshape(3, 5, *fused._padded(image, 1)[1:])
+    seen = 0
+    for r1 in range(fused._padded(stride, 1)[1]):
+        for r2 in range(fused._padded(stride, 1)[2]):
+            part = rows[:, :, r1::fused._padded(stride, 1)[1], r2::fused._padded(stride, 1)[2]]
+            plane = planes[:, r1 * fused._padded(stride, 1)[2] + r2]
+            assert torch.equal(plane[:, :part.shape[2], :part.shape[3]], part.permute(0, 2, 3, 1))
+            seen += part.numel()
+            assert not plane[:, part.shape[2]:].any() and not plane[:, :, part.shape[3]:].any()
+    assert seen == grad.numel()
+
+
 def test_every_tap_reaches_exactly_one_phase_once():
     g = Geometry((5, 4), (3, 2), (2, 1), (2, 1))
     taps = fused.transposed_taps(g)
@@ -422,6 +464,30 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     got = fused.backward(grad_out, x, w, a, (True, True))
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
     assert got[2] is None and fused.backward(grad_out, x, w, a, (False, True))[0] is None
+
+
+@interpreted
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("case", STRIDED[::4], ids=lambda c: c.name)
+def test_strided_backward_gives_both_gradients_in_tf32(case, layout):
+    """fused.strided_backward: both kernels over the output gradient's phase planes, the
+    input's gradient in the input's layout (channels_last: the weight gradient reads the
+    input's rows as they lie), equal to float64's on the operands rounded to TF32."""
+    if layout == "channels_last" and (case.nd == 1 or case.unbatched):
+        pytest.skip("no channels_last layout for 1-D or unbatched inputs")
+    x, w, a, grad_out, ref = _tf32_backward_problem(case, "strided" + layout, "gs")
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+        grad_out = grad_out.contiguous(memory_format=torch.channels_last)
+        assert fused._channels_last_rows(x) is not None or x.is_contiguous()
+    got = fused.strided_backward(grad_out, x, w, a, (True, True))
+    assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
+    assert got[0].is_contiguous(memory_format=torch.channels_last if layout == "channels_last"
+                                else torch.contiguous_format)
+    poisoned = (torch.full_like(x, float("nan")), torch.full_like(w, float("nan")))
+    only_weight = fused.strided_backward(grad_out, x, w, a, (False, True), poisoned)
+    assert only_weight[0] is None and only_weight[1] is poisoned[1]
+    assert torch.equal(only_weight[1], got[1]) and poisoned[0].isnan().all()
 
 
 @interpreted
