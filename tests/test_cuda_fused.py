@@ -38,7 +38,7 @@ def _counted(monkeypatch, name):
     count = [0]
     function = getattr(fused, name)
 
-    def counted(*args):
+    def counted(*args, **kwargs):
         count[0] += 1
         return function(*args, **kwargs)
 
