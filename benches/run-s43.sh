@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 43's device calls (outputs under $OUT/<call>; logs kept in benches/results/s43/).
+#   A: the strided backward on the fused kernels (fused.strided_backward): test_cuda_fused
+#      (its new strided tests, and every older one: 0ce5b38 had broken its call counter), in
+#      two processes; then strided_backward_probe.py on DCGAN and the VAE decoder.
+#   B: every CUDA test file (run-s35.sh P); the training tables.
+#   C: the forward tables; the zoo's DCGAN and VAE decoder.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
+gpu() { nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt; }
+zoo() { MODELS="$1" TZ=${TZ:-190} bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z; }
+case "$1" in
+A) gpu
+  TT=330 t strided tests/test_cuda_fused.py -k "strided" &
+  TT=330 t fused tests/test_cuda_fused.py -k "not strided" &
+  timeout 320 python3 benches/strided_backward_probe.py dcgan vae 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log
+  wait; for f in $O/strided.log $O/fused.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -1 $f; done ;;
+B) gpu
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+C) gpu
+  timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  zoo "${MODELS:-dcgan vae}" ;;
+esac
