@@ -3,6 +3,7 @@
 #   A: the strided backward on the fused kernels (fused.strided_backward): test_cuda_fused
 #      (its new strided tests, and every older one: 0ce5b38 had broken its call counter), in
 #      two processes; then strided_backward_probe.py on DCGAN and the VAE decoder.
+#   A2: the probe again, "off" forced off, with ours's kernels per layer.
 #   B: every CUDA test file (run-s35.sh P); the training tables.
 #   C: the forward tables; the zoo's DCGAN and VAE decoder.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -16,6 +17,8 @@ A) gpu
   TT=330 t fused tests/test_cuda_fused.py -k "not strided" &
   timeout 320 python3 benches/strided_backward_probe.py dcgan vae 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log
   wait; for f in $O/strided.log $O/fused.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -1 $f; done ;;
+A2) gpu   # the probe again, its "off" forced off (A's was the cost model's rule: on too), with ours's kernels
+  timeout 400 python3 benches/strided_backward_probe.py dcgan vae 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log ;;
 B) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt

@@ -52,18 +52,19 @@ def step(module, x: torch.Tensor, grad: torch.Tensor):
 
 
 def in_turns(fns: dict, on: bool) -> tuple:
-    """``(ms, gpu ms)`` a call of each of ``fns``, the rule forced on where ``on``."""
+    """``(ms, gpu ms, ours's kernels)`` a call of each of ``fns``, the rule forced on or off
+    (results/s43/A's first run of this probe left it as it was for "off", which took the
+    strided backward too)."""
     rule = fused.strided_backward_preferred
     ops._backward_replays.clear()
     graphs.forget()
-    if on:
-        fused.strided_backward_preferred = lambda *args: True
+    fused.strided_backward_preferred = lambda *args: on
     try:
         ms = timers(DEVICE, fns, 15, back_to_back=True)
-        gpu = {k: sum(kernels(fn).values()) for k, fn in fns.items()}
+        each = {k: kernels(fn) for k, fn in fns.items()}
     finally:
         fused.strided_backward_preferred = rule
-    return ms, gpu
+    return ms, {k: sum(v.values()) for k, v in each.items()}, each["ours"]
 
 
 def layers(entry, dtype: torch.dtype, channels_last: bool) -> None:
@@ -80,14 +81,17 @@ def layers(entry, dtype: torch.dtype, channels_last: bool) -> None:
         takes = fused.backward_unavailable(a, inp, module.weight, cl.suggested(inp, module.weight))
         grad = torch.randn_like(module(inp))
         fns = {"torch": step(module, inp, grad), "ours": step(ours, inp, grad)}
-        cells = []
+        cells, pieces = [], {}
         for label, on in (("off", False), ("on", True), ("off", False)):
-            ms, gpu = in_turns(fns, on)
+            ms, gpu, pieces[label] = in_turns(fns, on)
             cells.append(f"{label} {ms['ours']:.4f} ({gpu['ours']:.4f}) / torch "
                          f"{ms['torch']:.4f} ({gpu['torch']:.4f}) {ms['torch'] / ms['ours']:.2f}x")
         print(f"  {tuple(inp.shape)} -> {module.out_channels} k{module.kernel_size} "
-              f"s{module.stride} [{'fused can' if takes is None else takes}]: "
+              f"s{module.stride} [{'fused can' if takes is None else takes[:40]}]: "
               + " | ".join(cells), flush=True)
+        for label in ("off", "on"):
+            print(f"    {label}: " + ", ".join(f"{k[:40]} {v:.4f}" for k, v in
+                                            list(pieces[label].items())[:6]), flush=True)
 
 
 def model_steps(entry, dtype: torch.dtype, channels_last: bool) -> None:
@@ -106,7 +110,7 @@ def model_steps(entry, dtype: torch.dtype, channels_last: bool) -> None:
         return fn
     row = []
     for label, on in (("off", False), ("on", True), ("off", False)):
-        ms, _ = in_turns({"torch": train(base), "ours": train(ours)}, on)
+        ms, *_ = in_turns({"torch": train(base), "ours": train(ours)}, on)
         row.append(f"{label} {ms['ours']:.3f} against {ms['torch']:.3f} "
                    f"({ms['torch'] / ms['ours']:.2f}x)")
     print(f"  whole training step: {' | '.join(row)}", flush=True)
