@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 43's device calls (outputs under $OUT/<call>; logs kept in benches/results/s43/).
-#   A: the strided backward on the fused kernels (fused.strided_backward): test_cuda_fused
-#      (its new strided tests, and every older one: 0ce5b38 had broken its call counter), in
-#      two processes; then strided_backward_probe.py on DCGAN and the VAE decoder.
+#   A: the strided backward on the fused kernels (fused.strided_backward), then a route
+#      (commit 3678d2a): test_cuda_fused (its new strided tests, and every older one:
+#      0ce5b38 had broken its call counter), in two processes; then
+#      strided_backward_probe.py (git history, 3678d2a) on DCGAN and the VAE decoder.
 #   A2: the probe again, "off" forced off, with ours's kernels per layer.
 #   B: every CUDA test file (run-s35.sh P); the training tables.
 #   C: the forward tables; the zoo's DCGAN and VAE decoder.

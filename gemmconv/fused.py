@@ -633,29 +633,11 @@ def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: in
     as its column elements (output elements times taps: 3d-3x5x7's 11.6M outputs take 105
     taps each)."""
     g = a.geometry
-    if any(s != 1 for s in g.stride):
-        return strided_backward_preferred(a, element_size)
     fold = folded_taps(g, a.out_channels, element_size)
     return preferred(a, interleaved) or (
         g.nd == 3 and set(g.stride) == {1} and element_size < 4 and
         fold * a.out_channels * element_size >= 64 and
         a.output_elements * g.taps > SMALL_COLUMNS)
-
-
-# The backward of strided 2-D calls below SMALL_OUTPUT (the up-sampling layers of GANs and
-# decoders) on the fused kernels (strided_backward), where two taps or more reach an output
-# on average and the output gradient has this many channels at least.
-STRIDED_BACKWARD_CHANNELS = 32
-
-
-def strided_backward_preferred(a: ConvTransposeArgs, element_size: int) -> bool:
-    """Whether the cost model sends a strided call's backward to the fused kernels
-    (:func:`strided_backward`): 2-D calls of at most SMALL_OUTPUT output elements, two taps
-    an output or more (taps over the stride's product), and STRIDED_BACKWARD_CHANNELS
-    output channels or more."""
-    g = a.geometry
-    return (g.nd == 2 and a.output_elements <= SMALL_OUTPUT and g.taps >= 2 * math.prod(g.stride)
-            and a.out_channels >= STRIDED_BACKWARD_CHANNELS)
 
 
 def backward_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -1120,13 +1102,9 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     if why is not None:
         return why
     if not backward_preferred(a, interleaved, x.element_size()):
-        return ("the cost model: 3-D of few output channels or in float32, strided (but "
-                "2-D calls of two taps an output and "
-                f"{STRIDED_BACKWARD_CHANNELS} output channels, at most {SMALL_OUTPUT:,} output "
-                f"elements), or at most {SMALL_OUTPUT:,} output elements (3-D: "
+        return ("the cost model: 3-D of few output channels or in float32, strided planar "
+                f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements (3-D: "
                 f"{SMALL_COLUMNS:,} column elements)")
-    if any(s != 1 for s in a.geometry.stride):
-        return _strided_unavailable(a, x, limit)
     if x.dtype == torch.float32 and a.geometry.nd != 2:
         # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
         # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
@@ -1145,36 +1123,6 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return (f"the workspace limit: one sample's copies take {one / 2**20:.0f} MB, over "
                 f"{limit / 2**20:.0f} MB")
     return None
-
-
-def _strided_unavailable(a: ConvTransposeArgs, x: torch.Tensor,
-                         limit: Optional[int]) -> Optional[str]:
-    """backward_unavailable's checks of a strided call (:func:`strided_backward`)."""
-    if a.geometry.nd > 2:
-        return "strided 3-D (the output gradient's phase planes take the place of D)"
-    if a.out_channels * x.element_size() % 16:
-        return f"{a.out_channels} output channels of {x.element_size()} bytes: rows not whole 16-byte units"
-    if limit is not None and strided_workspace(a) * x.element_size() > limit:
-        return (f"the workspace limit: the phase planes take "
-                f"{strided_workspace(a) * x.element_size() / 2**20:.0f} MB, over {limit / 2**20:.0f} MB")
-    return None
-
-
-def strided_backward_bytes(a: ConvTransposeArgs, x: torch.Tensor) -> int:
-    """The memory :func:`strided_backward` takes beyond the gradients, at most: the phase
-    planes, the weights' reorder, the weight gradient's float32 partials and their sum."""
-    extent = [-(-i // s) for i, s in zip(_padded(a.image, 1)[1:], _padded(a.geometry.stride, 1)[1:])]
-    planes = (a.batch, math.prod(a.geometry.stride), *extent, a.out_channels)
-    plan = _grad_plan(tuple(x.shape), planes, a.geometry, x.dtype, "tf32", None, False, False,
-                      x.device, True, _channels_last_rows(x) is not None)
-    weights = a.in_channels * a.out_channels * a.geometry.taps
-    return strided_workspace(a) * x.element_size() + 4 * (math.prod(plan.partial) + 2 * weights)
-
-
-def strided_workspace(a: ConvTransposeArgs) -> int:
-    """Elements of the output gradient's phase planes (:func:`phase_planes`)."""
-    image, stride = _padded(a.image, 1), _padded(a.geometry.stride, 1)
-    return a.batch * a.out_channels * math.prod(-(-i // s) * s for i, s in zip(image, stride))
 
 
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
@@ -1273,7 +1221,11 @@ def strided_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tens
     so each of its taps reads one plane at stride 1; in ``x``'s layout, or into ``grads[0]``
     (any layout) where given, and the weight's into ``grads[1]``. float32 runs in TF32 (the
     planes' tiles rounded in the kernels' registers, the weights by tap_weights). The bias
-    gradient is the caller's: the planes are a copy torch makes, with no sums on the way."""
+    gradient is the caller's: the planes are a copy torch makes, with no sums on the way.
+    Not yet a route of the cost model: on the zoo's strided layers (DCGAN, the VAE decoder)
+    a training step's kernels took 1.1-2.8x the column routes' on an H100, in the weight
+    gradient's kernel, its partials' sum and torch's copy into the planes (benches/NOTES.md,
+    session 43)."""
     grads = grads or (None, None)
     grad_input = grad_weight = None
     with _on(x.device):

@@ -839,49 +839,22 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
 def _fused_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                     a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
     """The gradients of call ``a`` asked for by ``need`` by the fused kernels (fused.py)."""
-    if any(s != 1 for s in a.geometry.stride):
-        grad_input, grad_weight = fused.strided_backward(grad_out, x, weight, a, need)
-        grad_bias = None
-    else:
-        grad_input, grad_weight, grad_bias = fused.backward(grad_out, x, weight, a, need,
-                                                            _workspace_limit)
+    grad_input, grad_weight, grad_bias = fused.backward(grad_out, x, weight, a, need,
+                                                        _workspace_limit)
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
     if grad_bias is None:
         grad_bias = _bias_grad(grad_out, False) if need[2] else empty()
     return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
 
 
-class _FusedBackward(NamedTuple):
+class _FusedBackward:
     """A CUDA call's backward that takes the fused kernels (fused.backward_takes), decided
-    on its first call, as _FusedReplay decides a forward. A strided call's (the small
-    up-sampling layers of real models: fused.strided_backward_preferred) is launched as a
-    CUDA graph where one is kept, as _BackwardReplay.graphed; a stride-1 call's (over
-    SMALL_OUTPUT elements) directly."""
-    interleaved: bool
-    strided: bool
+    on its first call, as _FusedReplay decides a forward."""
 
-    def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-            a: ConvTransposeArgs, need: List[bool],
-            grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
-        """The gradients asked for: strided, written into ``grads`` where given (as
-        _new_gradients allocates them), else into new ones, None for the others; at stride
-        1 as _fused_backward gives them."""
-        if not self.strided:
-            return _fused_backward(grad_out, x, weight, a, need)
-        grad_x, grad_w, grad_bias = grads or _new_gradients(x, weight, a, need, self.interleaved)
-        fused.strided_backward(grad_out, x, weight, a, need, (grad_x, grad_w))
-        if grad_bias is not None:
-            grad_bias.copy_(_bias_grad(grad_out, self.interleaved))
-        return [grad_x, grad_w, grad_bias]
-
-    def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """The gradients as :meth:`run` gives them, a strided call's as a CUDA graph where
-        one is kept."""
-        if not self.strided:
-            return self.run(grad_out, x, weight, a, need)
-        return _graphed_backward(self, grad_out, x, weight, a, need, lambda: (
-            fused.strided_backward_bytes(a, x) + 2 * grad_out.numel() * grad_out.element_size()))
+    @staticmethod
+    def run(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
+        return _fused_backward(grad_out, x, weight, a, need)
 
 
 class _DepthwiseBackward(NamedTuple):
@@ -1096,7 +1069,7 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
     if replay is None:
         return None
-    if isinstance(replay, (_BackwardReplay, _GraphedBackward, _DepthwiseBackward, _FusedBackward)):
+    if isinstance(replay, (_BackwardReplay, _GraphedBackward, _DepthwiseBackward)):
         return replay.graphed(grad_out, x, weight, a, need)
     return replay.run(grad_out, x, weight, a, need)
 
@@ -1114,7 +1087,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     kernels, _FusedBackward; the depthwise kernel, _DepthwiseBackward."""
     from . import _cuda
     if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
-        return _FusedBackward(interleaved, any(s != 1 for s in a.geometry.stride))
+        return _FusedBackward()
     if depthwise.backward_takes(a, x, weight, interleaved):
         return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved)
     if a.prefers_im2col():
