@@ -1223,9 +1223,9 @@ def strided_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tens
     planes' tiles rounded in the kernels' registers, the weights by tap_weights). The bias
     gradient is the caller's: the planes are a copy torch makes, with no sums on the way.
     Not yet a route of the cost model: on the zoo's strided layers (DCGAN, the VAE decoder)
-    a training step's kernels took 1.1-2.8x the column routes' on an H100, in the weight
-    gradient's kernel, its partials' sum and torch's copy into the planes (benches/NOTES.md,
-    session 43)."""
+    a training step's kernels took up to 2.8x the column routes' on an H100 (within 3% of
+    them at best), in the weight gradient's kernel, its partials' sum and torch's copy into
+    the planes (benches/NOTES.md, session 43)."""
     grads = grads or (None, None)
     grad_input = grad_weight = None
     with _on(x.device):
