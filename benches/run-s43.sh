@@ -5,6 +5,8 @@
 #      0ce5b38 had broken its call counter), in two processes; then
 #      strided_backward_probe.py (git history, 3678d2a) on DCGAN and the VAE decoder.
 #   A2: the probe again, "off" forced off, with ours's kernels per layer.
+#   D: phase_planes as a Triton kernel: test_cuda_fused's strided tests; planes_probe.py
+#      (the strided backward piece by piece against the column routes and cuDNN).
 #   B: every CUDA test file (run-s35.sh P); the training tables.
 #   C: the forward tables; the zoo's DCGAN and VAE decoder.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -20,6 +22,10 @@ A) gpu
   wait; for f in $O/strided.log $O/fused.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -1 $f; done ;;
 A2) gpu   # the probe again, its "off" forced off (A's was the cost model's rule: on too), with ours's kernels
   timeout 400 python3 benches/strided_backward_probe.py dcgan vae 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log ;;
+D) gpu
+  TT=200 t strided tests/test_cuda_fused.py -k "strided" &
+  timeout 300 python3 benches/planes_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log
+  wait; grep -E "^(FAILED|ERROR)" $O/strided.log | head; tail -1 $O/strided.log ;;
 B) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt

@@ -258,6 +258,35 @@ def channels_innermost(x_ptr, out_ptr, sums_ptr, channels, positions, tiles_p, t
 
 
 @triton.jit
+def phase_planes(x_ptr, out_ptr, channels, image1, image2, stride1, stride2, extent1, extent2,
+                 x_sn, x_sc, x_s1, x_s2, tiles_w, tiles_c, BW: tl.constexpr, BC: tl.constexpr):
+    """``BW`` positions by ``BC`` channels of row ``a`` of phase plane ``(r1, r2)`` of sample
+    ``n``: ``out[n, r1 stride2 + r2, a, b, c] = x[n, c, a stride1 + r1, b stride2 + r2]``,
+    zero past the image. ``x (N, C, H, W)`` of any strides (planar or channels_last), ``out
+    (N, stride1 stride2, extent1, extent2, C)`` contiguous; a program per tile, its row
+    ``(n, r1, r2, a)`` outermost."""
+    pid = tl.program_id(0)
+    tc = pid % tiles_c
+    rest = pid // tiles_c
+    row = rest // tiles_w
+    a = row % extent1
+    plane = row // extent1
+    r2 = plane % stride2
+    r1 = plane // stride2 % stride1
+    n = plane // (stride2 * stride1)
+    b = (rest % tiles_w) * BW + tl.arange(0, BW)
+    c = tc * BC + tl.arange(0, BC)
+    y1 = a * stride1 + r1 + tl.zeros_like(b)   # a row's tensor: a scalar in a mask fails the interpreter
+    y2 = b * stride2 + r2
+    kept = (b < extent2)[:, None] & (c < channels)[None, :]
+    src = (n.to(tl.int64) * x_sn + y1.to(tl.int64)[:, None] * x_s1 + y2.to(tl.int64)[:, None] * x_s2
+           + c.to(tl.int64)[None, :] * x_sc)
+    tile = tl.load(x_ptr + src, mask=kept & ((y1 < image1) & (y2 < image2))[:, None], other=0.0)
+    tl.store(out_ptr + (row.to(tl.int64) * extent2 + b[:, None]) * channels + c[None, :], tile,
+             mask=kept)
+
+
+@triton.jit
 def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w, BR: tl.constexpr, BW: tl.constexpr):
     """``out[:, :width]`` = ``x (rows, width)``, contiguous, into rows ``pitch`` elements
     apart. The columns past ``width`` stay unwritten: a descriptor of ``width`` never reads

@@ -105,22 +105,31 @@ def phase_planes(grad: torch.Tensor, stride: Sequence[int]) -> torch.Tensor:
     """``grad (N, C, *image)`` of one or two spatial dims, any strides, as its phase planes
     ``(N, s_h s_w, ceil(H / s_h), ceil(W / s_w), C)``, contiguous: plane ``r_h s_w + r_w``
     holds ``grad[:, :, a s_h + r_h, b s_w + r_w]`` at ``(a, b)``, zero past the image
-    (:func:`plane_taps`). One copy where the strides divide the image, as in most
-    up-sampling layers (k4 s2 p1, k3 s2 p1 with an output padding of 1)."""
+    (:func:`plane_taps`), in one pass (_triton.phase_planes: torch's permuted copy moved
+    47 GB/s into them on the VAE decoder's first layer, H100, benches/NOTES.md, session 43)."""
     n, c = grad.shape[:2]
     image, stride = _padded(grad.shape[2:], 1)[1:], _padded(stride, 1)[1:]
     extent = [-(-i // s) for i, s in zip(image, stride)]
-    whole = all(i % s == 0 for i, s in zip(image, stride))
-    out = (grad.new_empty if whole else grad.new_zeros)(n, *stride, *extent, c)
-    grad = grad.reshape(n, c, *image)   # (a view: 1-D calls gain H)
-    if whole:
-        out.permute(0, 5, 3, 1, 4, 2).copy_(grad.view(n, c, extent[0], stride[0], extent[1], stride[1]))
-    else:
-        for r1 in range(stride[0]):
-            for r2 in range(stride[1]):
-                plane = grad[:, :, r1::stride[0], r2::stride[1]]
-                out[:, r1, r2, :plane.shape[2], :plane.shape[3]].copy_(plane.permute(0, 2, 3, 1))
-    return out.view(n, stride[0] * stride[1], *extent, c)
+    out = grad.new_empty(n, stride[0] * stride[1], *extent, c)
+    if out.numel():
+        view = grad.unsqueeze(2) if grad.dim() == 3 else grad   # (1-D calls gain H)
+        with _on(grad.device):
+            _planes_launch(n, c, tuple(image), tuple(stride), view.stride(), grad.device)(view, out)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _planes_launch(n: int, c: int, image: tuple, stride: tuple, strides: tuple,
+                   device: torch.device):
+    from . import _triton
+    extent = [-(-i // s) for i, s in zip(image, stride)]
+    bc = min(64, max(16, _pow2(c)))
+    bw = min(64, max(8, _pow2(extent[1])), 4096 // bc)
+    tiles_w, tiles_c = -(-extent[1] // bw), -(-c // bc)
+    rows = n * stride[0] * stride[1] * extent[0]
+    return _triton.Launch(_triton.phase_planes, (rows * tiles_w * tiles_c,),
+                          (c, *image, *stride, *extent, *strides, tiles_w, tiles_c),
+                          BW=bw, BC=bc, num_warps=4)
 
 
 def _table(per_dim: list, kernel: tuple, stride: tuple) -> Taps:
@@ -1246,5 +1255,6 @@ def forget_plans() -> None:
     """Forgets every launch plan kept so far (and with them their compiled kernels): for
     probes and tests that change what the plans were worked out from (a tile rule, a
     module constant such as CHAIN)."""
-    for plan in (_gemm_plan, _grad_plan, _transpose_launch, _shifted_launch, _pitched_launch):
+    for plan in (_gemm_plan, _grad_plan, _transpose_launch, _shifted_launch, _pitched_launch,
+                 _planes_launch):
         plan.cache_clear()

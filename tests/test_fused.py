@@ -50,6 +50,20 @@ def test_stride_one_input_gradient_is_a_convolution_of_the_same_form(case):
 STRIDED = [c for c in TABLE if set(c.stride) != {1} and c.nd < 3]
 
 
+def _phase_planes(grad: torch.Tensor, stride) -> torch.Tensor:
+    """fused.phase_planes in plain PyTorch: ``(N, s_h s_w, ceil(H / s_h), ceil(W / s_w), C)``,
+    plane ``r_h s_w + r_w`` holding ``grad[:, :, r_h::s_h, r_w::s_w]``, zero past the image."""
+    n, c, *image = grad.shape
+    image, stride = fused._padded(image, 1)[1:], fused._padded(stride, 1)[1:]
+    grad = grad.reshape(n, c, *image)
+    out = grad.new_zeros(n, *stride, *(-(-i // s) for i, s in zip(image, stride)), c)
+    for r1 in range(stride[0]):
+        for r2 in range(stride[1]):
+            plane = grad[:, :, r1::stride[0], r2::stride[1]].permute(0, 2, 3, 1)
+            out[:, r1, r2, :plane.shape[1], :plane.shape[2]] = plane
+    return out.flatten(1, 2)
+
+
 @pytest.mark.parametrize("case", STRIDED, ids=lambda c: c.name)
 def test_strided_input_gradient_is_a_stride_one_convolution_over_phase_planes(case):
     """A strided call's input gradient: each tap reads one of the output gradient's phase
@@ -59,34 +73,45 @@ def test_strided_input_gradient_is_a_stride_one_convolution_over_phase_planes(ca
     out = reference(case, x, w, b)
     grad_out = torch.randn(out.shape, generator=generator(case.name, "gp"), dtype=torch.float64)
     ref, = torch.autograd.grad(out, x, grad_out)
-    got = fused.reference(fused.phase_planes(grad_out, case.stride),
+    got = fused.reference(_phase_planes(grad_out, case.stride),
                           fused.tap_weights(w, transpose=True), None,
                           fused.plane_taps(_geometry(case)), case.size)
     assert rel_error(got.reshape(*x.shape[:1], *case.size, x.shape[1]).movedim(-1, 1), ref) < 1e-12
 
 
-@pytest.mark.parametrize("layout", ["planar", "channels_last"])
 @pytest.mark.parametrize("image,stride", [((8, 6), (2, 3)), ((7, 5), (2, 2)), ((9,), (4,))])
-def test_phase_planes_hold_each_residue_once_and_zeros_past_the_image(image, stride, layout):
+def test_phase_planes_hold_each_residue_once_and_zeros_past_the_image(image, stride):
+    """The plain-PyTorch planes the CPU tests use: every element of the output gradient once,
+    in the plane of its residues, zeros beyond."""
     grad = torch.randn(3, 5, *image, generator=generator(str(image), "planes"))
+    planes = _phase_planes(grad, stride)
+    (s1, s2), rows = fused._padded(stride, 1)[1:], grad.reshape(3, 5, *fused._padded(image, 1)[1:])
+    extent = [-(-i // s) for i, s in zip(rows.shape[2:], (s1, s2))]
+    assert planes.shape == (3, s1 * s2, *extent, 5)
+    for r1 in range(s1):
+        for r2 in range(s2):
+            part = rows[:, :, r1::s1, r2::s2].permute(0, 2, 3, 1)
+            plane = planes[:, r1 * s2 + r2]
+            assert torch.equal(plane[:, :part.shape[1], :part.shape[2]], part)
+            assert not plane[:, part.shape[1]:].any() and not plane[:, :, part.shape[2]:].any()
+    assert planes.count_nonzero() == grad.count_nonzero()
+
+
+@interpreted
+@pytest.mark.parametrize("layout", ["planar", "channels_last", "strided"])
+@pytest.mark.parametrize("shape,stride", [((3, 5, 8, 6), (2, 3)), ((2, 70, 7, 5), (2, 2)),
+                                          ((3, 5, 9), (4,)), ((1, 3, 130, 3), (1, 2))])
+def test_phase_planes_kernel_copies_every_layout(shape, stride, layout):
+    """fused.phase_planes (one Triton pass) equals the plain-PyTorch planes: tiles of
+    positions and channels past both ends, planar, channels_last and sliced inputs."""
+    grad = torch.randn(*shape[:-1], 2 * shape[-1], generator=generator(str(shape), layout))
+    grad = grad[..., ::2] if layout == "strided" else grad[..., :shape[-1]].contiguous()
     if layout == "channels_last":
-        if len(image) == 1:
+        if len(shape) == 3:
             pytest.skip("no channels_last layout for 1-D tensors")
         grad = grad.contiguous(memory_format=torch.channels_last)
     planes = fused.phase_planes(grad, stride)
-    full = (1, *stride) if len(image) == 1 else stride
-    extent = [-(-i // s) for i, s in zip(fused._padded(image, 1)[1:], fused._padded(stride, 1)[1:])]
-    assert planes.shape == (3, math.prod(full), *extent, 5) and planes.is_contiguous()
-    rows = grad.reshape(3, 5, *fused._padded(image, 1)[1:])
-    seen = 0
-    for r1 in range(fused._padded(stride, 1)[1]):
-        for r2 in range(fused._padded(stride, 1)[2]):
-            part = rows[:, :, r1::fused._padded(stride, 1)[1], r2::fused._padded(stride, 1)[2]]
-            plane = planes[:, r1 * fused._padded(stride, 1)[2] + r2]
-            assert torch.equal(plane[:, :part.shape[2], :part.shape[3]], part.permute(0, 2, 3, 1))
-            seen += part.numel()
-            assert not plane[:, part.shape[2]:].any() and not plane[:, :, part.shape[3]:].any()
-    assert seen == grad.numel()
+    assert planes.is_contiguous() and torch.equal(planes, _phase_planes(grad, stride))
 
 
 def test_every_tap_reaches_exactly_one_phase_once():
