@@ -388,9 +388,9 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
 @triton.jit
 def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.constexpr,
                B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr):
-    """Tap ``tap``'s ``(BM, B0 B1 B2)`` tile (channels x positions) of the output gradient's
-    copies moved along W, sample ``n``, channels from ``co``, input positions from ``(q0,
-    q1, q2)``. The copies hold channels next to W, so where the box is one row of W its
+    """Tap ``tap``'s ``(BM, B0 B1 B2)`` tile (channels x positions) of the copies moved along
+    W in ``g_desc`` (the output gradient's, or the input's), sample ``n``, channels from
+    ``co``, positions from ``(q0, q1, q2)``. The copies hold channels next to W, so where the box is one row of W its
     tile is the box itself and stays in shared memory for the tensor cores (the compiler
     reads an A operand reshaped from a box whose leading dims are not the tile's through
     registers); otherwise the box's rows are reordered in registers."""
@@ -402,6 +402,19 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
     if B0 * B1 == 1:
         return box.reshape(BM, B2)
     return box.reshape(B0 * B1, BM, B2).permute(1, 0, 2).reshape(BM, B0 * B1 * B2)
+
+
+@triton.jit
+def _moved_dot(shared, acc, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
+               B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
+               BN: tl.constexpr, PRECISION: tl.constexpr, MOVED_X: tl.constexpr):
+    """``acc`` plus tap ``tap``'s product of the moved operand's tile and the taps' ``shared``
+    one (weight_gradient_moved)."""
+    if MOVED_X:
+        a = _moved_box(x_desc, offsets_ptr, tap, batch, n, ci, q0, q1, q2, B0, B1, B2, BN)
+    else:
+        a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
+    return tl.dot(a, shared, acc, input_precision=PRECISION)
 
 
 @triton.jit
@@ -419,7 +432,7 @@ def weight_gradient_moved(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_o
                           boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
                           B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
                           BM: tl.constexpr, BN: tl.constexpr, TP: tl.constexpr,
-                          PRECISION: tl.constexpr):
+                          PRECISION: tl.constexpr, MOVED_X: tl.constexpr):
     """weight_gradient for 32-bit types, whose tiles must reach the tensor cores from shared
     memory along the reduction dim: the output gradient is read from its copies moved along
     W ``(S N, D', H', C_out, W'')``, zero outside, boxes ``(1, B0, B1, BM, B2)``. A box must
@@ -428,34 +441,50 @@ def weight_gradient_moved(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_o
     offsets within that copy, and the copy. ``TP`` (1 to 4) taps a program, taps ``TP g``
     to ``TP g + TP - 1`` of group ``g``: the input's box, loaded once a step, serves all of
     them (with one tap a program, the L2 traffic is the taps times both operands). Taps
-    past the last repeat it, unstored."""
+    past the last repeat it, unstored. Where ``MOVED_X`` the operands swap places: the sum
+    runs over output positions ``p`` as ``g[p] x[p - offset]``, the output gradient planar
+    ``(N, C_out, D', H', W')`` in boxes ``(1, BM, B0, B1, B2)`` shared by the taps, the input
+    from its copies moved along W ``(S N, D, H, C_in, W'')``, boxes ``(1, B0, B1, BN, B2)``
+    (where they are the smaller: fused.moves_input). The moved tile stays the tensor cores'
+    A operand, read from shared memory (the shared one as A went through registers: 69
+    registers a thread where this takes 64 at 64 x 64, one tap; sm_90,
+    benches/ttgir_check.py), so the accumulators then hold the transposed product, turned
+    before the stores."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
-    acc1 = tl.zeros((BM, BN), dtype=tl.float32)
-    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
-    acc3 = tl.zeros((BM, BN), dtype=tl.float32)
+    if MOVED_X:
+        acc0 = tl.zeros((BN, BM), dtype=tl.float32)
+        acc1 = tl.zeros((BN, BM), dtype=tl.float32)
+        acc2 = tl.zeros((BN, BM), dtype=tl.float32)
+        acc3 = tl.zeros((BN, BM), dtype=tl.float32)
+    else:
+        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+        acc1 = tl.zeros((BM, BN), dtype=tl.float32)
+        acc2 = tl.zeros((BM, BN), dtype=tl.float32)
+        acc3 = tl.zeros((BM, BN), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
-        b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
-        a = _moved_box(g_desc, offsets_ptr, tap0, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
-        acc0 = tl.dot(a, b, acc0, input_precision=PRECISION)
+        if MOVED_X:
+            shared = g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
+        else:
+            shared = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
+        acc0 = _moved_dot(shared, acc0, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
+                          q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
         if TP > 1:
-            a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), batch, n, co, q0,
-                           q1, q2, B0, B1, B2, BM)
-            acc1 = tl.dot(a, b, acc1, input_precision=PRECISION)
+            acc1 = _moved_dot(shared, acc1, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 1, last),
+                              batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
         if TP > 2:
-            a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), batch, n, co, q0,
-                           q1, q2, B0, B1, B2, BM)
-            acc2 = tl.dot(a, b, acc2, input_precision=PRECISION)
+            acc2 = _moved_dot(shared, acc2, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 2, last),
+                              batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
         if TP > 3:
-            a = _moved_box(g_desc, offsets_ptr, tl.minimum(tap0 + 3, last), batch, n, co, q0,
-                           q1, q2, B0, B1, B2, BM)
-            acc3 = tl.dot(a, b, acc3, input_precision=PRECISION)
+            acc3 = _moved_dot(shared, acc3, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
+                              batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
+    if MOVED_X:
+        acc0, acc1, acc2, acc3 = acc0.T, acc1.T, acc2.T, acc3.T
     _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
     if TP > 1:
         _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)

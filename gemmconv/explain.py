@@ -68,6 +68,9 @@ BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel
                   "positions")
 
 
+BACKWARD_MOVED = ", in float32 from copies of the {} moved along W"
+
+
 BACKWARD_DEPTHWISE = ("the depthwise kernel: per input position and tap, the output gradient "
                       "times the weight into the input gradient and times the input into "
                       "float32 partials of the weight gradient, summed after")
@@ -297,6 +300,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             fold = fused.folded_taps(a.geometry, a.out_channels, size)
             if fold > 1:
                 backward_route += BACKWARD_FOLDED.format(fold)
+            elif size == 4:
+                backward_route += BACKWARD_MOVED.format(
+                    "input" if fused.moves_input(a, size) else "output gradient")
         else:
             why = f"not the fused kernels: {why_not_back}"
             if direct:

@@ -902,7 +902,7 @@ def _pitched_launch(rows: int, width: int, pitch: int, device: torch.device):
 
 
 @functools.lru_cache(maxsize=256)
-def shifted_taps(g: Geometry, element_size: int) -> tuple:
+def shifted_taps(g: Geometry, element_size: int, moved_input: bool = False) -> tuple:
     """The weight gradient's taps over copies of the output gradient moved along W:
     ``(shifts, table)``. A box of the copy engine starts on 16 bytes along W (a start off
     them stops the GPU with an illegal instruction: H100, benches/tma_offset_probe.py,
@@ -910,13 +910,36 @@ def shifted_taps(g: Geometry, element_size: int) -> tuple:
     (16 / element_size)`` elements (``copy[w] = grad[w - m]``) at offset ``o + m``, a whole
     number of 16-byte units. ``shifts`` the distinct moves; ``table`` per tap of
     convolution_taps(g) its offsets (D, H, W, the last one moved) and the index of its copy
-    in ``shifts``."""
+    in ``shifts``. Where ``moved_input``, the same for copies of the input, which tap ``k``
+    reads at the opposite offset (``g[p] x[p - o]``: :func:`moves_input`)."""
     taps = convolution_taps(g)
     granule = 16 // element_size
     offsets = taps.offsets[0][:taps.count[0]]
+    if moved_input:
+        offsets = [tuple(-o for o in offset) for offset in offsets]
     moves = [-o[2] % granule for o in offsets]
     shifts = tuple(sorted(set(moves)))
     return shifts, tuple((o0, o1, o2 + m, shifts.index(m)) for (o0, o1, o2), m in zip(offsets, moves))
+
+
+def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
+    """Whether the float32 weight gradient reads copies of the input moved along W rather
+    than of the output gradient (_triton.weight_gradient_moved's MOVED_X): where those copies,
+    with a pitched copy of the other operand where its rows do not start on 16 bytes, hold
+    fewer elements. 2d-64to128's (64 input channels of 128 x 256 against 128 output channels
+    of 130 x 260) hold half as many."""
+    granule = 16 // element_size
+    grid, image = _padded(a.grid, 1), _padded(a.image, 1)
+
+    def rows(channels: int, spatial: tuple, extra: int = 0) -> int:
+        return channels * math.prod(spatial[:-1]) * -(-(spatial[-1] + extra) // granule) * granule
+
+    def moved(channels: int, spatial: tuple, other: int, other_spatial: tuple, shifts: tuple) -> int:
+        pitched = rows(other, other_spatial) if other_spatial[-1] % granule else 0
+        return len(shifts) * rows(channels, spatial, max(shifts)) + pitched
+    g_shifts, x_shifts = (shifted_taps(a.geometry, element_size, m)[0] for m in (False, True))
+    return moved(a.in_channels, grid, a.out_channels, image, x_shifts) < \
+        moved(a.out_channels, image, a.in_channels, grid, g_shifts)
 
 
 def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
@@ -954,7 +977,7 @@ def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width:
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
                     shifted: bool = False, dtype: Optional[torch.dtype] = None,
-                    planes: bool = False) -> torch.Tensor:
+                    planes: bool = False, moved_input: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous (or
     channels_last where ``planes``), and its output gradient ``grad``: per tap, ``sum over
@@ -967,10 +990,13 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
       C_out)``, read at :func:`plane_taps` (any stride, one or two spatial dims); or
     - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous, read from its copies
       moved along W (:func:`shifted_taps`): both operands then lie along positions, the
-      reduction dim, as the tensor cores take 32-bit types from shared memory.
+      reduction dim, as the tensor cores take 32-bit types from shared memory. Where
+      ``moved_input`` too, the input's copies are moved instead, and the output gradient
+      read as it lies (:func:`moves_input`).
     float32 runs in TF32: the output gradient rounded to nearest, in its copies where
     ``shifted``, else in registers unless ``rounded`` already; the input as it lies, which
-    the tensor cores truncate. (A rounded copy of the input cost 0.36-1.44 ms, 2-6% of the
+    the tensor cores truncate (where ``moved_input``, the other way round: the input rounded
+    in its copies). (A rounded copy of the input cost 0.36-1.44 ms, 2-6% of the
     stride-1 2-D cases' training steps on an H100, for an error of 3.0e-4 against 4.7e-4
     truncated, emulated in float64; torch's training step errs by 1.3-6.0e-3 on those cases:
     benches/NOTES.md, session 28.) The result is in ``dtype`` (``x``'s by default).
@@ -979,10 +1005,17 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     c_out = grad.shape[1] if shifted else grad.shape[-1]
     rows = _channels_last_rows(x) if planes else None
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
-                      shifted, x.device, planes, rows is not None)
+                      shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
     if plan.launch:
+        if shifted and moved_input:
+            copies, x_shape, x_strides = shifted_copies(x, plan.shifts, plan.tf32)
+            gt, g_shape, g_strides = _planar(grad)
+            plan.launch(TensorDescriptor(gt, g_shape, g_strides, plan.g_block),
+                        TensorDescriptor(copies, x_shape, x_strides, plan.x_block), partial,
+                        plan.table)
+            return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
         if shifted:
             copies, g_shape, g_strides = shifted_copies(grad, plan.shifts, plan.tf32)
             g_desc = TensorDescriptor(copies, g_shape, g_strides, plan.g_block)
@@ -1023,18 +1056,23 @@ class GradPlan(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtype,
                precision: str, cfg: Optional[GradConfig], rounded: bool, shifted: bool,
-               device: torch.device, planes: bool = False, x_last: bool = False) -> GradPlan:
+               device: torch.device, planes: bool = False, x_last: bool = False,
+               moved_input: bool = False) -> GradPlan:
     """(The output gradient's shape in the key: its descriptor's shape, made per call, must
     be the same for every launch of the plan.)"""
     from . import _triton
     batch, c_in, element_size = x_shape[0], x_shape[1], dtype.itemsize
     c_out = grad_shape[1] if shifted else grad_shape[-1]
-    grid = _padded(x_shape[2:], 1)
+    # The reduction runs over the input's positions, or the output gradient's where the
+    # input is moved (g[p] x[p - o]).
+    grid = _padded((grad_shape[2:] if moved_input else x_shape[2:]), 1)
     count = math.prod(g.kernel_size)
     cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
     tf32 = dtype == torch.float32 and precision == "tf32"
+    if moved_input and not shifted:
+        raise ValueError("the input's moved copies serve the float32 layout (shifted=True)")
     if shifted:
-        shifts, table = shifted_taps(g, element_size)
+        shifts, table = shifted_taps(g, element_size, moved_input)
     else:   # one phase
         shifts, table = (), (plane_taps(g) if planes else convolution_taps(g)).offsets[0]
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
@@ -1050,6 +1088,8 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
     per_split, splits = split_boxes(boxes, tiles, math.prod(cfg.box), count * c_out * c_in * 4)
     g_block = [1, *cfg.box[:2], cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
     x_block = [1, *cfg.box, cfg.bn] if x_last else [1, cfg.bn, *cfg.box]
+    if moved_input:   # the same blocks, the operands' layouts swapped
+        g_block, x_block = [1, cfg.bm, *cfg.box], [1, *cfg.box[:2], cfg.bn, cfg.box[2]]
     launch = None
     if splits:
         sizes = (batch, c_in, c_out, count, *boxes_per_dim, boxes, per_split, tiles_m, tiles_n)
@@ -1058,7 +1098,7 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
                       num_warps=cfg.warps, num_stages=cfg.stages)
         if shifted:
             launch = _triton.Launch(_triton.weight_gradient_moved, (splits * tiles,),
-                                    (*sizes, groups), TP=cfg.taps, **common)
+                                    (*sizes, groups), TP=cfg.taps, MOVED_X=moved_input, **common)
         else:
             launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), sizes,
                                     ROUND=tf32 and not rounded, X_LAST=x_last, **common)
@@ -1139,7 +1179,8 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
     (all by default): the output gradient channels innermost (and its rows folded,
     :func:`folded_rows`), in float32 its copies moved along W too, and the input's where
-    its rows do not start on 16 bytes. (The bias's partial sums, at most a 64th of the
+    its rows do not start on 16 bytes (or where :func:`moves_input`, the input's moved
+    copies, and the output gradient's where its rows do not). (The bias's partial sums, at most a 64th of the
     first copy, are not counted.)"""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
@@ -1148,12 +1189,18 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     fold = folded_taps(a.geometry, a.out_channels, element_size)
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
-    pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
+    pitch = lambda width: -(-width // granule) * granule   # noqa: E731
+    if element_size == 4 and fold == 1 and moves_input(a, element_size):   # x's copies
+        shifts, _ = shifted_taps(a.geometry, element_size, moved_input=True)
+        pitched = n * a.out_channels * math.prod(image[:-1]) * pitch(image[-1])
+        moved = len(shifts) * n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1] + max(shifts))
+        return rows + (pitched if image[-1] % granule else 0) + moved
+    pitched = n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1])
     copies = rows + (pitched if grid[-1] % granule else 0)
     if element_size != 4:
         return copies
     shifts, _ = shifted_taps(a.geometry, element_size)
-    moved = -(-(image[-1] + max(shifts)) // granule) * granule
+    moved = pitch(image[-1] + max(shifts))
     return copies + len(shifts) * n * a.out_channels * math.prod(image[:-1]) * moved
 
 
@@ -1185,6 +1232,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
         fold = folded_taps(a.geometry, a.out_channels, x.element_size())
     geometry = narrowed(a.geometry) if fold > 1 else a.geometry
     shifted = wide and fold == 1
+    moved_input = shifted and moves_input(a, x.element_size())
     step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
     grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
@@ -1205,7 +1253,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
                 implicit_gemm(rows, weights, None, convolution_taps(geometry),
                               grad_input[first:first + step].movedim(1, -1), round_input=False)
             if need[1]:
-                part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32) \
+                part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32,
+                                       moved_input=moved_input) \
                     if shifted else weight_gradient(xs, rows, geometry, rounded=True,
                                                     dtype=torch.float32)
                 part = _unfolded(part, a.geometry, fold) if fold > 1 else part

@@ -161,6 +161,13 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     # 0, 2 and 3 elements (taps at offsets 0, 1, 2) in rows of 520; the input as it lies
     one = (64 * 514 * 514 + 3 * 64 * 514 * 520) * 4
     assert planar.backward_workspace_bytes == 8 * one
+    assert planar.backward.endswith("copies of the output gradient moved along W")
+    # 2d-64to128: the input's copies instead (64 channels of 128 x 256, moved by 0-3
+    # elements into rows of 260, where the output gradient's 128 channels of 130 x 260 sit
+    # in rows of 264); the output gradient read as it lies (rows of 260: whole 16 bytes)
+    wider = gemmconv.explain(_meta(64, 64, 128, 256), _meta(64, 128, 3, 5))
+    assert wider.backward.endswith("copies of the input moved along W")
+    assert wider.backward_workspace_bytes == 64 * (128 * 130 * 260 + 4 * 64 * 128 * 260) * 4
     previous = ops.get_workspace_limit()
     try:   # the fused backward takes whole samples whose copies fit
         ops.set_workspace_limit(3 * one - 1)

@@ -418,6 +418,22 @@ def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
     assert rel_error(got, ref) < 1e-5
 
 
+@interpreted
+@pytest.mark.parametrize("taps", [1, 3])
+@pytest.mark.parametrize("case", STRIDE_ONE[::3], ids=lambda c: c.name)
+def test_weight_gradient_from_the_inputs_moved_copies_matches_float64(case, taps):
+    """MOVED_X: the sum over output positions of ``g[p] x[p - o]``, the input read from its
+    copies moved along W at the taps' opposite offsets (every remainder), the output
+    gradient as it lies (pitched where its rows are not whole 16 bytes), one or three taps
+    a program sharing its box."""
+    case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad-input", "gwi")
+    cfg = fused.grad_config(fused._padded(case.output_size, 1), case.in_channels,
+                            case.out_channels, 4)
+    got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), _geometry(case),
+                                "ieee", cfg._replace(taps=taps), shifted=True, moved_input=True)
+    assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
+
+
 @pytest.mark.parametrize("element_size", [2, 4])
 @pytest.mark.parametrize("grid", [(1, 64, 2), (1, 1, 3), (4, 64, 1), (1, 16, 5), (8, 8, 8), (1, 1, 1024)])
 def test_weight_gradient_boxes_start_rows_on_16_bytes(grid, element_size):
@@ -435,19 +451,36 @@ def test_16_bit_weight_gradient_boxes_pad_the_grid_least():
     assert fused.grad_config((96, 96, 96), 48, 24, 4).box == (1, 1, 32)   # one row: 32-bit
 
 
+@pytest.mark.parametrize("moved_input", [False, True])
 @pytest.mark.parametrize("kernel,padding,dilation,size", [
     (3, 1, 1, 4), (7, 3, 1, 4), (5, 0, 3, 2), (4, 2, 2, 8), (1, 0, 1, 4)])
-def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, size):
+def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, size, moved_input):
     """Each tap reads a copy moved by less than 16 bytes, at an offset of whole 16-byte
-    units, and that copy holds the output gradient at the tap's own offset."""
+    units, and that copy holds the output gradient at the tap's own offset (the input at
+    the opposite one, where it is the input that moves)."""
     g = Geometry((kernel,), (1,), (padding,), (dilation,))
-    shifts, table = fused.shifted_taps(g, size)
+    shifts, table = fused.shifted_taps(g, size, moved_input)
     granule = 16 // size
     taps = fused.convolution_taps(g)
+    sign = -1 if moved_input else 1
     assert len(table) == kernel and all(0 <= m < granule for m in shifts)
     for (o0, o1, o2, copy), offset in zip(table, taps.offsets[0]):
-        assert (o0, o1) == offset[:2] and o2 % granule == 0
-        assert o2 - shifts[copy] == offset[2]       # copy[w] = grad[w - m]
+        assert (o0, o1) == (sign * offset[0], sign * offset[1]) and o2 % granule == 0
+        assert o2 - shifts[copy] == sign * offset[2]       # copy[w] = operand[w - m]
+
+
+def test_the_float32_weight_gradient_moves_the_smaller_operand():
+    """The input's copies where they hold fewer elements than the output gradient's (with a
+    pitched copy of the other where its rows are not whole 16 bytes)."""
+    def moves(x_shape, w_shape, padding=0):
+        a = conv_transpose_args("conv_transpose2d", 2, torch.empty(x_shape, device="meta"),
+                                torch.empty(w_shape, device="meta"), None, 1, padding, 0, 1, 1)
+        return fused.moves_input(a, 4)
+    assert moves((64, 64, 128, 256), (64, 128, 3, 5))         # 2d-64to128: half the elements
+    assert not moves((8, 64, 1024, 1024), (64, 64, 3, 3))      # rows of 1026: a pitched copy
+    assert not moves((8, 64, 512, 512), (64, 64, 3, 7))
+    assert not moves((8, 64, 512, 512), (64, 64, 3, 5), padding=(1, 2))   # a tie: as before
+    assert not moves((8, 128, 128, 256), (128, 64, 3, 5))      # the other way round
 
 
 @interpreted
@@ -463,11 +496,13 @@ def test_shifted_copies_move_rows_and_fill_zeros():
     assert torch.equal(rounded.view(2, 5, 3, 12).transpose(1, 2)[..., 2:9], fused.round_tf32(grad))
 
 
-def _tf32_backward_problem(case, key: str, grad_key: str) -> tuple:
+def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False) -> tuple:
     """``(x, w, a, grad_out, ref)``: the case aligned for the fused backward, fresh float32
     input, weight and output gradient drawn under these keys, its checked arguments, and
     the input and weight gradients in float64 on the weight and output gradient rounded to
-    TF32 (as fused.backward rounds them) and the input as it lies."""
+    TF32 (as fused.backward rounds them) and the input as it lies; where ``moved`` and the
+    weight gradient moves the input (fused.moves_input), that one on the input rounded and
+    the output gradient as it lies."""
     case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
     x, w = (t.float() for t in case.tensors(generator=generator(case.name, key))[:2])
     x = _batched(case, x)
@@ -475,7 +510,11 @@ def _tf32_backward_problem(case, key: str, grad_key: str) -> tuple:
     out = reference(case, xd, wr, None)
     grad_out = torch.randn(out.shape, generator=generator(case.name, grad_key)).float()
     ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
-    return x, w, case_args(case, x, w, None), grad_out, ref
+    a = case_args(case, x, w, None)
+    if moved and fused.moves_input(a, 4):
+        out = reference(case, fused.round_tf32(x).double(), wr, None)
+        ref = (ref[0], *torch.autograd.grad(out, wr, grad_out.double()))
+    return x, w, a, grad_out, ref
 
 
 @interpreted
@@ -484,8 +523,9 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     """fused.backward: float32 operands rounded to TF32 once (the output gradient's copies,
     the weights), the input to the weight gradient as it lies (the tensor cores truncate
     it; the interpreter multiplies it whole), so both gradients equal float64's on those
-    operands."""
-    x, w, a, grad_out, ref = _tf32_backward_problem(case, "backward", "gb")
+    operands. Where the weight gradient moves the input's copies instead (three of these
+    cases), those are rounded and the output gradient is read as it lies."""
+    x, w, a, grad_out, ref = _tf32_backward_problem(case, "backward", "gb", moved=True)
     got = fused.backward(grad_out, x, w, a, (True, True))
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
     assert got[2] is None and fused.backward(grad_out, x, w, a, (False, True))[0] is None
