@@ -7,6 +7,9 @@
 #   A2: the probe again, "off" forced off, with ours's kernels per layer.
 #   D: phase_planes as a Triton kernel: test_cuda_fused's strided tests; planes_probe.py
 #      (the strided backward piece by piece against the column routes and cuDNN).
+#   E: the float32 weight gradient moving the input's copies (fused.moves_input):
+#      test_cuda_fused's backward tests; moved_input_probe.py on the stride-1 2-D cases;
+#      the float32 training table.
 #   B: every CUDA test file (run-s35.sh P); the training tables.
 #   C: the forward tables; the zoo's DCGAN and VAE decoder.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -26,6 +29,11 @@ D) gpu
   TT=200 t strided tests/test_cuda_fused.py -k "strided" &
   timeout 300 python3 benches/planes_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log
   wait; grep -E "^(FAILED|ERROR)" $O/strided.log | head; tail -1 $O/strided.log ;;
+E) gpu
+  TT=300 t backward tests/test_cuda_fused.py -k "backward or weight_gradient or moving" &
+  timeout 240 python3 benches/moved_input_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log
+  wait; grep -E "^(FAILED|ERROR)" $O/backward.log | head; tail -1 $O/backward.log
+  timeout 130 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log ;;
 B) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt

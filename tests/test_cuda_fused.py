@@ -318,6 +318,29 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         assert rel_error(m, t) < tolerance
 
 
+@pytest.mark.parametrize("moved_input", [False, True], ids=["grad-moved", "input-moved"])
+@pytest.mark.parametrize("case", [c for c in BACKWARD if c.nd == 2][:6], ids=lambda c: c.name)
+def test_float32_weight_gradient_moving_either_operand(monkeypatch, case, moved_input):
+    """The float32 fused backward with the weight gradient's moved copies of the output
+    gradient, or of the input (fused.moves_input forced): both gradients against float64,
+    into poisoned memory, bitwise repeatable."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    monkeypatch.setattr(fused, "moves_input", lambda a, element_size: moved_input)
+    shifted = _counted(monkeypatch, "shifted_copies")
+    x, w, b = _tensors(case, f"moved-{moved_input}", torch.float32, False)
+    leaves = [t for t in (x, w, b) if t is not None]
+    with gemmconv.float32_precision("tf32"):
+        out = OURS[case.nd](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out.shape, generator=generator(case.name, "gm"), dtype=torch.float64).to(CUDA)
+        poison_allocator(x.numel() * x.element_size())
+        mine = torch.autograd.grad(out, leaves, grad_out.float(), retain_graph=True)
+        again = torch.autograd.grad(out, leaves, grad_out.float())
+    assert shifted[0] == (2 if case.batch else 0)
+    assert all(torch.equal(m, g) for m, g in zip(mine, again))
+    for m, t in zip(mine, reference64(case, x, w, b, grad_out)[1:]):
+        assert rel_error(m, t) < 5e-3
+
+
 def test_fused_weight_gradient_of_long_reductions_on_positive_data(monkeypatch):
     """A weight gradient summed over 4M positions of positive data (bfloat16, 49 taps):
     split into programs of at most fused.CHAIN positions, it errs as cuBLAS's columns do
