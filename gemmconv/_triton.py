@@ -276,7 +276,7 @@ def phase_planes(x_ptr, out_ptr, channels, image1, image2, stride1, stride2, ext
     n = plane // (stride2 * stride1)
     b = (rest % tiles_w) * BW + tl.arange(0, BW)
     c = tc * BC + tl.arange(0, BC)
-    y1 = a * stride1 + r1 + tl.zeros_like(b)   # a row's tensor: a scalar in a mask fails the interpreter
+    y1 = a * stride1 + r1 + tl.zeros_like(b)   # (a scalar in a mask fails the interpreter)
     y2 = b * stride2 + r2
     kept = (b < extent2)[:, None] & (c < channels)[None, :]
     src = (n.to(tl.int64) * x_sn + y1.to(tl.int64)[:, None] * x_s1 + y2.to(tl.int64)[:, None] * x_s2
@@ -390,10 +390,11 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
                B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr):
     """Tap ``tap``'s ``(BM, B0 B1 B2)`` tile (channels x positions) of the copies moved along
     W in ``g_desc`` (the output gradient's, or the input's), sample ``n``, channels from
-    ``co``, positions from ``(q0, q1, q2)``. The copies hold channels next to W, so where the box is one row of W its
-    tile is the box itself and stays in shared memory for the tensor cores (the compiler
-    reads an A operand reshaped from a box whose leading dims are not the tile's through
-    registers); otherwise the box's rows are reordered in registers."""
+    ``co``, positions from ``(q0, q1, q2)``. The copies hold channels next to W, so where
+    the box is one row of W its tile is the box itself and stays in shared memory for the
+    tensor cores (the compiler reads an A operand reshaped from a box whose leading dims are
+    not the tile's through registers); otherwise the box's rows are reordered in
+    registers."""
     o0 = tl.load(offsets_ptr + tap * 4)
     o1 = tl.load(offsets_ptr + tap * 4 + 1)
     o2 = tl.load(offsets_ptr + tap * 4 + 2)

@@ -934,8 +934,8 @@ def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
     def rows(channels: int, spatial: tuple, extra: int = 0) -> int:
         return channels * math.prod(spatial[:-1]) * -(-(spatial[-1] + extra) // granule) * granule
 
-    def moved(channels: int, spatial: tuple, other: int, other_spatial: tuple, shifts: tuple) -> int:
-        pitched = rows(other, other_spatial) if other_spatial[-1] % granule else 0
+    def moved(channels: int, spatial: tuple, other: int, others: tuple, shifts: tuple) -> int:
+        pitched = rows(other, others) if others[-1] % granule else 0
         return len(shifts) * rows(channels, spatial, max(shifts)) + pitched
     g_shifts, x_shifts = (shifted_taps(a.geometry, element_size, m)[0] for m in (False, True))
     return moved(a.in_channels, grid, a.out_channels, image, x_shifts) < \
@@ -1009,26 +1009,22 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
     if plan.launch:
-        if shifted and moved_input:
-            copies, x_shape, x_strides = shifted_copies(x, plan.shifts, plan.tf32)
+        if moved_input:   # the input's moved copies, the output gradient as it lies
             gt, g_shape, g_strides = _planar(grad)
-            plan.launch(TensorDescriptor(gt, g_shape, g_strides, plan.g_block),
-                        TensorDescriptor(copies, x_shape, x_strides, plan.x_block), partial,
-                        plan.table)
-            return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
-        if shifted:
-            copies, g_shape, g_strides = shifted_copies(grad, plan.shifts, plan.tf32)
-            g_desc = TensorDescriptor(copies, g_shape, g_strides, plan.g_block)
+            xt, x_shape, x_strides = shifted_copies(x, plan.shifts, plan.tf32)
         else:
-            g_shape = [x.shape[0], *_padded(grad.shape[1:-1], 1), c_out]
-            g_desc = TensorDescriptor(grad, g_shape, _dense(g_shape), plan.g_block)
-        if rows is None:
-            xt, x_shape, x_strides = _planar(x)
-        else:
-            xt, x_shape = rows, [x.shape[0], *_padded(x.shape[2:], 1), x.shape[1]]
-            x_strides = _dense(x_shape)
-        plan.launch(g_desc, TensorDescriptor(xt, x_shape, x_strides, plan.x_block), partial,
-                    plan.table)
+            if shifted:
+                gt, g_shape, g_strides = shifted_copies(grad, plan.shifts, plan.tf32)
+            else:
+                gt, g_shape = grad, [x.shape[0], *_padded(grad.shape[1:-1], 1), c_out]
+                g_strides = _dense(g_shape)
+            if rows is None:
+                xt, x_shape, x_strides = _planar(x)
+            else:
+                xt, x_shape = rows, [x.shape[0], *_padded(x.shape[2:], 1), x.shape[1]]
+                x_strides = _dense(x_shape)
+        plan.launch(TensorDescriptor(gt, g_shape, g_strides, plan.g_block),
+                    TensorDescriptor(xt, x_shape, x_strides, plan.x_block), partial, plan.table)
     return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
 
 
@@ -1180,8 +1176,8 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     (all by default): the output gradient channels innermost (and its rows folded,
     :func:`folded_rows`), in float32 its copies moved along W too, and the input's where
     its rows do not start on 16 bytes (or where :func:`moves_input`, the input's moved
-    copies, and the output gradient's where its rows do not). (The bias's partial sums, at most a 64th of the
-    first copy, are not counted.)"""
+    copies, and the output gradient's where its rows do not). (The bias's partial sums, at
+    most a 64th of the first copy, are not counted.)"""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
@@ -1193,8 +1189,8 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     if element_size == 4 and fold == 1 and moves_input(a, element_size):   # x's copies
         shifts, _ = shifted_taps(a.geometry, element_size, moved_input=True)
         pitched = n * a.out_channels * math.prod(image[:-1]) * pitch(image[-1])
-        moved = len(shifts) * n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1] + max(shifts))
-        return rows + (pitched if image[-1] % granule else 0) + moved
+        moved = n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1] + max(shifts))
+        return rows + (pitched if image[-1] % granule else 0) + len(shifts) * moved
     pitched = n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1])
     copies = rows + (pitched if grid[-1] % granule else 0)
     if element_size != 4:
@@ -1269,34 +1265,31 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
 
 
 def strided_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                     a: ConvTransposeArgs, need: Sequence[bool],
-                     grads: Optional[Sequence[Optional[torch.Tensor]]] = None) -> tuple:
+                     a: ConvTransposeArgs, need: Sequence[bool]) -> tuple:
     """The input and weight gradients (as ``need`` asks; None for the others) of the strided
     transposed convolution ``a`` of one or two spatial dims, with ``x (N, C_in, *grid)``
     planar or channels_last and ``grad_out`` in any layout, no columns in memory: the
     stride-1 backward's two kernels over the output gradient's :func:`phase_planes`, read at
     :func:`plane_taps`. The input gradient is a strided convolution of the output gradient,
-    so each of its taps reads one plane at stride 1; in ``x``'s layout, or into ``grads[0]``
-    (any layout) where given, and the weight's into ``grads[1]``. float32 runs in TF32 (the
-    planes' tiles rounded in the kernels' registers, the weights by tap_weights). The bias
-    gradient is the caller's: the planes are a copy torch makes, with no sums on the way.
+    so each of its taps reads one plane at stride 1; it comes in ``x``'s layout. float32
+    runs in TF32 (the planes' tiles rounded in the kernels' registers, the weights by
+    tap_weights). The bias gradient is the caller's (the planes' copy takes no sums).
     Not yet a route of the cost model: on the zoo's strided layers (DCGAN, the VAE decoder)
     a training step's kernels took up to 2.8x the column routes' on an H100 (within 3% of
-    them at best), in the weight gradient's kernel, its partials' sum and torch's copy into
-    the planes (benches/NOTES.md, session 43)."""
-    grads = grads or (None, None)
+    them at best), in the weight gradient's kernel, its partials' sum and the copy into the
+    planes (benches/NOTES.md, session 43)."""
     grad_input = grad_weight = None
     with _on(x.device):
         planes = phase_planes(grad_out, a.geometry.stride)
         taps = plane_taps(a.geometry)
         if need[0]:
-            grad_input = torch.empty_like(x) if grads[0] is None else grads[0]
+            grad_input = torch.empty_like(x)
             implicit_gemm(planes, tap_weights(weight, transpose=True), None, taps,
                           grad_input.movedim(1, -1))
         if need[1]:
             part = weight_gradient(x if _channels_last_rows(x) is not None else x.contiguous(),
                                    planes, a.geometry, dtype=torch.float32, planes=True)
-            grad_weight = part.to(x.dtype) if grads[1] is None else grads[1].copy_(part)
+            grad_weight = part.to(x.dtype)
     return grad_input, grad_weight
 
 
