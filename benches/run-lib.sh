@@ -16,3 +16,5 @@ summary() {   # once the background tests end: their counts, and each process's 
 }
 # One layer kernel by kernel, torch against ours (benches/layer.py): layer LAYER --input ...
 layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
+# The card a call ran on (run-s43.sh on; the older scripts define their own).
+gpu() { nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt; }

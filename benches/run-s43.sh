@@ -12,12 +12,9 @@
 #      the float32 training table.
 #   B: every CUDA test file (run-s35.sh P); the training tables.
 #   F: every CUDA test file on the final code (after 130 and the review).
-#   C: the forward tables; the zoo's DCGAN and VAE decoder.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer
-gpu() { nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt; }
-zoo() { MODELS="$1" TZ=${TZ:-190} bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/; rm -rf $OUT/Z; }
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
 case "$1" in
 A) gpu
   TT=330 t strided tests/test_cuda_fused.py -k "strided" &
@@ -45,8 +42,4 @@ F) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P ;;
-C) gpu
-  timeout 70 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
-  timeout 80 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
-  zoo "${MODELS:-dcgan vae}" ;;
 esac
