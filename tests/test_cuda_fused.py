@@ -413,7 +413,6 @@ def test_fused_route_reads_a_strided_bias(monkeypatch, launches):
     assert rel_error(out, reference64(case, x, w, b)[0]) < 5e-3
 
 
-
 STRIDED = [dataclasses.replace(c, out_channels=-(-c.out_channels // 8) * 8)
            for c in CASES if set(c.stride) != {1} and c.nd < 3 and not c.unbatched]
 
