@@ -730,13 +730,17 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from gemmconv import _triton
-shifted = sys.argv[1] == "shifted"
-fn = _triton.weight_gradient_moved if shifted else _triton.weight_gradient
-g_block = (1, 1, 1, 64, 32) if shifted else (1, 1, 1, 32, 64)
+form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows"
+fn = _triton.weight_gradient if form == "rows" else _triton.weight_gradient_moved
+moved, planar = (1, 1, 1, 64, 32), (1, 64, 1, 1, 32)
+g_block, x_block = {"shifted": (moved, planar), "input": (planar, moved),
+                    "rows": ((1, 1, 1, 32, 64), planar)}[form]
 sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
-       "x_desc": "tensordesc<fp32[1,64,1,1,32]>", "out_ptr": "*fp32", "offsets_ptr": "*i32"}
+       "x_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, x_block)),
+       "out_ptr": "*fp32", "offsets_ptr": "*i32"}
 constants = dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32",
-                 **(dict(TP=3) if shifted else dict(ROUND=True)))
+                 **(dict(ROUND=True, X_LAST=False) if form == "rows" else
+                    dict(TP=3, MOVED_X=form == "input")))
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:
@@ -751,11 +755,12 @@ print(json.dumps({"a": [re.sub(r"\\s+", "", c).split("},", 1)[1][0] for c in cal
 """
 
 
-def _a_operands_of_wgmma(shifted: bool) -> list:
+def _a_operands_of_wgmma(form: str) -> list:
     """The A operand of each wgmma in the float32 weight-gradient kernel compiled for sm_90
     (64 x 64 tiles, one row of 32 positions a step): a shared-memory descriptor (``%``) or
-    a register list (``{``). Compiled in a process of its own: this module runs Triton's
-    interpreter, which compiles nothing."""
+    a register list (``{``). ``form``: "shifted" (the output gradient's moved copies),
+    "input" (the input's) or "rows" (the channels-innermost form). Compiled in a process of
+    its own: this module runs Triton's interpreter, which compiles nothing."""
     import json
     import subprocess
     import sys
@@ -763,9 +768,8 @@ def _a_operands_of_wgmma(shifted: bool) -> list:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(
         gemmconv.__file__)), env.get("PYTHONPATH", "")] if p)
-    done = subprocess.run([sys.executable, "-c", _WGMMA_A_OPERANDS,
-                           "shifted" if shifted else "rows"], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", _WGMMA_A_OPERANDS, form], env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if "skip" in result:
@@ -775,12 +779,13 @@ def _a_operands_of_wgmma(shifted: bool) -> list:
 
 def test_float32_weight_gradient_reads_its_tiles_from_shared_memory():
     """The moved copies' boxes are the tensor cores' A tiles as they lie: every wgmma of the
-    float32 weight gradient takes A from shared memory (a descriptor, ``%``), where the
-    channels-innermost form loads it into registers (``{``) and converts its layout at each
-    step (benches/NOTES.md, session 27)."""
-    moved = _a_operands_of_wgmma(shifted=True)
-    assert moved and set(moved) == {"%"}
-    assert set(_a_operands_of_wgmma(shifted=False)) == {"{"}
+    float32 weight gradient takes A from shared memory (a descriptor, ``%``), the output
+    gradient's copies or the input's, where the channels-innermost form loads it into
+    registers (``{``) and converts its layout at each step (benches/NOTES.md, session 27)."""
+    for form in ("shifted", "input"):
+        moved = _a_operands_of_wgmma(form)
+        assert moved and set(moved) == {"%"}, form
+    assert set(_a_operands_of_wgmma("rows")) == {"{"}
 
 
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
