@@ -1,64 +1,77 @@
-"""Fused forwards launched as CUDA graphs, against launched directly (graphs.launch
-declining every call), beside torch, in turns in one process. Until change 126 calls above
-2^26 output elements launched directly (session 41's run R timed that cap, lifted here).
+"""The fused backward as a CUDA graph (ops._FusedBackward.graphed, change 131) against its
+kernels launched one by one, on the training step of the cases whose backward takes the
+fused kernels.
 
-Session 41's layer.py on 2d-64to128 channels_last (H100, float32): our call took 2.703 ms
-from an idle GPU, its kernel 2.456; torch's 2.640. The 0.25 ms between is the host's work
-before the launch (the weights' reorder, the plan's lookup, the descriptors, Triton's
-launcher), which a graph of the call replaces by one launch. Per case and layout: ms a call
-from an idle GPU (as the bench times), torch / launched / graphed, and whether the graphed
-output matched the launched one bit for bit.
+Session 30 put 1.6 ms of the H200's host time into 3d-3x5x7's bfloat16 backward, whose
+kernels took 1.3 ms a step: the step waits for the host. Per case and dtype, in turns in
+one process: a training step (forward, then the gradients of input, weight and bias) of
+torch, of gemmconv, and of gemmconv with the fused backward's graph turned off (its
+kernels launched as before), each from an idle GPU and back to back.
 
-    PYTHONPATH=. python benches/fused_graph_probe.py [--dtype bfloat16] [CASES]
+    PYTHONPATH=. python benches/fused_graph_probe.py [case ...]
 """
-import argparse
+import sys
 
 import torch
 
-from gemmconv import cases, channels_last, graphs
+from gemmconv import cases, fused, graphs, ops
 from gemmconv.bench import OURS, TORCH
 from gemmconv.measure import timers
+from gemmconv.shapes import conv_transpose_args
 
-NAMES = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded", "3d-64cube",
-         "3d-3x5x7", "1d-dil3"]
-LAUNCH = graphs.launch
+DEVICE = torch.device("cuda")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("cases", nargs="?", default=",".join(NAMES))
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    opts = parser.parse_args()
-    dtype, names = getattr(torch, opts.dtype), opts.cases.split(",")
-    print(torch.cuda.get_device_name(), dtype, flush=True)
-    print(f"{'case':16} {'layout':14} {'torch':>7} {'launched':>9} {'graphed':>8} "
-          f"{'ratio l':>8} {'ratio g':>8} same")
-    for case in (c for c in cases.BENCH if c.name in names):
-        for layout in ("planar", "channels_last") if case.nd > 1 else ("planar",):
-            gen = torch.Generator().manual_seed(0)
-            x, w, b = case.tensors(dtype, "cuda", gen, distribution=torch.rand)
-            if layout == "channels_last":
-                x = x.contiguous(memory_format=channels_last.memory_format(x.dim()))
-            theirs, ours = TORCH[case.nd], OURS[case.nd]
+def step(conv, case, leaves, grad, graphed=True):
+    def fn():
+        kept = ops._FusedBackward.graphed
+        if not graphed:
+            ops._FusedBackward.graphed = ops._FusedBackward.run
+        try:
+            out = conv(*leaves, **case.kwargs)
+            torch.autograd.grad(out, leaves, grad)
+        finally:
+            ops._FusedBackward.graphed = kept
+    return fn
 
-            def variant(launch):
-                def call():
-                    graphs.launch = launch
-                    return ours(x, w, b, **case.kwargs)
-                return call
-            fns = {"torch": lambda: theirs(x, w, b, **case.kwargs),
-                   "launched": variant(lambda *args: False), "graphed": variant(LAUNCH)}
-            with torch.no_grad():
-                outs = [fns[k]().clone() for k in ("launched", "graphed", "graphed", "graphed")]
-                same = all(torch.equal(outs[0], o) for o in outs[1:])
-                ms = timers(torch.device("cuda"), fns, 20)
-            graphs.launch = LAUNCH
-            print(f"{case.name:16} {layout:14} {ms['torch']:7.3f} {ms['launched']:9.3f} "
-                  f"{ms['graphed']:8.3f} {ms['torch'] / ms['launched']:8.2f} "
-                  f"{ms['torch'] / ms['graphed']:8.2f} {same}", flush=True)
-            x = w = b = outs = fns = None   # (the next case's memory)
-            torch.cuda.empty_cache()
+
+answers = []   # each fused backward's answer from graphs.launch: True where a graph ran it
+_launch = graphs.launch
+
+
+def _counted(owner, *args):
+    answer = _launch(owner, *args)
+    if isinstance(owner, ops._FusedBackward):
+        answers.append(answer)
+    return answer
+
+
+def main(names):
+    graphs.launch = _counted
+    for dtype in (torch.bfloat16, torch.float32):
+        for case in [c for c in cases.BENCH if set(c.stride) == {1} and c.groups == 1
+                     and any(n in c.name for n in names or [""])]:
+            x, w, b = case.tensors(dtype, DEVICE)
+            a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, case.stride,
+                                    case.padding, case.output_padding, case.groups,
+                                    case.dilation)
+            if not fused.backward_takes(a, x, w, False, ops.get_workspace_limit()):
+                continue
+            leaves = [t.requires_grad_() for t in (x, w, b)]
+            grad = torch.randn(a.output_shape, device=DEVICE, dtype=dtype)
+            fns = {"torch": step(TORCH[case.nd], case, leaves, grad),
+                   "graphed": step(OURS[case.nd], case, leaves, grad),
+                   "launched": step(OURS[case.nd], case, leaves, grad, graphed=False)}
+            mb = ops._FusedBackward().graph_bytes(grad, x, a) / 2**20
+            for back_to_back in (False, True):
+                answers.clear()
+                ms = timers(DEVICE, fns, 10, back_to_back=back_to_back)
+                print(f"{case.name} {str(dtype)[6:]} {'back to back' if back_to_back else 'from idle'}"
+                      f" (graph {mb:.0f} MB): " + " | ".join(f"{k} {v:.3f} ms" for k, v in ms.items())
+                      + f" | graphed {ms['torch'] / ms['graphed']:.2f}x, launched "
+                      f"{ms['torch'] / ms['launched']:.2f}x; graphs ran {sum(answers)} of "
+                      f"{len(answers)}", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -926,8 +926,10 @@ def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
     """Whether the float32 weight gradient reads copies of the input moved along W rather
     than of the output gradient (_triton.weight_gradient_moved's MOVED_X): where those copies,
     with a pitched copy of the other operand where its rows do not start on 16 bytes, hold
-    fewer elements. 2d-64to128's (64 input channels of 128 x 256 against 128 output channels
-    of 130 x 260) hold half as many."""
+    no more elements. 2d-64to128's (64 input channels of 128 x 256 against 128 output
+    channels of 130 x 260) hold half as many. On a tie the input's: 2d-3x7-padded's weight
+    gradient ran 6% faster so (3.917 against 4.177 ms on an H100; benches/NOTES.md, session
+    43)."""
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
 
@@ -938,7 +940,7 @@ def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
         pitched = rows(other, others) if others[-1] % granule else 0
         return len(shifts) * rows(channels, spatial, max(shifts)) + pitched
     g_shifts, x_shifts = (shifted_taps(a.geometry, element_size, m)[0] for m in (False, True))
-    return moved(a.in_channels, grid, a.out_channels, image, x_shifts) < \
+    return moved(a.in_channels, grid, a.out_channels, image, x_shifts) <= \
         moved(a.out_channels, image, a.in_channels, grid, g_shifts)
 
 
@@ -1063,7 +1065,6 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
     # input is moved (g[p] x[p - o]).
     grid = _padded((grad_shape[2:] if moved_input else x_shape[2:]), 1)
     count = math.prod(g.kernel_size)
-    cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
     tf32 = dtype == torch.float32 and precision == "tf32"
     if moved_input and not shifted:
         raise ValueError("the input's moved copies serve the float32 layout (shifted=True)")
@@ -1071,17 +1072,9 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
         shifts, table = shifted_taps(g, element_size, moved_input)
     else:   # one phase
         shifts, table = (), (plane_taps(g) if planes else convolution_taps(g)).offsets[0]
-    boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
-    boxes = batch * math.prod(boxes_per_dim)
-    tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
-    if not 1 <= cfg.taps <= 4:
-        raise ValueError(f"taps a program must be 1 to 4, got {cfg.taps}")
-    if cfg.taps > 1 and not shifted:
-        raise ValueError("several taps a program read the output gradient's moved copies "
-                         "(shifted=True)")
-    groups = -(-count // cfg.taps)
+    cfg, boxes_per_dim, boxes, tiles_m, tiles_n, groups, per_split, splits = grad_splits(
+        batch, grid, c_in, c_out, count, element_size, shifted, cfg)
     tiles = groups * tiles_m * tiles_n
-    per_split, splits = split_boxes(boxes, tiles, math.prod(cfg.box), count * c_out * c_in * 4)
     g_block = [1, *cfg.box[:2], cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
     x_block = [1, *cfg.box, cfg.bn] if x_last else [1, cfg.bn, *cfg.box]
     if moved_input:   # the same blocks, the operands' layouts swapped
@@ -1100,6 +1093,40 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
                                     ROUND=tf32 and not rounded, X_LAST=x_last, **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
+
+
+class GradSplits(NamedTuple):
+    """How a :func:`weight_gradient` launch shares out its work: the tile, the boxes of
+    positions (per dim, and in all, over the samples), the tiles of output and input channels,
+    the groups of taps, the boxes a split and the splits (one program a split and tile)."""
+    cfg: GradConfig
+    boxes_per_dim: list
+    boxes: int
+    tiles_m: int
+    tiles_n: int
+    groups: int
+    per_split: int
+    splits: int
+
+
+def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: int,
+                element_size: int, shifted: bool, cfg: Optional[GradConfig] = None) -> GradSplits:
+    """The :class:`GradSplits` of a weight gradient of ``count`` taps summed over ``batch``
+    samples of ``grid`` positions (three dims), ``c_in`` by ``c_out`` channels, on ``cfg``
+    (:func:`grad_config`'s by default; ``shifted``: the float32 form's moved copies)."""
+    cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
+    if not 1 <= cfg.taps <= 4:
+        raise ValueError(f"taps a program must be 1 to 4, got {cfg.taps}")
+    if cfg.taps > 1 and not shifted:
+        raise ValueError("several taps a program read the output gradient's moved copies "
+                         "(shifted=True)")
+    boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
+    boxes = batch * math.prod(boxes_per_dim)
+    tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
+    groups = -(-count // cfg.taps)
+    per_split, splits = split_boxes(boxes, groups * tiles_m * tiles_n, math.prod(cfg.box),
+                                    count * c_out * c_in * 4)
+    return GradSplits(cfg, boxes_per_dim, boxes, tiles_m, tiles_n, groups, per_split, splits)
 
 
 # Positions one program of the weight gradient sums on the tensor cores. Their float32
@@ -1206,9 +1233,26 @@ def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int
     return min(a.batch, limit // (backward_workspace(a, element_size, 1) * element_size))
 
 
+def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int] = None) -> int:
+    """The memory :func:`backward` allocates beyond the gradients it writes into, at most:
+    a chunk's copies (:func:`backward_workspace`) and the bias's partial sums of them (a
+    16th counted), the weight gradient's float32 partials of a chunk, its sum, its unfolded
+    copy and its sum over the chunks, its cast and the weights' reorder."""
+    step = max(1, a.batch if limit is None else backward_samples(a, element_size, limit))
+    fold = folded_taps(a.geometry, a.out_channels, element_size)
+    shifted = element_size == 4 and fold == 1
+    grid = a.image if shifted and moves_input(a, element_size) else a.grid   # the sum's
+    taps = math.prod(a.geometry.kernel_size)
+    splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
+                         taps // fold, element_size, shifted).splits
+    weight = a.in_channels * a.out_channels * taps
+    copies = backward_workspace(a, element_size, step) * element_size
+    return copies + copies // 16 + 4 * weight * (max(splits, 1) + 3) + 2 * weight * element_size
+
+
 def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
              need: Sequence[bool], limit: Optional[int] = None,
-             fold: Optional[int] = None) -> tuple:
+             fold: Optional[int] = None, out: Optional[Sequence] = None) -> tuple:
     """The input, weight and bias gradients (as ``need`` asks, its third entry absent
     for no bias; None for the others) of the stride-1 transposed convolution ``a`` with
     planar ``x (N, C_in, *grid)`` and ``grad_out (N, C_out, *image)``, no columns in
@@ -1221,7 +1265,10 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     (:func:`folded_taps`; ``fold`` for tests), both gradients reduce over
     :func:`folded_rows` of that copy instead, W's taps folded into the channels. The bias
     gradient comes from the channels-innermost copy's sums (:func:`channels_innermost_summed`)
-    where that copy is made, else it is None: the caller sums ``grad_out`` itself."""
+    where that copy is made, else it is None: the caller sums ``grad_out`` itself. ``out``:
+    the gradients to write into where given (None for those not asked; the input's planar
+    and contiguous), as a CUDA graph of the call needs; the bias's only where it is summed
+    here."""
     grad_out, x = grad_out.contiguous(), x.contiguous()
     wide = x.dtype == torch.float32
     if fold is None:
@@ -1230,7 +1277,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     shifted = wide and fold == 1
     moved_input = shifted and moves_input(a, x.element_size())
     step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
-    grad_input = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need[0] else None
+    grad_input = None if not need[0] else out[0] if out else \
+        torch.empty(x.shape, dtype=x.dtype, device=x.device)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None
     copies = need[0] or not shifted and need[1]   # the output gradient channels innermost
@@ -1261,6 +1309,9 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     if summed:
         grad_bias = (grad_out.new_zeros(a.out_channels) if grad_bias is None
                      else grad_bias.to(grad_out.dtype))
+    if out:
+        grad_weight, grad_bias = (None if got is None else given.copy_(got)
+                                  for given, got in zip(out[1:], (grad_weight, grad_bias)))
     return grad_input, grad_weight, grad_bias
 
 

@@ -847,14 +847,39 @@ def _fused_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tenso
     return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
 
 
-class _FusedBackward:
+class _FusedBackward(NamedTuple):
     """A CUDA call's backward that takes the fused kernels (fused.backward_takes), decided
-    on its first call, as _FusedReplay decides a forward."""
+    on its first call, as _FusedReplay decides a forward. Launched as a CUDA graph where
+    one is kept, as _BackwardReplay.graphed: the fused backward's host time (its copies,
+    launches, partials' sum and casts: 1.6 ms of 3d-3x5x7's bfloat16 step on the H200's
+    host, whose kernels took 1.3; benches/NOTES.md, session 30) is where such steps wait."""
+    interleaved: bool = False   # (planar calls only)
 
-    @staticmethod
-    def run(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-            a: ConvTransposeArgs, need: List[bool]) -> List[torch.Tensor]:
-        return _fused_backward(grad_out, x, weight, a, need)
+    def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool],
+            grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
+        """The gradients asked for (None for the others), written into ``grads`` where
+        given (as _new_gradients allocates them), else into new ones."""
+        grads = grads or _new_gradients(x, weight, a, need, False)
+        grad_input, grad_weight, grad_bias = fused.backward(grad_out, x, weight, a, need,
+                                                            _workspace_limit, out=grads)
+        if grad_bias is None and need[2]:   # (no copy to sum it from)
+            grad_bias = grads[2].copy_(_bias_grad(grad_out, False))
+        return [grad_input, grad_weight, grad_bias]
+
+    def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
+        return _graphed_backward(self, grad_out, x, weight, a, need, lambda: self.graph_bytes(
+            grad_out, x, a))
+
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs, at most: fused.backward's,
+        contiguous copies of the output gradient and the input, and the bias gradient's
+        sums where that is not summed from a copy."""
+        copies = sum(t.numel() for t in (grad_out, x) if not t.is_contiguous())
+        return fused.backward_bytes(a, x.element_size(), _workspace_limit) + \
+            copies * x.element_size() + 4 * a.batch * a.out_channels
 
 
 class _DepthwiseBackward(NamedTuple):
@@ -1069,9 +1094,7 @@ def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
         _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
     if replay is None:
         return None
-    if isinstance(replay, (_BackwardReplay, _GraphedBackward, _DepthwiseBackward)):
-        return replay.graphed(grad_out, x, weight, a, need)
-    return replay.run(grad_out, x, weight, a, need)
+    return replay.graphed(grad_out, x, weight, a, need)
 
 
 def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,

@@ -318,6 +318,38 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         assert rel_error(m, t) < tolerance
 
 
+# The stride-1 cases of the table at a size where the caching allocator's rounding (every
+# block a multiple of 512 bytes; ROUNDING allows for 16 of them) is small beside the copies.
+BYTES_CASES = [c.scaled(1 << 16) for c in cases.BENCH if set(c.stride) == {1} and c.groups == 1]
+ROUNDING = 16 * 512
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", BYTES_CASES, ids=lambda c: c.name)
+def test_fused_backward_allocates_at_most_its_bytes(case, dtype):
+    """fused.backward into given gradients allocates no more than fused.backward_bytes
+    (what a CUDA graph of it is allowed against the graphs' memory limit), with and
+    without a workspace limit of two samples' copies."""
+    if dtype == torch.float32 and case.nd != 2:
+        pytest.skip("not a fused backward (float32 beyond 2-D)")
+    x, w, b = (t.detach() for t in _tensors(case, "bytes", dtype, False))
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, case.stride,
+                            case.padding, case.output_padding, case.groups, case.dilation)
+    grad_out = torch.randn(a.output_shape, generator=generator(case.name, "gy"),
+                           dtype=torch.float64).to(CUDA, dtype)
+    one = fused.backward_workspace(a, x.element_size(), 1) * x.element_size()
+    for limit in (None, 2 * one):
+        out = [torch.empty_like(x), torch.empty_like(w), torch.empty_like(b)]
+        fused.backward(grad_out, x, w, a, (True, True, True), limit, out=out)   # plans first
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fused.backward(grad_out, x, w, a, (True, True, True), limit, out=out)
+        torch.cuda.synchronize()
+        taken = torch.cuda.max_memory_allocated() - before
+        assert one <= taken <= fused.backward_bytes(a, x.element_size(), limit) + ROUNDING
+
+
 @pytest.mark.parametrize("moved_input", [False, True], ids=["grad-moved", "input-moved"])
 @pytest.mark.parametrize("case", [c for c in BACKWARD if c.nd == 2][:6], ids=lambda c: c.name)
 def test_float32_weight_gradient_moving_either_operand(monkeypatch, case, moved_input):

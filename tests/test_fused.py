@@ -470,8 +470,8 @@ def test_shifted_taps_start_every_box_on_16_bytes(kernel, padding, dilation, siz
 
 
 def test_the_float32_weight_gradient_moves_the_smaller_operand():
-    """The input's copies where they hold fewer elements than the output gradient's (with a
-    pitched copy of the other where its rows are not whole 16 bytes)."""
+    """The input's copies where they hold no more elements than the output gradient's (with
+    a pitched copy of the other where its rows are not whole 16 bytes)."""
     def moves(x_shape, w_shape, padding=0):
         a = conv_transpose_args("conv_transpose2d", 2, torch.empty(x_shape, device="meta"),
                                 torch.empty(w_shape, device="meta"), None, 1, padding, 0, 1, 1)
@@ -479,7 +479,7 @@ def test_the_float32_weight_gradient_moves_the_smaller_operand():
     assert moves((64, 64, 128, 256), (64, 128, 3, 5))         # 2d-64to128: half the elements
     assert not moves((8, 64, 1024, 1024), (64, 64, 3, 3))      # rows of 1026: a pitched copy
     assert not moves((8, 64, 512, 512), (64, 64, 3, 7))
-    assert not moves((8, 64, 512, 512), (64, 64, 3, 5), padding=(1, 2))   # a tie: as before
+    assert moves((8, 64, 512, 512), (64, 64, 3, 5), padding=(1, 2))   # a tie: the input
     assert not moves((8, 128, 128, 256), (128, 64, 3, 5))      # the other way round
 
 
@@ -590,6 +590,62 @@ def test_fused_backward_with_w_taps_folded_into_the_channels_gives_both_gradient
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
     dims = (0, *range(2, grad_out.dim()))   # the bias from the copy's sums, unrounded
     assert rel_error(got[2], grad_out.double().sum(dims)) < 1e-6
+
+
+@interpreted
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("need", [(True, True, True), (False, True, True), (True, False, False)])
+def test_fused_backward_writes_into_the_gradients_given(dtype, need):
+    """fused.backward with ``out`` (a CUDA graph's outputs) writes each gradient it gives
+    into the tensor given for it, bit for bit as into its own, and touches no other: the
+    bias where it sums none (float32's weight gradient alone) nor any not asked for."""
+    case = cases._c("given", 3, 8, 24, (3, 2), (4, 6), padding=(1, 0))
+    x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "given", dtype)))
+    a = case_args(case, x, w, None)
+    grad_out = torch.randn(3, 24, *a.image, generator=generator(case.name, "gg")).to(dtype)
+    own = fused.backward(grad_out, x, w, a, need)
+    out = [torch.full_like(x, math.nan), torch.full_like(w, math.nan),
+           torch.full((24,), math.nan, dtype=dtype)]
+    got = fused.backward(grad_out, x, w, a, need, out=out)
+    for mine, given, theirs in zip(got, out, own):
+        if theirs is None:
+            assert mine is None and given.isnan().all()
+        else:
+            assert mine is given and torch.equal(mine, theirs)
+
+
+@interpreted
+@pytest.mark.parametrize("need", [[True, True, True], [False, True, True], [True, False, False]])
+def test_fused_backward_replay_hands_its_calls_to_graphs(monkeypatch, need):
+    """_FusedBackward.graphed hands its calls to graphs.launch with the memory the call
+    takes (fused.backward_bytes and the bias's sums); where no graph is kept, the call
+    runs its kernels into gradients it gives back (the bias's too, summed by the caller in
+    float32, where fused.backward sums none), right; where one is, the graph's launch is
+    the call."""
+    from gemmconv import _cuda, graphs
+    asked, kept = [], [False]
+    monkeypatch.setattr(graphs, "launch", lambda owner, addresses, run, nbytes, *args:
+                        asked.append((owner, nbytes())) or kept[0])
+    monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
+    x, w, a, grad_out, ref = _tf32_backward_problem(STRIDE_ONE[3], "graphed", "gr",
+                                                    moved=True)
+    replay = ops._FusedBackward()
+    got = replay.graphed(grad_out, x, w, a, need)
+    assert asked == [(replay, fused.backward_bytes(a, 4, ops.get_workspace_limit())
+                      + 4 * a.batch * a.out_channels)]
+    for mine, want, asked_for in zip(got, ref, need):
+        assert (mine is None) != asked_for
+        if asked_for:
+            assert rel_error(mine, want) < 1e-6
+    if need[2]:
+        assert rel_error(got[2], grad_out.double().sum((0, *range(2, grad_out.dim())))) < 1e-6
+    asked.clear()
+    kept[0] = True
+    monkeypatch.setattr(fused, "backward", lambda *args, **kw: pytest.fail("launched, not graphed"))
+    got = replay.graphed(grad_out, x, w, a, need)
+    assert [owner for owner, _ in asked] == [replay]
+    assert [g is not None for g in got] == need
+    assert got[0] is None or got[0].shape == x.shape
 
 
 @interpreted
