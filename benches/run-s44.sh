@@ -2,8 +2,9 @@
 # Session 44's device calls (outputs under $OUT/<call>; logs kept in benches/results/s44/).
 #   A: the fused backward as a CUDA graph (change 131) and ties moving the input (132):
 #      test_cuda_graphs, test_cuda_replay and test_cuda_fused's backward tests, in three
-#      processes; then the training tables, float32 and bfloat16.
-#   F: every CUDA test file on the final code (run-s35.sh P); the forward tables.
+#      processes; then fused_graph_probe.py (graphed against launched, in turns).
+#   B: the tables, training (float32, bfloat16) and forward (channels_last, NCHW).
+#   F: every CUDA test file on the final code (run-s35.sh P).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -22,10 +23,10 @@ A) gpu
   TT=240 t replay tests/test_cuda_replay.py &
   TT=240 t fused tests/test_cuda_fused.py -k "backward or weight_gradient or moving or bytes" &
   summary
-  tables train ;;
+  timeout 280 python3 benches/fused_graph_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log ;;
+B) gpu; tables train; tables forward ;;
 F) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
-  rm -rf $OUT/P
-  tables forward ;;
+  rm -rf $OUT/P ;;
 esac
