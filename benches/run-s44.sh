@@ -5,6 +5,8 @@
 #      processes; then fused_graph_probe.py (graphed against launched, in turns).
 #   B: the tables, training (float32, bfloat16) and forward (channels_last, NCHW).
 #   F: every CUDA test file on the final code (run-s35.sh P).
+#   P: layer_host_profile.py on DCGAN's second up-conv, bfloat16 and float32: where our
+#      step's host time goes, beside torch's module's.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -29,4 +31,6 @@ F) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P ;;
+P) gpu
+  for d in bfloat16 float32; do timeout 150 python3 benches/layer_host_profile.py $d dcgan 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/profile.log; done ;;
 esac
