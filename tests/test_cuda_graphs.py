@@ -105,30 +105,8 @@ def test_graphed_fused_forward_is_the_launches_bit_for_bit(monkeypatch, case, la
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case,layout", BACKWARD_PARAMS, ids=BACKWARD_IDS)
 def test_graphed_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
-    x, w, b = layout_tensors(case, layout, dtype, CUDA, "backward")
-    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
-    grad_out = output_gradient(case, layout, dtype, CUDA)
-
-    def grads():
-        poison_allocator(x.numel() * x.element_size())
-        return torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
-    launches = _without_graphs(monkeypatch, grads)
-    answers, launch = [], graphs.launch
-
-    def backward_launch(owner, *args):
-        answer = launch(owner, *args)
-        if isinstance(owner, (ops._BackwardReplay, ops._GraphedBackward, ops._DepthwiseBackward)):
-            answers.append(answer)
-        return answer
-    monkeypatch.setattr(graphs, "launch", backward_launch)
-    same = [all(torch.equal(g, h) for g, h in zip(grads(), launches))
-            for _ in range(BACKWARD_CALLS)]
-    assert answers[-2:] == [True, True], "the last backwards ran as a graph"
-    assert all(same)
-    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
-    refs = reference64(case, x, w, b, grad_out.double())[1:]
-    for ours, ref in zip(launches, refs):
-        assert rel_error(ours, ref) < tolerance
+    _check_graphed_backward(monkeypatch, case, layout, dtype, "backward",
+                            (ops._BackwardReplay, ops._GraphedBackward, ops._DepthwiseBackward))
 
 
 # Stride-1 calls whose backward the fused kernels take (ops._FusedBackward), the cost
@@ -141,13 +119,19 @@ FUSED_BACKWARD = [(c.scaled(4096), dtype) for c in cases.BENCH if set(c.stride) 
 @pytest.mark.parametrize("case,dtype", FUSED_BACKWARD,
                          ids=[f"{c.name}-{str(d)[6:]}" for c, d in FUSED_BACKWARD])
 def test_graphed_fused_backward_is_the_launches_bit_for_bit(monkeypatch, case, dtype):
-    """The fused backward as a graph: every gradient, the bias's too, bit for bit as its
-    kernels launched one by one, into poisoned memory, and right against float64."""
     monkeypatch.setattr(fused, "preferred", lambda *args: True)
     monkeypatch.setattr(fused, "backward_preferred", lambda *args: True)
-    x, w, b = layout_tensors(case, "planar", dtype, CUDA, "fused backward")
+    _check_graphed_backward(monkeypatch, case, "planar", dtype, "fused backward",
+                            (ops._FusedBackward,))
+
+
+def _check_graphed_backward(monkeypatch, case, layout, dtype, key, owners):
+    """A training step's gradients, the bias's too, with the backward graphed (by a replay
+    of a class in ``owners``: its last two calls graphed) bit for bit as with its kernels
+    launched one by one, into poisoned memory, and right against float64."""
+    x, w, b = layout_tensors(case, layout, dtype, CUDA, key)
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
-    grad_out = output_gradient(case, "planar", dtype, CUDA)
+    grad_out = output_gradient(case, layout, dtype, CUDA)
 
     def grads():
         poison_allocator(x.numel() * x.element_size())
@@ -157,7 +141,7 @@ def test_graphed_fused_backward_is_the_launches_bit_for_bit(monkeypatch, case, d
 
     def backward_launch(owner, *args):
         answer = launch(owner, *args)
-        if isinstance(owner, ops._FusedBackward):
+        if isinstance(owner, owners):
             answers.append(answer)
         return answer
     monkeypatch.setattr(graphs, "launch", backward_launch)
