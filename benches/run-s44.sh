@@ -7,6 +7,7 @@
 #   F: every CUDA test file on the final code (run-s35.sh P).
 #   P: layer_host_profile.py on DCGAN's second up-conv, bfloat16 and float32: where our
 #      step's host time goes, beside torch's module's.
+#   G: after_graph_probe.py (torch's launches right after a graph's launch).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -33,4 +34,5 @@ F) gpu
   rm -rf $OUT/P ;;
 P) gpu
   for d in bfloat16 float32; do timeout 150 python3 benches/layer_host_profile.py $d dcgan 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/profile.log; done ;;
+G) gpu; timeout 200 python3 benches/after_graph_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log ;;
 esac
