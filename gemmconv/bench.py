@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from . import _cuda, cases, channels_last, ops
+from . import _cuda, cases, channels_last, graphs, ops
 from .measure import timer, timers
 from .shapes import expand
 
@@ -51,13 +51,16 @@ class Ceilings:
 
 
 def _extra_mb(device: torch.device, fn: Callable[[], object]) -> float:
-    """Peak memory a call allocates beyond its own result, in MB (CUDA only)."""
+    """Peak memory a call allocates beyond its own result, in MB (CUDA only): with
+    gemmconv's CUDA graphs paused, so that what a kept graph's pool holds for the call
+    counts too."""
     if device.type != "cuda":
         return float("nan")
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     base = torch.cuda.memory_allocated(device)
-    result = fn()
+    with graphs.paused():
+        result = fn()
     kept = torch.cuda.memory_allocated(device) - base
     return (torch.cuda.max_memory_allocated(device) - base - kept) / 1e6 if result is not None else 0.0
 

@@ -24,7 +24,8 @@ not captured again (calls that do not all fit would otherwise capture one every 
 from __future__ import annotations
 
 import collections
-from typing import Callable, NamedTuple
+import contextlib
+from typing import Callable, Iterator, NamedTuple
 
 import torch
 
@@ -46,6 +47,7 @@ class _Kept(NamedTuple):
     pool: tuple   # (device index, stream): the memory pool it shares
 
 
+_paused = False   # (see paused)
 _graphs: collections.OrderedDict = collections.OrderedDict()   # key: _Kept, oldest first
 # Per (device index, stream): the pool's handle and how many kept graphs use it.
 _pools: dict = {}
@@ -79,6 +81,20 @@ def forget() -> None:
         _let_go(key)
     _seen.clear()
     _dropped.clear()
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Inside, no call launches or captures a graph: each runs its kernels one by one, as
+    where none is kept, on every thread, and the graphs kept stay kept. For measuring the
+    memory a call takes: a kept graph holds it in its pool, taken at its capture, rather
+    than allocating it at each launch."""
+    global _paused
+    before, _paused = _paused, True
+    try:
+        yield
+    finally:
+        _paused = before
 
 
 def kept() -> int:
@@ -121,8 +137,8 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: Cal
     stream. False where it did not run ``run``, which the caller then does: on the first
     call, for a graph let go before, over the limit or short of memory to capture, and
     while a CUDA graph is being captured (the caller's own). A kept graph keeps ``owner``,
-    so that no other object takes its id meanwhile."""
-    if torch.cuda.is_current_stream_capturing():
+    so that no other object takes its id meanwhile. (Always False while :func:`paused`.)"""
+    if _paused or torch.cuda.is_current_stream_capturing():
         return False
     key = (id(owner), stream, *addresses)
     kept_graph = _graphs.get(key)

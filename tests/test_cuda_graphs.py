@@ -2,10 +2,13 @@
 kernel by kernel, bit for bit, into poisoned memory, and against float64; a graph follows
 its tensors' contents, and is launched only at the addresses it was captured at. Marked
 ``cuda``."""
+import math
+
 import pytest
 import torch
 
-from gemmconv import cases, fused, graphs, ops
+from gemmconv import bench, cases, fused, graphs, ops
+from gemmconv.shapes import conv_transpose_args
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
 
@@ -123,6 +126,28 @@ def test_graphed_fused_backward_is_the_launches_bit_for_bit(monkeypatch, case, d
     monkeypatch.setattr(fused, "backward_preferred", lambda *args: True)
     _check_graphed_backward(monkeypatch, case, "planar", dtype, "fused backward",
                             (ops._FusedBackward,))
+
+
+def test_the_bench_counts_the_memory_a_graph_holds(monkeypatch):
+    """The bench's memory column counts what a graphed call takes (its graph's pool holds
+    it between launches): 3d-3x5x7's bfloat16 step, scaled, its backward fused and graphed
+    during the timing, reports at least its backward's copies."""
+    monkeypatch.setattr(fused, "backward_preferred", lambda *args: True)
+    case = next(c for c in cases.BENCH if c.name == "3d-3x5x7").scaled(1 << 16)
+    x, w, b = case.tensors(torch.bfloat16, "meta")
+    a = conv_transpose_args("conv_transpose3d", 3, x, w, b, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    graphed, launch = [], graphs.launch
+
+    def fused_launch(owner, *args):
+        answer = launch(owner, *args)
+        graphed.append(answer and isinstance(owner, ops._FusedBackward))
+        return answer
+    monkeypatch.setattr(graphs, "launch", fused_launch)
+    row = bench.measure(case, torch.bfloat16, torch.device(CUDA), True,
+                        bench.Ceilings(math.nan, math.nan), repeats=5)
+    assert True in graphed, "the backward ran as a graph while timed"
+    assert row.ours_extra_mb * 1e6 >= fused.backward_workspace(a, 2) * 2
 
 
 def _check_graphed_backward(monkeypatch, case, layout, dtype, key, owners):

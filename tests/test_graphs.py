@@ -129,6 +129,21 @@ def test_nothing_while_a_graph_is_captured(captured, monkeypatch):
     assert not captured
 
 
+def test_paused_launches_and_captures_nothing_and_keeps_what_is_kept(captured):
+    """Inside graphs.paused() (the bench's memory measurement) every call runs its own
+    kernels: no graph is launched, none captured, no key remembered; after, a kept graph
+    launches again, and a call seen only while paused is seen for the first time."""
+    kept, new, runs = object(), object(), []
+    launch(kept, (1,)), launch(kept, (1,))
+    with graphs.paused():
+        with graphs.paused():   # (nested: the outer one still holds after the inner)
+            assert launch(kept, (1,)) is False
+        assert [launch(new, (2,), runs=runs) for _ in range(3)] == [False] * 3
+    assert captured[0].replays == 1 and len(captured) == 1 and not runs
+    assert launch(kept, (1,)) is True and captured[0].replays == 2
+    assert launch(new, (2,)) is False and launch(new, (2,)) is True
+
+
 def test_forget(captured):
     owner = object()
     launch(owner, (1,)), launch(owner, (1,))
