@@ -8,6 +8,8 @@
 #   P: layer_host_profile.py on DCGAN's second up-conv, bfloat16 and float32: where our
 #      step's host time goes, beside torch's module's.
 #   G: after_graph_probe.py (torch's launches right after a graph's launch).
+#   M: graphs.paused() in the bench's memory column: test_cuda_graphs, then the bfloat16
+#      training table and the NCHW forward one.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -35,4 +37,8 @@ F) gpu
 P) gpu
   for d in bfloat16 float32; do timeout 150 python3 benches/layer_host_profile.py $d dcgan 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/profile.log; done ;;
 G) gpu; timeout 200 python3 benches/after_graph_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/probe.log ;;
+M) gpu
+  TT=200 t graphs tests/test_cuda_graphs.py; count $O/graphs.log; tail -1 $O/graphs.log
+  timeout 140 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
+  timeout 70 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
 esac
