@@ -12,26 +12,13 @@ launch's own time, timed alone, taken off.
     PYTHONPATH=. python benches/after_graph_probe.py
 """
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, "benches")
-from sync_probe import sleep_cycles  # noqa: E402
+from sync_probe import host_time, sleep_cycles  # noqa: E402
 
 CALLS = 100
-
-
-def host_us(fn, cycles: int) -> float:
-    """Host microseconds a call of ``fn``, CALLS in a row behind a sleep kernel."""
-    torch.cuda.synchronize()
-    torch.cuda._sleep(cycles)
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / CALLS * 1e6
 
 
 def main():
@@ -59,7 +46,7 @@ def main():
             runs = {k: [] for k in fns}
             for _ in range(7):   # in turns
                 for k, fn in fns.items():
-                    runs[k].append(host_us(fn, cycles))
+                    runs[k].append(host_time(fn, CALLS, cycles) * 1e6)   # us a call
             us = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
             print(f"{shape} {'channels_last' if fmt == torch.channels_last else 'NCHW'}: "
                   f"BatchNorm + ReLU alone {us['ops']:.1f} us; after a graph's launch "
