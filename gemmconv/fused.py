@@ -926,22 +926,28 @@ def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
     """Whether the float32 weight gradient reads copies of the input moved along W rather
     than of the output gradient (_triton.weight_gradient_moved's MOVED_X): where those copies,
     with a pitched copy of the other operand where its rows do not start on 16 bytes, hold
-    no more elements. 2d-64to128's (64 input channels of 128 x 256 against 128 output
-    channels of 130 x 260) hold half as many. On a tie the input's: 2d-3x7-padded's weight
-    gradient ran 6% faster so (3.917 against 4.177 ms on an H100; benches/NOTES.md, session
-    43)."""
+    no more elements (:func:`_moved_copies`). 2d-64to128's (64 input channels of 128 x 256
+    against 128 output channels of 130 x 260) hold half as many. On a tie the input's:
+    2d-3x7-padded's weight gradient ran 6% faster so (3.917 against 4.177 ms on an H100;
+    benches/NOTES.md, session 43)."""
+    return _moved_copies(a, element_size, True) <= _moved_copies(a, element_size, False)
+
+
+def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool) -> int:
+    """Elements a sample of the float32 weight gradient's copies: one per shift of
+    :func:`shifted_taps`, moved along W, of the input where ``moved_input``, else of the
+    output gradient, rows padded to whole 16-byte units; and a pitched copy of the other
+    operand where its rows do not start on 16 bytes."""
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
 
     def rows(channels: int, spatial: tuple, extra: int = 0) -> int:
         return channels * math.prod(spatial[:-1]) * -(-(spatial[-1] + extra) // granule) * granule
-
-    def moved(channels: int, spatial: tuple, other: int, others: tuple, shifts: tuple) -> int:
-        pitched = rows(other, others) if others[-1] % granule else 0
-        return len(shifts) * rows(channels, spatial, max(shifts)) + pitched
-    g_shifts, x_shifts = (shifted_taps(a.geometry, element_size, m)[0] for m in (False, True))
-    return moved(a.in_channels, grid, a.out_channels, image, x_shifts) <= \
-        moved(a.out_channels, image, a.in_channels, grid, g_shifts)
+    moved, other = (a.in_channels, grid), (a.out_channels, image)
+    if not moved_input:
+        moved, other = other, moved
+    shifts, _ = shifted_taps(a.geometry, element_size, moved_input)
+    return len(shifts) * rows(*moved, max(shifts)) + (rows(*other) if other[1][-1] % granule else 0)
 
 
 def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
@@ -1212,19 +1218,10 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     fold = folded_taps(a.geometry, a.out_channels, element_size)
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
-    pitch = lambda width: -(-width // granule) * granule   # noqa: E731
-    if element_size == 4 and fold == 1 and moves_input(a, element_size):   # x's copies
-        shifts, _ = shifted_taps(a.geometry, element_size, moved_input=True)
-        pitched = n * a.out_channels * math.prod(image[:-1]) * pitch(image[-1])
-        moved = n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1] + max(shifts))
-        return rows + (pitched if image[-1] % granule else 0) + len(shifts) * moved
-    pitched = n * a.in_channels * math.prod(grid[:-1]) * pitch(grid[-1])
-    copies = rows + (pitched if grid[-1] % granule else 0)
-    if element_size != 4:
-        return copies
-    shifts, _ = shifted_taps(a.geometry, element_size)
-    moved = pitch(image[-1] + max(shifts))
-    return copies + len(shifts) * n * a.out_channels * math.prod(image[:-1]) * moved
+    if element_size == 4:   # (no fold) the moved copies, and the other's pitched one
+        return rows + n * _moved_copies(a, element_size, moves_input(a, element_size))
+    pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
+    return rows + (pitched if grid[-1] % granule else 0)
 
 
 def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int:
