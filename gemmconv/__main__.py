@@ -38,6 +38,9 @@ def _model_table(rows: list[bench.ModelRow]) -> str:
     head = (f"{'model':<12} {'mode':<8} {'precision':<14} {'layout':<14} {'torch ms':>9} "
             f"{'convert':>16} {'with sample':>22} {'all types, sample':>22} {'err torch':>9} "
             f"{'err ours':>9}")
+    bound = any(r.free_ms is not None for r in rows)
+    if bound:
+        head += f" {'bound':>16}"
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
@@ -45,16 +48,22 @@ def _model_table(rows: list[bench.ModelRow]) -> str:
             f"{r.every_ms:9.3f} {r.speedup('every'):5.2f}x {r.chosen_ms:9.3f} "
             f"{r.speedup('chosen'):5.2f}x {r.chosen:>5} {r.chosen_all_ms:9.3f} "
             f"{r.speedup('chosen_all'):5.2f}x {r.chosen_all:>5} "
-            f"{r.torch_error:9.1e} {max(r.every_error, r.chosen_error, r.chosen_all_error):9.1e}")
+            f"{r.torch_error:9.1e} {max(r.every_error, r.chosen_error, r.chosen_all_error):9.1e}"
+            + (f" {r.free_ms:9.3f} {r.speedup('free'):5.2f}x" if bound else ""))
     for variant, name in (("every", "convert(model)"), ("chosen", "convert(model, sample=x)"),
-                          ("chosen_all", "every layer type, with a sample")):
-        if rows:
+                          ("chosen_all", "every layer type, with a sample"),
+                          ("free", "bound: the transposed convolutions free")):
+        if rows and (variant != "free" or bound):
             speedups = [r.speedup(variant) for r in rows]
             geo = math.exp(sum(map(math.log, speedups)) / len(speedups))
             lines.append(f"{name}: geometric mean {geo:.2f}x, min {min(speedups):.2f}x")
     lines.append("ms and speedup over torch per variant; k/n: layers swapped of those measured; "
                  "err: relative to float64 (output, parameter gradients), ours the largest "
                  "of the three variants'")
+    if bound:
+        lines.append("bound: the model with its transposed convolutions launching nothing "
+                     "(only an autograd Function's host time): no implementation of them "
+                     "can make the model faster than this")
     return "\n".join(lines)
 
 
@@ -66,11 +75,12 @@ def _models(args, device: torch.device) -> int:
         for precision, layout, mode in bench.model_configs(entry):
             print(f"{entry.name} {mode} {precision} {layout} ...", file=sys.stderr, flush=True)
             rows.append(bench.measure_model(entry, small, device, precision, layout, mode,
-                                            args.repeats))
+                                            args.repeats, args.bound))
             r = rows[-1]
             print(f"  torch {r.torch_ms:.3f} ms; convert {r.speedup('every'):.2f}x, with sample "
                   f"{r.speedup('chosen'):.2f}x ({r.chosen}), all types {r.speedup('chosen_all'):.2f}x "
-                  f"({r.chosen_all})", file=sys.stderr, flush=True)
+                  f"({r.chosen_all})" + (f", bound {r.speedup('free'):.2f}x" if args.bound else ""),
+                  file=sys.stderr, flush=True)
             if args.layers:
                 for variant, report in rows[-1].reports.items():
                     print(f"\n{entry.name} {mode} {precision} {layout}, "
@@ -160,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", action="store_true",
                    help="with --models: print each layer's shape, times and route as "
                         "convert(model, sample=x) measured them")
+    p.add_argument("--bound", action="store_true",
+                   help="with --models: also time each model with its transposed "
+                        "convolutions free (no kernels; bench.free_layers), the speedup no "
+                        "implementation of them could beat")
     p.add_argument("--shape", metavar="LAYER",
                    help='one layer as torch.nn writes it, e.g. "ConvTranspose2d(256, 128, 4, '
                         'stride=2, padding=1)", on the input of --input: its row of the case '

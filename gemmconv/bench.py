@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _cuda, cases, channels_last, graphs, ops
+from . import nn as gnn
 from .measure import timer, timers
 from .shapes import expand
 
@@ -199,6 +200,7 @@ class ModelRow:
     chosen: str            # swapped of measured layers, "k/n"
     chosen_all: str
     reports: dict = dataclasses.field(default_factory=dict, repr=False)   # ConversionReports
+    free_ms: Optional[float] = None   # with free_layers: the bound (see measure_model)
 
     def speedup(self, variant: str) -> float:
         return self.torch_ms / getattr(self, f"{variant}_ms")
@@ -257,6 +259,66 @@ class _Branches:
             for (a, b), (c, d) in zip(self.taken, other.taken))
 
 
+class _Recorded(torch.autograd.Function):
+    """A layer's call that launches nothing: ``apply(input, weight, bias, recorded)`` returns
+    ``recorded[0]`` (an output drawn once) and, backward, ``recorded[1:]`` (its input's,
+    weight's and bias's gradients, drawn once): the host time of an autograd Function and
+    no more."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, recorded):
+        ctx.gradients = recorded[1:]
+        return recorded[0].detach()   # a new tensor on the same memory: nothing runs
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (*ctx.gradients, None)
+
+
+class _Free:
+    """A transposed convolution's forward that costs only _Recorded's host time (its
+    ``_recorded``: see free_layers)."""
+
+    def forward(self, input: torch.Tensor, output_size=None) -> torch.Tensor:
+        return _Recorded.apply(input, self.weight, self.bias, self._recorded)
+
+
+_FREE = {t: type(f"Free{t.__name__}", (_Free, t), {}) for t in gnn.TRANSPOSED}
+
+
+def free_layers(model: torch.nn.Module, x: torch.Tensor) -> torch.nn.Module:
+    """``model`` (in place) with each transposed convolution made free: its calls return an
+    output drawn once, of the shape, dtype and strides its call on ``x`` gave, and backward
+    gradients drawn once likewise, with no kernel, copy or allocation. Timed against torch,
+    such a model bounds the speedup any implementation of those layers could give the model
+    (on the layers' GPU time and on all their host time but a Python autograd Function's).
+    ``x`` runs once, under the caller's autocast and grad mode, with the model in eval mode
+    so that no BatchNorm statistics move."""
+    calls = {}
+
+    def record(module, args, out):
+        if module not in calls:
+            draw = lambda t: None if t is None else torch.randn_like(t)
+            calls[module] = (draw(out.detach()), draw(args[0].detach()), draw(module.weight),
+                             draw(module.bias))
+    layers = [m for m in model.modules() if type(m) in _FREE]
+    hooks = [m.register_forward_hook(record) for m in layers]
+    training = {m: m.training for m in model.modules()}
+    try:
+        model.eval()
+        model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+        for m, mode in training.items():
+            m.training = mode
+    for m in layers:
+        if m in calls:
+            m._recorded = calls[m]
+            m.__class__ = _FREE[type(m)]
+    return model
+
+
 class ModelSetup(NamedTuple):
     """A zoo model in one configuration (see :func:`model_setup`)."""
     model: torch.nn.Module
@@ -303,16 +365,16 @@ class ModelWorkload:
     """``entry`` (a gemmconv.zoo.ZooModel) on one input in one configuration: ``mode``
     "forward" (eval, no grad) or "train" (forward and the gradients of every parameter),
     float32 or under bf16 autocast, NCHW or channels_last (model and input). ``runners``
-    holds a call per variant of ModelRow (torch, every, chosen, chosen_all), each returning
-    [output, *parameter gradients]; ``errors`` their errors against the model in float64
-    (see ModelRow); ``reports`` the conversion reports of the variants with a sample."""
+    holds a call per variant of ModelRow (torch, every, chosen, chosen_all; with ``bound``
+    also free: see free_layers), each returning [output, *parameter gradients]; ``errors``
+    their errors against the model in float64 (see ModelRow; none for free, whose results
+    are drawn); ``reports`` the conversion reports of the variants with a sample."""
 
     def __init__(self, entry, small: bool, device: torch.device, precision: str, layout: str,
-                 mode: str, repeats: int = 10):
+                 mode: str, repeats: int = 10, bound: bool = False):
         import contextlib
         import copy
 
-        from . import nn as gnn
         train = mode == "train"
         base, x, autocast, grad_mode, fmt = model_setup(entry, small, device, precision,
                                                         layout, mode)
@@ -324,6 +386,7 @@ class ModelWorkload:
                 self.reports[variant] = gnn.convert(models[variant], types=types, sample=x,
                                                     repeats=repeats)
             shape = base(x).shape
+            free = free_layers(copy.deepcopy(base), x) if bound else None
         grad = torch.randn(shape, generator=torch.Generator().manual_seed(2)).to(device)
         if fmt is not None and grad.dim() == x.dim():
             grad = grad.contiguous(memory_format=fmt)
@@ -355,18 +418,22 @@ class ModelWorkload:
                 return error(results, reference_run())
         self.runners = {k: runner(m) for k, m in models.items()}
         self.errors = {k: error_of(models[k], run) for k, run in self.runners.items()}
+        if free is not None:   # (its results are drawn, not computed: no error to take)
+            self.runners["free"] = runner(free)
 
 
 def measure_model(entry, small: bool, device: torch.device, precision: str, layout: str,
-                  mode: str, repeats: int = 10) -> ModelRow:
-    """Times ModelWorkload's variants in turns, with their errors and reports."""
-    work = ModelWorkload(entry, small, device, precision, layout, mode, repeats)
+                  mode: str, repeats: int = 10, bound: bool = False) -> ModelRow:
+    """Times ModelWorkload's variants in turns, with their errors and reports; with
+    ``bound``, also the model with its transposed convolutions free (free_layers), whose
+    speedup over torch no implementation of those layers could beat."""
+    work = ModelWorkload(entry, small, device, precision, layout, mode, repeats, bound)
     times, errors = timers(device, work.runners, repeats, back_to_back=True), work.errors
     swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in work.reports.items()}
     return ModelRow(entry.name, mode, precision, layout, times["torch"], times["every"],
                     times["chosen"], times["chosen_all"], errors["torch"], errors["every"],
                     errors["chosen"], errors["chosen_all"], swaps["chosen"],
-                    swaps["chosen_all"], work.reports)
+                    swaps["chosen_all"], work.reports, times.get("free"))
 
 
 def model_configs(entry, precisions=tuple(PRECISIONS), layouts=LAYOUTS, modes=MODES):

@@ -81,6 +81,56 @@ def test_model_benchmark_row_on_the_cpu():
     assert row.speedup("every") == row.torch_ms / row.every_ms
 
 
+class _AtenCalls(torch.utils._python_dispatch.TorchDispatchMode):
+    """The names of the aten ops run inside it."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "channels_last"])
+@pytest.mark.parametrize("precision", ["float32", "bf16-autocast"])
+def test_free_layers_launch_nothing_and_give_torchs_shapes(precision, layout):
+    entry = zoo.by_name(["dcgan"])[0]   # (its only convolutions are transposed)
+    model, x, cast, grad_mode, fmt = bench.model_setup(entry, True, torch.device("cpu"),
+                                                       precision, layout, "train")
+    free = copy.deepcopy(model)
+    with cast, grad_mode:
+        bench.free_layers(free, x)
+        want, got = model(x), free(x)
+        with _AtenCalls() as calls:
+            again = free(x)
+            grads = torch.autograd.grad(again, list(free.parameters()), torch.randn_like(again))
+    layers = [m for m in free.modules() if isinstance(m, torch.nn.ConvTranspose2d)]
+    assert layers and all(type(m).__name__ == "FreeConvTranspose2d" for m in layers)
+    assert (got.shape, got.dtype, got.stride()) == (want.shape, want.dtype, want.stride())
+    assert not any("conv" in name for name in calls.names)   # the other layers still run
+    assert "native_batch_norm" in " ".join(calls.names) or "batch_norm" in " ".join(calls.names)
+    assert [g.shape for g in grads] == [p.shape for p in model.parameters()]
+    # Each call hands out the one output drawn when the layer was made free.
+    last = layers[-1]
+    outs = []
+    hook = last.register_forward_hook(lambda m, args, out: outs.append(out.data_ptr()))
+    with cast, grad_mode:
+        free(x), free(x)
+    hook.remove()
+    assert outs[0] == outs[1] == last._recorded[0].data_ptr()
+
+
+def test_model_benchmark_row_with_its_bound():
+    entry = zoo.by_name(["dcgan"])[0]
+    row = bench.measure_model(entry, True, torch.device("cpu"), "float32", "NCHW", "forward",
+                              repeats=1, bound=True)
+    assert row.free_ms > 0 and row.speedup("free") == row.torch_ms / row.free_ms
+    assert bench.measure_model(entry, True, torch.device("cpu"), "float32", "NCHW", "forward",
+                               repeats=1).free_ms is None
+
+
 def test_model_configurations():
     hifigan, unet3d = zoo.by_name(["hifigan"])[0], zoo.by_name(["unet3d"])[0]
     assert {l for _, l, _ in bench.model_configs(hifigan)} == {"NCHW"}
@@ -89,7 +139,8 @@ def test_model_configurations():
 
 def test_cli_models_prints_the_table_and_the_layers(capsys, tmp_path):
     assert cli.main(["bench", "--models", "--model", "depthwise", "--layers", "--repeats", "1",
-                     "--png", str(tmp_path / "zoo.png"), "--json", str(tmp_path / "zoo.json")]) == 0
+                     "--bound", "--png", str(tmp_path / "zoo.png"),
+                     "--json", str(tmp_path / "zoo.json")]) == 0
     out = capsys.readouterr().out
     cuda = torch.cuda.is_available()
     where = torch.cuda.get_device_name() if cuda else "CPU, reduced sizes"
@@ -105,6 +156,8 @@ def test_cli_models_prints_the_table_and_the_layers(capsys, tmp_path):
     assert out.count(f"gemmconv.convert on {device}") == 16      # two reports per row
     assert "ConvTranspose2d(" in out and "route" in out
     assert (tmp_path / "zoo.json").read_text().count('"model": "depthwise"') == 8
+    assert all(r.endswith("x") and r.split()[-2].replace(".", "").isdigit() for r in rows)
+    assert "bound: the transposed convolutions free: geometric mean" in out
 
 
 @pytest.mark.parametrize("kink", [torch.nn.ReLU(True), torch.nn.LeakyReLU(0.2), torch.nn.ReLU6()],
