@@ -2,10 +2,14 @@
 # Session 45's device calls (outputs under $OUT/<call>; logs kept in benches/results/s45/).
 #   A: the zoo's bound (bound_probe.py: torch, convert(model), the transposed convolutions
 #      free), every model and configuration.
+#   B: host time of DCGAN's and the VAE decoder's steps and layers, torch / ours / free,
+#      and cProfile of ours (host_floor_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
 case "$1" in
 A) gpu
   timeout 540 python3 benches/bound_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/bound.log ;;
+B) gpu
+  timeout 560 python3 benches/host_floor_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/host.log ;;
 esac
