@@ -4,6 +4,7 @@
 #      free), every model and configuration.
 #   B: host time of DCGAN's and the VAE decoder's steps and layers, torch / ours / free,
 #      and cProfile of ours (host_floor_probe.py).
+#   C: layers' and DCGAN's steps with autograd's device threads on and off (thread_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -12,4 +13,6 @@ A) gpu
   timeout 540 python3 benches/bound_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/bound.log ;;
 B) gpu
   timeout 560 python3 benches/host_floor_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/host.log ;;
+C) gpu
+  timeout 560 python3 benches/thread_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/threads.log ;;
 esac
