@@ -5,6 +5,7 @@
 #   B: host time of DCGAN's and the VAE decoder's steps and layers, torch / ours / free,
 #      and cProfile of ours (host_floor_probe.py).
 #   C: layers' and DCGAN's steps with autograd's device threads on and off (thread_probe.py).
+#   D: the VAE decoder and DCGAN through the CLI with --layers --bound (per-layer reports).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -15,4 +16,8 @@ B) gpu
   timeout 560 python3 benches/host_floor_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/host.log ;;
 C) gpu
   timeout 560 python3 benches/thread_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/threads.log ;;
+D) gpu
+  for m in vae dcgan; do
+    timeout 280 python3 -m gemmconv bench --models --model $m --layers --bound --png $O/$m.png > $O/$m.log 2>&1
+    grep -A12 "^model " $O/$m.log; done ;;
 esac
