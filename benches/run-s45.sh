@@ -6,6 +6,8 @@
 #      and cProfile of ours (host_floor_probe.py).
 #   C: layers' and DCGAN's steps with autograd's device threads on and off (thread_probe.py).
 #   D: the VAE decoder and DCGAN through the CLI with --layers --bound (per-layer reports).
+#   E: three-row tiles on 32 channels, 3 to 7 taps along W (two_rows_probe.py --sweep),
+#      float32 planar and channels_last, bfloat16 planar.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -20,4 +22,7 @@ D) gpu
   for m in vae dcgan; do
     timeout 280 python3 -m gemmconv bench --models --model $m --layers --bound --png $O/$m.png > $O/$m.log 2>&1
     grep -A12 "^model " $O/$m.log; done ;;
+E) gpu
+  for o in "--planar" "" "--dtype bfloat16 --planar"; do
+    timeout 180 python3 benches/two_rows_probe.py --sweep $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/sweep.log; done ;;
 esac
