@@ -8,6 +8,9 @@
 #   D: the VAE decoder and DCGAN through the CLI with --layers --bound (per-layer reports).
 #   E: three-row tiles on 32 channels, 3 to 7 taps along W (two_rows_probe.py --sweep),
 #      float32 planar and channels_last, bfloat16 planar.
+#   F: after change 134 (three float32 planar rows on 64 positions, 4 warps, where the box
+#      would be one run of 128 along W): the sweep again, float32 planar, at 32 channels and
+#      at 64 (two rows); then every CUDA test file (run-s35.sh P).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -25,4 +28,10 @@ D) gpu
 E) gpu
   for o in "--planar" "" "--dtype bfloat16 --planar"; do
     timeout 180 python3 benches/two_rows_probe.py --sweep $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/sweep.log; done ;;
+F) gpu
+  for c in 32 64; do
+    timeout 150 python3 benches/two_rows_probe.py --sweep $c --planar 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/sweep.log; done
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P ;;
 esac

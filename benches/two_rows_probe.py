@@ -6,7 +6,7 @@ memory). Each tile's kernel time back to back (do_bench, the weights reordered b
 its rate, and its output's largest difference from the one-row kernel's.
 
     PYTHONPATH=. python benches/two_rows_probe.py [CASES] [--dtype bfloat16] [--planar] [--three]
-        [--sweep]
+        [--sweep CHANNELS]
 
 With --planar: the input copied channels innermost beforehand and the output written planar,
 as the NCHW forward and the training step's input gradient run.
@@ -35,14 +35,16 @@ NARROW = [(128, 4, 3), (128, 8, 2), (128, 8, 3), (256, 8, 2)]
 # (positions, warps, stages, output channels at most) of the kernel of three rows a program:
 # five boxes for nine products where two rows load four for six.
 THREE = [(128, 8, 2, 64), (128, 4, 2, 64), (128, 8, 2, 128), (64, 4, 2, 64), (64, 4, 3, 64)]
-# --sweep: 32 channels in and out, the taps along W and the grid varied, with and without
+# --sweep 32: 32 channels in and out, the taps along W and the grid varied, with and without
 # "same" padding: where session 42 timed float32 planar 2d-3x7-padded's three rows at 1.149
 # ms on 64 positions and 4 warps against 1.542 on the chosen 128 and 8, and 2d-512x1024's
 # at 0.661 against 0.601 (s42/D).
-SWEEP = [cases._c(f"32ch-{n}x{h}x{w}-k3x{k}{'-same' if same else ''}", n, 32, 32, (3, k), (h, w),
-                  padding=(1, k // 2) if same else (0, 0))
-         for n, h, w in ((8, 512, 1024), (16, 256, 512)) for k in (3, 5, 7)
-         for same in (False, True)]
+# --sweep 64: the same shapes at 64 channels (two rows; the tiles of TILES).
+def sweep(channels: int) -> list:
+    return [cases._c(f"{channels}ch-{n}x{h}x{w}-k3x{k}{'-same' if same else ''}", n, channels,
+                     channels, (3, k), (h, w), padding=(1, k // 2) if same else (0, 0))
+            for n, h, w in ((8, 512, 1024), (16, 256, 512)) for k in (3, 5, 7)
+            for same in (False, True)]
 
 
 def main():
@@ -52,13 +54,14 @@ def main():
     parser.add_argument("--planar", action="store_true")
     parser.add_argument("--three", action="store_true",
                         help="only the cost model's row tile and three rows' tiles")
-    parser.add_argument("--sweep", action="store_true",
-                        help="the SWEEP shapes (32 channels, 3 to 7 taps along W), as --three")
+    parser.add_argument("--sweep", type=int, metavar="CHANNELS",
+                        help="the sweep's shapes (3 to 7 taps along W) at CHANNELS in and out; "
+                             "32 or fewer as --three")
     opts = parser.parse_args()
     dtype, planar, names = getattr(torch, opts.dtype), opts.planar, opts.cases.split(",")
-    opts.three |= opts.sweep
+    opts.three |= bool(opts.sweep) and opts.sweep <= 32
     print(torch.cuda.get_device_name(), dtype, "planar" if planar else "channels_last", flush=True)
-    for case in SWEEP if opts.sweep else (c for c in cases.BENCH if c.name in names):
+    for case in sweep(opts.sweep) if opts.sweep else (c for c in cases.BENCH if c.name in names):
         x, w, b = case.tensors(dtype, "cuda")
         if not planar:
             x = x.contiguous(memory_format=torch.channels_last)

@@ -259,6 +259,14 @@ def test_row_tiles_where_the_boxes_fit_twice_and_fill_two_waves():
     assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 3, 4, False, rows=2).rows == 2
     assert fused.row_tile(narrow, 1, (1, 600, 128), 32, 3, 4, False).rows == 2  # waves
     assert fused.row_tile(narrow, 8, (1, 514, 518), 32, 4, 4, False).rows == 2  # 4 taps high
+    # Three float32 planar rows whose box would be one run of 128 along W: 64 on 4 warps.
+    for n, extent in ((8, (1, 512, 1024)), (16, (1, 256, 512))):
+        same = fused.config(n, extent, 32, 32, 1, 4, False, True)
+        assert fused.row_tile(same, n, extent, 32, 3, 4, True)[:4] == ((1, 1, 1, 64), 32, 32, 4)
+        assert fused.row_tile(same, n, extent, 32, 3, 4, False)[::3] == ((1, 1, 1, 128), 8)
+        assert fused.row_tile(same, n, extent, 32, 3, 2, True)[::3] == ((1, 1, 1, 128), 4)
+    odd = fused.config(8, (1, 512, 1030), 32, 32, 1, 4, False, True)
+    assert fused.row_tile(odd, 8, (1, 512, 1030), 32, 3, 4, True)[::3] == ((2, 1, 1, 64), 8)
 
 
 @interpreted
