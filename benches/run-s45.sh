@@ -11,6 +11,10 @@
 #   F: after change 134 (three float32 planar rows on 64 positions, 4 warps, where the box
 #      would be one run of 128 along W): the sweep again, float32 planar, at 32 channels and
 #      at 64 (two rows); then every CUDA test file (run-s35.sh P).
+#   G: after 134 took two rows of 64 channels too (3 stages): test_cuda_fused, then the
+#      NCHW forward and float32 training tables.
+#   H: the channels_last forward and bfloat16 training tables, and bound_probe.py on the
+#      zoo's host-bound models.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -34,4 +38,12 @@ F) gpu
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P ;;
+G) gpu
+  timeout 300 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py > $O/fused.log 2>&1; tail -2 $O/fused.log
+  timeout 90 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 150 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log ;;
+H) gpu
+  timeout 80 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A17 "^case" $O/bench-fwd-cl.log
+  timeout 150 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
+  timeout 200 python3 benches/bound_probe.py dcgan vae unet2d 2>&1 | grep -v "Warn\|_warn_once" | tee $O/bound.log ;;
 esac

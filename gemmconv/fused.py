@@ -266,11 +266,12 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     two programs of a box share its loads through L2, and two accumulators of 128 channels
     cost more than that (2d-64to128, H100, s42/B: float32 channels_last 2.458 -> 2.344 ms,
     planar 2.713 -> 2.478, bfloat16 channels_last 1.191 -> 1.130; bfloat16 planar 1.543 ->
-    2.128 on 8 warps, 1.696 on 4). Three rows of float32 planar outputs whose box would be
-    one run of 128 along W (a W of whole boxes, as "same" padding gives): 64 positions on 4
-    warps, 24-27% less time on six shapes of 32 channels, 3 to 7 taps along W (8 x 512 x
-    1024 at 3 x 3: 0.832 -> 0.609 ms; s45/E, H100); where the box is two samples of 64 (W
-    not a whole number of boxes), 128 positions on 8 warps stay, 5-9% faster than 64."""
+    2.128 on 8 warps, 1.696 on 4). Float32 planar outputs whose box would be one run of
+    128 along W (a W of whole boxes, as "same" padding gives): 64 positions on 4 warps (3
+    stages for two rows), 24-27% less time on six shapes of 3 to 7 taps along W, three rows
+    of 32 channels (8 x 512 x 1024 at 3 x 3: 0.832 -> 0.609 ms; s45/E, H100) and two rows of
+    64 (1.994 -> 1.454; s45/F, H200); where the box is two samples of 64 (W not a whole
+    number of boxes), 128 positions on 8 warps stay, 5-30% faster than 64."""
     bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
     if rows is None:
         args = (one, batch, extent, c_out, height, element_size, planar)
@@ -278,9 +279,10 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     run = 128 // element_size if planar else 1
     box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, run)
     wide = one.bn >= 128 or element_size == 4 or (one.bn >= 64 and not planar)
-    if rows == 3 and planar and element_size == 4 and box[-1] == 128:
-        box, wide = _fitted_box(batch, (extent[0], 1, extent[2]), 64, run), False
     stages = 2
+    if planar and element_size == 4 and box[-1] == 128:
+        box, wide = _fitted_box(batch, (extent[0], 1, extent[2]), 64, run), False
+        stages = 3 if rows == 2 else 2
     stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size
     runs = (extent[0], -(-extent[1] // rows), extent[2])
     if stages * stage > SHARED_BYTES or _programs(batch, runs, c_out, 1, box, bn) < 2 * WAVE:

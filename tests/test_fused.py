@@ -267,6 +267,13 @@ def test_row_tiles_where_the_boxes_fit_twice_and_fill_two_waves():
         assert fused.row_tile(same, n, extent, 32, 3, 2, True)[::3] == ((1, 1, 1, 128), 4)
     odd = fused.config(8, (1, 512, 1030), 32, 32, 1, 4, False, True)
     assert fused.row_tile(odd, 8, (1, 512, 1030), 32, 3, 4, True)[::3] == ((2, 1, 1, 64), 8)
+    # ... and two rows of 64 channels, on 3 stages.
+    same = fused.config(8, (1, 512, 1024), 64, 64, 1, 4, False, True)
+    two = fused.row_tile(same, 8, (1, 512, 1024), 64, 3, 4, True)
+    assert (two.box, two.bn, two.warps, two.stages, two.rows) == ((1, 1, 1, 64), 64, 4, 3, 2)
+    assert fused.row_tile(same, 8, (1, 512, 1024), 64, 3, 4, False)[::3] == ((1, 1, 1, 128), 8)
+    odd = fused.config(8, (1, 512, 1030), 64, 64, 1, 4, False, True)
+    assert fused.row_tile(odd, 8, (1, 512, 1030), 64, 3, 4, True)[::3] == ((2, 1, 1, 64), 8)
 
 
 @interpreted
