@@ -60,6 +60,24 @@ class Clock:
         torch.cuda.CUDAGraph.replay = self._replay
 
 
+def on_and_off(kind: str, step, cycles: int, repeats: int, scale: float, digits: int) -> list:
+    """``kind``'s host time a ``step`` (seconds times ``scale``; the GPU kept busy), the best
+    of five runs of ``repeats`` steps, with autograd's device threads on and off; for ours,
+    also its backward's Python and graph launches a step."""
+    row = []
+    for threads in (True, False):
+        with torch.autograd.set_multithreading_enabled(threads):
+            for _ in range(5):
+                step()
+            with Clock() as clock:
+                t = min(host_time(step, repeats, cycles) for _ in range(5)) * scale
+        steps = 5 * repeats
+        extra = (f" (backward {clock.backward_s / steps * scale:.{digits}f}, graphs "
+                 f"{clock.replays / steps:.1f} a step)") if kind == "ours" else ""
+        row.append(f"{kind} {'on' if threads else 'off'} {t:.{digits}f}{extra}")
+    return row
+
+
 def main():
     cycles = sleep_cycles() // 4
     for dtype in (torch.float32, torch.bfloat16):
@@ -81,16 +99,7 @@ def main():
 
                     def step(m=m, leaves=leaves):
                         torch.autograd.grad(m(x), leaves, grad)
-                    for threads in (True, False):
-                        with torch.autograd.set_multithreading_enabled(threads):
-                            for _ in range(5):
-                                step()
-                            with Clock() as clock:
-                                us = min(host_time(step, 20, cycles) for _ in range(5)) * 1e6
-                        calls = 100
-                        extra = (f" (backward {clock.backward_s / calls * 1e6:.0f}, graphs "
-                                 f"{clock.replays / calls:.1f} a step)") if kind == "ours" else ""
-                        row.append(f"{kind} {'on' if threads else 'off'} {us:.0f}{extra}")
+                    row += on_and_off(kind, step, cycles, 20, 1e6, 0)
                 print(f"{name} {str(dtype)[6:]} {layout}, host us a step (device threads on / "
                       f"off): " + " | ".join(row), flush=True)
                 print(f"  graphs kept {graphs.kept()}", flush=True)
@@ -105,16 +114,8 @@ def main():
         row = []
         for kind, m in (("torch", model), ("ours", gnn.convert(copy.deepcopy(model))),
                         ("free", free)):
-            step = bench.model_step(m, x, cast, grad_mode, grad)
-            for threads in (True, False):
-                with torch.autograd.set_multithreading_enabled(threads):
-                    for _ in range(5):
-                        step()
-                    with Clock() as clock:
-                        ms = min(host_time(step, 10, cycles) for _ in range(5)) * 1e3
-                extra = (f" (backward {clock.backward_s / 50 * 1e3:.3f}, graphs "
-                         f"{clock.replays / 50:.1f} a step)") if kind == "ours" else ""
-                row.append(f"{kind} {'on' if threads else 'off'} {ms:.3f}{extra}")
+            row += on_and_off(kind, bench.model_step(m, x, cast, grad_mode, grad), cycles, 10,
+                              1e3, 3)
         print(f"dcgan model {precision} {layout}, host ms a step (device threads on / off): "
               + " | ".join(row), flush=True)
 
