@@ -293,7 +293,8 @@ def free_layers(model: torch.nn.Module, x: torch.Tensor) -> torch.nn.Module:
     such a model bounds the speedup any implementation of those layers could give the model
     (on the layers' GPU time and on all their host time but a Python autograd Function's).
     ``x`` runs once, under the caller's autocast and grad mode, with the model in eval mode
-    so that no BatchNorm statistics move."""
+    so that no BatchNorm statistics move (a layer called more than once hands out what its
+    first call gave)."""
     calls = {}
 
     def record(module, args, out):
