@@ -13,7 +13,9 @@
 #      at 64 (two rows); then every CUDA test file (run-s35.sh P).
 #   G: after 134 took two rows of 64 channels too (3 stages): test_cuda_fused, then the
 #      NCHW forward and float32 training tables.
-#   H: the channels_last forward and bfloat16 training tables, and bound_probe.py on the
+#   I: the final code (134 replaces only a tile the rule would take): test_cuda_fused's row
+#      kernel tests and the forward/backward tests of the stride-1 2-D cases.
+#   H (not run): the channels_last forward and bfloat16 training tables, and bound_probe.py on the
 #      zoo's host-bound models.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -46,4 +48,6 @@ H) gpu
   timeout 80 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A17 "^case" $O/bench-fwd-cl.log
   timeout 150 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log
   timeout 200 python3 benches/bound_probe.py dcgan vae unet2d 2>&1 | grep -v "Warn\|_warn_once" | tee $O/bound.log ;;
+I) gpu
+  timeout 250 python3 -m pytest -m cuda -p no:cacheprovider -q tests/test_cuda_fused.py -k "row or 2d" > $O/fused.log 2>&1; tail -2 $O/fused.log ;;
 esac
