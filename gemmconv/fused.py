@@ -276,8 +276,8 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     if rows is None:
         args = (one, batch, extent, c_out, height, element_size, planar)
         return (bn <= 32 and height <= 3 and row_tile(*args, rows=3)) or row_tile(*args, rows=2)
-    run = 128 // element_size if planar else 1
-    box = _fitted_box(batch, (extent[0], 1, extent[2]), 128, run)
+    run, flat = 128 // element_size if planar else 1, (extent[0], 1, extent[2])
+    box = _fitted_box(batch, flat, 128, run)
     stages = 2
     stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size
     runs = (extent[0], -(-extent[1] // rows), extent[2])
@@ -287,7 +287,7 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     if planar and element_size == 4 and box[-1] == 128:
         # In place of the tile above only (what was measured): half its boxes' positions,
         # so its three stages take less shared memory than its two, and more programs.
-        box, wide = _fitted_box(batch, (extent[0], 1, extent[2]), 64, run), False
+        box, wide = _fitted_box(batch, flat, 64, run), False
         stages = 3 if rows == 2 else 2
     return Config(box, one.bk, bn, 8 if wide else 4, stages, rows)
 
