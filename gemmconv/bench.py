@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from . import _cuda, cases, channels_last, graphs, ops
 from . import nn as gnn
-from .measure import timer, timers
+from .measure import first_calls, timer, timers
 from .shapes import expand
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
@@ -292,31 +292,16 @@ def free_layers(model: torch.nn.Module, x: torch.Tensor) -> torch.nn.Module:
     gradients drawn once likewise, with no kernel, copy or allocation. Timed against torch,
     such a model bounds the speedup any implementation of those layers could give the model
     (on the layers' GPU time and on all their host time but a Python autograd Function's).
-    ``x`` runs once, under the caller's autocast and grad mode, with the model in eval mode
-    so that no BatchNorm statistics move (a layer called more than once hands out what its
-    first call gave)."""
-    calls = {}
+    ``x`` runs once, under the caller's autocast, as measure.first_calls runs it (a layer
+    called more than once hands out what its first call gave)."""
+    draw = lambda t: None if t is None else torch.randn_like(t.detach())   # noqa: E731
 
-    def record(module, args, out):
-        if module not in calls:
-            draw = lambda t: None if t is None else torch.randn_like(t)
-            calls[module] = (draw(out.detach()), draw(args[0].detach()), draw(module.weight),
-                             draw(module.bias))
-    layers = [m for m in model.modules() if type(m) in _FREE]
-    hooks = [m.register_forward_hook(record) for m in layers]
-    training = {m: m.training for m in model.modules()}
-    try:
-        model.eval()
-        model(x)
-    finally:
-        for h in hooks:
-            h.remove()
-        for m, mode in training.items():
-            m.training = mode
-    for m in layers:
-        if m in calls:
-            m._recorded = calls[m]
-            m.__class__ = _FREE[type(m)]
+    def recorded(module, args, kwargs, out):
+        return draw(out), draw(args[0]), draw(module.weight), draw(module.bias)
+    for _, module, calls in first_calls(model, x, tuple(_FREE), recorded):
+        if type(module) in _FREE:   # (torch's class, not gemmconv's)
+            module._recorded = calls
+            module.__class__ = _FREE[type(module)]
     return model
 
 

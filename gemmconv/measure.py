@@ -204,20 +204,20 @@ def torch_class(module: torch.nn.Module) -> Optional[type]:
     return next((t for t, g in gnn.SWAPS.items() if g is kind), None)
 
 
-def layer_inputs(model: torch.nn.Module, sample: Sample,
-                 types: tuple[type, ...]) -> list[tuple[str, torch.nn.Module, InputSpec]]:
-    """Each module of ``model`` whose torch class is in ``types`` and that runs on
-    ``sample``, with the input of its first call, in the order they ran. The model runs in
-    eval mode (so that no BatchNorm statistics move) with gradients as it would train, and
-    every module's mode is put back."""
-    found: dict[torch.nn.Module, tuple[str, InputSpec]] = {}
+def first_calls(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
+                keep: Callable[[torch.nn.Module, tuple, dict, object], object]) -> list[tuple]:
+    """``(name, module, keep(module, args, kwargs, output))`` for each module of ``model``
+    whose torch class is in ``types`` and that runs on ``sample``, of its first call, in
+    the order they ran. The model runs in eval mode (so that no BatchNorm statistics move)
+    with gradients as it would train, and every module's mode is put back."""
+    found: dict[torch.nn.Module, tuple] = {}
     hooks = []
     for name, module in model.named_modules():
         if torch_class(module) in types:
-            def record(mod, args, kwargs, name=name):
+            def record(mod, args, kwargs, output, name=name):
                 if mod not in found:
-                    found[mod] = (name, InputSpec.of(args[0], kwargs))
-            hooks.append(module.register_forward_pre_hook(record, with_kwargs=True))
+                    found[mod] = (name, mod, keep(mod, args, kwargs, output))
+            hooks.append(module.register_forward_hook(record, with_kwargs=True))
     modes = {m: m.training for m in model.modules()}
     try:
         model.eval()
@@ -228,7 +228,15 @@ def layer_inputs(model: torch.nn.Module, sample: Sample,
             h.remove()
         for m, training in modes.items():
             m.training = training
-    return [(name, module, spec) for module, (name, spec) in found.items()]
+    return list(found.values())
+
+
+def layer_inputs(model: torch.nn.Module, sample: Sample,
+                 types: tuple[type, ...]) -> list[tuple[str, torch.nn.Module, InputSpec]]:
+    """Each module of ``model`` whose torch class is in ``types`` and that runs on
+    ``sample``, with the input of its first call, in the order they ran (see first_calls)."""
+    return first_calls(model, sample, types,
+                       lambda module, args, kwargs, output: InputSpec.of(args[0], kwargs))
 
 
 @contextlib.contextmanager
