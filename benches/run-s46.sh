@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session 46's device calls (outputs under $OUT/<call>; logs kept in benches/results/s46/).
+#   A: row tiles of 64 channels where a box of 128 would be one run along W ("same"
+#      padding), for the layouts and dtypes change 134 left alone (two_rows_probe.py
+#      --sweep 64): bfloat16 planar, float32 and bfloat16 channels_last; then the bfloat16
+#      training steps of two stride-1 cases kernel by kernel (layer.py --backward).
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
+case "$1" in
+A) gpu
+  for o in "--dtype bfloat16 --planar" "" "--dtype bfloat16"; do
+    timeout 150 python3 benches/two_rows_probe.py --sweep 64 $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/sweep.log; done
+  { layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 --backward --dtype bfloat16
+    layer "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 --backward --dtype bfloat16; } | tee $O/layers.log ;;
+esac
