@@ -274,6 +274,16 @@ def test_row_tiles_where_the_boxes_fit_twice_and_fill_two_waves():
     assert fused.row_tile(same, 8, (1, 512, 1024), 64, 3, 4, False)[::3] == ((1, 1, 1, 128), 8)
     odd = fused.config(8, (1, 512, 1030), 64, 64, 1, 4, False, True)
     assert fused.row_tile(odd, 8, (1, 512, 1030), 64, 3, 4, True)[::3] == ((2, 1, 1, 64), 8)
+    # 16-bit tiles of 64 channels whose box would be one run of 128 along W: three rows,
+    # either layout, with the warps of two; two samples of 64 keep two rows.
+    for planar, warps in ((True, 4), (False, 8)):
+        for n, extent in ((8, (1, 512, 1024)), (16, (1, 256, 512))):
+            half = fused.config(n, extent, 64, 64, 1, 2, False, planar)
+            three = fused.row_tile(half, n, extent, 64, 3, 2, planar)
+            assert (three.box, three.bn, three.warps, three.rows) == ((1, 1, 1, 128), 64, warps, 3)
+            assert fused.row_tile(half, n, extent, 64, 4, 2, planar).rows == 2   # 4 taps high
+        odd = fused.config(8, (1, 512, 1030), 64, 64, 1, 2, False, planar)
+        assert fused.row_tile(odd, 8, (1, 512, 1030), 64, 3, 2, planar).rows == 2
 
 
 @interpreted
