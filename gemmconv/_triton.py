@@ -345,44 +345,77 @@ def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: t
 
 
 @triton.jit
-def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
-                    boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n,
-                    B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
-                    BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
-                    X_LAST: tl.constexpr):
-    """One split's share of one tap's ``(BM, BN)`` tile of ``sum over samples n and input
-    positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight gradient, output
-    channels by input channels). ``x_desc``: the input planar ``(N, C_in, D, H, W)``, boxes
-    ``(1, BN, B0, B1, B2)`` at whole boxes of positions, or where ``X_LAST`` channels
-    innermost ``(N, D, H, W, C_in)``, boxes ``(1, B0, B1, B2, BN)``. ``g_desc``: the output gradient
-    channels innermost ``(N, D', H', W', C_out)``, zero outside, shifted boxes ``(1, B0,
-    B1, B2, BM)``; its tile goes to the tensor cores from registers, so its layout is free
-    for 16-bit types (32-bit ones take weight_gradient_moved). ``offsets_ptr`` (T, 3) the
-    taps' offsets. ``out (splits, T, C_out, C_in)`` float32."""
-    BK: tl.constexpr = B0 * B1 * B2
-    split, tap, m_block, n_block = _grad_program(tiles_m, tiles_n, taps)
+def _shifted_dot(acc, b, g_desc, offsets_ptr, tap, n, co, q0, q1, q2, BK: tl.constexpr,
+                 BM: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr):
+    """``acc`` plus tap ``tap``'s product of the output gradient's shifted box and the
+    input's tile ``b`` (weight_gradient)."""
     o0 = tl.load(offsets_ptr + tap * 3)
     o1 = tl.load(offsets_ptr + tap * 3 + 1)
     o2 = tl.load(offsets_ptr + tap * 3 + 2)
+    a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
+    if ROUND:
+        a = round_tf32(a)
+    return tl.dot(a, b, acc, input_precision=PRECISION)
+
+
+@triton.jit
+def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
+                    boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
+                    B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
+                    BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
+                    PRECISION: tl.constexpr, X_LAST: tl.constexpr):
+    """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
+    samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
+    gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
+    whose products share the input's box, loaded once a step (taps past the last repeat
+    it, unstored). ``x_desc``: the input planar ``(N, C_in, D, H, W)``, boxes ``(1, BN, B0,
+    B1, B2)`` at whole boxes of positions, or where ``X_LAST`` channels innermost ``(N, D, H,
+    W, C_in)``, boxes ``(1, B0, B1, B2, BN)``. ``g_desc``: the output gradient channels
+    innermost ``(N, D', H', W', C_out)``, zero outside, shifted boxes ``(1, B0, B1, B2,
+    BM)``; its tile goes to the tensor cores from registers, so its layout is free for
+    16-bit types (32-bit ones take weight_gradient_moved). ``offsets_ptr`` (T, 3) the taps'
+    offsets. ``out (splits, T, C_out, C_in)`` float32."""
+    BK: tl.constexpr = B0 * B1 * B2
+    split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
+    tap0 = group * TP
+    last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
+    acc1 = tl.zeros((BM, BN), dtype=tl.float32)
+    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
+    acc3 = tl.zeros((BM, BN), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
-        a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
-        if ROUND:
-            a = round_tf32(a)
         if X_LAST:
             b = x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
         else:
             b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    # Its own store, not _store_partial's: that one's mask for taps past the last took 150
-    # registers here where this takes 94 (bfloat16, 128 x 128; benches/ttgir_check.py).
-    rows = co + tl.arange(0, BM)
-    cols = ci + tl.arange(0, BN)
-    where = ((split * taps + tap) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
-    tl.store(out_ptr + where, acc, mask=(rows < c_out)[:, None] & (cols < c_in)[None, :])
+        acc0 = _shifted_dot(acc0, b, g_desc, offsets_ptr, tap0, n, co, q0, q1, q2, BK, BM,
+                            ROUND, PRECISION)
+        if TP > 1:
+            acc1 = _shifted_dot(acc1, b, g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), n, co,
+                                q0, q1, q2, BK, BM, ROUND, PRECISION)
+        if TP > 2:
+            acc2 = _shifted_dot(acc2, b, g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), n, co,
+                                q0, q1, q2, BK, BM, ROUND, PRECISION)
+        if TP > 3:
+            acc3 = _shifted_dot(acc3, b, g_desc, offsets_ptr, tl.minimum(tap0 + 3, last), n, co,
+                                q0, q1, q2, BK, BM, ROUND, PRECISION)
+    if TP == 1:
+        # Its own store, not _store_partial's: that one's mask for taps past the last took
+        # 150 registers here where this takes 94 (bfloat16, 128 x 128; benches/ttgir_check.py).
+        rows = co + tl.arange(0, BM)
+        cols = ci + tl.arange(0, BN)
+        where = ((split * taps + tap0) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
+        tl.store(out_ptr + where, acc0, mask=(rows < c_out)[:, None] & (cols < c_in)[None, :])
+    else:
+        _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
+        _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
+    if TP > 2:
+        _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
+    if TP > 3:
+        _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)
 
 
 @triton.jit

@@ -1112,8 +1112,9 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
             launch = _triton.Launch(_triton.weight_gradient_moved, (splits * tiles,),
                                     (*sizes, groups), TP=cfg.taps, MOVED_X=moved_input, **common)
         else:
-            launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), sizes,
-                                    ROUND=tf32 and not rounded, X_LAST=x_last, **common)
+            launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
+                                    TP=cfg.taps, ROUND=tf32 and not rounded, X_LAST=x_last,
+                                    **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
 
@@ -1140,9 +1141,6 @@ def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: i
     cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
     if not 1 <= cfg.taps <= 4:
         raise ValueError(f"taps a program must be 1 to 4, got {cfg.taps}")
-    if cfg.taps > 1 and not shifted:
-        raise ValueError("several taps a program read the output gradient's moved copies "
-                         "(shifted=True)")
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)

@@ -444,6 +444,20 @@ def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
 
 
 @interpreted
+@pytest.mark.parametrize("boxes,taps", [(2, 2), (2, 3), (2, 4), (4, 3)])
+@pytest.mark.parametrize("case", STRIDE_ONE[1::7], ids=lambda c: c.name)
+def test_weight_gradient_of_several_taps_through_registers_matches_float64(case, boxes, taps):
+    """weight_gradient: several taps' products of the output gradient's shifted boxes (the
+    channels-innermost form) share the input's box; a group past the last tap repeats it
+    and stores nothing. On 16-bit and 32-bit boxes (the interpreter runs float32 exactly)."""
+    case, x, grad_out, ref = _weight_gradient_problem(case, f"weight-grad-rows{taps}", "gwr")
+    cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, boxes)
+    got = fused.weight_gradient(x.float(), grad_out.float().movedim(1, -1).contiguous(),
+                                _geometry(case), "ieee", cfg._replace(taps=taps))
+    assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
+
+
+@interpreted
 @pytest.mark.parametrize("taps", [1, 3])
 @pytest.mark.parametrize("case", STRIDE_ONE[::3], ids=lambda c: c.name)
 def test_weight_gradient_from_the_inputs_moved_copies_matches_float64(case, taps):
@@ -788,10 +802,9 @@ def test_weight_gradient_refuses_taps_it_cannot_group():
     x, grad = torch.randn(1, 4, 8), torch.randn(1, 4, 10)
     g = Geometry((3,), (1,), (0,), (1,))
     cfg = fused.grad_config((1, 1, 8), 4, 4, 4)
-    with pytest.raises(ValueError, match="1 to 4, got 5"):
-        fused.weight_gradient(x, grad, g, cfg=cfg._replace(taps=5), shifted=True)
-    with pytest.raises(ValueError, match="moved copies"):
-        fused.weight_gradient(x, grad.movedim(1, -1), g, cfg=cfg._replace(taps=2))
+    for shifted, grad in ((True, grad), (False, grad.movedim(1, -1))):
+        with pytest.raises(ValueError, match="1 to 4, got 5"):
+            fused.weight_gradient(x, grad, g, cfg=cfg._replace(taps=5), shifted=shifted)
 
 
 def test_fused_backward_stays_off_where_one_sample_passes_the_workspace_limit():
@@ -820,7 +833,7 @@ sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
        "x_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, x_block)),
        "out_ptr": "*fp32", "offsets_ptr": "*i32"}
 constants = dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32",
-                 **(dict(ROUND=True, X_LAST=False) if form == "rows" else
+                 **(dict(TP=1, ROUND=True, X_LAST=False) if form == "rows" else
                     dict(TP=3, MOVED_X=form == "input")))
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
