@@ -4,6 +4,8 @@
 #      padding), for the layouts and dtypes change 134 left alone (two_rows_probe.py
 #      --sweep 64): bfloat16 planar, float32 and bfloat16 channels_last; then the bfloat16
 #      training steps of two stride-1 cases kernel by kernel (layer.py --backward).
+#   B: the 16-bit weight gradient with 1 to 4 taps a program sharing the input's box
+#      (wgrad_taps_probe.py), bfloat16, the table's stride-1 cases.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -13,4 +15,6 @@ A) gpu
     timeout 150 python3 benches/two_rows_probe.py --sweep 64 $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/sweep.log; done
   { layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 --backward --dtype bfloat16
     layer "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 --backward --dtype bfloat16; } | tee $O/layers.log ;;
+B) gpu
+  timeout 400 python3 benches/wgrad_taps_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/taps.log ;;
 esac
