@@ -844,8 +844,7 @@ def forward_bytes(x: torch.Tensor, weight: torch.Tensor, c_out: int) -> int:
 class GradConfig(NamedTuple):
     """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
     product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages;
-    ``taps`` a program (1 to 4; more than one only from the output gradient's moved copies:
-    :func:`taps_a_program`)."""
+    ``taps`` a program (1 to 4: :func:`taps_a_program`)."""
     box: tuple
     bm: int
     bn: int
@@ -855,13 +854,13 @@ class GradConfig(NamedTuple):
 
 
 def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
-                moved_taps: int = 1) -> GradConfig:
+                taps: int = 1) -> GradConfig:
     """128 bytes of positions a step (W first in 32-bit types); 128 x 128 channels, eight
     warps, where both sides have that many, else 64 output by 32-64 input channels, four
     warps. The best of six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log). A
-    kernel of ``moved_taps`` taps read from the output gradient's moved copies takes
-    :func:`taps_a_program` of them a program on the 64-row tiles, one on 128 x 128 (two
-    took 250 registers a thread there, four spilled: sm_90, benches/ttgir_check.py)."""
+    kernel of ``taps`` taps takes :func:`taps_a_program` of them a program on the 64-row
+    tiles, one on 128 x 128 (two took 250 registers a thread there in the float32 moved
+    form, four spilled: sm_90, benches/ttgir_check.py)."""
     bk = 128 // element_size
     # A 32-bit tile stays in shared memory only where its box is one row of W (_moved_box);
     # a 16-bit one takes any box, so its box pads the grid least (3d-96cube: 33% in rows of 64).
@@ -875,17 +874,22 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
             box[d], wider = box[d] // taken, wider // taken
     if c_in >= 128 and c_out >= 128:
         return GradConfig(tuple(box), 128, 128, 8, 3)
-    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4,
-                      taps_a_program(moved_taps))
+    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4, taps_a_program(taps))
 
 
 def taps_a_program(count: int) -> int:
-    """Taps of the float32 weight gradient a program computes, sharing the input's box
-    (_triton.weight_gradient_moved), for a kernel of ``count`` taps: the most, up to four,
-    whose groups leave at most one slot in eight to a repeated, unstored tap. On
-    the H100 the weight gradient of the five 2-D cases ran at 0.60-1.11x cuDNN's speed with
-    one tap a program, 0.70-1.25x with four and 0.73-1.17x with three; three won on 3x3
-    kernels, where four leave a quarter of the slots idle (benches/results/s28/P/probe.log)."""
+    """Taps of the weight gradient a program computes, sharing the input's box, for a
+    kernel of ``count`` taps: the most, up to four, whose groups leave at most one slot in
+    eight to a repeated, unstored tap. On the H100, float32 (the moved copies'
+    form, _triton.weight_gradient_moved): the five 2-D cases ran at 0.60-1.11x cuDNN's
+    speed with one tap a program, 0.70-1.25x with four and 0.73-1.17x with three; three
+    won on 3x3 kernels, where four leave a quarter of the slots idle
+    (benches/results/s28/P/probe.log). bfloat16 (the output gradient's tiles through
+    registers, _triton.weight_gradient): the rule's taps took 4-26% less time than one on
+    the nine stride-1 cases of the table where it takes more (2d-64to128 1.803 -> 1.341
+    ms, 3d-64cube 1.952 -> 1.443; s46/B, H100), within 8% of the best of 1 to 4; 1d-dil3's
+    five taps keep one (three took 15% less there, two and four more). The float32 form
+    through registers (W's taps folded into few output channels) keeps one: unmeasured."""
     for taps in (4, 3, 2):
         slots = -(-count // taps) * taps
         if 8 * (slots - count) <= slots:
@@ -1138,7 +1142,8 @@ def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: i
     """The :class:`GradSplits` of a weight gradient of ``count`` taps summed over ``batch``
     samples of ``grid`` positions (three dims), ``c_in`` by ``c_out`` channels, on ``cfg``
     (:func:`grad_config`'s by default; ``shifted``: the float32 form's moved copies)."""
-    cfg = cfg or grad_config(grid, c_in, c_out, element_size, count if shifted else 1)
+    cfg = cfg or grad_config(grid, c_in, c_out, element_size,
+                             count if shifted or element_size < 4 else 1)
     if not 1 <= cfg.taps <= 4:
         raise ValueError(f"taps a program must be 1 to 4, got {cfg.taps}")
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]

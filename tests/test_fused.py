@@ -769,7 +769,12 @@ def test_taps_a_program_leave_at_most_one_slot_in_eight_idle(count, taps):
     small = fused.grad_config((1, 64, 64), 64, 64, 4, count)       # 64 x 64 tiles
     large = fused.grad_config((1, 64, 64), 128, 128, 4, count)     # 128 x 128: one tap
     assert (small.bm, small.taps) == (64, taps) and (large.bm, large.taps) == (128, 1)
-    assert fused.grad_config((1, 64, 64), 64, 64, 4).taps == 1     # the channels-innermost form
+    assert fused.grad_config((1, 64, 64), 64, 64, 4).taps == 1     # one by default
+    # The channels-innermost form: the 16-bit kernel shares the input's box too (s46/B),
+    # the float32 one (W's taps folded) takes one tap a program.
+    assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 2, False).cfg.taps == taps
+    assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 4, False).cfg.taps == 1
+    assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 4, True).cfg.taps == taps
 
 
 @pytest.mark.parametrize("boxes", [1, 7, 300, 65536, 131072, 4_000_000])
