@@ -8,8 +8,9 @@
 #      (wgrad_taps_probe.py), bfloat16, the table's stride-1 cases.
 #   C: after 135 and 136: every CUDA test file (run-s35.sh P), then the bfloat16 training
 #      table.
-#   D: the forward tables (NCHW, channels_last), the float32 training table, and the two
-#      bfloat16 steps of A kernel by kernel again.
+#   D: the forward tables (NCHW, channels_last), the float32 training table, and the
+#      bfloat16 training table's 2-D cases again (C's 2d-512x1024 and strided 2-D rows read
+#      slower than session 44's).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -30,6 +31,5 @@ D) gpu
   timeout 90 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
   timeout 90 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 170 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
-  { layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 --backward --dtype bfloat16
-    layer "ConvTranspose2d(64, 64, (3, 7))" --input 8,64,512,512 --backward --dtype bfloat16; } | tee $O/layers.log ;;
+  timeout 100 python3 -m gemmconv bench --case 2d- --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16-2d.log 2>&1; grep -A10 "^case" $O/bench-train-bf16-2d.log ;;
 esac
