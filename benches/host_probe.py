@@ -149,7 +149,6 @@ def parts():
 
 def bare():
     """Host time of single calls on tensors too small for the GPU to matter."""
-    import ctypes
     import numpy as np
     from gemmconv import _cuda, columns, gemm
     from gemmconv.shapes import Geometry

@@ -270,8 +270,6 @@ def _kernels(device_index: int, dtype: torch.dtype, nd: int, index: str,
     with col2im's ``span`` of outputs, its spans per thread, order of rows, planes per
     thread and whether it takes the empty rows apart, and im2col's positions per thread,
     runs, order of threads and split of the outer taps."""
-    global compile_seconds
-    cp = cupy()
     kind = "kernel" if taps is None else "fixed"
     specialisation = "" if taps is None else ", " + ", ".join(map(str, taps))
     layout = "" if taps is None else \
