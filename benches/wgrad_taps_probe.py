@@ -12,17 +12,15 @@ import sys
 
 import torch
 import torch.nn.functional as F
-import triton.testing
 
 from gemmconv import cases, fused
 from gemmconv.shapes import Geometry
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from cl_tile_probe import bench  # noqa: E402
+
 NAMES = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded", "1d-65536",
          "1d-dil3", "3d-3x5x7", "3d-64cube", "3d-32to64", "3d-96cube"]
-
-
-def bench(fn) -> float:
-    return triton.testing.do_bench(fn, warmup=5, rep=40, return_mode="median")
 
 
 def main() -> None:
