@@ -280,9 +280,10 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
     run, flat = 128 // element_size if planar else 1, (extent[0], 1, extent[2])
     box = _fitted_box(batch, flat, 128, run)
+    one_run = box[-1] == 128   # the box one run of 128 along W ("same" padding's W)
     if rows is None:
         args = (one, batch, extent, c_out, height, element_size, planar)
-        three = bn <= 32 or (element_size == 2 and bn <= 64 and box[-1] == 128)
+        three = bn <= 32 or (element_size == 2 and bn <= 64 and one_run)
         return (three and height <= 3 and row_tile(*args, rows=3)) or row_tile(*args, rows=2)
     stages = 2
     stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size
@@ -290,7 +291,7 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     if stages * stage > SHARED_BYTES or _programs(batch, runs, c_out, 1, box, bn) < 2 * WAVE:
         return None
     wide = one.bn >= 128 or element_size == 4 or (one.bn >= 64 and not planar)
-    if planar and element_size == 4 and box[-1] == 128:
+    if planar and element_size == 4 and one_run:
         # In place of the tile above only (what was measured): half its boxes' positions,
         # so its three stages take less shared memory than its two, and more programs.
         box, wide = _fitted_box(batch, flat, 64, run), False
