@@ -54,9 +54,6 @@ def main():
     parser.add_argument("--planar", action="store_true")
     parser.add_argument("--three", action="store_true",
                         help="only the cost model's row tile and three rows' tiles")
-    parser.add_argument("--persistent", action="store_true",
-                        help="only the cost model's tile, a program a tile against 1 or 2 "
-                             "persistent programs a multiprocessor looping over tiles")
     parser.add_argument("--sweep", type=int, metavar="CHANNELS",
                         help="the sweep's shapes (3 to 7 taps along W) at CHANNELS in and out; "
                              "32 or fewer as --three")
@@ -82,20 +79,13 @@ def main():
                                rounds=not planar, planar=planar)
         tiles = {"one row": default}
         flat = (extent[0], 1, extent[2])
-        if opts.persistent:
-            chosen = fused.launch_config(case.batch, extent, case.in_channels,
-                                         case.out_channels, taps, size, not planar, planar)
-            tiles = {f"rows{chosen.rows} n{chosen.bn} w{chosen.warps} s{chosen.stages}"
-                     f"{f' persistent {p}' if p else ''}": chosen._replace(persistent=p)
-                     for p in (0, 1, 2)}
-        elif opts.three:   # the row tile the cost model picks, against three rows' tiles
+        if opts.three:   # the row tile the cost model picks, against three rows' tiles
             chosen = fused.launch_config(case.batch, extent, case.in_channels,
                                          case.out_channels, taps, size, not planar, planar)
             tiles[f"chosen rows{chosen.rows} n{chosen.bn} w{chosen.warps}"] = chosen
-        shapes = [] if opts.persistent else (
-            ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
-             [(2, *t, 64) for t in NARROW if default.bn > 64]) +
-            [(3, *t, min(bn, default.bn)) for *t, bn in THREE])
+        shapes = ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
+                  [(2, *t, 64) for t in NARROW if default.bn > 64]) + \
+            [(3, *t, min(bn, default.bn)) for *t, bn in THREE]
         for count, bm, warps, stages, bn in dict.fromkeys(shapes):
             tiles[f"rows{count} {bm} n{bn} w{warps} s{stages}"] = fused.Config(
                 fused._fitted_box(case.batch, flat, bm, run_w), default.bk, bn, warps,

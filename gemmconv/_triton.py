@@ -68,10 +68,11 @@ def round_tf32(x):
 
 
 @triton.jit
-def _program_tile(pid, tiles0, tiles1, tiles2, tiles_n):
-    """Tile ``pid``'s ``(rest, t0, t1, t2, n_block)``: output-channel blocks innermost, so
+def _program_tile(tiles0, tiles1, tiles2, tiles_n):
+    """This program's ``(rest, t0, t1, t2, n_block)``: output-channel blocks innermost, so
     that neighbouring programs read the same input boxes; ``rest`` the blocks of samples
     (and phases) left."""
+    pid = tl.program_id(0)
     n_block = pid % tiles_n
     rest = pid // tiles_n
     t2 = rest % tiles2
@@ -94,8 +95,7 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
     ``w_desc``: the taps' matrices ``(T, C_out, C_in)``, input channels innermost (the
     operand order the tensor cores take for 32-bit types), boxes ``(1, BN, BK)``."""
     BM: tl.constexpr = BB * B0 * B1 * B2
-    rest, t0, t1, t2, n_block = _program_tile(tl.program_id(0), tiles0, tiles1, tiles2,
-                                              tiles_n)
+    rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
     first = (rest % tiles_b) * BB
     phase = rest // tiles_b
     q0, q1, q2, co = t0 * B0, t1 * B1, t2 * B2, n_block * BN
@@ -148,36 +148,11 @@ def _row_box(x_desc, start, BM: tl.constexpr, BK: tl.constexpr, ROUND: tl.conste
 def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
                        batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
                        c_in, c_out, columns, top, spacing,
-                       tiles0, tiles1, tiles2, tiles_n, tiles,
+                       tiles0, tiles1, tiles2, tiles_n,
                        BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
                        BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
                        ROWS: tl.constexpr, ROUND: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       PRECISION: tl.constexpr, PERSISTENT: tl.constexpr):
-    """:func:`_rows_tile` for each of ``tiles`` tiles: one a program, or where
-    ``PERSISTENT``, every program's ``tile`` in turn, ``tl.num_programs(0)`` apart, in one
-    loop with the tiles' loops of taps flattened into it, so that the copies of a program's
-    next tile start while its last products and stores run (one program a multiprocessor
-    has no other to hide them behind)."""
-    if PERSISTENT:
-        for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
-            _rows_tile(tile, x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr, batch,
-                       image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc, c_in,
-                       c_out, columns, top, spacing, tiles0, tiles1, tiles2, tiles_n,
-                       BB, B0, B2, BK, BN, KH, ROWS, ROUND, HAS_BIAS, PRECISION)
-    else:
-        _rows_tile(tl.program_id(0), x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
-                   batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc, c_in,
-                   c_out, columns, top, spacing, tiles0, tiles1, tiles2, tiles_n,
-                   BB, B0, B2, BK, BN, KH, ROWS, ROUND, HAS_BIAS, PRECISION)
-
-
-@triton.jit
-def _rows_tile(tile, x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
-               batch, image0, image1, image2, out_sn, out_s0, out_s1, out_s2, out_sc,
-               c_in, c_out, columns, top, spacing, tiles0, tiles1, tiles2, tiles_n,
-               BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr, BK: tl.constexpr,
-               BN: tl.constexpr, KH: tl.constexpr, ROWS: tl.constexpr, ROUND: tl.constexpr,
-               HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+                       PRECISION: tl.constexpr):
     """:func:`implicit_gemm` at stride 1 for ``ROWS`` (2 or 3) output rows a program,
     ``spacing`` apart along H: tap ``h`` of a column of taps reads input row ``y + top - h
     spacing`` for output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row
@@ -188,7 +163,7 @@ def _rows_tile(tile, x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
     of taps its offsets along D and W; ``index (columns, KH)`` its taps' weight matrices,
     ``h`` order."""
     BM: tl.constexpr = BB * B0 * B2
-    rest, t0, t1, t2, n_block = _program_tile(tile, tiles0, tiles1, tiles2, tiles_n)
+    rest, t0, t1, t2, n_block = _program_tile(tiles0, tiles1, tiles2, tiles_n)
     first = rest * BB
     # Rows y + r spacing (r < ROWS), y in the first of ROWS runs of spacing rows.
     y = (t1 // spacing) * ROWS * spacing + t1 % spacing

@@ -195,15 +195,13 @@ class Config(NamedTuple):
     """Tile of a launch: ``box`` (samples, D, H, W) of phase positions (their product the
     GEMM's M tile), ``bk`` input channels, ``bn`` output channels, warps, pipeline stages;
     ``rows`` 2 or 3 for that many rows along H a program (:func:`row_columns`; the box one
-    row high); ``persistent`` programs a multiprocessor, each looping over tiles, or 0 for
-    a program a tile (for rows only)."""
+    row high)."""
     box: tuple
     bk: int
     bn: int
     warps: int
     stages: int
     rows: int = 1
-    persistent: int = 0
 
 
 def _pow2(n: int) -> int:
@@ -511,13 +509,11 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
     if programs == 0:
         return GemmPlan(x_layout, w_layout, (), None)
     sizes = (batch, *image, out_strides[0], *_padded(out_strides[1:-1], 0), out_strides[-1],
-             c_in, c_out, len(columns), top, spacing, *tiles[1:], tiles_n, programs)
-    grid = min(programs, WAVE * cfg.persistent) if cfg.persistent else programs
+             c_in, c_out, len(columns), top, spacing, *tiles[1:], tiles_n)
     launch = _triton.Launch(
-        _triton.implicit_gemm_rows, (grid,), sizes, BB=cfg.box[0], B0=cfg.box[1],
+        _triton.implicit_gemm_rows, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
         B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, KH=len(index[0]), ROWS=cfg.rows, ROUND=rounds,
-        HAS_BIAS=has_bias, PRECISION=precision, PERSISTENT=cfg.persistent > 0,
-        num_warps=cfg.warps, num_stages=cfg.stages)
+        HAS_BIAS=has_bias, PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
     return GemmPlan(x_layout, w_layout, (_int_tensor(columns, device), _int_tensor(index, device)),
                     launch)
 

@@ -208,21 +208,19 @@ def test_row_columns_refuse_strided_phases():
 @interpreted
 @pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.nd > 1 and c.kernel_size[-2] > 1][::3],
                          ids=lambda c: c.name)
-@pytest.mark.parametrize("rows, persistent", [(2, 0), (3, 0), (3, 1)])
-def test_row_kernel_matches_float64_through_the_interpreter(case, rows, persistent, monkeypatch):
+@pytest.mark.parametrize("rows", [2, 3])
+def test_row_kernel_matches_float64_through_the_interpreter(case, rows):
     """The kernel of two or three rows a program (Config.rows) on the transposed
     convolution and on its input gradient (a convolution's taps), into NaN (where the rows
     are not a multiple of ``rows`` in number, the last programs' last rows fall outside the
-    output). Persistent: three programs, each looping over every third tile."""
-    monkeypatch.setattr(fused, "WAVE", 3)
+    output)."""
     case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
     x, w, b = case.tensors(generator=generator(case.name, "two rows"))
     x = _batched(case, x).requires_grad_()
     ref = reference(case, x, w, b)
     grad_out = torch.randn(ref.shape, generator=generator(case.name, "g"), dtype=torch.float64)
     ref_grad, = torch.autograd.grad(ref, x, grad_out)
-    cfg = lambda c_out: fused.Config((1, 1, 1, 16), 8, max(16, fused._pow2(c_out)), 4, 2, rows,
-                                     persistent)
+    cfg = lambda c_out: fused.Config((1, 1, 1, 16), 8, max(16, fused._pow2(c_out)), 4, 2, rows)
     out = torch.full((ref.shape[0], *ref.shape[2:], ref.shape[1]), float("nan"))
     fused.implicit_gemm(x.detach().float().movedim(1, -1).contiguous(), _unrounded(w),
                         b.float(), fused.transposed_taps(_geometry(case)), out, "ieee",
