@@ -6,7 +6,7 @@ memory). Each tile's kernel time back to back (do_bench, the weights reordered b
 its rate, and its output's largest difference from the one-row kernel's.
 
     PYTHONPATH=. python benches/two_rows_probe.py [CASES] [--dtype bfloat16] [--planar] [--three]
-        [--sweep CHANNELS]
+        [--sweep CHANNELS] [--run BYTES]
 
 With --planar: the input copied channels innermost beforehand and the output written planar,
 as the NCHW forward and the training step's input gradient run.
@@ -54,6 +54,9 @@ def main():
     parser.add_argument("--planar", action="store_true")
     parser.add_argument("--three", action="store_true",
                         help="only the cost model's row tile and three rows' tiles")
+    parser.add_argument("--run", type=int, metavar="BYTES",
+                        help="only the cost model's tile, against its positions in the box "
+                             "that pads the grid least with runs of BYTES along W")
     parser.add_argument("--sweep", type=int, metavar="CHANNELS",
                         help="the sweep's shapes (3 to 7 taps along W) at CHANNELS in and out; "
                              "32 or fewer as --three")
@@ -79,13 +82,20 @@ def main():
                                rounds=not planar, planar=planar)
         tiles = {"one row": default}
         flat = (extent[0], 1, extent[2])
-        if opts.three:   # the row tile the cost model picks, against three rows' tiles
+        if opts.run:   # the row tile the cost model picks, against one of shorter runs
+            chosen = fused.launch_config(case.batch, extent, case.in_channels,
+                                         case.out_channels, taps, size, not planar, planar)
+            box = fused._fitted_box(case.batch, flat, math.prod(chosen.box), opts.run // size)
+            tiles = {f"chosen {chosen.box} rows{chosen.rows}": chosen,
+                     f"runs of {opts.run} bytes {box}": chosen._replace(box=box)}
+        elif opts.three:   # the row tile the cost model picks, against three rows' tiles
             chosen = fused.launch_config(case.batch, extent, case.in_channels,
                                          case.out_channels, taps, size, not planar, planar)
             tiles[f"chosen rows{chosen.rows} n{chosen.bn} w{chosen.warps}"] = chosen
-        shapes = ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
-                  [(2, *t, 64) for t in NARROW if default.bn > 64]) + \
-            [(3, *t, min(bn, default.bn)) for *t, bn in THREE]
+        shapes = [] if opts.run else (
+            ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
+             [(2, *t, 64) for t in NARROW if default.bn > 64]) +
+            [(3, *t, min(bn, default.bn)) for *t, bn in THREE])
         for count, bm, warps, stages, bn in dict.fromkeys(shapes):
             tiles[f"rows{count} {bm} n{bn} w{warps} s{stages}"] = fused.Config(
                 fused._fitted_box(case.batch, flat, bm, run_w), default.bk, bn, warps,
