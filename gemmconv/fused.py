@@ -276,9 +276,15 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     than two on the same six shapes in either layout (8 x 512 x 1024 at 3 x 3, planar 0.935
     -> 0.801 ms, channels_last 0.907 -> 0.787; s46/A, H100), where float32's did not gain
     (planar: 64 positions on two rows stayed 9-19% faster; channels_last: 128 on two 26-38%)
-    and boxes of two samples of 64 lost 11-42%."""
+    and boxes of two samples of 64 lost 11-42%. 16-bit planar boxes take runs of 64 bytes
+    along W, where they pad the grid less than runs of 128 (W 260 or 518): 3-7% less time on
+    five shapes (2d-64to128 1.533 -> 1.428 ms, 2d-3x7-512 0.996 -> 0.957, 16 x 256 x 512 at
+    3 x 7 1.017 -> 0.953; s47/B, H100). float32's runs of 64 bytes lost 3-4% on 2d-1024 and
+    2d-512x1024 (and gained 4% on 2d-64to128), and 16-bit runs of 32 bytes lost 12% on
+    2d-512x1024."""
     bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
-    run, flat = 128 // element_size if planar else 1, (extent[0], 1, extent[2])
+    run = (64 if element_size < 4 else 128) // element_size if planar else 1
+    flat = (extent[0], 1, extent[2])
     box = _fitted_box(batch, flat, 128, run)
     one_run = box[-1] == 128   # the box one run of 128 along W ("same" padding's W)
     if rows is None:

@@ -284,6 +284,15 @@ def test_row_tiles_where_the_boxes_fit_twice_and_fill_two_waves():
             assert fused.row_tile(half, n, extent, 64, 4, 2, planar).rows == 2   # 4 taps high
         odd = fused.config(8, (1, 512, 1030), 64, 64, 1, 2, False, planar)
         assert fused.row_tile(odd, 8, (1, 512, 1030), 64, 3, 2, planar).rows == 2
+    # 16-bit planar boxes take runs of 64 bytes along W where they pad it less: a W of 260
+    # in 9 runs of 32 (288) rather than 5 of 64 (320); float32's keep 128 bytes (32).
+    for n, extent, box in ((64, (1, 130, 260), (4, 1, 1, 32)), (8, (1, 514, 518), (4, 1, 1, 32)),
+                           (8, (1, 514, 1026), (2, 1, 1, 64))):
+        half = fused.config(n, extent, 64, 64, 1, 2, False, True)
+        assert fused.row_tile(half, n, extent, 64, 3, 2, True).box == box
+    one = fused.config(64, (1, 130, 260), 64, 128, 1, 4, False, True)
+    assert fused.row_tile(one, 64, (1, 130, 260), 128, 3, 4, True).box == (4, 1, 1, 32)
+    assert fused.row_tile(one, 64, (1, 130, 260), 128, 3, 4, False).box[-1] < 32
 
 
 @interpreted
