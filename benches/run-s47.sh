@@ -7,6 +7,12 @@
 #      bfloat16 and float32, planar and channels_last.
 #   B: planar row tiles whose box pads the grid least with runs of 64 or 32 bytes along W,
 #      against the chosen runs of 128 (two_rows_probe.py --run), bfloat16 and float32.
+#   C: the 16-bit weight gradient's taps a program again (wgrad_taps_probe.py, 1 to 4, on the
+#      code after the weight-gradient kernels' merge, whose 16-bit code is unchanged); then
+#      the merge's one change of code, the moved form's own store at one tap a program
+#      (1d-65536's and 1d-dil3's float32 weight gradients: 150 -> 94 and 72 -> 58 registers
+#      offline), as float32 training steps, the code before the merge (abold/) and after in
+#      turns.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -17,4 +23,8 @@ A) gpu
 B) gpu
   for o in "--dtype bfloat16 --run 64" "--dtype bfloat16 --run 32" "--run 64" "--dtype bfloat16 --run 64 --sweep 64"; do
     timeout 100 python3 benches/two_rows_probe.py --planar $o 2>&1 | grep -v "Warn\|_warn_once" | tee -a $O/runs.log; done ;;
+C) gpu
+  timeout 200 python3 benches/wgrad_taps_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/taps.log
+  rm -rf abold; mkdir abold; git archive $OLD gemmconv | tar -x -C abold
+  for i in 1 2; do for p in abold .; do echo "== $p"; PYTHONPATH=$p timeout 100 python3 -m gemmconv bench --case 1d-65536 --case 1d-dil3 --case 2d-1024 --backward --repeats 10 2>&1 | grep -A4 "^case"; done; done | tee $O/ab.log ;;
 esac

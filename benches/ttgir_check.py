@@ -64,22 +64,26 @@ def main() -> None:
             box = (1, 1, bk)
             common = dict(B0=box[0], B1=box[1], B2=box[2], BM=bm, BN=bn, PRECISION="tf32")
             x = ("x_desc", (dt, (1, bn, *box)))
-            rows = compile_(_triton.weight_gradient, dict([("g_desc", (dt, (1, *box, bm))), x]),
-                            dict(out_ptr="fp32", offsets_ptr="i32"),
-                            dict(common, ROUND=dt == "fp32", X_LAST=False), warps, stages)
-            report(f"weight_gradient {dt} {bm}x{bn} rows", rows)
             for taps in (1, 3, 4):
-                moved = compile_(_triton.weight_gradient_moved,
+                rows = compile_(_triton.weight_gradient,
+                                dict([("g_desc", (dt, (1, *box, bm))), x]),
+                                dict(out_ptr="fp32", offsets_ptr="i32"),
+                                dict(common, TP=taps, ROUND=dt == "fp32", MOVED=False,
+                                     MOVED_X=False, X_LAST=False), warps, stages)
+                report(f"weight_gradient {dt} {bm}x{bn} {taps} taps, rows", rows)
+                moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, _moved_block(box, bm))), x]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
-                                 dict(common, TP=taps, MOVED_X=False), warps, stages)
-                report(f"weight_gradient_moved {dt} {bm}x{bn} {taps} taps", moved)
-                moved = compile_(_triton.weight_gradient_moved,
+                                 dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=False,
+                                      X_LAST=False), warps, stages)
+                report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps", moved)
+                moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, (1, bm, *box))),
                                        ("x_desc", (dt, _moved_block(box, bn)))]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
-                                 dict(common, TP=taps, MOVED_X=True), warps, stages)
-                report(f"weight_gradient_moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
+                                 dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=True,
+                                      X_LAST=False), warps, stages)
+                report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
         for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),
                                  (_triton.channels_innermost, ("x_ptr", "out_ptr")),
                                  (_triton.pitched, ("x_ptr", "out_ptr"))):

@@ -1,6 +1,6 @@
 """The float32 fused weight gradient from copies of the output gradient moved along W
 (session 27, fused.weight_gradient(shifted=True)), its default tile and others (taps a
-program: _triton.weight_gradient_moved, fused.taps_a_program), on the 17 cases that take the
+program: _triton.weight_gradient's moved form, fused.taps_a_program), on the 17 cases that take the
 fused backward in float32 planar (stride 1, 2-D): the kernel's time and TFLOP/s and
 the copies', next to cuDNN's weight gradient; its error against cuDNN in full float32; then
 the training step, torch against ours with the float32 backward on the column routes (as
@@ -33,7 +33,7 @@ def bench(fn):
 
 def wgmma():
     found = set()
-    for cache in _triton.weight_gradient_moved.device_caches.values():
+    for cache in _triton.weight_gradient.device_caches.values():
         for kernel in cache[0].values():
             ptx = kernel.asm.get("ptx", "")
             found.add("wgmma" if "wgmma" in ptx else ("mma.sync" if "mma.sync" in ptx else "no mma"))

@@ -345,77 +345,15 @@ def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: t
 
 
 @triton.jit
-def _shifted_dot(acc, b, g_desc, offsets_ptr, tap, n, co, q0, q1, q2, BK: tl.constexpr,
-                 BM: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr):
-    """``acc`` plus tap ``tap``'s product of the output gradient's shifted box and the
-    input's tile ``b`` (weight_gradient)."""
-    o0 = tl.load(offsets_ptr + tap * 3)
-    o1 = tl.load(offsets_ptr + tap * 3 + 1)
-    o2 = tl.load(offsets_ptr + tap * 3 + 2)
-    a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(BK, BM).T
-    if ROUND:
-        a = round_tf32(a)
-    return tl.dot(a, b, acc, input_precision=PRECISION)
-
-
-@triton.jit
-def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
-                    boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
-                    B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
-                    BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
-                    PRECISION: tl.constexpr, X_LAST: tl.constexpr):
-    """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
-    samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
-    gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
-    whose products share the input's box, loaded once a step (taps past the last repeat
-    it, unstored). ``x_desc``: the input planar ``(N, C_in, D, H, W)``, boxes ``(1, BN, B0,
-    B1, B2)`` at whole boxes of positions, or where ``X_LAST`` channels innermost ``(N, D, H,
-    W, C_in)``, boxes ``(1, B0, B1, B2, BN)``. ``g_desc``: the output gradient channels
-    innermost ``(N, D', H', W', C_out)``, zero outside, shifted boxes ``(1, B0, B1, B2,
-    BM)``; its tile goes to the tensor cores from registers, so its layout is free for
-    16-bit types (32-bit ones take weight_gradient_moved). ``offsets_ptr`` (T, 3) the taps'
-    offsets. ``out (splits, T, C_out, C_in)`` float32."""
-    BK: tl.constexpr = B0 * B1 * B2
-    split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
-    tap0 = group * TP
-    last = taps - 1
-    co, ci = m_block * BM, n_block * BN
-    acc0 = tl.zeros((BM, BN), dtype=tl.float32)
-    acc1 = tl.zeros((BM, BN), dtype=tl.float32)
-    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
-    acc3 = tl.zeros((BM, BN), dtype=tl.float32)
-    first = split * per_split
-    for j in range(first, tl.minimum(first + per_split, boxes)):
-        n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
-        if X_LAST:
-            b = x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
-        else:
-            b = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
-        acc0 = _shifted_dot(acc0, b, g_desc, offsets_ptr, tap0, n, co, q0, q1, q2, BK, BM,
-                            ROUND, PRECISION)
-        if TP > 1:
-            acc1 = _shifted_dot(acc1, b, g_desc, offsets_ptr, tl.minimum(tap0 + 1, last), n, co,
-                                q0, q1, q2, BK, BM, ROUND, PRECISION)
-        if TP > 2:
-            acc2 = _shifted_dot(acc2, b, g_desc, offsets_ptr, tl.minimum(tap0 + 2, last), n, co,
-                                q0, q1, q2, BK, BM, ROUND, PRECISION)
-        if TP > 3:
-            acc3 = _shifted_dot(acc3, b, g_desc, offsets_ptr, tl.minimum(tap0 + 3, last), n, co,
-                                q0, q1, q2, BK, BM, ROUND, PRECISION)
-    if TP == 1:
-        # Its own store, not _store_partial's: that one's mask for taps past the last took
-        # 150 registers here where this takes 94 (bfloat16, 128 x 128; benches/ttgir_check.py).
-        rows = co + tl.arange(0, BM)
-        cols = ci + tl.arange(0, BN)
-        where = ((split * taps + tap0) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
-        tl.store(out_ptr + where, acc0, mask=(rows < c_out)[:, None] & (cols < c_in)[None, :])
-    else:
-        _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
-        _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
-        if TP > 2:
-            _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
-        if TP > 3:
-            _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)
+def _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK: tl.constexpr, BM: tl.constexpr,
+                 BN: tl.constexpr, MOVED_X: tl.constexpr, X_LAST: tl.constexpr):
+    """The box a step's taps share, as the tensor cores' B operand: the input's ``(BK, BN)``,
+    or where ``MOVED_X`` the output gradient's ``(BK, BM)`` (weight_gradient)."""
+    if MOVED_X:
+        return g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
+    if X_LAST:
+        return x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
+    return x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
 
 
 @triton.jit
@@ -439,15 +377,25 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
 
 
 @triton.jit
-def _moved_dot(shared, acc, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
-               B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
-               BN: tl.constexpr, PRECISION: tl.constexpr, MOVED_X: tl.constexpr):
-    """``acc`` plus tap ``tap``'s product of the moved operand's tile and the taps' ``shared``
-    one (weight_gradient_moved)."""
+def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
+             B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
+             BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
+             MOVED: tl.constexpr, MOVED_X: tl.constexpr):
+    """``acc`` plus tap ``tap``'s product of its own tile, the tensor cores' A operand, and
+    the ``shared`` one (weight_gradient): the output gradient's shifted box, through
+    registers, or where ``MOVED`` a box of the moved copies (the input's where
+    ``MOVED_X``)."""
     if MOVED_X:
         a = _moved_box(x_desc, offsets_ptr, tap, batch, n, ci, q0, q1, q2, B0, B1, B2, BN)
-    else:
+    elif MOVED:
         a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
+    else:
+        o0 = tl.load(offsets_ptr + tap * 3)
+        o1 = tl.load(offsets_ptr + tap * 3 + 1)
+        o2 = tl.load(offsets_ptr + tap * 3 + 2)
+        a = g_desc.load([n, q0 + o0, q1 + o1, q2 + o2, co]).reshape(B0 * B1 * B2, BM).T
+        if ROUND:
+            a = round_tf32(a)
     return tl.dot(a, shared, acc, input_precision=PRECISION)
 
 
@@ -462,70 +410,83 @@ def _store_partial(out_ptr, acc, split, tap, taps, c_out, c_in, co, ci,
 
 
 @triton.jit
-def weight_gradient_moved(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
-                          boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
-                          B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
-                          BM: tl.constexpr, BN: tl.constexpr, TP: tl.constexpr,
-                          PRECISION: tl.constexpr, MOVED_X: tl.constexpr):
-    """weight_gradient for 32-bit types, whose tiles must reach the tensor cores from shared
-    memory along the reduction dim: the output gradient is read from its copies moved along
-    W ``(S N, D', H', C_out, W'')``, zero outside, boxes ``(1, B0, B1, BM, B2)``. A box must
-    start on 16 bytes along W, so a tap whose offset along W is not a multiple of 16 bytes
-    reads the copy moved by the rest (fused.shifted_taps); ``offsets_ptr`` (T, 4) the
-    offsets within that copy, and the copy. ``TP`` (1 to 4) taps a program, taps ``TP g``
-    to ``TP g + TP - 1`` of group ``g``: the input's box, loaded once a step, serves all of
-    them (with one tap a program, the L2 traffic is the taps times both operands). Taps
-    past the last repeat it, unstored. Where ``MOVED_X`` the operands swap places: the sum
-    runs over output positions ``p`` as ``g[p] x[p - offset]``, the output gradient planar
-    ``(N, C_out, D', H', W')`` in boxes ``(1, BM, B0, B1, B2)`` shared by the taps, the input
-    from its copies moved along W ``(S N, D, H, C_in, W'')``, boxes ``(1, B0, B1, BN, B2)``
-    (where they are the smaller: fused.moves_input). The moved tile stays the tensor cores'
-    A operand, read from shared memory (the shared one as A went through registers: 69
-    registers a thread where this takes 64 at 64 x 64, one tap; sm_90,
-    benches/ttgir_check.py), so the accumulators then hold the transposed product, turned
-    before the stores."""
+def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, taps,
+                    boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
+                    B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
+                    BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
+                    PRECISION: tl.constexpr, MOVED: tl.constexpr, MOVED_X: tl.constexpr,
+                    X_LAST: tl.constexpr):
+    """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
+    samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
+    gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
+    whose products share one box, loaded once a step (with one tap a program, the L2
+    traffic is the taps times both operands); taps past the last repeat it, unstored.
+    ``out (splits, T, C_out, C_in)`` float32. Two forms:
+
+    - ``g_desc``, the output gradient channels innermost ``(N, D', H', W', C_out)``, zero
+      outside, in shifted boxes ``(1, B0, B1, B2, BM)``, its tile through registers (the
+      16-bit form: its layout is then free); ``offsets_ptr (T, 3)`` the taps' offsets. The
+      input ``x_desc`` planar ``(N, C_in, D, H, W)``, boxes ``(1, BN, B0, B1, B2)``, or where
+      ``X_LAST`` channels innermost ``(N, D, H, W, C_in)``, boxes ``(1, B0, B1, B2, BN)``.
+    - Where ``MOVED``, for 32-bit types, whose tiles must reach the tensor cores from shared
+      memory along the reduction dim: the output gradient from its copies moved along W
+      ``(S N, D', H', C_out, W'')``, zero outside, boxes ``(1, B0, B1, BM, B2)``. A box must
+      start on 16 bytes along W, so a tap whose offset along W is not a multiple of 16
+      bytes reads the copy moved by the rest (fused.shifted_taps); ``offsets_ptr (T, 4)``
+      the offsets within that copy, and the copy. The input planar. Where ``MOVED_X`` too,
+      the operands swap places: the sum runs over output positions ``p`` as ``g[p] x[p -
+      offset]``, the output gradient planar ``(N, C_out, D', H', W')`` in boxes ``(1, BM,
+      B0, B1, B2)`` shared by the taps, the input from its copies moved along W ``(S N, D,
+      H, C_in, W'')``, boxes ``(1, B0, B1, BN, B2)`` (where they are the smaller:
+      fused.moves_input). The moved tile stays the tensor cores' A operand, read from
+      shared memory (the shared one as A went through registers: 69 registers a thread
+      where this takes 64 at 64 x 64, one tap; sm_90, benches/ttgir_check.py), so the
+      accumulators then hold the transposed product, turned before the stores."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    if MOVED_X:
-        acc0 = tl.zeros((BN, BM), dtype=tl.float32)
-        acc1 = tl.zeros((BN, BM), dtype=tl.float32)
-        acc2 = tl.zeros((BN, BM), dtype=tl.float32)
-        acc3 = tl.zeros((BN, BM), dtype=tl.float32)
-    else:
-        acc0 = tl.zeros((BM, BN), dtype=tl.float32)
-        acc1 = tl.zeros((BM, BN), dtype=tl.float32)
-        acc2 = tl.zeros((BM, BN), dtype=tl.float32)
-        acc3 = tl.zeros((BM, BN), dtype=tl.float32)
+    ROWS: tl.constexpr = BN if MOVED_X else BM   # the accumulators' shape
+    COLS: tl.constexpr = BM if MOVED_X else BN
+    acc0 = tl.zeros((ROWS, COLS), dtype=tl.float32)
+    acc1 = tl.zeros((ROWS, COLS), dtype=tl.float32)
+    acc2 = tl.zeros((ROWS, COLS), dtype=tl.float32)
+    acc3 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
-        if MOVED_X:
-            shared = g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
-        else:
-            shared = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
-        acc0 = _moved_dot(shared, acc0, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
-                          q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
+        shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X, X_LAST)
+        acc0 = _tap_dot(acc0, shared, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
+                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X)
         if TP > 1:
-            acc1 = _moved_dot(shared, acc1, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 1, last),
-                              batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
+            acc1 = _tap_dot(acc1, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 1, last),
+                            batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
+                            MOVED, MOVED_X)
         if TP > 2:
-            acc2 = _moved_dot(shared, acc2, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 2, last),
-                              batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
+            acc2 = _tap_dot(acc2, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 2, last),
+                            batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
+                            MOVED, MOVED_X)
         if TP > 3:
-            acc3 = _moved_dot(shared, acc3, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
-                              batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, PRECISION, MOVED_X)
+            acc3 = _tap_dot(acc3, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
+                            batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
+                            MOVED, MOVED_X)
     if MOVED_X:
         acc0, acc1, acc2, acc3 = acc0.T, acc1.T, acc2.T, acc3.T
-    _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
-    if TP > 1:
+    if TP == 1:
+        # Its own store, not _store_partial's: that one's mask for taps past the last took
+        # 150 registers here where this takes 94 (bfloat16, 128 x 128; benches/ttgir_check.py).
+        rows = co + tl.arange(0, BM)
+        cols = ci + tl.arange(0, BN)
+        where = ((split * taps + tap0) * c_out + rows).to(tl.int64)[:, None] * c_in + cols[None, :]
+        tl.store(out_ptr + where, acc0, mask=(rows < c_out)[:, None] & (cols < c_in)[None, :])
+    else:
+        _store_partial(out_ptr, acc0, split, tap0, taps, c_out, c_in, co, ci, BM, BN)
         _store_partial(out_ptr, acc1, split, tap0 + 1, taps, c_out, c_in, co, ci, BM, BN)
-    if TP > 2:
-        _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
-    if TP > 3:
-        _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)
+        if TP > 2:
+            _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
+        if TP > 3:
+            _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)
 
 
 @triton.jit

@@ -888,7 +888,7 @@ def taps_a_program(count: int) -> int:
     """Taps of the weight gradient a program computes, sharing the input's box, for a
     kernel of ``count`` taps: the most, up to four, whose groups leave at most one slot in
     eight to a repeated, unstored tap. On the H100, float32 (the moved copies'
-    form, _triton.weight_gradient_moved): the five 2-D cases ran at 0.60-1.11x cuDNN's
+    form, _triton.weight_gradient's MOVED): the five 2-D cases ran at 0.60-1.11x cuDNN's
     speed with one tap a program, 0.70-1.25x with four and 0.73-1.17x with three; three
     won on 3x3 kernels, where four leave a quarter of the slots idle
     (benches/results/s28/P/probe.log). bfloat16 (the output gradient's tiles through
@@ -952,7 +952,7 @@ def shifted_taps(g: Geometry, element_size: int, moved_input: bool = False) -> t
 
 def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
     """Whether the float32 weight gradient reads copies of the input moved along W rather
-    than of the output gradient (_triton.weight_gradient_moved's MOVED_X): where those copies,
+    than of the output gradient (_triton.weight_gradient's MOVED_X): where those copies,
     with a pitched copy of the other operand where its rows do not start on 16 bytes, hold
     no more elements (:func:`_moved_copies`). 2d-64to128's (64 input channels of 128 x 256
     against 128 output channels of 130 x 260) hold half as many. On a tie the input's:
@@ -1119,13 +1119,9 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
         common = dict(B0=cfg.box[0], B1=cfg.box[1], B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn,
                       PRECISION="ieee" if dtype == torch.float32 and not tf32 else "tf32",
                       num_warps=cfg.warps, num_stages=cfg.stages)
-        if shifted:
-            launch = _triton.Launch(_triton.weight_gradient_moved, (splits * tiles,),
-                                    (*sizes, groups), TP=cfg.taps, MOVED_X=moved_input, **common)
-        else:
-            launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
-                                    TP=cfg.taps, ROUND=tf32 and not rounded, X_LAST=x_last,
-                                    **common)
+        launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
+                                TP=cfg.taps, ROUND=tf32 and not rounded and not shifted,
+                                MOVED=shifted, MOVED_X=moved_input, X_LAST=x_last, **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
 

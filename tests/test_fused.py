@@ -443,7 +443,7 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
 @pytest.mark.parametrize("taps", [1, 2, 3, 4])
 @pytest.mark.parametrize("case", STRIDE_ONE[1::7], ids=lambda c: c.name)
 def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
-    """weight_gradient_moved: the input's box shared by several taps' products; a group past
+    """The moved copies' form: the input's box shared by several taps' products; a group past
     the last tap repeats it and stores nothing (kernels of 1 to 21 taps, groups of 1-4)."""
     case, x, grad_out, ref = _weight_gradient_problem(case, f"weight-grad-taps{taps}", "gwt")
     cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels, case.out_channels, 4)
@@ -839,7 +839,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from gemmconv import _triton
 form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows"
-fn = _triton.weight_gradient if form == "rows" else _triton.weight_gradient_moved
+fn = _triton.weight_gradient
 moved, planar = (1, 1, 1, 64, 32), (1, 64, 1, 1, 32)
 g_block, x_block = {"shifted": (moved, planar), "input": (planar, moved),
                     "rows": ((1, 1, 1, 32, 64), planar)}[form]
@@ -847,8 +847,8 @@ sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
        "x_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, x_block)),
        "out_ptr": "*fp32", "offsets_ptr": "*i32"}
 constants = dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32",
-                 **(dict(TP=1, ROUND=True, X_LAST=False) if form == "rows" else
-                    dict(TP=3, MOVED_X=form == "input")))
+                 **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
+                    dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", X_LAST=False)
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:
