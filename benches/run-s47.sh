@@ -12,7 +12,12 @@
 #      the merge's one change of code, the moved form's own store at one tap a program
 #      (1d-65536's and 1d-dil3's float32 weight gradients: 150 -> 94 and 72 -> 58 registers
 #      offline), as float32 training steps, the code before the merge (abold/) and after in
-#      turns.
+#      turns. (The archive failed there: the device's copy has no commit of this session,
+#      so both turns ran the merged code; ab.log shows its repeatability only.)
+#   D: every CUDA test file (run-s35.sh P) on the final code, then the bfloat16 training
+#      table.
+#   E: the forward tables (NCHW, channels_last) and the float32 training table.
+#   F: the model zoo (bench --models), both convert modes.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -27,4 +32,15 @@ C) gpu
   timeout 200 python3 benches/wgrad_taps_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/taps.log
   rm -rf abold; mkdir abold; git archive $OLD gemmconv | tar -x -C abold
   for i in 1 2; do for p in abold .; do echo "== $p"; PYTHONPATH=$p timeout 100 python3 -m gemmconv bench --case 1d-65536 --case 1d-dil3 --case 2d-1024 --backward --repeats 10 2>&1 | grep -A4 "^case"; done; done | tee $O/ab.log ;;
+D) gpu
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P
+  timeout 170 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+E) gpu
+  timeout 90 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log
+  timeout 90 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
+  timeout 170 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log ;;
+F) gpu
+  TZ=${TZ:-80} ZOPT="--layers" bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ 2>/dev/null; rm -rf $OUT/Z ;;
 esac

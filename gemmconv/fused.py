@@ -881,25 +881,29 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
             box[d], wider = box[d] // taken, wider // taken
     if c_in >= 128 and c_out >= 128:
         return GradConfig(tuple(box), 128, 128, 8, 3)
-    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4, taps_a_program(taps))
+    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4,
+                      taps_a_program(taps, element_size))
 
 
-def taps_a_program(count: int) -> int:
+def taps_a_program(count: int, element_size: int = 4) -> int:
     """Taps of the weight gradient a program computes, sharing the input's box, for a
     kernel of ``count`` taps: the most, up to four, whose groups leave at most one slot in
-    eight to a repeated, unstored tap. On the H100, float32 (the moved copies'
-    form, _triton.weight_gradient's MOVED): the five 2-D cases ran at 0.60-1.11x cuDNN's
-    speed with one tap a program, 0.70-1.25x with four and 0.73-1.17x with three; three
-    won on 3x3 kernels, where four leave a quarter of the slots idle
+    eight to a repeated, unstored tap (one in six in 16-bit types). On the H100, float32
+    (the moved copies' form, _triton.weight_gradient's MOVED): the five 2-D cases ran at
+    0.60-1.11x cuDNN's speed with one tap a program, 0.70-1.25x with four and 0.73-1.17x
+    with three; three won on 3x3 kernels, where four leave a quarter of the slots idle
     (benches/results/s28/P/probe.log). bfloat16 (the output gradient's tiles through
-    registers, _triton.weight_gradient): the rule's taps took 4-26% less time than one on
-    the nine stride-1 cases of the table where it takes more (2d-64to128 1.803 -> 1.341
-    ms, 3d-64cube 1.952 -> 1.443; s46/B, H100), within 8% of the best of 1 to 4; 1d-dil3's
-    five taps keep one (three took 15% less there, two and four more). The float32 form
-    through registers (W's taps folded into few output channels) keeps one: unmeasured."""
+    registers): the rule's taps took 4-26% less time than one on the nine stride-1 cases
+    of the table where it takes more (2d-64to128 1.803 -> 1.341 ms, 3d-64cube 1.952 ->
+    1.443; s46/B, H100), within 8% of the best of 1 to 4; 1d-dil3's five taps take three
+    (0.464 -> 0.393 ms, where two and four took more; s47/C repeated s46/B within 2%);
+    the same bound takes 10 and 17 taps to four and 13 to three, unmeasured, and float32's
+    five taps keep one, unmeasured. The float32 form through registers (W's
+    taps folded into few output channels) keeps one: unmeasured."""
+    idle = 6 if element_size < 4 else 8
     for taps in (4, 3, 2):
         slots = -(-count // taps) * taps
-        if 8 * (slots - count) <= slots:
+        if idle * (slots - count) <= slots:
             return taps
     return 1
 

@@ -771,17 +771,20 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
 
 
-@pytest.mark.parametrize("count,taps", [(1, 1), (2, 2), (3, 3), (5, 1), (7, 4), (9, 3), (10, 2),
-                                        (15, 4), (21, 4), (27, 4)])
-def test_taps_a_program_leave_at_most_one_slot_in_eight_idle(count, taps):
+@pytest.mark.parametrize("count,taps,half", [(1, 1, 1), (2, 2, 2), (3, 3, 3), (5, 1, 3),
+                                             (7, 4, 4), (9, 3, 3), (10, 2, 4), (13, 2, 3),
+                                             (15, 4, 4), (17, 3, 4), (21, 4, 4), (27, 4, 4)])
+def test_taps_a_program_leave_at_most_one_slot_in_eight_idle(count, taps, half):
+    """One in eight for float32; one in six for 16-bit types (``half`` taps)."""
     assert fused.taps_a_program(count) == taps
+    assert fused.taps_a_program(count, 2) == half
     small = fused.grad_config((1, 64, 64), 64, 64, 4, count)       # 64 x 64 tiles
     large = fused.grad_config((1, 64, 64), 128, 128, 4, count)     # 128 x 128: one tap
     assert (small.bm, small.taps) == (64, taps) and (large.bm, large.taps) == (128, 1)
     assert fused.grad_config((1, 64, 64), 64, 64, 4).taps == 1     # one by default
     # The channels-innermost form: the 16-bit kernel shares the input's box too (s46/B),
     # the float32 one (W's taps folded) takes one tap a program.
-    assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 2, False).cfg.taps == taps
+    assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 2, False).cfg.taps == half
     assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 4, False).cfg.taps == 1
     assert fused.grad_splits(8, (1, 64, 64), 64, 64, count, 4, True).cfg.taps == taps
 
