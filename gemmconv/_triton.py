@@ -349,11 +349,14 @@ def _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK: tl.constexpr, BM: tl
                  BN: tl.constexpr, MOVED_X: tl.constexpr, X_LAST: tl.constexpr):
     """The box a step's taps share, as the tensor cores' B operand: the input's ``(BK, BN)``,
     or where ``MOVED_X`` the output gradient's ``(BK, BM)`` (weight_gradient)."""
+    # One return: Triton checks every return's type, those of branches not taken too.
     if MOVED_X:
-        return g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
-    if X_LAST:
-        return x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
-    return x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
+        tile = g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
+    elif X_LAST:
+        tile = x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
+    else:
+        tile = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
+    return tile
 
 
 @triton.jit
