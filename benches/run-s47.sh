@@ -21,6 +21,10 @@
 #   E: after the mend: test_cuda_fused and test_cuda_graphs again, then the forward table.
 #   F: the channels_last forward table, the float32 training table, and the model zoo's
 #      DCGAN, VAE decoder and FCN-32s (bench --models, both convert modes).
+#   G: the float32 weight gradient with the input moved on tiles of 64 x 32 (2d-512x1024,
+#      2d-3x7-padded, 1d-dil3): its moved tile as A (mma.sync: M = 32) against the output
+#      gradient's as A through registers (SWAP: wgmma) and the output gradient moved
+#      (moved_swap_probe.py); then the float32 training table's cases of 32 channels.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -49,4 +53,7 @@ F) gpu
   timeout 90 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
   timeout 170 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
   MODELS="dcgan vae fcn32s" TZ=${TZ:-75} bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ 2>/dev/null; rm -rf $OUT/Z ;;
+G) gpu
+  timeout 200 python3 benches/moved_swap_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/swap.log
+  timeout 150 python3 -m gemmconv bench --case 2d-512x1024 --case 2d-3x7-padded --case 1d-dil3 --case 2d-stride5 --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A8 "^case" $O/bench-train.log ;;
 esac

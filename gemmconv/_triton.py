@@ -383,13 +383,15 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
 def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
              B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
              BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
-             MOVED: tl.constexpr, MOVED_X: tl.constexpr):
+             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr = False):
     """``acc`` plus tap ``tap``'s product of its own tile, the tensor cores' A operand, and
     the ``shared`` one (weight_gradient): the output gradient's shifted box, through
     registers, or where ``MOVED`` a box of the moved copies (the input's where
     ``MOVED_X``)."""
     if MOVED_X:
         a = _moved_box(x_desc, offsets_ptr, tap, batch, n, ci, q0, q1, q2, B0, B1, B2, BN)
+        if SWAP:
+            a, shared = shared.T, a.T
     elif MOVED:
         a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
     else:
@@ -418,7 +420,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
                     BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
                     PRECISION: tl.constexpr, MOVED: tl.constexpr, MOVED_X: tl.constexpr,
-                    X_LAST: tl.constexpr):
+                    X_LAST: tl.constexpr, SWAP: tl.constexpr = False):
     """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
     samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
     gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
@@ -450,8 +452,8 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    ROWS: tl.constexpr = BN if MOVED_X else BM   # the accumulators' shape
-    COLS: tl.constexpr = BM if MOVED_X else BN
+    ROWS: tl.constexpr = BN if MOVED_X and not SWAP else BM   # the accumulators' shape
+    COLS: tl.constexpr = BM if MOVED_X and not SWAP else BN
     acc0 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc1 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc2 = tl.zeros((ROWS, COLS), dtype=tl.float32)
@@ -461,20 +463,20 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
         shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X, X_LAST)
         acc0 = _tap_dot(acc0, shared, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
-                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X)
+                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP)
         if TP > 1:
             acc1 = _tap_dot(acc1, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 1, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X)
+                            MOVED, MOVED_X, SWAP)
         if TP > 2:
             acc2 = _tap_dot(acc2, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 2, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X)
+                            MOVED, MOVED_X, SWAP)
         if TP > 3:
             acc3 = _tap_dot(acc3, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X)
-    if MOVED_X:
+                            MOVED, MOVED_X, SWAP)
+    if MOVED_X and not SWAP:
         acc0, acc1, acc2, acc3 = acc0.T, acc1.T, acc2.T, acc3.T
     if TP == 1:
         # Its own store, not _store_partial's: that one's mask for taps past the last took

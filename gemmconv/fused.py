@@ -1125,7 +1125,8 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
                       num_warps=cfg.warps, num_stages=cfg.stages)
         launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
                                 TP=cfg.taps, ROUND=tf32 and not rounded and not shifted,
-                                MOVED=shifted, MOVED_X=moved_input, X_LAST=x_last, **common)
+                                MOVED=shifted, MOVED_X=moved_input, X_LAST=x_last,
+                                SWAP=moved_input and cfg.bn < cfg.bm, **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
 
