@@ -25,6 +25,8 @@
 #      2d-3x7-padded, 1d-dil3): its moved tile as A (mma.sync: M = 32) against the output
 #      gradient's as A through registers (SWAP: wgmma) and the output gradient moved
 #      (moved_swap_probe.py); then the float32 training table's cases of 32 channels.
+#   H: with SWAP the default: test_cuda_fused and test_cuda_graphs again (their float32
+#      tiles of 64 x 32 with the input moved take it), then the float32 training table.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
@@ -56,4 +58,9 @@ F) gpu
 G) gpu
   timeout 200 python3 benches/moved_swap_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/swap.log
   timeout 150 python3 -m gemmconv bench --case 2d-512x1024 --case 2d-3x7-padded --case 1d-dil3 --case 2d-stride5 --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A8 "^case" $O/bench-train.log ;;
+H) gpu
+  t fused tests/test_cuda_fused.py &
+  t graphs tests/test_cuda_graphs.py &
+  summary
+  timeout 170 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log ;;
 esac

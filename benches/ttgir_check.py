@@ -69,20 +69,20 @@ def main() -> None:
                                 dict([("g_desc", (dt, (1, *box, bm))), x]),
                                 dict(out_ptr="fp32", offsets_ptr="i32"),
                                 dict(common, TP=taps, ROUND=dt == "fp32", MOVED=False,
-                                     MOVED_X=False, X_LAST=False), warps, stages)
+                                     MOVED_X=False, X_LAST=False, SWAP=False), warps, stages)
                 report(f"weight_gradient {dt} {bm}x{bn} {taps} taps, rows", rows)
                 moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, _moved_block(box, bm))), x]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=False,
-                                      X_LAST=False), warps, stages)
+                                      X_LAST=False, SWAP=False), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps", moved)
                 moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, (1, bm, *box))),
                                        ("x_desc", (dt, _moved_block(box, bn)))]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=True,
-                                      X_LAST=False), warps, stages)
+                                      X_LAST=False, SWAP=bn < bm), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
         for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),
                                  (_triton.channels_innermost, ("x_ptr", "out_ptr")),

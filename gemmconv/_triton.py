@@ -383,11 +383,11 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
 def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
              B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
              BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
-             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr = False):
+             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr):
     """``acc`` plus tap ``tap``'s product of its own tile, the tensor cores' A operand, and
     the ``shared`` one (weight_gradient): the output gradient's shifted box, through
     registers, or where ``MOVED`` a box of the moved copies (the input's where
-    ``MOVED_X``)."""
+    ``MOVED_X``; the two swap places where ``SWAP``)."""
     if MOVED_X:
         a = _moved_box(x_desc, offsets_ptr, tap, batch, n, ci, q0, q1, q2, B0, B1, B2, BN)
         if SWAP:
@@ -420,7 +420,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
                     BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
                     PRECISION: tl.constexpr, MOVED: tl.constexpr, MOVED_X: tl.constexpr,
-                    X_LAST: tl.constexpr, SWAP: tl.constexpr = False):
+                    X_LAST: tl.constexpr, SWAP: tl.constexpr):
     """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
     samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
     gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
@@ -446,7 +446,12 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       fused.moves_input). The moved tile stays the tensor cores' A operand, read from
       shared memory (the shared one as A went through registers: 69 registers a thread
       where this takes 64 at 64 x 64, one tap; sm_90, benches/ttgir_check.py), so the
-      accumulators then hold the transposed product, turned before the stores."""
+      accumulators then hold the transposed product, turned before the stores. But where
+      ``SWAP`` (tiles of fewer input than output channels): the input's tile as A would
+      give the tensor cores an M of ``BN`` 32, too few for wgmma (mma.sync), so the output
+      gradient's is A, through registers, for wgmma: 2d-3x7-padded's weight gradient 5.308
+      -> 4.558 ms, its training step 8.395 -> 7.526 (H100, benches/results/s47/G; at 64 x
+      64 the swap took 164 registers against 127, three taps)."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
