@@ -18,3 +18,12 @@ summary() {   # once the background tests end: their counts, and each process's 
 layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
 # The card a call ran on (run-s43.sh on; the older scripts define their own).
 gpu() { nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $O/gpu.txt; }
+# Every CUDA test file (run-s35.sh P): the counts in $O/P.txt, each file's failures and
+# last lines in $O/tails.txt.
+all_tests() {
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P
+}
+# The 17 cases' table (python -m gemmconv bench --full; TB: its time limit): table LOG [OPTIONS...]
+table() { log=$1; shift; timeout ${TB:-170} python3 -m gemmconv bench --full "$@" > $O/$log.log 2>&1; grep -A20 "^case" $O/$log.log; }

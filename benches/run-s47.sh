@@ -29,7 +29,7 @@
 #      tiles of 64 x 32 with the input moved take it), then the float32 training table.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
 case "$1" in
 A) gpu
   for o in "--dtype bfloat16 --planar" "--dtype bfloat16" "--planar" ""; do
@@ -42,18 +42,16 @@ C) gpu
   rm -rf abold; mkdir abold; git archive $OLD gemmconv | tar -x -C abold
   for i in 1 2; do for p in abold .; do echo "== $p"; PYTHONPATH=$p timeout 100 python3 -m gemmconv bench --case 1d-65536 --case 1d-dil3 --case 2d-1024 --backward --repeats 10 2>&1 | grep -A4 "^case"; done; done | tee $O/ab.log ;;
 D) gpu
-  bash benches/run-s35.sh P | tee $O/P.txt
-  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
-  rm -rf $OUT/P
-  timeout 170 python3 -m gemmconv bench --full --backward --dtype bfloat16 --repeats 10 > $O/bench-train-bf16.log 2>&1; grep -A20 "^case" $O/bench-train-bf16.log ;;
+  all_tests
+  table bench-train-bf16 --backward --dtype bfloat16 --repeats 10 ;;
 E) gpu
   t fused tests/test_cuda_fused.py &
   t graphs tests/test_cuda_graphs.py &
   summary
-  timeout 90 python3 -m gemmconv bench --full > $O/bench-fwd.log 2>&1; grep -A20 "^case" $O/bench-fwd.log ;;
+  TB=90 table bench-fwd ;;
 F) gpu
-  timeout 90 python3 -m gemmconv bench --full --channels-last > $O/bench-fwd-cl.log 2>&1; grep -A20 "^case" $O/bench-fwd-cl.log
-  timeout 170 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log
+  TB=90 table bench-fwd-cl --channels-last
+  table bench-train --backward --repeats 10
   MODELS="dcgan vae fcn32s" TZ=${TZ:-75} bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ 2>/dev/null; rm -rf $OUT/Z ;;
 G) gpu
   timeout 200 python3 benches/moved_swap_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/swap.log
@@ -62,5 +60,5 @@ H) gpu
   t fused tests/test_cuda_fused.py &
   t graphs tests/test_cuda_graphs.py &
   summary
-  timeout 170 python3 -m gemmconv bench --full --backward --repeats 10 > $O/bench-train.log 2>&1; grep -A20 "^case" $O/bench-train.log ;;
+  table bench-train --backward --repeats 10 ;;
 esac
