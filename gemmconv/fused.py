@@ -898,8 +898,8 @@ def taps_a_program(count: int, element_size: int = 4) -> int:
     1.443; s46/B, H100), within 8% of the best of 1 to 4; 1d-dil3's five taps take three
     (0.464 -> 0.393 ms, where two and four took more; s47/C repeated s46/B within 2%);
     the same bound takes 10 and 17 taps to four and 13 to three, unmeasured, and float32's
-    five taps keep one, unmeasured. The float32 form through registers (W's
-    taps folded into few output channels) keeps one: unmeasured."""
+    five taps keep one, unmeasured. The float32 form through registers (W's taps folded
+    into few output channels) keeps one: unmeasured."""
     idle = 6 if element_size < 4 else 8
     for taps in (4, 3, 2):
         slots = -(-count // taps) * taps

@@ -917,6 +917,21 @@ def test_float32_weight_gradient_compiles_on_tiles_of_fewer_input_channels():
     assert set(_a_operands_of_wgmma("rows", 32)) == {"{"}
 
 
+@pytest.mark.parametrize("c_in,swap", [(32, True), (64, False)])
+def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_tiles(c_in, swap):
+    """The launch's SWAP: the output gradient's tile first where the input's moved tile has
+    fewer channels (32) than the output gradient's (64), for wgmma (s47/G)."""
+    pytest.importorskip("triton")
+    g = Geometry((3, 3), (1, 1), (0, 0), (1, 1))
+    plan = fused._grad_plan((2, c_in, 8, 40), (2, 64, 10, 42), g, torch.float32, "tf32", None,
+                            False, True, torch.device("cpu"), moved_input=True)
+    assert (plan.launch.constants["BN"], plan.launch.constants["BM"]) == (c_in, 64)
+    assert plan.launch.constants["MOVED_X"] and plan.launch.constants["SWAP"] == swap
+    moved_g = fused._grad_plan((2, c_in, 8, 40), (2, 64, 10, 42), g, torch.float32, "tf32", None,
+                               False, True, torch.device("cpu"))
+    assert not moved_g.launch.constants["SWAP"]   # the output gradient moved: its tile is A
+
+
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
     one = torch.tensor([1.0, 1 + 2 ** -11, 1 + 2 ** -12, -(1 + 2 ** -11), 3 * 2 ** -11 + 1])
     assert fused.round_tf32(one).tolist() == [1.0, 1 + 2 ** -10, 1.0, -(1 + 2 ** -10), 1 + 2 ** -9]
