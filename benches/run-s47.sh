@@ -27,6 +27,8 @@
 #      (moved_swap_probe.py); then the float32 training table's cases of 32 channels.
 #   H: with SWAP the default: test_cuda_fused and test_cuda_graphs again (their float32
 #      tiles of 64 x 32 with the input moved take it), then the float32 training table.
+#   I: the rest of the zoo that fits the device time left: the 2-D U-Net, HiFi-GAN and the
+#      depthwise decoder (bench --models, 110 s a model).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -61,4 +63,6 @@ H) gpu
   t graphs tests/test_cuda_graphs.py &
   summary
   table bench-train --backward --repeats 10 ;;
+I) gpu
+  MODELS="unet2d hifigan depthwise" TZ=${TZ:-110} bash benches/run-s35.sh Z | tee $O/zoo.txt; cp $OUT/Z/*.log $O/ 2>/dev/null; rm -rf $OUT/Z ;;
 esac
