@@ -80,17 +80,15 @@ def main():
         run_w = 128 // size if planar else 1
         default = fused.config(case.batch, extent, case.in_channels, case.out_channels, 1, size,
                                rounds=not planar, planar=planar)
+        chosen = fused.launch_config(case.batch, extent, case.in_channels, case.out_channels,
+                                     taps, size, not planar, planar)   # the cost model's
         tiles = {"one row": default}
         flat = (extent[0], 1, extent[2])
         if opts.run:   # the row tile the cost model picks, against one of shorter runs
-            chosen = fused.launch_config(case.batch, extent, case.in_channels,
-                                         case.out_channels, taps, size, not planar, planar)
             box = fused._fitted_box(case.batch, flat, math.prod(chosen.box), opts.run // size)
             tiles = {f"chosen {chosen.box} rows{chosen.rows}": chosen,
                      f"runs of {opts.run} bytes {box}": chosen._replace(box=box)}
         elif opts.three:   # the row tile the cost model picks, against three rows' tiles
-            chosen = fused.launch_config(case.batch, extent, case.in_channels,
-                                         case.out_channels, taps, size, not planar, planar)
             tiles[f"chosen rows{chosen.rows} n{chosen.bn} w{chosen.warps}"] = chosen
         shapes = [] if opts.run else (
             ([] if opts.three else [(2, *t, default.bn) for t in TILES] +
