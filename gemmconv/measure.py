@@ -62,15 +62,16 @@ def sample_order(count: int, repeats: int) -> list[int]:
     return cycle * -(-repeats // (count - 1))
 
 
-def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
-           back_to_back: bool = False) -> dict:
-    """Median milliseconds a call of each of ``fns`` (a dict of calls), after ``warmup``
-    calls of each: CUDA events on a GPU, the wall clock on the CPU. The calls are timed in
-    turns (:func:`sample_order`), so that drift in clocks, caches and the allocator falls on
-    all of them alike (timed one after the other, two runs of one and the same model
-    differed by 10% on the H200). A sample is one call from an idle GPU, or with
-    ``back_to_back`` the steady state of a loop of them: one untimed call, then as many
-    calls in a row as fill MIN_SAMPLE_MS (from the warmup's last call)."""
+def samples(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
+            back_to_back: bool = False) -> list[tuple[object, float]]:
+    """``(key, milliseconds a call)`` of each sample of the calls ``fns`` (a dict), in the
+    order taken, after ``warmup`` calls of each: CUDA events on a GPU, the wall clock on
+    the CPU. The calls are timed in turns (:func:`sample_order`), so that drift in clocks,
+    caches and the allocator falls on all of them alike (timed one after the other, two
+    runs of one and the same model differed by 10% on the H200). A sample is one call
+    from an idle GPU, or with ``back_to_back`` the steady state of a loop of them: one
+    untimed call, then as many calls in a row as fill MIN_SAMPLE_MS (from the warmup's
+    last call)."""
     cuda = device.type == "cuda"
 
     def sample(fn: Callable[[], object], calls: int) -> float:
@@ -104,10 +105,38 @@ def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
         calls[key] = max(1, min(1000, int(MIN_SAMPLE_MS / max(estimate, 1e-3)))) \
             if back_to_back else 1
     keys = list(fns)
-    times: dict = {key: [] for key in keys}
-    for i in sample_order(len(keys), repeats):
-        times[keys[i]].append(sample(fns[keys[i]], calls[keys[i]]))
+    return [(keys[i], sample(fns[keys[i]], calls[keys[i]]))
+            for i in sample_order(len(keys), repeats)]
+
+
+def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
+           back_to_back: bool = False) -> dict:
+    """Median milliseconds a call of each of ``fns`` (a dict of calls), of the
+    :func:`samples` taken in turns."""
+    times: dict = {key: [] for key in fns}
+    for key, ms in samples(device, fns, repeats, warmup, back_to_back):
+        times[key].append(ms)
     return {key: statistics.median(t) for key, t in times.items()}
+
+
+def speedups(taken: list[tuple[object, float]], reference: object) -> dict:
+    """Each key's speedup over ``reference`` from :func:`samples` ``taken``: the median,
+    over the key's samples, of the reference's time at that moment (the mean of its
+    nearest samples before and after) over the sample's. Slow phases of the host that
+    last several samples then fall on both sides of each ratio, where they would move
+    one median of independent medians; the reference's own speedup is 1."""
+    at = [i for i, (key, _) in enumerate(taken) if key == reference]
+    if not at:
+        raise ValueError(f"speedups: no sample of the reference {reference!r}")
+    ratios: dict = {}
+    for i, (key, ms) in enumerate(taken):
+        if key == reference:
+            continue
+        near = [taken[j][1] for j in (max((j for j in at if j < i), default=None),
+                                      min((j for j in at if j > i), default=None))
+                if j is not None]
+        ratios.setdefault(key, []).append(statistics.fmean(near) / ms)
+    return {reference: 1.0, **{key: statistics.median(r) for key, r in ratios.items()}}
 
 
 def timer(device: torch.device, fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:

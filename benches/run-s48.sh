@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Session 48's device calls (outputs under $OUT/<call>; logs kept in benches/results/s48/).
+#   A: how the timer's samples of one and the same host-bound model spread, sample by
+#      sample (sample_trace_probe.py: torch's zoo model, three deep copies, ours; 36
+#      repeats), medians against paired speedups.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
+case "$1" in
+A) gpu
+  OUT=$O timeout 400 python3 benches/sample_trace_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/traces.log ;;
+esac
