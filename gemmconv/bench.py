@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from . import _cuda, cases, channels_last, graphs, ops
 from . import nn as gnn
-from .measure import first_calls, timer, timers
+from .measure import first_calls, timed, timer
 from .shapes import expand
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
@@ -199,11 +199,15 @@ class ModelRow:
     chosen_all_error: float
     chosen: str            # swapped of measured layers, "k/n"
     chosen_all: str
+    # Each variant's speedup over torch, paired (measure.timed), "copy" among them: a deep
+    # copy of torch's model, timed in the same turns, whose speedup is the measurement's
+    # own error on this row (torch against itself).
+    speedups: dict = dataclasses.field(default_factory=dict)
     reports: dict = dataclasses.field(default_factory=dict, repr=False)   # ConversionReports
     free_ms: Optional[float] = None   # with free_layers: the bound (see measure_model)
 
     def speedup(self, variant: str) -> float:
-        return self.torch_ms / getattr(self, f"{variant}_ms")
+        return self.speedups[variant]
 
 
 def _memory_format(dims: int, layout: str) -> Optional[torch.memory_format]:
@@ -364,7 +368,8 @@ class ModelWorkload:
         train = mode == "train"
         base, x, autocast, grad_mode, fmt = model_setup(entry, small, device, precision,
                                                         layout, mode)
-        models = {"torch": base, "every": gnn.convert(copy.deepcopy(base))}
+        models = {"torch": base, "copy": copy.deepcopy(base),
+                  "every": gnn.convert(copy.deepcopy(base))}
         self.reports = {}
         with autocast, grad_mode:
             for variant, types in (("chosen", gnn.TRANSPOSED), ("chosen_all", tuple(gnn.SWAPS))):
@@ -403,23 +408,26 @@ class ModelWorkload:
             with _Branches(double, forced=taken.taken):
                 return error(results, reference_run())
         self.runners = {k: runner(m) for k, m in models.items()}
-        self.errors = {k: error_of(models[k], run) for k, run in self.runners.items()}
+        self.errors = {k: error_of(models[k], run) for k, run in self.runners.items()
+                       if k != "copy"}   # (the copy computes what torch's model does)
         if free is not None:   # (its results are drawn, not computed: no error to take)
             self.runners["free"] = runner(free)
 
 
 def measure_model(entry, small: bool, device: torch.device, precision: str, layout: str,
                   mode: str, repeats: int = 10, bound: bool = False) -> ModelRow:
-    """Times ModelWorkload's variants in turns, with their errors and reports; with
-    ``bound``, also the model with its transposed convolutions free (free_layers), whose
-    speedup over torch no implementation of those layers could beat."""
+    """Times ModelWorkload's variants in turns against torch's model (paired speedups,
+    measure.timed), with their errors and reports; with ``bound``, also the model with its
+    transposed convolutions free (free_layers), whose speedup over torch no implementation
+    of those layers could beat."""
     work = ModelWorkload(entry, small, device, precision, layout, mode, repeats, bound)
-    times, errors = timers(device, work.runners, repeats, back_to_back=True), work.errors
+    t, errors = timed(device, work.runners, repeats, "torch"), work.errors
+    times = t.ms
     swaps = {k: f"{len(r.swapped)}/{len(r.layers)}" for k, r in work.reports.items()}
     return ModelRow(entry.name, mode, precision, layout, times["torch"], times["every"],
                     times["chosen"], times["chosen_all"], errors["torch"], errors["every"],
                     errors["chosen"], errors["chosen_all"], swaps["chosen"],
-                    swaps["chosen_all"], work.reports, times.get("free"))
+                    swaps["chosen_all"], t.speedup, work.reports, times.get("free"))
 
 
 def model_configs(entry, precisions=tuple(PRECISIONS), layouts=LAYOUTS, modes=MODES):

@@ -5,7 +5,7 @@ measurement that :func:`gemmconv.convert` decides by when it is given a sample.
 matching layer really gets, then times each such layer on fresh random inputs of that
 shape, dtype, device and memory format, as torch's class and as gemmconv's (forward, plus
 backward where the model is in training mode), and gives each layer the class that was
-faster. Last it times the whole model with torch's classes throughout, with those
+faster (by the paired speedup of :func:`timed`). Last it times the whole model with torch's classes throughout, with those
 choices, and with gemmconv's throughout, and keeps the fastest: a layer's time alone need
 not be its time among its neighbours (a call bound by host time alone can hide behind the
 GPU work queued before it). The model's parameters, gradients and buffers are left as
@@ -109,14 +109,18 @@ def samples(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
             for i in sample_order(len(keys), repeats)]
 
 
+def _medians(taken: list[tuple[object, float]], keys) -> dict:
+    times: dict = {key: [] for key in keys}
+    for key, ms in taken:
+        times[key].append(ms)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
 def timers(device: torch.device, fns: dict, repeats: int, warmup: int = 2,
            back_to_back: bool = False) -> dict:
     """Median milliseconds a call of each of ``fns`` (a dict of calls), of the
     :func:`samples` taken in turns."""
-    times: dict = {key: [] for key in fns}
-    for key, ms in samples(device, fns, repeats, warmup, back_to_back):
-        times[key].append(ms)
-    return {key: statistics.median(t) for key, t in times.items()}
+    return _medians(samples(device, fns, repeats, warmup, back_to_back), fns)
 
 
 def speedups(taken: list[tuple[object, float]], reference: object) -> dict:
@@ -137,6 +141,25 @@ def speedups(taken: list[tuple[object, float]], reference: object) -> dict:
                 if j is not None]
         ratios.setdefault(key, []).append(statistics.fmean(near) / ms)
     return {reference: 1.0, **{key: statistics.median(r) for key, r in ratios.items()}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Timed:
+    """Calls timed in turns against one of them: each one's median milliseconds a call
+    (``ms``) and its paired speedup over the reference (``speedup``, :func:`speedups`)."""
+    ms: dict
+    speedup: dict
+
+
+def timed(device: torch.device, fns: dict, repeats: int, reference: object,
+          back_to_back: bool = True) -> Timed:
+    """The calls ``fns`` timed in turns (:func:`samples`), against ``fns[reference]``. On
+    a host-bound model the samples of one call spread by 6-15%, and neighbouring samples
+    move together (correlation 0.5-0.7 a sample apart, H100, benches/NOTES.md session 48):
+    the paired speedup cancels what the neighbours share."""
+    taken = samples(device, fns, repeats, back_to_back=back_to_back)
+    speedup = speedups(taken, reference)
+    return Timed(_medians(taken, fns), {key: speedup[key] for key in fns})
 
 
 def timer(device: torch.device, fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
@@ -174,14 +197,11 @@ class LayerTiming:
     name: str            # the module's name in the model
     layer: str           # its torch.nn class and arguments
     input_shape: tuple[int, ...]
-    torch_ms: float
+    torch_ms: float      # median ms a call
     gemmconv_ms: float
+    speedup: float       # gemmconv's over torch's, paired (see timed)
     route: str           # what gemmconv runs for it
     swapped: bool        # whether it now runs on gemmconv
-
-    @property
-    def speedup(self) -> float:
-        return self.torch_ms / self.gemmconv_ms
 
 
 @dataclasses.dataclass
@@ -193,9 +213,11 @@ class ConversionReport:
     backward: bool
     device: str
     # The whole model's times by classes: torch's throughout ("torch"), the layers' choices
-    # ("chosen", where they differ from both others) and gemmconv's throughout ("every");
-    # which of those the model kept; and whether the layers' choices were dropped for it.
+    # ("chosen", where they differ from both others) and gemmconv's throughout ("every"),
+    # and their paired speedups over torch's; which of those the model kept; and whether
+    # the layers' choices were dropped for it.
     model_ms: dict = dataclasses.field(default_factory=dict)
+    model_speedup: dict = dataclasses.field(default_factory=dict)
     kept: str = "chosen"
     reverted: bool = False
 
@@ -217,10 +239,12 @@ class ConversionReport:
             names = {"torch": "torch's layers", "chosen": "the faster layers swapped",
                      "every": "every layer swapped"}
             lines.append("whole model: " + ", ".join(
-                f"{ms:.3f} ms with {names[k]}" for k, ms in self.model_ms.items())
+                f"{ms:.3f} ms with {names[k]}" + (
+                    f" ({self.model_speedup[k]:.2f}x)" if k != "torch" else "")
+                for k, ms in self.model_ms.items())
                 + f"; kept: {names[self.kept]}" + (
                     f" (none faster by {MODEL_MARGIN:.0%})" if self.kept == "torch" and
-                    min(self.model_ms.values()) < self.model_ms["torch"] else ""))
+                    max(self.model_speedup.values()) > 1 else ""))
         return "\n".join(lines)
 
 
@@ -346,8 +370,9 @@ def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
 
 # Whole-model times of one and the same model spread by up to 4% between turns of one
 # process where its steps are bound by host time (session 35's zoo, H100: 0.93-1.04x for
-# models with nothing swapped). A model keeps torch's layers unless another choice beats
-# them by more than this fraction.
+# models with nothing swapped; paired, three deep copies of torch's model read 0.98-1.03x,
+# session 48). A model keeps torch's layers unless another choice beats them by more than
+# this fraction.
 MODEL_MARGIN = 0.03
 
 
@@ -358,18 +383,19 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
     docs), in place; then times the whole model on ``sample`` with those choices and with
     torch's classes throughout and with gemmconv's throughout, and keeps the fastest of the
     three, torch's unless another is faster by MODEL_MARGIN (a layer's time alone is not its
-    time among its neighbours). Returns the report."""
+    time among its neighbours). "Faster" is by the paired speedup (:func:`timed`). Returns
+    the report."""
     backward = model.training and torch.is_grad_enabled()
     rows, torch_classes, chosen = [], {}, {}
     for name, module, spec in layer_inputs(model, sample, types):
         cls = torch_class(module)
         ours = gnn.SWAPS[cls]
-        times = timers(spec.device, {kind: _layer_step(module, kind, spec, backward)
-                                     for kind in (cls, ours)}, repeats, back_to_back=True)
+        t = timed(spec.device, {kind: _layer_step(module, kind, spec, backward)
+                                for kind in (cls, ours)}, repeats, cls)
         torch_classes[module] = cls
-        chosen[module] = ours if times[ours] < times[cls] else cls
+        chosen[module] = ours if t.speedup[ours] > 1 else cls
         rows.append(LayerTiming(name, f"{cls.__name__}({module.extra_repr()})", spec.shape,
-                                times[cls], times[ours], route(module, cls, spec),
+                                t.ms[cls], t.ms[ours], t.speedup[ours], route(module, cls, spec),
                                 chosen[module] is ours))
     first = sample if isinstance(sample, torch.Tensor) else sample[0]
     report = ConversionReport(model, rows, backward, str(first.device))
@@ -382,16 +408,16 @@ def choose(model: torch.nn.Module, sample: Sample, types: tuple[type, ...],
         buffers = {b: b.clone() for b in model.buffers()}
         try:
             with torch.set_grad_enabled(backward):
-                report.model_ms = timers(first.device, {
-                    key: _model_step(model, sample, classes, backward)
-                    for key, classes in candidates.items()}, repeats, back_to_back=True)
+                t = timed(first.device, {key: _model_step(model, sample, classes, backward)
+                                         for key, classes in candidates.items()},
+                          repeats, "torch")
         finally:
             with torch.no_grad():
                 for b, value in buffers.items():
                     b.copy_(value)
-        fastest = min(report.model_ms, key=report.model_ms.get)
-        report.kept = fastest if report.model_ms[fastest] < \
-            (1 - MODEL_MARGIN) * report.model_ms["torch"] else "torch"
+        report.model_ms, report.model_speedup = t.ms, t.speedup
+        fastest = max(t.speedup, key=t.speedup.get)
+        report.kept = fastest if t.speedup[fastest] > 1 / (1 - MODEL_MARGIN) else "torch"
         report.reverted = candidates[report.kept] != chosen
         chosen = candidates[report.kept]
         for row, module in zip(rows, torch_classes):

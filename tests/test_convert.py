@@ -24,8 +24,8 @@ def _model() -> torch.nn.Module:
 
 
 class FakeTimer:
-    """Stands in for measure.timers: runs each timed call once, keeps what it returned, and
-    answers the next of the given times for each, in the calls' order."""
+    """Stands in for measure.samples: runs each timed call once, keeps what it returned, and
+    answers one sample of the next of the given times for each, in the calls' order."""
 
     def __init__(self, times):
         self.times, self.results = list(times), []
@@ -33,7 +33,7 @@ class FakeTimer:
     def __call__(self, device, fns, repeats, warmup=2, back_to_back=False):
         assert back_to_back, "convert times layers and models as loops run them"
         self.results.extend(fn() for fn in fns.values())
-        return {key: self.times.pop(0) for key in fns}
+        return [(key, self.times.pop(0)) for key in fns]
 
 
 @pytest.mark.parametrize("training", [False, True])
@@ -44,7 +44,7 @@ def test_sample_swaps_exactly_the_layers_that_measured_faster(monkeypatch, train
     # Per layer in the order they run: torch's time, then gemmconv's; then the whole model's
     # with torch's layers, with the faster ones and with gemmconv's throughout.
     fake = FakeTimer([2.0, 1.0, 1.0, 3.0, 4.0, 3.5, 10.0, 9.0, 9.5])
-    monkeypatch.setattr(measure, "timers", fake)
+    monkeypatch.setattr(measure, "samples", fake)
     report = gemmconv.convert(model, types=(torch.nn.ConvTranspose2d, torch.nn.Conv2d), sample=x)
     assert report.model is model and report.backward == training
     rows = {r.name: r for r in report.layers}
@@ -78,7 +78,7 @@ def test_sample_swaps_exactly_the_layers_that_measured_faster(monkeypatch, train
 def test_a_swapped_layer_that_loses_goes_back_to_torch(monkeypatch):
     model = gemmconv.convert(_model())
     assert type(model[0]) is gemmconv.nn.ConvTranspose2d
-    monkeypatch.setattr(measure, "timers", FakeTimer([1.0, 2.0, 5.0, 1.0, 3.0, 2.0, 2.5]))
+    monkeypatch.setattr(measure, "samples", FakeTimer([1.0, 2.0, 5.0, 1.0, 3.0, 2.0, 2.5]))
     report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
     assert [r.swapped for r in report.layers] == [False, True]
     assert type(model[0]) is torch.nn.ConvTranspose2d
@@ -88,7 +88,7 @@ def test_a_swapped_layer_that_loses_goes_back_to_torch(monkeypatch):
 def test_choices_that_make_the_whole_model_slower_are_dropped(monkeypatch):
     model = gemmconv.convert(_model())
     fake = FakeTimer([2.0, 1.0, 4.0, 3.0, 5.0, 6.0])   # both layers faster alone, not together
-    monkeypatch.setattr(measure, "timers", fake)
+    monkeypatch.setattr(measure, "samples", fake)
     report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
     assert report.reverted and report.kept == "torch"
     assert report.model_ms == {"torch": 5.0, "every": 6.0}    # the choices: every layer
@@ -102,7 +102,7 @@ def test_a_model_faster_with_every_layer_swapped_though_none_was_alone(monkeypat
     behind the GPU's queue: the whole model decides."""
     model = _model()
     fake = FakeTimer([1.0, 2.0, 3.0, 4.0, 10.0, 8.0])   # both layers slower alone
-    monkeypatch.setattr(measure, "timers", fake)
+    monkeypatch.setattr(measure, "samples", fake)
     report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
     assert report.model_ms == {"torch": 10.0, "every": 8.0} and report.kept == "every"
     assert report.reverted and [r.swapped for r in report.layers] == [True, True]
@@ -117,7 +117,7 @@ def test_a_model_keeps_torch_s_layers_unless_another_choice_wins_by_the_margin(m
     """Two timings of one model spread by a few percent: a swap must beat torch's layers by
     more than measure.MODEL_MARGIN (3%) to be kept."""
     model = _model()
-    monkeypatch.setattr(measure, "timers", FakeTimer([1.0, 2.0, 3.0, 4.0, 10.0, every_ms]))
+    monkeypatch.setattr(measure, "samples", FakeTimer([1.0, 2.0, 3.0, 4.0, 10.0, every_ms]))
     report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
     won = every_ms < 10.0 * (1 - measure.MODEL_MARGIN)
     assert report.kept == ("every" if won else "torch")
@@ -171,7 +171,7 @@ def test_output_size_keyword_reaches_the_timed_calls(monkeypatch):
             return self.up(x, output_size=[12, 12])
 
     fake = FakeTimer([1.0, 2.0, 3.0, 4.0])     # the layer both ways, then the model both ways
-    monkeypatch.setattr(measure, "timers", fake)
+    monkeypatch.setattr(measure, "samples", fake)
     with torch.no_grad():
         gemmconv.convert(Sized().eval(), sample=torch.randn(1, 2, 5, 5))
     assert [tuple(r.shape) for r in fake.results[:2]] == [(1, 2, 12, 12)] * 2
@@ -306,3 +306,36 @@ def test_timers_spread_a_calls_aftereffect():
     times = measure.timers(torch.device("cpu"), {"a": a, "b": work, "c": work}, repeats=6,
                            back_to_back=True)
     assert times["b"] == pytest.approx(times["c"], rel=0.15)
+
+
+# A host that turns slow from the sixth sample on, under two calls timed in turns: "ours"
+# does 0.8 of torch's work, but three of its five samples fall in the slow phase and two
+# of torch's do, so the ratio of medians reads 10 / 16.
+_PHASED = [("torch", 10.0), ("ours", 8.0), ("torch", 10.0), ("ours", 8.0), ("torch", 10.0),
+           ("ours", 16.0), ("torch", 20.0), ("ours", 16.0), ("torch", 20.0), ("ours", 16.0)]
+
+
+def test_paired_speedups_cancel_a_slow_phase_of_the_host():
+    assert measure.speedups(_PHASED, "torch") == {"torch": 1.0, "ours": 1.25}
+    assert measure._medians(_PHASED, ["torch", "ours"]) == {"torch": 10.0, "ours": 16.0}
+    with pytest.raises(ValueError, match="no sample of the reference 'copy'"):
+        measure.speedups(_PHASED, "copy")
+
+
+def test_layers_are_chosen_by_their_paired_speedup(monkeypatch):
+    """The layer's samples against torch's neighbouring ones, not the ratio of two medians
+    that a slow phase of the host moved apart."""
+    model = _model().eval()
+    traces = [[(cls, ms) for (who, ms) in _PHASED for cls in
+               [torch.nn.ConvTranspose2d if who == "torch" else gemmconv.nn.ConvTranspose2d]]
+              ] * 2 + [[("torch", 10.0), ("every", 10.0)]]
+
+    def fake(device, fns, repeats, warmup=2, back_to_back=False):
+        assert set(fns) == {k for k, _ in traces[0]}
+        return traces.pop(0)
+    monkeypatch.setattr(measure, "samples", fake)
+    with torch.no_grad():
+        report = gemmconv.convert(model, sample=torch.randn(2, 4, 5, 5, dtype=torch.float64))
+    assert [(r.torch_ms, r.gemmconv_ms, r.speedup) for r in report.layers] == [(10.0, 16.0, 1.25)] * 2
+    assert report.model_speedup == {"torch": 1.0, "every": 1.0} and report.kept == "torch"
+    assert "1.25x" in str(report) and "(1.00x)" in str(report)
