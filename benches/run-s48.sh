@@ -7,6 +7,8 @@
 #      step times, the host's time with the GPU busy, kernels by name, torch against ours),
 #      then the host's time per layer and cProfile of the VAE decoder's float32
 #      channels_last step (host_floor_probe.py).
+#   C: does a converted model's step wait on the GPU? (runtime_probe.py: CUDA runtime calls
+#      a step, the GPU's busy time, device threads on and off).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -16,4 +18,6 @@ A) gpu
 B) gpu
   timeout 300 python3 benches/zoo_profile.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/zoo_profile.log
   timeout 200 python3 benches/host_floor_probe.py vae:float32:channels_last dcgan:float32:channels_last 2>&1 | grep -v "Warn\|_warn_once" | tee $O/host.log ;;
+C) gpu
+  timeout 300 python3 benches/runtime_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/runtime.log ;;
 esac
