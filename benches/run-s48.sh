@@ -9,6 +9,9 @@
 #      channels_last step (host_floor_probe.py).
 #   C: does a converted model's step wait on the GPU? (runtime_probe.py: CUDA runtime calls
 #      a step, the GPU's busy time, device threads on and off).
+#   D, E: the model zoo (bench --models, both convert modes and every layer type, with the
+#      paired speedups and the copy of torch's model), a model per process: D the small
+#      models and the 2-D U-Net, E HiFi-GAN and the 3-D U-Net.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -20,4 +23,12 @@ B) gpu
   timeout 200 python3 benches/host_floor_probe.py vae:float32:channels_last dcgan:float32:channels_last 2>&1 | grep -v "Warn\|_warn_once" | tee $O/host.log ;;
 C) gpu
   timeout 300 python3 benches/runtime_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/runtime.log ;;
+D) gpu
+  for m in "dcgan 85" "vae 85" "fcn32s 115" "depthwise 75" "unet2d 200"; do set -- $m
+    timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1
+    grep -A14 "^model " $O/$1.log | grep -v "^---"; done ;;
+E) gpu
+  for m in "hifigan 250" "unet3d 320"; do set -- $m
+    timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1
+    grep -A14 "^model " $O/$1.log | grep -v "^---"; done ;;
 esac
