@@ -12,6 +12,7 @@
 #   D, E: the model zoo (bench --models, both convert modes and every layer type, with the
 #      paired speedups and the copy of torch's model), a model per process: D the small
 #      models and the 2-D U-Net, E HiFi-GAN and the 3-D U-Net.
+#   F: do our graphs hit while the zoo times five variants in turns? (graph_hits_probe.py)
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -31,4 +32,6 @@ E) gpu
   for m in "hifigan 250" "unet3d 320"; do set -- $m
     timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1
     grep -A14 "^model " $O/$1.log | grep -v "^---"; done ;;
+F) gpu
+  timeout 300 python3 benches/graph_hits_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/hits.log ;;
 esac
