@@ -10,6 +10,7 @@ against each converted one in pairs too.
     PYTHONPATH=. python benches/graph_hits_probe.py [model:precision:layout:mode ...]
 """
 import collections
+import gc
 import sys
 
 import torch
@@ -17,7 +18,8 @@ import torch
 from gemmconv import graphs, measure, zoo
 from gemmconv.bench import ModelWorkload
 
-CONFIGS = ["vae-decoder:float32:NCHW:forward", "dcgan:float32:channels_last:train"]
+CONFIGS = ["vae-decoder:float32:NCHW:forward", "vae-decoder:float32:channels_last:train",
+           "dcgan:float32:channels_last:train"]
 
 
 def main() -> None:
@@ -35,11 +37,20 @@ def main() -> None:
     for config in sys.argv[1:] or CONFIGS:
         name, precision, layout, mode = config.split(":")
         work = ModelWorkload(zoo.by_name([name])[0], False, device, precision, layout, mode)
+        pair = lambda k: {key: work.runners[key] for key in ("torch", k)}   # noqa: E731
         for label, fns in [("all five in turns", work.runners),
-                           ("torch and convert(model)", {k: work.runners[k] for k in ("torch", "every")}),
-                           ("torch and with a sample", {k: work.runners[k] for k in ("torch", "chosen")})]:
+                           ("torch and convert(model)", pair("every")),
+                           ("torch and with a sample", pair("chosen")),
+                           ("all five in turns again", work.runners),
+                           ("torch and a copy", pair("copy")),
+                           ("torch and convert(model) again", pair("every")),
+                           ("all five, the garbage collector off", work.runners)]:
             outcomes.clear()
+            gc.collect()
+            if "collector off" in label:
+                gc.disable()
             t = measure.timed(device, fns, 10, "torch")
+            gc.enable()
             print(f"== {config}, {label}: " + ", ".join(
                 f"{k} {t.ms[k]:.3f} ms {t.speedup[k]:.2f}x" for k in fns)
                 + " | graphs: " + ", ".join(f"{k} {v}" for k, v in outcomes.items())

@@ -13,6 +13,7 @@
 #      paired speedups and the copy of torch's model), a model per process: D the small
 #      models and the 2-D U-Net, E HiFi-GAN and the 3-D U-Net.
 #   F: do our graphs hit while the zoo times five variants in turns? (graph_hits_probe.py)
+#   G: F again with the five in turns, pairs, again, and the collector off.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -34,4 +35,6 @@ E) gpu
     grep -A14 "^model " $O/$1.log | grep -v "^---"; done ;;
 F) gpu
   timeout 300 python3 benches/graph_hits_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/hits.log ;;
+G) gpu
+  timeout 400 python3 benches/graph_hits_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/hits.log ;;
 esac
