@@ -15,6 +15,8 @@
 #   F: do our graphs hit while the zoo times five variants in turns? (graph_hits_probe.py)
 #   G: F again with the five in turns, pairs, again, and the collector off.
 #   H: where a small layer's backward spends the host's time (backward_host_probe.py).
+#   I: why our channels_last forward of a small layer costs the host more than the planar
+#      one (forward_host_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -40,4 +42,6 @@ G) gpu
   timeout 400 python3 benches/graph_hits_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/hits.log ;;
 H) gpu
   timeout 300 python3 benches/backward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/backward.log ;;
+I) gpu
+  timeout 300 python3 benches/forward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/forward.log ;;
 esac
