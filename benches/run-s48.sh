@@ -17,6 +17,7 @@
 #   H: where a small layer's backward spends the host's time (backward_host_probe.py).
 #   I: why our channels_last forward of a small layer costs the host more than the planar
 #      one (forward_host_probe.py).
+#   J: does alternating a layer's forward and backward graphs cost the host? (graph_step_probe.py)
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -44,4 +45,6 @@ H) gpu
   timeout 300 python3 benches/backward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/backward.log ;;
 I) gpu
   timeout 300 python3 benches/forward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/forward.log ;;
+J) gpu
+  timeout 300 python3 benches/graph_step_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/step.log ;;
 esac
