@@ -18,6 +18,8 @@
 #   I: why our channels_last forward of a small layer costs the host more than the planar
 #      one (forward_host_probe.py).
 #   J: does alternating a layer's forward and backward graphs cost the host? (graph_step_probe.py)
+#   K: bfloat16 training steps of the table's slowest 3-D and strided rows, kernel by kernel
+#      (layer.py --backward).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -47,4 +49,12 @@ I) gpu
   timeout 300 python3 benches/forward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/forward.log ;;
 J) gpu
   timeout 300 python3 benches/graph_step_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/step.log ;;
+K) gpu
+  { layer "ConvTranspose3d(32, 64, (3, 5, 5))" --input 16,32,64,64,64 --backward --dtype bfloat16
+    layer "ConvTranspose3d(32, 64, 3, stride=2, padding=1, dilation=2)" --input 16,32,16,32,32 --backward --dtype bfloat16
+    layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --backward --dtype bfloat16
+    layer "ConvTranspose2d(32, 32, (3, 7), padding=(1, 3))" --input 8,32,512,1024 --backward --dtype bfloat16
+    layer "ConvTranspose1d(32, 64, 3, stride=2, padding=1, dilation=2)" --input 16,32,131072 --backward --dtype bfloat16
+    layer "ConvTranspose3d(48, 24, 3)" --input 8,48,96,96,96 --backward --dtype bfloat16
+  } | tee $O/layers.log ;;
 esac
