@@ -20,6 +20,8 @@
 #   J: does alternating a layer's forward and backward graphs cost the host? (graph_step_probe.py)
 #   K: bfloat16 training steps of the table's slowest 3-D and strided rows, kernel by kernel
 #      (layer.py --backward).
+#   L: the zoo's rows D did not reach in its time (zoo_rows.py): the VAE decoder's bfloat16
+#      channels_last step, FCN-32s's and the depthwise decoder's bfloat16 channels_last rows.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -57,4 +59,9 @@ K) gpu
     layer "ConvTranspose1d(32, 64, 3, stride=2, padding=1, dilation=2)" --input 16,32,131072 --backward --dtype bfloat16
     layer "ConvTranspose3d(48, 24, 3)" --input 8,48,96,96,96 --backward --dtype bfloat16
   } | tee $O/layers.log ;;
+L) gpu
+  timeout 400 python3 benches/zoo_rows.py vae-decoder:bf16-autocast:channels_last:train \
+    fcn32s:bf16-autocast:channels_last:forward fcn32s:bf16-autocast:channels_last:train \
+    depthwise:bf16-autocast:channels_last:forward depthwise:bf16-autocast:channels_last:train \
+    --layers 2>&1 | grep -v "Warn\|_warn_once" > $O/rows.log; grep -v "^ \|^$\|^[a-z_]*:$\|^layer\|^---\|^whole\|^gemmconv.convert" $O/rows.log ;;
 esac
