@@ -22,6 +22,9 @@
 #      (layer.py --backward).
 #   L: the zoo's rows D did not reach in its time (zoo_rows.py): the VAE decoder's bfloat16
 #      channels_last step, FCN-32s's and the depthwise decoder's bfloat16 channels_last rows.
+#   M: after the case table took the paired speedups: test_cuda_graphs (one of its tests
+#      times a case through bench.measure), then the bfloat16 and float32 training tables.
+#   N: the forward tables, NCHW and channels_last.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -64,4 +67,11 @@ L) gpu
     fcn32s:bf16-autocast:channels_last:forward fcn32s:bf16-autocast:channels_last:train \
     depthwise:bf16-autocast:channels_last:forward depthwise:bf16-autocast:channels_last:train \
     --layers 2>&1 | grep -v "Warn\|_warn_once" > $O/rows.log; grep -v "^ \|^$\|^[a-z_]*:$\|^layer\|^---\|^whole\|^gemmconv.convert" $O/rows.log ;;
+M) gpu
+  t graphs tests/test_cuda_graphs.py; count $O/graphs.log | tee $O/counts.txt; tail -1 $O/graphs.log
+  table bench-train-bf16 --backward --dtype bfloat16 --repeats 10
+  table bench-train --backward --repeats 10 ;;
+N) gpu
+  TB=120 table bench-fwd
+  TB=120 table bench-fwd-cl --channels-last ;;
 esac
