@@ -24,7 +24,7 @@
 #      channels_last step, FCN-32s's and the depthwise decoder's bfloat16 channels_last rows.
 #   M: after the case table took the paired speedups: test_cuda_graphs (one of its tests
 #      times a case through bench.measure), then the bfloat16 and float32 training tables.
-#   N: the forward tables, NCHW and channels_last.
+#   N: do turns cost our small cases their graphs? (turns_probe.py)
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -72,6 +72,5 @@ M) gpu
   table bench-train-bf16 --backward --dtype bfloat16 --repeats 10
   table bench-train --backward --repeats 10 ;;
 N) gpu
-  TB=120 table bench-fwd
-  TB=120 table bench-fwd-cl --channels-last ;;
+  timeout 200 python3 benches/turns_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/turns.log ;;
 esac
