@@ -27,6 +27,7 @@
 #   N: do turns cost our small cases their graphs? (turns_probe.py)
 #   O: 2d-stride5-dil2's bfloat16 training step, bimodal from process to process (0.93-0.94
 #      or 1.54-1.70 ms in sessions 43-48): its kernels in four processes (layer.py).
+#   P: the forward tables, NCHW and channels_last (timed in turns, paired).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -77,4 +78,7 @@ N) gpu
   timeout 200 python3 benches/turns_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/turns.log ;;
 O) gpu
   for i in 1 2 3 4; do layer "ConvTranspose2d(32, 64, 3, stride=5, padding=1, dilation=2)" --input 16,32,64,128 --backward --dtype bfloat16 | grep -A14 "== gemmconv"; done | tee $O/layers.log ;;
+P) gpu
+  TB=150 table bench-fwd
+  TB=150 table bench-fwd-cl --channels-last ;;
 esac
