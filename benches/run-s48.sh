@@ -28,6 +28,8 @@
 #   O: 2d-stride5-dil2's bfloat16 training step, bimodal from process to process (0.93-0.94
 #      or 1.54-1.70 ms in sessions 43-48): its kernels in four processes (layer.py).
 #   P: the forward tables, NCHW and channels_last (timed in turns, paired).
+#   Q: the float32 forward in turns against in a row (turns_probe.py --forward), on the
+#      cases P read slower than session 47's E.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -81,4 +83,6 @@ O) gpu
 P) gpu
   TB=150 table bench-fwd
   TB=150 table bench-fwd-cl --channels-last ;;
+Q) gpu
+  timeout 250 python3 benches/turns_probe.py 3d-stride2-dil2,3d-3x5x7,1d-dil3,2d-3x7-512 --forward --dtype float32 2>&1 | grep -v "Warn\|_warn_once" | tee $O/turns.log ;;
 esac

@@ -5,7 +5,7 @@ calls in a row) read 0.940. Per case: graphs.launch's outcomes and each side's m
 timed in turns (measure.timed, as bench.measure now) and in a row (measure.timer each, as
 before).
 
-    PYTHONPATH=. python benches/turns_probe.py [CASES]
+    PYTHONPATH=. python benches/turns_probe.py [CASES] [--forward] [--dtype float32]
 """
 import collections
 import sys
@@ -18,7 +18,11 @@ from gemmconv import bench, cases, graphs, measure
 def main() -> None:
     device = torch.device("cuda")
     print(torch.cuda.get_device_name(), flush=True)
-    names = (sys.argv[1] if len(sys.argv) > 1 else "2d-stride5-dil2,3d-3x5x7").split(",")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    names = (args[0] if args else "2d-stride5-dil2,3d-3x5x7").split(",")
+    backward = "--forward" not in sys.argv
+    dtype = torch.float32 if "float32" in sys.argv else torch.bfloat16
+    what = f"{dtype} {'training' if backward else 'forward'}"
     outcomes: collections.Counter = collections.Counter()
     launch = graphs.launch
 
@@ -29,7 +33,7 @@ def main() -> None:
         return launch(owner, addresses, run, nbytes, device, stream)
     graphs.launch = counted
     for case in (c for c in cases.BENCH if c.name in names):
-        work = bench.Workload(case, torch.bfloat16, device, True)
+        work = bench.Workload(case, dtype, device, backward)
         fns = {impl: work.runner(impl) for impl in ("torch", "gemmconv")}
         for label in ("in turns", "in a row", "in turns", "in a row"):
             outcomes.clear()
@@ -37,7 +41,7 @@ def main() -> None:
                 ms = measure.timed(device, fns, 10, "torch", back_to_back=False).ms
             else:
                 ms = {k: measure.timer(device, f, 10) for k, f in fns.items()}
-            print(f"== {case.name} bfloat16 training, {label}: torch {ms['torch']:.3f} ms, ours "
+            print(f"== {case.name} {what}, {label}: torch {ms['torch']:.3f} ms, ours "
                   f"{ms['gemmconv']:.3f} | graphs: " + ", ".join(f"{k} {v}" for k, v in outcomes.items())
                   + f" (kept {graphs.kept()})", flush=True)
 
