@@ -29,8 +29,6 @@ QUICK = ["2d-1024", "2d-strided-grouped", "1d-65536", "3d-64cube", "3d-stride2-g
 
 @dataclasses.dataclass
 class Row:
-    """One case: each side's median ms a call, errors and peak extra memory, the floor, and
-    ours' speedup over torch's, paired (measure.timed: the two timed in turns)."""
     case: str
     shapes: str
     torch_ms: float
@@ -40,7 +38,10 @@ class Row:
     torch_extra_mb: float
     ours_extra_mb: float
     floor_ms: float
-    speedup: float
+
+    @property
+    def speedup(self) -> float:
+        return self.torch_ms / self.ours_ms
 
 
 @dataclasses.dataclass
@@ -122,16 +123,16 @@ class Workload:
 
 def measure(case: cases.Case, dtype: torch.dtype, device: torch.device, backward: bool,
             ceiling: Ceilings, repeats: int = 20, interleaved: bool = False) -> Row:
-    """Times torch and gemmconv on one case, in turns, each call from an idle GPU (so that
-    its host work before the first kernel counts), and checks both against float64;
-    ``interleaved``: on channels_last tensors."""
+    """Times torch and gemmconv on one case, checking both against float64; ``interleaved``:
+    on channels_last tensors."""
     work = Workload(case, dtype, device, backward, interleaved=interleaved)
-    fns = {impl: work.runner(impl) for impl in ("torch", "gemmconv")}
-    t = timed(device, fns, repeats, "torch", back_to_back=False)
-    (t_err, t_mb), (o_err, o_mb) = ((work.error(fn()), _extra_mb(device, fn)) for fn in fns.values())
+    results = {}
+    for impl in ("torch", "gemmconv"):
+        fn = work.runner(impl)
+        results[impl] = (timer(device, fn, repeats), work.error(fn()), _extra_mb(device, fn))
     shapes = f"{tuple(work.x.shape)} k{case.kernel_size}"
-    return Row(case.name, shapes, t.ms["torch"], t.ms["gemmconv"], t_err, o_err, t_mb, o_mb,
-               work.floor_ms(ceiling), t.speedup["gemmconv"])
+    (t_ms, t_err, t_mb), (o_ms, o_err, o_mb) = results["torch"], results["gemmconv"]
+    return Row(case.name, shapes, t_ms, o_ms, t_err, o_err, t_mb, o_mb, work.floor_ms(ceiling))
 
 
 def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -339,19 +339,3 @@ def test_layers_are_chosen_by_their_paired_speedup(monkeypatch):
     assert [(r.torch_ms, r.gemmconv_ms, r.speedup) for r in report.layers] == [(10.0, 16.0, 1.25)] * 2
     assert report.model_speedup == {"torch": 1.0, "every": 1.0} and report.kept == "torch"
     assert "1.25x" in str(report) and "(1.00x)" in str(report)
-
-
-def test_case_rows_take_the_paired_speedup(monkeypatch):
-    """The case table times torch and gemmconv in turns, each call from an idle GPU, and
-    reports the paired speedup beside each side's median."""
-    from gemmconv import bench, cases
-
-    def fake(device, fns, repeats, warmup=2, back_to_back=False):
-        assert not back_to_back and list(fns) == ["torch", "gemmconv"]
-        return [("gemmconv" if who == "ours" else who, ms) for who, ms in _PHASED]
-    monkeypatch.setattr(measure, "samples", fake)
-    case = cases.Case("tiny", 2, 3, 4, (3, 3), (5, 6), stride=(2, 2))
-    row = bench.measure(case, torch.float32, torch.device("cpu"), True,
-                        bench.Ceilings(1e12, 1e11), repeats=5)
-    assert (row.torch_ms, row.ours_ms, row.speedup) == (10.0, 16.0, 1.25)
-    assert row.ours_error < 1e-5 and row.torch_error < 1e-5
