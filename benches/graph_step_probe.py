@@ -48,16 +48,17 @@ def main() -> None:
                 def step(_=None, m=m, leaves=leaves):
                     torch.autograd.grad(m(x), leaves, g)
                 steps[label] = step
-                row.append(f"{label} {busy_us(step, cycles):.0f} / {busy_us(lambda _: m(x), cycles):.0f}"
-                           f" / {busy_us(lambda out: torch.autograd.grad(out, leaves, g), cycles, lambda i: m(x)):.0f}"
-                           f" (graphs kept {graphs.kept()})")
+                grad = lambda out, leaves=leaves: torch.autograd.grad(out, leaves, g)   # noqa: E731
+                forward = lambda _, m=m: m(x)   # noqa: E731
+                row.append(f"{label} {busy_us(step, cycles):.0f} / {busy_us(forward, cycles):.0f}"
+                           f" / {busy_us(grad, cycles, forward):.0f} (graphs kept {graphs.kept()})")
             print(f"== {name} {layout} {tuple(shape)}: host us, GPU busy, step / forward / grad "
                   "alone: " + " | ".join(row), flush=True)
             for limit, label in ((512 << 20, "ours"), (0, "ours, no graphs")):
                 graphs.set_graph_memory_limit(limit)
                 graphs.forget()
-                t = measure.timed(torch.device("cuda"), {"torch": steps["torch"], label: steps[label]},
-                                  10, "torch")
+                pair = {"torch": steps["torch"], label: steps[label]}
+                t = measure.timed(torch.device("cuda"), pair, 10, "torch")
                 print(f"   back to back: torch {t.ms['torch']:.3f} ms, {label} {t.ms[label]:.3f} "
                       f"({t.speedup[label]:.2f}x)", flush=True)
             graphs.set_graph_memory_limit(512 << 20)

@@ -48,7 +48,8 @@ def main() -> None:
         traces[config] = [[k, ms] for k, ms in taken]
         print(f"== {config}: {len(taken)} samples", flush=True)
         thirds = [taken[i * len(taken) // 3:(i + 1) * len(taken) // 3] for i in range(3)]
-        for label, part in [("whole", taken)] + [(f"third {i + 1}", t) for i, t in enumerate(thirds)]:
+        parts = [("whole", taken)] + [(f"third {i + 1}", t) for i, t in enumerate(thirds)]
+        for label, part in parts:
             medians = {k: statistics.median(ms for kk, ms in part if kk == k) for k in fns}
             paired = measure.speedups(part, "torch")
             print(f"  {label:<8} torch {medians['torch']:.3f} ms | medians: " + " ".join(

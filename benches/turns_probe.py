@@ -42,7 +42,8 @@ def main() -> None:
             else:
                 ms = {k: measure.timer(device, f, 10) for k, f in fns.items()}
             print(f"== {case.name} {what}, {label}: torch {ms['torch']:.3f} ms, ours "
-                  f"{ms['gemmconv']:.3f} | graphs: " + ", ".join(f"{k} {v}" for k, v in outcomes.items())
+                  f"{ms['gemmconv']:.3f} | graphs: "
+                  + ", ".join(f"{k} {v}" for k, v in outcomes.items())
                   + f" (kept {graphs.kept()})", flush=True)
 
 

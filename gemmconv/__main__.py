@@ -45,8 +45,8 @@ def _model_table(rows: list[bench.ModelRow]) -> str:
     for r in rows:
         lines.append(
             f"{r.model:<12} {r.mode:<8} {r.precision:<14} {r.layout:<14} {r.torch_ms:9.3f} "
-            f"{r.speedup('copy'):5.2f}x {r.every_ms:9.3f} {r.speedup('every'):5.2f}x {r.chosen_ms:9.3f} "
-            f"{r.speedup('chosen'):5.2f}x {r.chosen:>5} {r.chosen_all_ms:9.3f} "
+            f"{r.speedup('copy'):5.2f}x {r.every_ms:9.3f} {r.speedup('every'):5.2f}x "
+            f"{r.chosen_ms:9.3f} {r.speedup('chosen'):5.2f}x {r.chosen:>5} {r.chosen_all_ms:9.3f} "
             f"{r.speedup('chosen_all'):5.2f}x {r.chosen_all:>5} "
             f"{r.torch_error:9.1e} {max(r.every_error, r.chosen_error, r.chosen_all_error):9.1e}"
             + (f" {r.free_ms:9.3f} {r.speedup('free'):5.2f}x" if bound else ""))
@@ -81,9 +81,9 @@ def _models(args, device: torch.device) -> int:
                                             args.repeats, args.bound))
             r = rows[-1]
             print(f"  torch {r.torch_ms:.3f} ms, a copy {r.speedup('copy'):.2f}x; convert "
-                  f"{r.speedup('every'):.2f}x, with sample "
-                  f"{r.speedup('chosen'):.2f}x ({r.chosen}), all types {r.speedup('chosen_all'):.2f}x "
-                  f"({r.chosen_all})" + (f", bound {r.speedup('free'):.2f}x" if args.bound else ""),
+                  f"{r.speedup('every'):.2f}x, with sample {r.speedup('chosen'):.2f}x "
+                  f"({r.chosen}), all types {r.speedup('chosen_all'):.2f}x ({r.chosen_all})"
+                  + (f", bound {r.speedup('free'):.2f}x" if args.bound else ""),
                   file=sys.stderr, flush=True)
             if args.layers:
                 for variant, report in rows[-1].reports.items():

@@ -5,14 +5,15 @@ measurement that :func:`gemmconv.convert` decides by when it is given a sample.
 matching layer really gets, then times each such layer on fresh random inputs of that
 shape, dtype, device and memory format, as torch's class and as gemmconv's (forward, plus
 backward where the model is in training mode), and gives each layer the class that was
-faster (by the paired speedup of :func:`timed`). Last it times the whole model with torch's classes throughout, with those
-choices, and with gemmconv's throughout, and keeps the fastest: a layer's time alone need
-not be its time among its neighbours (a call bound by host time alone can hide behind the
-GPU work queued before it). The model's parameters, gradients and buffers are left as
-they were.
+faster (by the paired speedup of :func:`timed`). Last it times the whole model with
+torch's classes throughout, with those choices, and with gemmconv's throughout, and keeps
+the fastest: a layer's time alone need not be its time among its neighbours (a call bound
+by host time alone can hide behind the GPU work queued before it). The model's
+parameters, gradients and buffers are left as they were.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import statistics
@@ -136,9 +137,8 @@ def speedups(taken: list[tuple[object, float]], reference: object) -> dict:
     for i, (key, ms) in enumerate(taken):
         if key == reference:
             continue
-        near = [taken[j][1] for j in (max((j for j in at if j < i), default=None),
-                                      min((j for j in at if j > i), default=None))
-                if j is not None]
+        after = bisect.bisect(at, i)   # the reference's samples either side of sample i
+        near = [taken[j][1] for j in at[max(after - 1, 0):after + 1]]
         ratios.setdefault(key, []).append(statistics.fmean(near) / ms)
     return {reference: 1.0, **{key: statistics.median(r) for key, r in ratios.items()}}
 
@@ -153,10 +153,11 @@ class Timed:
 
 def timed(device: torch.device, fns: dict, repeats: int, reference: object,
           back_to_back: bool = True) -> Timed:
-    """The calls ``fns`` timed in turns (:func:`samples`), against ``fns[reference]``. On
-    a host-bound model the samples of one call spread by 6-15%, and neighbouring samples
-    move together (correlation 0.5-0.7 a sample apart, H100, benches/NOTES.md session 48):
-    the paired speedup cancels what the neighbours share."""
+    """The calls ``fns`` timed in turns (:func:`samples`; back to back unless
+    ``back_to_back`` is False), against ``fns[reference]``. On a host-bound model the
+    samples of one call spread by 6-15%, and neighbouring samples move together
+    (correlation 0.5-0.7 a sample apart, H100, benches/NOTES.md session 48): the paired
+    speedup cancels what the neighbours share."""
     taken = samples(device, fns, repeats, back_to_back=back_to_back)
     speedup = speedups(taken, reference)
     return Timed(_medians(taken, fns), {key: speedup[key] for key in fns})
