@@ -16,26 +16,19 @@ import sys
 
 import torch
 
-from gemmconv import nn as gnn, zoo
-from gemmconv.bench import model_setup, model_step
+from gemmconv import nn as gnn
 from gemmconv import measure
 from gemmconv.measure import timers
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from probe_lib import zoo_config  # noqa: E402
 
 
 def main() -> None:
     name, precision, layout, mode = (sys.argv[1:] + ["dcgan", "float32", "channels_last",
                                                      "train"][len(sys.argv) - 1:])[:4]
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    entry = zoo.by_name([name])[0]
-    base, x, cast, grad_mode, fmt = model_setup(entry, device.type == "cpu", device, precision,
-                                                layout, mode)
-    with cast, grad_mode:
-        shape = base(x).shape
-    grad = torch.randn(shape, device=device)
-    if fmt is not None and grad.dim() == x.dim():
-        grad = grad.contiguous(memory_format=fmt)
-    grad = grad if mode == "train" else None
-    step = lambda m: model_step(m, x, cast, grad_mode, grad)
+    base, step = zoo_config(f"{name}:{precision}:{layout}:{mode}", device)
     copies = {"torch": base, **{f"copy{i}": copy.deepcopy(base) for i in (1, 2, 3)}}
     converted = gnn.convert(copy.deepcopy(base))
     print(torch.cuda.get_device_name() if device.type == "cuda" else "CPU (small)", name, precision, layout, mode, flush=True)

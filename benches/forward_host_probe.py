@@ -7,20 +7,17 @@ best of five runs of 2000 calls).
 
     PYTHONPATH=. python benches/forward_host_probe.py
 """
-import cProfile
-import pstats
 import sys
 import time
 
 import torch
 
 from gemmconv import channels_last as cl
-from gemmconv import nn as gnn
 from gemmconv import ops
 from gemmconv.shapes import conv_transpose_args
 
 sys.path.insert(0, "benches")
-from backward_host_probe import LAYERS, busy_us  # noqa: E402
+from probe_lib import busy_us, layer_pair, profiled  # noqa: E402
 from sync_probe import sleep_cycles  # noqa: E402
 
 
@@ -37,16 +34,8 @@ def us(fn, n: int = 2000) -> float:
 def main() -> None:
     print(torch.cuda.get_device_name(), flush=True)
     cycles = sleep_cycles()
-    kwargs, shape = LAYERS["dcgan"]
     for layout in ("planar", "channels_last"):
-        torch.manual_seed(0)
-        theirs = torch.nn.ConvTranspose2d(**kwargs).cuda()
-        ours = gnn.ConvTranspose2d(**kwargs).cuda()
-        x = torch.randn(shape, device="cuda")
-        if layout == "channels_last":
-            x = x.contiguous(memory_format=torch.channels_last)
-            theirs, ours = (m.to(memory_format=torch.channels_last) for m in (theirs, ours))
-        x.requires_grad_()
+        theirs, ours, x = layer_pair("dcgan", layout)
         row = []
         for label, m in (("torch", theirs), ("ours", ours)):
             for _ in range(5):
@@ -72,24 +61,11 @@ def main() -> None:
         }
         print("  pieces, us a call: " + ", ".join(f"{k} {us(f):.2f}" for k, f in pieces.items()),
               flush=True)
-        outs = []
-        torch.cuda.synchronize()
-        torch.cuda._sleep(cycles)
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(400):
-            outs.append(ours(x))
-            outs.pop()
-        prof.disable()
-        torch.cuda.synchronize()
-        stats = pstats.Stats(prof).stats
-        top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:22]
-        print(f"  cProfile of our forward (grad on): "
-              f"{sum(v[2] for v in stats.values()) / 400 * 1e6:.0f} us own time a call")
-        for (file, line, func), (cc, nc, tt, ct, _) in top:
-            where = file.split("site-packages/")[-1].split("/work/main/")[-1]
-            print(f"    {tt / 400 * 1e6:7.1f} {nc / 400:5.1f}  {func} ({where}:{line})")
 
+        def forwards():
+            for _ in range(400):
+                ours(x)
+        profiled(forwards, 400, cycles, "our forward (grad on)", top=22)
 
 if __name__ == "__main__":
     main()

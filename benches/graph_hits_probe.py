@@ -9,7 +9,6 @@ against each converted one in pairs too.
 
     PYTHONPATH=. python benches/graph_hits_probe.py [model:precision:layout:mode ...]
 """
-import collections
 import gc
 import sys
 
@@ -18,6 +17,9 @@ import torch
 from gemmconv import graphs, measure, zoo
 from gemmconv.bench import ModelWorkload
 
+sys.path.insert(0, "benches")
+from probe_lib import launches_counted  # noqa: E402
+
 CONFIGS = ["vae-decoder:float32:NCHW:forward", "vae-decoder:float32:channels_last:train",
            "dcgan:float32:channels_last:train"]
 
@@ -25,15 +27,6 @@ CONFIGS = ["vae-decoder:float32:NCHW:forward", "vae-decoder:float32:channels_las
 def main() -> None:
     device = torch.device("cuda")
     print(torch.cuda.get_device_name(), flush=True)
-    outcomes: collections.Counter = collections.Counter()
-    launch = graphs.launch
-
-    def counted(owner, addresses, run, nbytes, device, stream):
-        key = (id(owner), stream, *addresses)
-        outcomes["replayed" if key in graphs._graphs else "dropped" if key in graphs._dropped
-                 else "captured" if key in graphs._seen else "first seen"] += 1
-        return launch(owner, addresses, run, nbytes, device, stream)
-    graphs.launch = counted
     for config in sys.argv[1:] or CONFIGS:
         name, precision, layout, mode = config.split(":")
         work = ModelWorkload(zoo.by_name([name])[0], False, device, precision, layout, mode)
@@ -45,11 +38,11 @@ def main() -> None:
                            ("torch and a copy", pair("copy")),
                            ("torch and convert(model) again", pair("every")),
                            ("all five, the garbage collector off", work.runners)]:
-            outcomes.clear()
             gc.collect()
             if "collector off" in label:
                 gc.disable()
-            t = measure.timed(device, fns, 10, "torch")
+            with launches_counted() as outcomes:
+                t = measure.timed(device, fns, 10, "torch")
             gc.enable()
             print(f"== {config}, {label}: " + ", ".join(
                 f"{k} {t.ms[k]:.3f} ms {t.speedup[k]:.2f}x" for k in fns)

@@ -13,55 +13,44 @@ import sys
 import torch
 
 from gemmconv import graphs, measure
-from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
-from backward_host_probe import LAYERS, busy_us  # noqa: E402
+from probe_lib import busy_us, layer_cases  # noqa: E402
 from sync_probe import sleep_cycles  # noqa: E402
 
 
 def main() -> None:
     print(torch.cuda.get_device_name(), flush=True)
     cycles = sleep_cycles()
-    for name, (kwargs, shape) in LAYERS.items():
-        for layout in ("planar", "channels_last"):
-            torch.manual_seed(0)
-            theirs = torch.nn.ConvTranspose2d(**kwargs).cuda()
-            ours = gnn.ConvTranspose2d(**kwargs).cuda()
-            x = torch.randn(shape, device="cuda")
-            if layout == "channels_last":
-                x = x.contiguous(memory_format=torch.channels_last)
-                theirs, ours = (m.to(memory_format=torch.channels_last) for m in (theirs, ours))
-            x.requires_grad_()
-            g = torch.randn_like(theirs(x))
-            steps = {}
-            row = []
-            for label, m, limit in (("torch", theirs, None), ("ours", ours, 512 << 20),
-                                    ("ours, no graphs", ours, 0)):
-                leaves = [x, *m.parameters()]
-                if limit is not None:
-                    graphs.set_graph_memory_limit(limit)
-                    graphs.forget()
-                for _ in range(5):
-                    torch.autograd.grad(m(x), leaves, g)
-
-                def step(_=None, m=m, leaves=leaves):
-                    torch.autograd.grad(m(x), leaves, g)
-                steps[label] = step
-                grad = lambda out, leaves=leaves: torch.autograd.grad(out, leaves, g)   # noqa: E731
-                forward = lambda _, m=m: m(x)   # noqa: E731
-                row.append(f"{label} {busy_us(step, cycles):.0f} / {busy_us(forward, cycles):.0f}"
-                           f" / {busy_us(grad, cycles, forward):.0f} (graphs kept {graphs.kept()})")
-            print(f"== {name} {layout} {tuple(shape)}: host us, GPU busy, step / forward / grad "
-                  "alone: " + " | ".join(row), flush=True)
-            for limit, label in ((512 << 20, "ours"), (0, "ours, no graphs")):
+    for name, layout, theirs, ours, x, g in layer_cases():
+        steps = {}
+        row = []
+        for label, m, limit in (("torch", theirs, None), ("ours", ours, 512 << 20),
+                                ("ours, no graphs", ours, 0)):
+            leaves = [x, *m.parameters()]
+            if limit is not None:
                 graphs.set_graph_memory_limit(limit)
                 graphs.forget()
-                pair = {"torch": steps["torch"], label: steps[label]}
-                t = measure.timed(torch.device("cuda"), pair, 10, "torch")
-                print(f"   back to back: torch {t.ms['torch']:.3f} ms, {label} {t.ms[label]:.3f} "
-                      f"({t.speedup[label]:.2f}x)", flush=True)
-            graphs.set_graph_memory_limit(512 << 20)
+            for _ in range(5):
+                torch.autograd.grad(m(x), leaves, g)
+
+            def step(_=None, m=m, leaves=leaves):
+                torch.autograd.grad(m(x), leaves, g)
+            steps[label] = step
+            grad = lambda out, leaves=leaves: torch.autograd.grad(out, leaves, g)   # noqa: E731
+            forward = lambda _, m=m: m(x)   # noqa: E731
+            row.append(f"{label} {busy_us(step, cycles):.0f} / {busy_us(forward, cycles):.0f}"
+                       f" / {busy_us(grad, cycles, forward):.0f} (graphs kept {graphs.kept()})")
+        print(f"== {name} {layout} {tuple(x.shape)}: host us, GPU busy, step / forward / grad "
+              "alone: " + " | ".join(row), flush=True)
+        for limit, label in ((512 << 20, "ours"), (0, "ours, no graphs")):
+            graphs.set_graph_memory_limit(limit)
+            graphs.forget()
+            pair = {"torch": steps["torch"], label: steps[label]}
+            t = measure.timed(torch.device("cuda"), pair, 10, "torch")
+            print(f"   back to back: torch {t.ms['torch']:.3f} ms, {label} {t.ms[label]:.3f} "
+                  f"({t.speedup[label]:.2f}x)", flush=True)
+        graphs.set_graph_memory_limit(512 << 20)
 
 
 if __name__ == "__main__":

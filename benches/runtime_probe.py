@@ -14,9 +14,11 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gemmconv import measure, zoo
+from gemmconv import measure
 from gemmconv import nn as gnn
-from gemmconv.bench import model_setup, model_step
+
+sys.path.insert(0, "benches")
+from probe_lib import zoo_config  # noqa: E402
 
 CONFIGS = ["dcgan:float32:channels_last:train", "dcgan:bf16-autocast:channels_last:train",
            "vae-decoder:float32:NCHW:train"]
@@ -27,30 +29,21 @@ def main() -> None:
     print(torch.cuda.get_device_name(), flush=True)
     steps_n = 20
     for config in sys.argv[1:] or CONFIGS:
-        name, precision, layout, mode = config.split(":")
-        base, x, cast, grad_mode, fmt = model_setup(zoo.by_name([name])[0], False, device,
-                                                    precision, layout, mode)
-        with cast, grad_mode:
-            shape = base(x).shape
-        grad = torch.randn(shape, device=device)
-        if fmt is not None and grad.dim() == x.dim():
-            grad = grad.contiguous(memory_format=fmt)
-        grad = grad if mode == "train" else None
-        models = {"torch": base, "ours": gnn.convert(copy.deepcopy(base))}
-        steps = {k: model_step(m, x, cast, grad_mode, grad) for k, m in models.items()}
+        base, step = zoo_config(config, device)
+        steps = {"torch": step(base), "ours": step(gnn.convert(copy.deepcopy(base)))}
         for threads in (True, False):
             with torch.autograd.set_multithreading_enabled(threads):
                 t = measure.timed(device, steps, 10, "torch")
             print(f"== {config} device threads {'on' if threads else 'off'}: torch "
                   f"{t.ms['torch']:.3f} ms, ours {t.ms['ours']:.3f} ({t.speedup['ours']:.2f}x)",
                   flush=True)
-        for variant, step in steps.items():
+        for variant, run in steps.items():
             for _ in range(5):
-                step()
+                run()
             torch.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 for _ in range(steps_n):
-                    step()
+                    run()
                 torch.cuda.synchronize()
             calls: dict = collections.defaultdict(lambda: [0, 0.0])
             kernels = []

@@ -16,9 +16,11 @@ import sys
 
 import torch
 
-from gemmconv import measure, zoo
+from gemmconv import measure
 from gemmconv import nn as gnn
-from gemmconv.bench import model_setup, model_step
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from probe_lib import zoo_config  # noqa: E402
 
 CONFIGS = ["dcgan:float32:channels_last:train", "dcgan:bf16-autocast:channels_last:train",
            "dcgan:bf16-autocast:NCHW:forward", "vae-decoder:float32:NCHW:train",
@@ -29,21 +31,13 @@ def main() -> None:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     small = device.type == "cpu"
     repeats = 8 if small else 36
-    print(torch.cuda.get_device_name() if not small else "CPU (small)", flush=True)
+    print("CPU (small)" if small else torch.cuda.get_device_name(), flush=True)
     traces = {}
     for config in sys.argv[1:] or CONFIGS:
-        name, precision, layout, mode = config.split(":")
-        base, x, cast, grad_mode, fmt = model_setup(zoo.by_name([name])[0], small, device,
-                                                    precision, layout, mode)
-        with cast, grad_mode:
-            shape = base(x).shape
-        grad = torch.randn(shape, device=device)
-        if fmt is not None and grad.dim() == x.dim():
-            grad = grad.contiguous(memory_format=fmt)
-        grad = grad if mode == "train" else None
+        base, step = zoo_config(config, device)
         models = {"torch": base, **{f"copy{i}": copy.deepcopy(base) for i in (1, 2, 3)},
                   "ours": gnn.convert(copy.deepcopy(base))}
-        fns = {k: model_step(m, x, cast, grad_mode, grad) for k, m in models.items()}
+        fns = {k: step(m) for k, m in models.items()}
         taken = measure.samples(device, fns, repeats, back_to_back=True)
         traces[config] = [[k, ms] for k, ms in taken]
         print(f"== {config}: {len(taken)} samples", flush=True)

@@ -7,12 +7,14 @@ before).
 
     PYTHONPATH=. python benches/turns_probe.py [CASES] [--forward] [--dtype float32]
 """
-import collections
 import sys
 
 import torch
 
 from gemmconv import bench, cases, graphs, measure
+
+sys.path.insert(0, "benches")
+from probe_lib import launches_counted  # noqa: E402
 
 
 def main() -> None:
@@ -23,24 +25,15 @@ def main() -> None:
     backward = "--forward" not in sys.argv
     dtype = torch.float32 if "float32" in sys.argv else torch.bfloat16
     what = f"{dtype} {'training' if backward else 'forward'}"
-    outcomes: collections.Counter = collections.Counter()
-    launch = graphs.launch
-
-    def counted(owner, addresses, run, nbytes, device, stream):
-        key = (id(owner), stream, *addresses)
-        outcomes["replayed" if key in graphs._graphs else "dropped" if key in graphs._dropped
-                 else "captured" if key in graphs._seen else "first seen"] += 1
-        return launch(owner, addresses, run, nbytes, device, stream)
-    graphs.launch = counted
     for case in (c for c in cases.BENCH if c.name in names):
         work = bench.Workload(case, dtype, device, backward)
         fns = {impl: work.runner(impl) for impl in ("torch", "gemmconv")}
         for label in ("in turns", "in a row", "in turns", "in a row"):
-            outcomes.clear()
-            if label == "in turns":
-                ms = measure.timed(device, fns, 10, "torch", back_to_back=False).ms
-            else:
-                ms = {k: measure.timer(device, f, 10) for k, f in fns.items()}
+            with launches_counted() as outcomes:
+                if label == "in turns":
+                    ms = measure.timed(device, fns, 10, "torch", back_to_back=False).ms
+                else:
+                    ms = {k: measure.timer(device, f, 10) for k, f in fns.items()}
             print(f"== {case.name} {what}, {label}: torch {ms['torch']:.3f} ms, ours "
                   f"{ms['gemmconv']:.3f} | graphs: "
                   + ", ".join(f"{k} {v}" for k, v in outcomes.items())

@@ -19,11 +19,11 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gemmconv import measure, zoo
+from gemmconv import measure
 from gemmconv import nn as gnn
-from gemmconv.bench import model_setup, model_step
 
 sys.path.insert(0, "benches")
+from probe_lib import zoo_config  # noqa: E402
 from sync_probe import host_time, sleep_cycles  # noqa: E402
 
 CONFIGS = ["vae-decoder:float32:channels_last:forward", "vae-decoder:float32:NCHW:train",
@@ -51,17 +51,8 @@ def main() -> None:
     busy = sleep_cycles()
     print(torch.cuda.get_device_name(), flush=True)
     for config in sys.argv[1:] or CONFIGS:
-        name, precision, layout, mode = config.split(":")
-        base, x, cast, grad_mode, fmt = model_setup(zoo.by_name([name])[0], False, device,
-                                                    precision, layout, mode)
-        with cast, grad_mode:
-            shape = base(x).shape
-        grad = torch.randn(shape, device=device)
-        if fmt is not None and grad.dim() == x.dim():
-            grad = grad.contiguous(memory_format=fmt)
-        grad = grad if mode == "train" else None
-        models = {"torch": base, "ours": gnn.convert(copy.deepcopy(base))}
-        steps = {k: model_step(m, x, cast, grad_mode, grad) for k, m in models.items()}
+        base, step = zoo_config(config, device)
+        steps = {"torch": step(base), "ours": step(gnn.convert(copy.deepcopy(base)))}
         t = measure.timed(device, steps, 20, "torch")
         host = {k: 1e3 * host_time(s, 20, busy) for k, s in steps.items()}
         gpu = {k: kernels(s) for k, s in steps.items()}

@@ -1,0 +1,122 @@
+"""What session 48's probes share: a zoo model's step in one configuration, a small layer
+as torch's and gemmconv's module in one layout, graphs.launch's outcomes counted, and a
+cProfile's table by own time."""
+import collections
+import contextlib
+import cProfile
+import pstats
+import time
+from typing import Callable, Iterator
+
+import torch
+
+from gemmconv import graphs, zoo
+from gemmconv import nn as gnn
+from gemmconv.bench import model_setup, model_step
+
+LAYERS = {   # (module arguments, input shape): DCGAN's second up-conv, the VAE decoder's third
+    "dcgan": (dict(in_channels=256, out_channels=128, kernel_size=4, stride=2, padding=1,
+                   bias=False), (128, 256, 8, 8)),
+    "vae": (dict(in_channels=256, out_channels=128, kernel_size=3, stride=2, padding=1,
+                 output_padding=1), (16, 256, 16, 16)),
+}
+
+
+BUSY_CALLS = 40
+
+
+def busy_us(fn, cycles: int, prepare=None) -> float:
+    """Host us a call of ``fn(i)``, BUSY_CALLS calls with the GPU busy; ``prepare(i)`` runs first,
+    untimed, for each."""
+    best = float("inf")
+    for _ in range(3):
+        args = [prepare(i) if prepare else i for i in range(BUSY_CALLS)]
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        t0 = time.perf_counter()
+        for a in args:
+            fn(a)
+        best = min(best, (time.perf_counter() - t0) / BUSY_CALLS * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
+def zoo_config(config: str, device: torch.device) -> tuple[torch.nn.Module, Callable]:
+    """``config`` ("model:precision:layout:mode", as bench.model_configs names them): the
+    model built as the zoo builds it (reduced sizes on the CPU), and ``step(model)``, a
+    call of that model (or a copy of it) as the zoo times it, its output gradient drawn
+    once in the model's layout."""
+    name, precision, layout, mode = config.split(":")
+    base, x, cast, grad_mode, fmt = model_setup(zoo.by_name([name])[0], device.type == "cpu",
+                                                device, precision, layout, mode)
+    with cast, grad_mode:
+        shape = base(x).shape
+    grad = torch.randn(shape, device=device)
+    if fmt is not None and grad.dim() == x.dim():
+        grad = grad.contiguous(memory_format=fmt)
+    grad = grad if mode == "train" else None
+    return base, lambda model: model_step(model, x, cast, grad_mode, grad)
+
+
+def layer_pair(name: str, layout: str) -> tuple[torch.nn.Module, torch.nn.Module, torch.Tensor]:
+    """LAYERS[name] on the GPU as torch's module and gemmconv's (the same parameters), and
+    an input that requires grad, all in ``layout`` ("planar" or "channels_last")."""
+    kwargs, shape = LAYERS[name]
+    torch.manual_seed(0)
+    theirs = torch.nn.ConvTranspose2d(**kwargs).cuda()
+    ours = gnn.ConvTranspose2d(**kwargs).cuda()
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(shape, device="cuda")
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+        theirs, ours = (m.to(memory_format=torch.channels_last) for m in (theirs, ours))
+    return theirs, ours, x.requires_grad_()
+
+
+def layer_cases() -> Iterator[tuple]:
+    """``(name, layout, theirs, ours, x, grad)`` for each of LAYERS in each layout (see
+    layer_pair), with an output gradient drawn in the output's layout."""
+    for name in LAYERS:
+        for layout in ("planar", "channels_last"):
+            theirs, ours, x = layer_pair(name, layout)
+            yield name, layout, theirs, ours, x, torch.randn_like(theirs(x))
+
+
+@contextlib.contextmanager
+def launches_counted() -> Iterator[collections.Counter]:
+    """Inside, each call of graphs.launch counts, by what it finds for the call's key:
+    "replayed" (a kept graph), "dropped" (a graph let go), "captured" (seen once before)
+    or "first seen" (or over the graphs' memory limit)."""
+    outcomes: collections.Counter = collections.Counter()
+    launch = graphs.launch
+
+    def counted(owner, addresses, run, nbytes, device, stream):
+        key = (id(owner), stream, *addresses)
+        outcomes["replayed" if key in graphs._graphs else "dropped" if key in graphs._dropped
+                 else "captured" if key in graphs._seen else "first seen"] += 1
+        return launch(owner, addresses, run, nbytes, device, stream)
+    graphs.launch = counted
+    try:
+        yield outcomes
+    finally:
+        graphs.launch = launch
+
+
+def profiled(fn: Callable[[], None], calls: int, busy_cycles: int, title: str,
+             top: int = 24) -> None:
+    """cProfile of ``fn`` (``calls`` calls of something) with the GPU kept busy by a sleep
+    kernel of ``busy_cycles`` first: prints the own time a call in all, and by function."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(busy_cycles)
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    stats = pstats.Stats(prof).stats
+    print(f"  cProfile of {title}: {sum(v[2] for v in stats.values()) / calls * 1e6:.0f} us "
+          "own time a call")
+    for (file, line, func), (cc, nc, tt, ct, _) in sorted(stats.items(),
+                                                          key=lambda kv: -kv[1][2])[:top]:
+        where = file.split("site-packages/")[-1].split("/work/main/")[-1]
+        print(f"    {tt / calls * 1e6:7.1f} {nc / calls:5.1f}  {func} ({where}:{line})")
