@@ -30,6 +30,8 @@
 #   P: the forward tables, NCHW and channels_last (timed in turns, paired).
 #   Q: the float32 forward in turns against in a row (turns_probe.py --forward), on the
 #      cases P read slower than session 47's E.
+#   R: the probes after their shared code moved to probe_lib.py, each on one configuration
+#      (do they still run).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
@@ -85,4 +87,10 @@ P) gpu
   TB=150 table bench-fwd-cl --channels-last ;;
 Q) gpu
   timeout 250 python3 benches/turns_probe.py 3d-stride2-dil2,3d-3x5x7,1d-dil3,2d-3x7-512 --forward --dtype float32 2>&1 | grep -v "Warn\|_warn_once" | tee $O/turns.log ;;
+R) gpu
+  for p in "sample_trace_probe.py dcgan:float32:NCHW:forward" "zoo_profile.py dcgan:float32:NCHW:forward" \
+      "runtime_probe.py dcgan:float32:NCHW:train" "graph_hits_probe.py dcgan:float32:NCHW:forward" \
+      "backward_host_probe.py" "forward_host_probe.py" "graph_step_probe.py" \
+      "turns_probe.py 2d-stride5-dil2" "copies_probe.py dcgan float32 NCHW forward"; do
+    echo "== $p"; OUT=$O timeout 120 python3 benches/$p 2>&1 | grep -v "Warn\|_warn_once" | tail -4; done 2>&1 | tee $O/smoke.log ;;
 esac
