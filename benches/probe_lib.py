@@ -3,7 +3,6 @@ as torch's and gemmconv's module in one layout, graphs.launch's outcomes counted
 cProfile's table by own time."""
 import collections
 import contextlib
-import cProfile
 import pstats
 import time
 from typing import Callable, Iterator
@@ -13,6 +12,7 @@ import torch
 from gemmconv import graphs, zoo
 from gemmconv import nn as gnn
 from gemmconv.bench import model_setup, model_step
+from sync_probe import busy_profile   # (benches/, as the probes' own imports)
 
 LAYERS = {   # (module arguments, input shape): DCGAN's second up-conv, the VAE decoder's third
     "dcgan": (dict(in_channels=256, out_channels=128, kernel_size=4, stride=2, padding=1,
@@ -106,14 +106,7 @@ def profiled(fn: Callable[[], None], calls: int, busy_cycles: int, title: str,
              top: int = 24) -> None:
     """cProfile of ``fn`` (``calls`` calls of something) with the GPU kept busy by a sleep
     kernel of ``busy_cycles`` first: prints the own time a call in all, and by function."""
-    torch.cuda.synchronize()
-    torch.cuda._sleep(busy_cycles)
-    prof = cProfile.Profile()
-    prof.enable()
-    fn()
-    prof.disable()
-    torch.cuda.synchronize()
-    stats = pstats.Stats(prof).stats
+    stats = pstats.Stats(busy_profile(fn, busy_cycles)).stats
     print(f"  cProfile of {title}: {sum(v[2] for v in stats.values()) / calls * 1e6:.0f} us "
           "own time a call")
     for (file, line, func), (cc, nc, tt, ct, _) in sorted(stats.items(),

@@ -27,3 +27,7 @@ all_tests() {
 }
 # The 17 cases' table (python -m gemmconv bench --full; TB: its time limit): table LOG [OPTIONS...]
 table() { log=$1; shift; timeout ${TB:-170} python3 -m gemmconv bench --full "$@" > $O/$log.log 2>&1; grep -A20 "^case" $O/$log.log; }
+# A probe's run, its output filtered of Triton's warnings into $O/LOG.log: probe SECS LOG SCRIPT [ARGS...]
+probe() { s=$1; log=$2; shift 2; timeout $s python3 benches/"$@" 2>&1 | grep -v "Warn\|_warn_once" | tee $O/$log.log; }
+# One zoo model through the CLI, its conversion reports too, into $O/NAME.log; its table: zoo_model NAME SECS
+zoo_model() { timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1; grep -A14 "^model " $O/$1.log | grep -v "^---"; }

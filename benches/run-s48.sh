@@ -34,33 +34,29 @@
 #      (do they still run).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
 case "$1" in
 A) gpu
-  OUT=$O timeout 400 python3 benches/sample_trace_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/traces.log ;;
+  OUT=$O probe 400 traces sample_trace_probe.py ;;
 B) gpu
-  timeout 300 python3 benches/zoo_profile.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/zoo_profile.log
-  timeout 200 python3 benches/host_floor_probe.py vae:float32:channels_last dcgan:float32:channels_last 2>&1 | grep -v "Warn\|_warn_once" | tee $O/host.log ;;
+  probe 300 zoo_profile zoo_profile.py
+  probe 200 host host_floor_probe.py vae:float32:channels_last dcgan:float32:channels_last ;;
 C) gpu
-  timeout 300 python3 benches/runtime_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/runtime.log ;;
+  probe 300 runtime runtime_probe.py ;;
 D) gpu
-  for m in "dcgan 85" "vae 85" "fcn32s 115" "depthwise 75" "unet2d 200"; do set -- $m
-    timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1
-    grep -A14 "^model " $O/$1.log | grep -v "^---"; done ;;
+  for m in "dcgan 85" "vae 85" "fcn32s 115" "depthwise 75" "unet2d 200"; do zoo_model $m; done ;;
 E) gpu
-  for m in "hifigan 250" "unet3d 320"; do set -- $m
-    timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1
-    grep -A14 "^model " $O/$1.log | grep -v "^---"; done ;;
+  for m in "hifigan 250" "unet3d 320"; do zoo_model $m; done ;;
 F) gpu
-  timeout 300 python3 benches/graph_hits_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/hits.log ;;
+  probe 300 hits graph_hits_probe.py ;;
 G) gpu
-  timeout 400 python3 benches/graph_hits_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/hits.log ;;
+  probe 400 hits graph_hits_probe.py ;;
 H) gpu
-  timeout 300 python3 benches/backward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/backward.log ;;
+  probe 300 backward backward_host_probe.py ;;
 I) gpu
-  timeout 300 python3 benches/forward_host_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/forward.log ;;
+  probe 300 forward forward_host_probe.py ;;
 J) gpu
-  timeout 300 python3 benches/graph_step_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/step.log ;;
+  probe 300 step graph_step_probe.py ;;
 K) gpu
   { layer "ConvTranspose3d(32, 64, (3, 5, 5))" --input 16,32,64,64,64 --backward --dtype bfloat16
     layer "ConvTranspose3d(32, 64, 3, stride=2, padding=1, dilation=2)" --input 16,32,16,32,32 --backward --dtype bfloat16
@@ -79,14 +75,14 @@ M) gpu
   table bench-train-bf16 --backward --dtype bfloat16 --repeats 10
   table bench-train --backward --repeats 10 ;;
 N) gpu
-  timeout 200 python3 benches/turns_probe.py 2>&1 | grep -v "Warn\|_warn_once" | tee $O/turns.log ;;
+  probe 200 turns turns_probe.py ;;
 O) gpu
   for i in 1 2 3 4; do layer "ConvTranspose2d(32, 64, 3, stride=5, padding=1, dilation=2)" --input 16,32,64,128 --backward --dtype bfloat16 | grep -A14 "== gemmconv"; done | tee $O/layers.log ;;
 P) gpu
   TB=150 table bench-fwd
   TB=150 table bench-fwd-cl --channels-last ;;
 Q) gpu
-  timeout 250 python3 benches/turns_probe.py 3d-stride2-dil2,3d-3x5x7,1d-dil3,2d-3x7-512 --forward --dtype float32 2>&1 | grep -v "Warn\|_warn_once" | tee $O/turns.log ;;
+  probe 250 turns turns_probe.py 3d-stride2-dil2,3d-3x5x7,1d-dil3,2d-3x7-512 --forward --dtype float32 ;;
 R) gpu
   for p in "sample_trace_probe.py dcgan:float32:NCHW:forward" "zoo_profile.py dcgan:float32:NCHW:forward" \
       "runtime_probe.py dcgan:float32:NCHW:train" "graph_hits_probe.py dcgan:float32:NCHW:forward" \

@@ -51,7 +51,9 @@ def host_time(fn, repeats: int, busy_cycles: int = 0) -> float:
     return (t1 - t0) / repeats
 
 
-def where_it_waits(fn, busy_cycles: int) -> str:
+def busy_profile(fn, busy_cycles: int) -> cProfile.Profile:
+    """cProfile of ``fn()``, run after a sleep kernel of ``busy_cycles`` was queued, so that
+    a call that waits for the GPU shows where."""
     torch.cuda.synchronize()
     torch.cuda._sleep(busy_cycles)
     profile = cProfile.Profile()
@@ -59,8 +61,12 @@ def where_it_waits(fn, busy_cycles: int) -> str:
     fn()
     profile.disable()
     torch.cuda.synchronize()
+    return profile
+
+
+def where_it_waits(fn, busy_cycles: int) -> str:
     text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(8)
+    pstats.Stats(busy_profile(fn, busy_cycles), stream=text).sort_stats("tottime").print_stats(8)
     return text.getvalue()
 
 
