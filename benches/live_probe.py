@@ -30,7 +30,7 @@ from gemmconv import graphs
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
-from probe_lib import layer_pair, zoo_config  # noqa: E402
+from probe_lib import launches_counted, layer_pair, zoo_config  # noqa: E402
 from sync_probe import SLEEP_S, sleep_cycles  # noqa: E402
 
 CALLS = 100
@@ -48,48 +48,57 @@ def _timed_replay(self):
 torch.cuda.CUDAGraph.replay = _timed_replay
 
 
-def per_call(fn, mode: str, cycles: int) -> tuple[float, float]:
-    """(us a call, us of graph replays a call) of ``fn()`` in ``mode`` (MODES), medians of
-    5 runs of CALLS calls; ``cycles``: the sleep kernel's, long enough for a run's calls."""
+def per_call(fn, mode: str, cycles: int) -> tuple[float, float, str]:
+    """(us a call, us of graph replays a call, graphs.launch's outcomes) of ``fn()`` in
+    ``mode`` (MODES), medians of 5 runs of CALLS calls, the outcomes summed over them;
+    ``cycles``: the sleep kernel's, long enough for a run's calls."""
     runs = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        REPLAYED[:] = [0.0, 0]
-        if mode == "idle":
-            total = 0.0
-            for _ in range(CALLS):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                fn()
-                total += time.perf_counter() - t0
-        else:
-            if mode == "busy":
-                torch.cuda._sleep(cycles)
+    with launches_counted() as outcomes:
+        for _ in range(5):
+            run_once(fn, mode, cycles, runs)
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()) if k != "replayed"))
+
+
+def run_once(fn, mode: str, cycles: int, runs: list) -> None:
+    torch.cuda.synchronize()
+    REPLAYED[:] = [0.0, 0]
+    if mode == "idle":
+        total = 0.0
+        for _ in range(CALLS):
+            torch.cuda.synchronize()
             t0 = time.perf_counter()
-            for _ in range(CALLS):
-                fn()
-            if mode == "live":
-                torch.cuda.synchronize()
-            total = time.perf_counter() - t0
-        torch.cuda.synchronize()
-        runs.append((total / CALLS * 1e6, REPLAYED[0] / CALLS * 1e6))
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            fn()
+            total += time.perf_counter() - t0
+    else:
+        if mode == "busy":
+            torch.cuda._sleep(cycles)
+        t0 = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        if mode == "live":
+            torch.cuda.synchronize()
+        total = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    runs.append((total / CALLS * 1e6, REPLAYED[0] / CALLS * 1e6))
 
 
 MODES = ("live", "busy", "live host", "idle")
 
 
-def row(label: str, fn, cycles_a_second: float) -> None:
-    """``fn``'s us a call in each of MODES, the busy mode's sleep twice the live calls' time."""
+def row(label: str, fn, cycles_a_second: float, modes=MODES) -> None:
+    """``fn``'s us a call in each of ``modes``, the busy mode's sleep twice the live calls'
+    time."""
     for _ in range(10):
         fn()
     cells, cycles = [], 0
-    for mode in MODES:
-        median, replay = per_call(fn, mode, cycles)
+    for mode in modes:
+        median, replay, outcomes = per_call(fn, mode, cycles)
         if mode == "live":
             cycles = int(2 * median * 1e-6 * CALLS * cycles_a_second)
-        cells.append(f"{mode} {median:6.1f}" + (f" (replay {replay:5.1f})" if replay else ""))
-    print(f"  {label:34s} " + " | ".join(cells), flush=True)
+        cells.append(f"{mode} {median:6.1f}" + (f" (replay {replay:5.1f})" if replay else "")
+                     + (f" [{outcomes}]" if outcomes else ""))
+    print(f"  {label:28s} " + " | ".join(cells) + f"; graphs kept {graphs.kept()}", flush=True)
 
 
 def tiny(cycles: float) -> None:
@@ -130,7 +139,32 @@ def layer(cycles: float) -> None:
         row("ours step, no graphs", lambda: torch.autograd.grad(ours(x), leaves, g), cycles)
     finally:
         graphs.set_graph_memory_limit(limit)
-    print(f"  graphs kept: {graphs.kept()}", flush=True)
+
+
+def crowded(cycles: float) -> None:
+    """Does a graph's launch, or a step, cost more with many other graphs kept?"""
+    y = torch.zeros(1024, device="cuda")
+    theirs, ours, x = layer_pair("dcgan", "channels_last")
+    g = torch.randn_like(theirs(x))
+    base, step = zoo_config("dcgan:float32:channels_last:train", torch.device("cuda"))
+    converted = gnn.convert(copy.deepcopy(base))
+    kept, stream = [], torch.cuda.Stream()
+    for crowd in (0, 100, 400, 1000):
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            while len(kept) < crowd:
+                graph = torch.cuda.CUDAGraph()
+                graph.capture_begin()
+                y.add_(1)
+                graph.capture_end()
+                kept.append(graph)
+        torch.cuda.current_stream().wait_stream(stream)
+        print(f"== {crowd} other graphs kept", flush=True)
+        row("a graph of 1 tiny kernel", kept[0].replay if kept else lambda: None, cycles)
+        row("torch layer step", lambda: torch.autograd.grad(theirs(x), [x, *theirs.parameters()], g), cycles)
+        row("ours layer step", lambda: torch.autograd.grad(ours(x), [x, *ours.parameters()], g), cycles)
+        row("torch dcgan step", step(base), cycles, ("live",))
+        row("ours dcgan step", step(converted), cycles, ("live",))
 
 
 def model(cycles: float) -> None:
@@ -140,7 +174,7 @@ def model(cycles: float) -> None:
         converted = gnn.convert(copy.deepcopy(base))
         print(f"== {config}", flush=True)
         for label, m in (("torch", base), ("ours", converted)):
-            fn = lambda m=m: step(m)   # noqa: E731
+            fn = step(m)
             row(label, fn, cycles)
             gc.disable()
             try:
@@ -154,6 +188,9 @@ def model(cycles: float) -> None:
 def main() -> None:
     print(torch.cuda.get_device_name(), flush=True)
     cycles = sleep_cycles() / SLEEP_S
+    if sys.argv[1:] == ["--crowded"]:
+        crowded(cycles)
+        return
     print("== tiny graphs", flush=True)
     tiny(cycles)
     print("== dcgan channels_last layer (128, 256, 8, 8)", flush=True)
