@@ -6,6 +6,10 @@
 #   B: does a graph's launch, or a step, cost more with many graphs kept? (live_probe.py
 #      --crowded: 0, 100, 400, 1000 other graphs)
 #   C: a small layer's step phase by phase (step_phases_probe.py).
+#   D: after 142 (the precision read through torch's getter, the layout asked on a replay's
+#      first call only): step_phases_probe.py, and --models, the code before (ab_old/, the
+#      commit before, carried untracked) and after in turns.
+#   E: every CUDA test file (after 142).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -16,4 +20,14 @@ B) gpu
   probe 500 crowded live_probe.py --crowded ;;
 C) gpu
   probe 300 phases step_phases_probe.py ;;
+D) gpu
+  for i in 1 2; do
+    for v in old new; do
+      p=.; [ $v = old ] && p=ab_old
+      echo "### $v $i"; PYTHONPATH=$p timeout 120 python3 benches/step_phases_probe.py | grep "=="
+      PYTHONPATH=$p timeout 200 python3 benches/step_phases_probe.py --models | grep -v "^NVIDIA"
+    done
+  done 2>&1 | tee $O/ab.log ;;
+E) gpu
+  all_tests ;;
 esac

@@ -8,9 +8,11 @@ is cut by time stamps into: the module's forward; autograd.grad until our backwa
 the launches); from its return until autograd.grad returns (the engine's checks, the
 gradient's accumulation); and letting the output go (the graph freed). Median us of each
 over the steps, torch's module (no backward stamps: its node is C++) and ours, device
-threads on and off. Then our backward's pieces on one call, timed one by one.
+threads on and off. Then our backward's pieces on one call, timed one by one. With
+``--models``: DCGAN's and the VAE decoder's float32 channels_last steps, torch's and
+converted, back to back.
 
-    PYTHONPATH=. python benches/step_phases_probe.py
+    PYTHONPATH=. python benches/step_phases_probe.py [--models]
 """
 import statistics
 import sys
@@ -95,8 +97,27 @@ def pieces(ours: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, cycles: int)
     timed("forward, no grad", lambda: ours(x.detach()))
 
 
+def models() -> None:
+    """The zoo's DCGAN and VAE decoder float32 channels_last steps, torch's and converted,
+    back to back (live_probe.row's live mode), three times in turns."""
+    import copy
+    from gemmconv import nn as gnn
+    from live_probe import row
+    from probe_lib import zoo_config
+    for config in ("dcgan:float32:channels_last:train", "vae:float32:channels_last:train"):
+        base, step = zoo_config(config, torch.device("cuda"))
+        converted = gnn.convert(copy.deepcopy(base))
+        print(f"== {config}", flush=True)
+        for _ in range(3):
+            for label, m in (("torch", base), ("ours", converted)):
+                row(label, step(m), 0, ("live",))
+
+
 def main() -> None:
     print(torch.cuda.get_device_name(), flush=True)
+    if sys.argv[1:] == ["--models"]:
+        models()
+        return
     cycles = sleep_cycles()   # 0.2 s: more than STEPS steps take
     ops._gradients = _stamped_gradients
     for layout in ("channels_last", "planar"):

@@ -114,18 +114,24 @@ def float32_precision(precision: Float32Precision) -> Iterator[None]:
         set_float32_precision(previous)
 
 
+# torch's getter of its float32 precision settings, where it has them (torch >= 2.9); the
+# settings read as torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn's and
+# torch.backends' read it through Python properties, 1-2 us a call where every float32
+# call of a layer reads them (forward and backward).
+_PRECISION = getattr(torch._C, "_get_fp32_precision_getter", None)
+# Those settings, the most specific first: cuDNN's convolutions, cuDNN, all backends.
+_PRECISION_LEVELS = (("cuda", "conv"), ("cuda", "all"), ("generic", "all"))
+
+
 def torch_convolutions_use_tf32() -> bool:
     """Whether torch's cuDNN convolutions run float32 on TF32 tensor cores right now."""
-    backends = torch.backends
-    precision = getattr(getattr(backends.cudnn, "conv", None), "fp32_precision", None)
-    if precision is None:
-        return bool(backends.cudnn.allow_tf32)
-    # Newer torch: the most specific setting other than "none" wins.
-    for level in (backends.cudnn, backends):
+    if _PRECISION is None:
+        return bool(torch.backends.cudnn.allow_tf32)
+    for backend, op in _PRECISION_LEVELS:   # the most specific setting other than "none" wins
+        precision = _PRECISION(backend, op)
         if precision != "none":
-            break
-        precision = getattr(level, "fp32_precision", "none")
-    return precision == "tf32"
+            return precision == "tf32"
+    return False
 
 
 def uses_tf32() -> bool:

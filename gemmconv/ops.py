@@ -143,12 +143,13 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     channel a group, else the route that moves the fewest bytes (ConvTransposeArgs.route). On
     channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
     weight is channels_last, as torch decides its output's memory format."""
-    if interleaved is None:
-        interleaved = gathered is None and cl.suggested(x, weight)
     if gathered is None and x.is_cuda:
         out = _replayed(x, weight, bias, a, interleaved)
         if out is not None:
             return out
+    if interleaved is None:
+        interleaved = gathered is None and cl.suggested(x, weight)
+    if gathered is None and x.is_cuda:
         if fused.takes(a, x, weight, interleaved):   # (while a CUDA graph is captured)
             return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
         if depthwise.takes(a, x, weight):
@@ -370,6 +371,11 @@ def _replay_key(a: ConvTransposeArgs, interleaved: bool, *tensors: Optional[torc
             *[None if t is None else (t.stride(), t.data_ptr() % 16) for t in tensors])
 
 
+def _layout(interleaved: Optional[bool], x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """``interleaved``, or where None, whether the call takes the channels_last route."""
+    return cl.suggested(x, weight) if interleaved is None else interleaved
+
+
 def _kept(cache: dict, key: tuple, work_out: Callable[[], tuple]):
     """``(replay, buffers)``: the replay kept under ``key`` (None where the call is not
     one), else the one ``work_out()`` gives, kept, with the buffers its plans were worked out
@@ -388,13 +394,14 @@ def _kept(cache: dict, key: tuple, work_out: Callable[[], tuple]):
 
 
 def _replayed(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-              a: ConvTransposeArgs, interleaved: bool) -> Optional[torch.Tensor]:
+              a: ConvTransposeArgs, interleaved: Optional[bool]) -> Optional[torch.Tensor]:
     """The output of a CUDA forward by its replay (_Replay, _FusedReplay or
     _DepthwiseReplay), worked out on its first call; None where the call takes neither the
     fused route nor the depthwise kernel nor runs as one GEMM and one col2im (or see
-    _kept)."""
-    replay, buffers = _kept(_replays, _replay_key(a, interleaved, x, weight, bias),
-                            lambda: _work_out_replay(x, weight, bias, a, interleaved))
+    _kept). ``interleaved`` None: as cl.suggested says, asked on the first call only (the
+    key holds the strides it reads)."""
+    replay, buffers = _kept(_replays, _replay_key(a, interleaved, x, weight, bias), lambda:
+                            _work_out_replay(x, weight, bias, a, _layout(interleaved, x, weight)))
     if replay is None:
         return None
     if buffers:
@@ -821,11 +828,12 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
                              need: List[bool]) -> List[Optional[torch.Tensor]]:
     """The gradients of call ``a`` asked for by ``need`` (input, weight, bias); the others
     empty, or None (a replay's)."""
-    interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
-    if x.is_cuda:
-        grads = _replayed_backward(grad_out, x, weight, a, need, interleaved)
+    if x.is_cuda:   # (the forward's layout, as cl.suggested says, asked on a first call only)
+        grads = _replayed_backward(grad_out, x, weight, a, need, None)
         if grads is not None:
             return grads
+    interleaved = cl.suggested(x, weight)   # the forward's layout, whatever grad_out's
+    if x.is_cuda:
         if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):   # (capturing)
             return _fused_backward(grad_out, x, weight, a, need)
         if depthwise.backward_takes(a, x, weight, interleaved):   # (capturing)
@@ -1085,13 +1093,13 @@ _backward_replays: dict[tuple, Union[_BackwardReplay, _GraphedBackward, _FusedBa
 
 def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                        a: ConvTransposeArgs, need: List[bool],
-                       interleaved: bool) -> Optional[List[torch.Tensor]]:
+                       interleaved: Optional[bool]) -> Optional[List[torch.Tensor]]:
     """The gradients of a CUDA call by its replay (_BackwardReplay, _GraphedBackward,
     _FusedBackward or _DepthwiseBackward), planned on its first call; None where it has none,
-    as _replayed."""
+    as _replayed (``interleaved`` too)."""
     key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
-    replay, _ = _kept(_backward_replays, key, lambda: (
-        _work_out_backward_replay(grad_out, x, weight, a, need, interleaved), ()))
+    replay, _ = _kept(_backward_replays, key, lambda: (_work_out_backward_replay(
+        grad_out, x, weight, a, need, _layout(interleaved, x, weight)), ()))
     if replay is None:
         return None
     return replay.graphed(grad_out, x, weight, a, need)
@@ -1292,9 +1300,11 @@ def _eager(*tensors: Optional[torch.Tensor]) -> bool:
 
 
 def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
-         bias: Optional[torch.Tensor], forward, backward, op, *settings) -> torch.Tensor:
+         bias: Optional[torch.Tensor], forward, backward, op,
+         settings: Callable[[], tuple]) -> torch.Tensor:
     """A checked call ``a``: ``forward``/``backward`` through _Eager where it may, else the
-    custom ``op(input, weight, bias, *settings)``; an unbatched input runs as a batch of one."""
+    custom ``op(input, weight, bias, *settings())`` (its lists built only then: 1-2 us of a
+    small layer's host time); an unbatched input runs as a batch of one."""
     batched = input.unsqueeze(0) if a.unbatched else input
     if _eager(input, weight, bias):
         if torch.is_grad_enabled() and any(t is not None and t.requires_grad
@@ -1303,7 +1313,7 @@ def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
         else:   # nothing to differentiate: the Function's bookkeeping would be host time only
             out = forward(batched, weight, bias, a)
     else:
-        out = op(batched, weight, bias, *settings)
+        out = op(batched, weight, bias, *settings())
     return out.squeeze(0) if a.unbatched else out
 
 
@@ -1325,7 +1335,8 @@ def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
                             output_padding, groups, dilation)
     g = a.geometry
     return _run(a, input, weight, bias, _forward, _conv_transpose_backward, _conv_transpose_op,
-                list(g.stride), list(g.padding), list(a.output_padding), list(g.dilation), groups)
+                lambda: (list(g.stride), list(g.padding), list(a.output_padding),
+                         list(g.dilation), groups))
 
 
 def conv_transpose1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
@@ -1430,7 +1441,8 @@ def _conv(nd: int, input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     a = conv_args(f"conv{nd}d", nd, input, weight, bias, stride, padding, dilation, groups)
     g = a.geometry
     return _run(a, input, weight, bias, _conv_forward, _conv_backward, _conv_op,
-                list(g.stride), list(g.padding), list(g.dilation), groups, padding == "same")
+                lambda: (list(g.stride), list(g.padding), list(g.dilation), groups,
+                         padding == "same"))
 
 
 def conv1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,

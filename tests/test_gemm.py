@@ -1,6 +1,7 @@
 """The GEMM layer's CPU path, its cuBLAS call planning, and the float32 precision policy."""
 import contextlib
 import ctypes
+import itertools
 
 import pytest
 import torch
@@ -213,6 +214,23 @@ def test_torch_policy_follows_torch_convolution_flag_without_changing_it():
     finally:
         conv.fp32_precision = before
     assert gemm.torch_convolutions_use_tf32() is (before == "tf32")
+
+
+@pytest.mark.skipif(not hasattr(torch.backends.cudnn, "conv"), reason="torch < 2.9: allow_tf32 only")
+def test_torch_policy_reads_the_most_specific_precision_setting():
+    """Set through torch's public properties: cuDNN's convolutions', cuDNN's, all backends'."""
+    levels = (torch.backends.cudnn.conv, torch.backends.cudnn, torch.backends)
+    before = [level.fp32_precision for level in levels]
+    try:
+        for settings in itertools.product(("none", "tf32", "ieee"), repeat=3):
+            for level, setting in zip(reversed(levels), reversed(settings)):
+                level.fp32_precision = setting
+            read = [level.fp32_precision for level in levels]
+            expected = next((p for p in read if p != "none"), "none") == "tf32"
+            assert gemm.torch_convolutions_use_tf32() is expected, read
+    finally:
+        for level, setting in zip(reversed(levels), reversed(before)):
+            level.fp32_precision = setting
 
 
 def _host_matrix(pointer, rows, cols, ld, op):
