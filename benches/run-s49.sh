@@ -10,6 +10,10 @@
 #      first call only): step_phases_probe.py, and --models, the code before (ab_old/, the
 #      commit before, carried untracked) and after in turns.
 #   E: every CUDA test file (after 142).
+#   F: after 143 (a module's steady call): host_ab_probe.py, the code before 142 (ab_old/)
+#      and after 143 in turns, two processes each.
+#   G: the CUDA tests 143 touches: test_cuda_replay (its new module tests), test_cuda_graphs,
+#      test_cuda_channels_last, test_cuda_reuse, test_cuda.py.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -30,4 +34,18 @@ D) gpu
   done 2>&1 | tee $O/ab.log ;;
 E) gpu
   all_tests ;;
+F) gpu
+  for i in 1 2; do
+    for v in old new; do
+      p=.; [ $v = old ] && p=ab_old
+      echo "### $v $i"; PYTHONPATH=$p timeout 140 python3 benches/host_ab_probe.py 12 | grep "=="
+    done
+  done 2>&1 | tee $O/ab.log ;;
+G) gpu
+  t replay tests/test_cuda_replay.py &
+  t graphs tests/test_cuda_graphs.py &
+  t cl tests/test_cuda_channels_last.py &
+  t reuse tests/test_cuda_reuse.py &
+  t cuda tests/test_cuda.py &
+  summary ;;
 esac

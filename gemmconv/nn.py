@@ -24,6 +24,8 @@ class _GemmConvTranspose:
     _functional: Callable[..., torch.Tensor]
 
     def forward(self, input: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
+        if output_size is None:   # the module's own settings (ops.module_conv_transpose)
+            return ops.module_conv_transpose(self, input)
         nd = len(self.kernel_size)
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, nd, self.dilation)

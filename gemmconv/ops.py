@@ -19,6 +19,7 @@ dispatch.
 """
 import functools
 import math
+import weakref
 from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 import torch
@@ -1302,18 +1303,26 @@ def _eager(*tensors: Optional[torch.Tensor]) -> bool:
 def _run(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
          bias: Optional[torch.Tensor], forward, backward, op,
          settings: Callable[[], tuple]) -> torch.Tensor:
-    """A checked call ``a``: ``forward``/``backward`` through _Eager where it may, else the
-    custom ``op(input, weight, bias, *settings())`` (its lists built only then: 1-2 us of a
-    small layer's host time); an unbatched input runs as a batch of one."""
-    batched = input.unsqueeze(0) if a.unbatched else input
+    """A checked call ``a``: ``forward``/``backward`` through _Eager where it may (_applied),
+    else the custom ``op(input, weight, bias, *settings())`` (its lists built only then: 1-2
+    us of a small layer's host time); an unbatched input runs as a batch of one."""
     if _eager(input, weight, bias):
-        if torch.is_grad_enabled() and any(t is not None and t.requires_grad
-                                           for t in (input, weight, bias)):
-            out = _Eager.apply(batched, weight, bias, a, forward, backward)
-        else:   # nothing to differentiate: the Function's bookkeeping would be host time only
-            out = forward(batched, weight, bias, a)
-    else:
-        out = op(batched, weight, bias, *settings())
+        return _applied(a, input, weight, bias, forward, backward)
+    batched = input.unsqueeze(0) if a.unbatched else input
+    out = op(batched, weight, bias, *settings())
+    return out.squeeze(0) if a.unbatched else out
+
+
+def _applied(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
+             bias: Optional[torch.Tensor], forward, backward) -> torch.Tensor:
+    """``forward(input, weight, bias, a)`` of a call that may take _Eager (see _eager),
+    through it where anything requires grad; an unbatched input runs as a batch of one."""
+    batched = input.unsqueeze(0) if a.unbatched else input
+    if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
+                                    or (bias is not None and bias.requires_grad)):
+        out = _Eager.apply(batched, weight, bias, a, forward, backward)
+    else:   # nothing to differentiate: the Function's bookkeeping would be host time only
+        out = forward(batched, weight, bias, a)
     return out.squeeze(0) if a.unbatched else out
 
 
@@ -1337,6 +1346,83 @@ def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
     return _run(a, input, weight, bias, _forward, _conv_transpose_backward, _conv_transpose_op,
                 lambda: (list(g.stride), list(g.padding), list(a.output_padding),
                          list(g.dilation), groups))
+
+
+class _Steady:
+    """A module's last CUDA call that ran by a replay (see module_conv_transpose): what the
+    call read (``key``, _steady_key), its checked arguments and its forward replay, and
+    the backward replays its calls have taken, by what a backward reads beyond the
+    forward's key (_Steady.backward)."""
+    __slots__ = ("key", "a", "replay", "backwards")
+    MAX_BACKWARDS = 16
+
+    def __init__(self, key: tuple, a: ConvTransposeArgs, replay) -> None:
+        self.key, self.a, self.replay, self.backwards = key, a, replay, {}
+
+    def backward(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """_conv_transpose_backward of a call this one's forward ran: by the backward replay
+        kept for the output gradient's strides and alignment, what is asked and the
+        precision policy and workspace limit now (x and weight are the forward's), else
+        the whole lookup, whose replay is then kept here."""
+        key = (*need, grad_out.stride(), grad_out.data_ptr() % 16,
+               gemm._compute_type(x.dtype), _workspace_limit)
+        replay = self.backwards.get(key)
+        if replay is not None:
+            return replay.graphed(grad_out, x, weight, a, need)
+        grads = _conv_transpose_backward(grad_out, x, weight, a, need)
+        replay = _backward_replays.get((tuple(need), *_replay_key(a, None, x, weight, grad_out)))
+        if replay is not None:
+            if len(self.backwards) >= self.MAX_BACKWARDS:
+                self.backwards.clear()
+            self.backwards[key] = replay
+        return grads
+
+
+# Each module's _Steady, while the module lives.
+_steady: "weakref.WeakKeyDictionary[torch.nn.Module, _Steady]" = weakref.WeakKeyDictionary()
+
+
+def _steady_key(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tensor,
+                bias: Optional[torch.Tensor]) -> tuple:
+    """What a module's call on plain CUDA tensors reads that its checks and its replay
+    depend on: the module's settings; the tensors' shapes, strides, dtypes, devices and
+    16-byte alignment; the precision policy and the workspace limit (the keys of
+    conv_transpose_args's memo and of _replays in one)."""
+    tensors = (x, weight) if bias is None else (x, weight, bias)
+    return (module.stride, module.padding, module.output_padding, module.groups,
+            module.dilation, gemm._compute_type(x.dtype), _workspace_limit,
+            *[(t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors])
+
+
+def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
+    """The call of ``module`` (a gemmconv.nn.ConvTranspose1d/2d/3d, no ``output_size``) on
+    ``input``: as ``conv_transpose{nd}d`` with the module's parameters and settings.
+
+    On a small layer the argument checks and the replays' lookups cost the host more than
+    the layer's kernels take (60 us a forward of DCGAN's layers on an H100's host, where
+    torch's takes 30-40; benches/NOTES.md, session 49). So each module keeps its last CUDA
+    call that ran by a replay (_Steady), and a call that reads the same (_steady_key) goes
+    straight to that replay, forward and backward."""
+    x, weight, bias = _autocast(input, module.weight, module.bias)
+    key = None
+    if x.is_cuda and _eager(x, weight, bias):   # (others take the custom op: see _run)
+        key = _steady_key(module, x, weight, bias)
+        steady = _steady.get(module)
+        if steady is not None and steady.key == key:
+            return _applied(steady.a, x, weight, bias, steady.replay.graphed, steady.backward)
+    nd = len(module.kernel_size)
+    out = _conv_transpose(nd, x, weight, bias, module.stride, module.padding,
+                          module.output_padding, module.groups, module.dilation)
+    if key is not None:
+        a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,
+                                module.padding, module.output_padding, module.groups,
+                                module.dilation)
+        replay = _replays.get(_replay_key(a, None, x.unsqueeze(0) if a.unbatched else x,
+                                          weight, bias))
+        if replay is not None:
+            _steady[module] = _Steady(key, a, replay)
+    return out
 
 
 def conv_transpose1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+import gemmconv
 from gemmconv import cases, gemm, ops
 from gemmconv import channels_last as cl
 from gemmconv.bench import reference as reference64
@@ -141,3 +142,97 @@ def _check_backward(monkeypatch, case, layout, dtype):
         assert rel_error(two, ref) < tolerance
     if layout == "channels_last":
         assert again[0].is_contiguous(memory_format=cl.memory_format(x.dim()))
+
+
+def _module_and_leaves(case, layout, dtype):
+    """gemmconv's module of ``case`` holding the case's weight and bias as its parameters,
+    and an input that requires grad, in ``layout``."""
+    x, w, b = layout_tensors(case, layout, dtype, CUDA, "module")
+    module = getattr(gemmconv.nn, f"ConvTranspose{case.nd}d")(
+        case.in_channels, case.out_channels, case.kernel_size, bias=case.bias,
+        **case.kwargs).to(CUDA, dtype)
+    with torch.no_grad():
+        module.weight.copy_(w)
+        if b is not None:
+            module.bias.copy_(b)
+    if layout == "channels_last":
+        module.to(memory_format=cl.memory_format(x.dim()))
+    return module, x.requires_grad_()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
+def test_a_module_call_like_its_last_skips_the_checks_and_lookups(monkeypatch, case, layout,
+                                                                  dtype):
+    """From its second step on, a module's forward and backward go straight to the replays
+    its first call took (ops._Steady): no argument check or replay lookup runs, and the
+    results are the functional call's bit for bit."""
+    if layout == "channels_last" and case.nd == 1:
+        pytest.skip("channels_last is 2-D and 3-D")
+    module, x = _module_and_leaves(case, layout, dtype)
+    leaves = [x, *module.parameters()]
+    grad_out = output_gradient(case, layout, dtype, CUDA)
+
+    def step(call, lookups=None):
+        poison_allocator(x.numel() * x.element_size())
+        out = call()
+        if lookups is not None:
+            assert looked_up == lookups, "the forward"
+        return [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
+    first = step(lambda: module(x))
+    assert module in ops._steady, "the zoo's kinds of layer run as replays"
+    looked_up = []
+    with monkeypatch.context() as patched:
+        for name in ("conv_transpose_args", "_replay_key", "_conv_transpose_backward"):
+            function = getattr(ops, name)
+            patched.setattr(ops, name, lambda *args, f=function, n=name:
+                            looked_up.append(n) or f(*args))
+        second = step(lambda: module(x), [])
+        assert looked_up[:1] == ["_conv_transpose_backward"]   # the backward's first lookup
+        looked_up.clear()
+        third = step(lambda: module(x), [])
+    kept = ops._steady[module].backwards
+    assert looked_up == ([] if kept else
+                         ["_conv_transpose_backward", "_replay_key", "_replay_key"])
+    if layout == "channels_last" or ops._samples_inner(case.batch, math.prod(case.size)):
+        assert kept, "the zoo's kinds of layer run their backward as replays"
+    functional = step(lambda: OURS[case.nd](x, module.weight, module.bias, **case.kwargs))
+    refs = reference64(case, x, module.weight, module.bias, grad_out.double())
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    for results in (first, second, third):
+        for ours, theirs, ref in zip(results, functional, refs):
+            assert torch.equal(ours, theirs)
+            assert rel_error(ours, ref) < tolerance
+
+
+def test_a_module_call_unlike_its_last_is_checked_and_planned_again():
+    """Whatever the module's last call did not read the same (a setting, the input's shape
+    or layout, the weight's dtype, the precision policy) goes the whole way again, and gives
+    the functional call's answer."""
+    case = cases.MODEL_LAYERS[1]
+    module, x = _module_and_leaves(case, "planar", torch.float32)
+
+    def agrees(x):
+        with torch.no_grad():
+            ours = module(x)
+            theirs = OURS[case.nd](x, module.weight, module.bias, stride=module.stride,
+                                   padding=module.padding, output_padding=module.output_padding,
+                                   groups=module.groups, dilation=module.dilation)
+        return torch.equal(ours, theirs) and rel_error(
+            ours, torch.nn.functional.conv_transpose2d(
+                x.double(), module.weight.double(), module.bias.double(), module.stride,
+                module.padding, module.output_padding, module.groups, module.dilation)) < 5e-3
+    assert agrees(x) and agrees(x) and module in ops._steady
+    module.padding = (0, 0)
+    assert agrees(x)
+    module.output_padding = (0, 0)
+    assert agrees(x)
+    assert agrees(x[:2])
+    assert agrees(x.contiguous(memory_format=torch.channels_last))
+    with gemmconv.float32_precision("ieee"):
+        assert agrees(x)
+    module.double()
+    with pytest.raises(RuntimeError):   # as torch: the input's dtype and the weight's differ
+        module(x)
+    assert agrees(x.double())

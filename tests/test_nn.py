@@ -105,3 +105,38 @@ def test_modules_skip_the_custom_ops_dispatch(monkeypatch, module):
     mine.square().sum().backward()
     ref.square().sum().backward()
     assert rel_error(ours.weight.grad, theirs.weight.grad) < 1e-12
+
+
+def test_a_modules_steady_key_differs_wherever_its_checks_or_plans_could():
+    """ops._steady_key lets a module's CUDA call that reads what its last one read skip the
+    argument checks and the replays' lookups: it must tell apart every setting and every
+    property of a tensor that those read."""
+    from gemmconv import ops
+    m = gemmconv.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+    x = torch.randn(2, 4, 5, 5)
+
+    def key(x=x, weight=m.weight, bias=m.bias):
+        return ops._steady_key(m, x, weight, bias)
+    base = key()
+    assert key() == base and key(x.clone()) == base
+    shifted = torch.randn(x.numel() + 1)[1:].view(x.shape)   # 4 bytes off 16-byte alignment
+    variants = [key(x[:1]), key(torch.randn(2, 4, 5, 6)), key(x.double()), key(shifted),
+                key(x.contiguous(memory_format=torch.channels_last)), key(bias=None),
+                key(weight=m.weight.double()), key(weight=m.weight[:, :3]),
+                key(weight=m.weight.contiguous(memory_format=torch.channels_last))]
+    for setting, value in (("stride", (1, 1)), ("padding", (0, 0)), ("output_padding", (0, 0)),
+                           ("dilation", (2, 2)), ("groups", 2)):
+        before = getattr(m, setting)
+        setattr(m, setting, value)
+        variants.append(key())
+        setattr(m, setting, before)
+    with gemmconv.float32_precision("ieee"):
+        variants.append(key())
+    limit = ops.get_workspace_limit()
+    ops.set_workspace_limit(limit // 2)
+    try:
+        variants.append(key())
+    finally:
+        ops.set_workspace_limit(limit)
+    assert key() == base
+    assert [i for i, v in enumerate(variants) if v == base] == []
