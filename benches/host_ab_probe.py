@@ -11,7 +11,12 @@ of input, weight and bias) of torch's module, ours, and a free one (an autograd 
 handing out drawn tensors: bench.free_layers, the floor of a Python layer); then DCGAN's and
 the VAE decoder's float32 channels_last training steps, torch's, converted and free.
 
-    PYTHONPATH=. python benches/host_ab_probe.py [REPEATS]
+With ``--layers``: each transposed convolution of DCGAN and the VAE decoder (float32
+channels_last, on the input the model gives it), its training step paired (torch, ours),
+and per step the GPU's kernel time (torch.profiler) and the host's time with the GPU kept
+busy, torch's and ours: whether a layer that loses waits on its kernels or on the host.
+
+    PYTHONPATH=. python benches/host_ab_probe.py [REPEATS] [--layers]
 """
 import copy
 import sys
@@ -31,9 +36,39 @@ def report(title: str, fns: dict, repeats: int) -> None:
                                       for k in fns), flush=True)
 
 
+def layers(repeats: int) -> None:
+    """See the module's docstring (--layers)."""
+    from layer import kernel_times
+    from probe_lib import busy_us
+    from sync_probe import sleep_cycles
+    cycles = sleep_cycles()
+    device = torch.device("cuda")
+    for name in ("dcgan", "vae"):
+        base, x, cast, grad_mode, fmt = bench.model_setup(zoo.by_name([name])[0], False, device,
+                                                          "float32", "channels_last", "train")
+        for lname, theirs, spec in measure.layer_inputs(base, x, gnn.TRANSPOSED):
+            ours = gnn.convert(copy.deepcopy(theirs))
+            x_in = spec.draw().requires_grad_(spec.requires_grad)
+            g = torch.randn_like(theirs(x_in))
+
+            def step(m):
+                leaves = [x_in, *m.parameters()] if spec.requires_grad else [*m.parameters()]
+                return lambda: torch.autograd.grad(m(x_in), leaves, g)
+            fns = {"torch": step(theirs), "ours": step(ours)}
+            timed = measure.timed(device, fns, repeats, "torch")
+            gpu = {k: sum(ms for _, ms in kernel_times(fn)) * 1e3 for k, fn in fns.items()}
+            host = {k: busy_us(lambda _, fn=fn: fn(), cycles) for k, fn in fns.items()}
+            print(f"== {name} {lname} {spec.shape}: step " + ", ".join(
+                f"{k} {timed.ms[k] * 1e3:.0f} us ({timed.speedup[k]:.3f}x; kernels "
+                f"{gpu[k]:.0f}, host {host[k]:.0f})" for k in fns), flush=True)
+
+
 def main() -> None:
-    repeats = int(sys.argv[1]) if sys.argv[1:] else 20
+    repeats = int(sys.argv[1]) if sys.argv[1:] and sys.argv[1].isdigit() else 20
     print(torch.cuda.get_device_name(), flush=True)
+    if "--layers" in sys.argv:
+        layers(repeats)
+        return
     for name in LAYERS:
         for layout in ("planar", "channels_last"):
             theirs, ours, x = layer_pair(name, layout)

@@ -14,6 +14,8 @@
 #      and after 143 in turns, two processes each.
 #   G: the CUDA tests 143 touches: test_cuda_replay (its new module tests), test_cuda_graphs,
 #      test_cuda_channels_last, test_cuda_reuse, test_cuda.py.
+#   H: after 143, DCGAN's and the VAE decoder's layers one by one (host_ab_probe.py
+#      --layers: paired steps, kernel time, host time), then both models in the zoo.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -48,4 +50,7 @@ G) gpu
   t reuse tests/test_cuda_reuse.py &
   t cuda tests/test_cuda.py &
   summary ;;
+H) gpu
+  probe 200 layers host_ab_probe.py 12 --layers
+  zoo_model dcgan 120; zoo_model vae 150 ;;
 esac
