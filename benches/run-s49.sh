@@ -16,6 +16,9 @@
 #      test_cuda_channels_last, test_cuda_reuse, test_cuda.py.
 #   H: after 143, DCGAN's and the VAE decoder's layers one by one (host_ab_probe.py
 #      --layers: paired steps, kernel time, host time), then both models in the zoo.
+#   I: every CUDA test file (the final code).
+#   J, K: the model zoo (bench --models, a model per process): J the small models and the
+#      2-D U-Net, K HiFi-GAN and the 3-D U-Net.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -53,4 +56,11 @@ G) gpu
 H) gpu
   probe 200 layers host_ab_probe.py 12 --layers
   zoo_model dcgan 120; zoo_model vae 150 ;;
+I) gpu
+  all_tests ;;
+J) gpu
+  zoo_model dcgan 85; zoo_model vae 85; zoo_model fcn32s 115; zoo_model depthwise 75
+  zoo_model unet2d 200 ;;
+K) gpu
+  zoo_model hifigan 250; zoo_model unet3d 320 ;;
 esac
