@@ -19,6 +19,8 @@
 #   I: every CUDA test file (the final code).
 #   J, K: the model zoo (bench --models, a model per process): J the small models and the
 #      2-D U-Net, K HiFi-GAN and the 3-D U-Net.
+#   L: the zoo's rows J did not reach in its time (zoo_rows.py): FCN-32s's and the depthwise
+#      decoder's bfloat16 channels_last rows.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -63,4 +65,8 @@ J) gpu
   zoo_model unet2d 200 ;;
 K) gpu
   zoo_model hifigan 250; zoo_model unet3d 320 ;;
+L) gpu
+  timeout 400 python3 benches/zoo_rows.py fcn32s:bf16-autocast:channels_last:forward \
+    fcn32s:bf16-autocast:channels_last:train depthwise:bf16-autocast:channels_last:forward \
+    depthwise:bf16-autocast:channels_last:train 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log ;;
 esac
