@@ -21,6 +21,8 @@
 #      2-D U-Net, K HiFi-GAN and the 3-D U-Net.
 #   L: the zoo's rows J did not reach in its time (zoo_rows.py): FCN-32s's and the depthwise
 #      decoder's bfloat16 channels_last rows.
+#   M: the VAE decoder's float32 channels_last forward, slower whole than layer by layer:
+#      kernels, gaps between them and host time, torch's and converted (gaps_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -69,4 +71,7 @@ L) gpu
   timeout 400 python3 benches/zoo_rows.py fcn32s:bf16-autocast:channels_last:forward \
     fcn32s:bf16-autocast:channels_last:train depthwise:bf16-autocast:channels_last:forward \
     depthwise:bf16-autocast:channels_last:train 2>&1 | grep -v "Warn\|_warn_once" | tee $O/rows.log ;;
+M) gpu
+  probe 200 gaps gaps_probe.py vae:float32:channels_last:forward vae:float32:channels_last:train \
+    dcgan:float32:channels_last:train ;;
 esac
