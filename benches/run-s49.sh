@@ -23,6 +23,7 @@
 #      decoder's bfloat16 channels_last rows.
 #   M: the VAE decoder's float32 channels_last forward, slower whole than layer by layer:
 #      kernels, gaps between them and host time, torch's and converted (gaps_probe.py).
+#   N: after 144 (a module keeps up to four calls): test_cuda_replay and test_cuda_graphs.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -74,4 +75,8 @@ L) gpu
 M) gpu
   probe 200 gaps gaps_probe.py vae:float32:channels_last:forward vae:float32:channels_last:train \
     dcgan:float32:channels_last:train ;;
+N) gpu
+  t replay tests/test_cuda_replay.py &
+  t graphs tests/test_cuda_graphs.py &
+  summary ;;
 esac

@@ -1349,15 +1349,14 @@ def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
 
 
 class _Steady:
-    """A module's last CUDA call that ran by a replay (see module_conv_transpose): what the
-    call read (``key``, _steady_key), its checked arguments and its forward replay, and
-    the backward replays its calls have taken, by what a backward reads beyond the
-    forward's key (_Steady.backward)."""
-    __slots__ = ("key", "a", "replay", "backwards")
+    """A module's CUDA call that ran by a replay (see module_conv_transpose): its checked
+    arguments and its forward replay, and the backward replays its calls have taken, by
+    what a backward reads beyond the forward's key (_Steady.backward)."""
+    __slots__ = ("a", "replay", "backwards")
     MAX_BACKWARDS = 16
 
-    def __init__(self, key: tuple, a: ConvTransposeArgs, replay) -> None:
-        self.key, self.a, self.replay, self.backwards = key, a, replay, {}
+    def __init__(self, a: ConvTransposeArgs, replay) -> None:
+        self.a, self.replay, self.backwards = a, replay, {}
 
     def backward(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                  a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
@@ -1379,8 +1378,10 @@ class _Steady:
         return grads
 
 
-# Each module's _Steady, while the module lives.
-_steady: "weakref.WeakKeyDictionary[torch.nn.Module, _Steady]" = weakref.WeakKeyDictionary()
+# Each module's calls that ran by replays, while the module lives: {_steady_key: _Steady},
+# at most MAX_STEADY of them (a layer called at a few sizes keeps each).
+_steady: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+MAX_STEADY = 4
 
 
 def _steady_key(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tensor,
@@ -1401,15 +1402,16 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
 
     On a small layer the argument checks and the replays' lookups cost the host more than
     the layer's kernels take (60 us a forward of DCGAN's layers on an H100's host, where
-    torch's takes 30-40; benches/NOTES.md, session 49). So each module keeps its last CUDA
-    call that ran by a replay (_Steady), and a call that reads the same (_steady_key) goes
-    straight to that replay, forward and backward."""
+    torch's takes 30-40; benches/NOTES.md, session 49). So each module keeps its CUDA calls
+    that ran by replays (_Steady, the last MAX_STEADY of them), and a call that reads the
+    same as one of them (_steady_key) goes straight to its replay, forward and backward."""
     x, weight, bias = _autocast(input, module.weight, module.bias)
-    key = None
+    key = steadies = None
     if x.is_cuda and _eager(x, weight, bias):   # (others take the custom op: see _run)
         key = _steady_key(module, x, weight, bias)
-        steady = _steady.get(module)
-        if steady is not None and steady.key == key:
+        steadies = _steady.get(module)
+        steady = None if steadies is None else steadies.get(key)
+        if steady is not None:
             return _applied(steady.a, x, weight, bias, steady.replay.graphed, steady.backward)
     nd = len(module.kernel_size)
     out = _conv_transpose(nd, x, weight, bias, module.stride, module.padding,
@@ -1421,7 +1423,11 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
         replay = _replays.get(_replay_key(a, None, x.unsqueeze(0) if a.unbatched else x,
                                           weight, bias))
         if replay is not None:
-            _steady[module] = _Steady(key, a, replay)
+            if steadies is None:
+                steadies = _steady[module] = {}
+            elif len(steadies) >= MAX_STEADY:
+                steadies.clear()
+            steadies[key] = _Steady(a, replay)
     return out
 
 

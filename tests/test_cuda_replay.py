@@ -192,7 +192,7 @@ def test_a_module_call_like_its_last_skips_the_checks_and_lookups(monkeypatch, c
         assert looked_up[:1] == ["_conv_transpose_backward"]   # the backward's first lookup
         looked_up.clear()
         third = step(lambda: module(x), [])
-    kept = ops._steady[module].backwards
+    kept = next(iter(ops._steady[module].values())).backwards
     assert looked_up == ([] if kept else
                          ["_conv_transpose_backward", "_replay_key", "_replay_key"])
     if layout == "channels_last" or ops._samples_inner(case.batch, math.prod(case.size)):
@@ -206,10 +206,10 @@ def test_a_module_call_like_its_last_skips_the_checks_and_lookups(monkeypatch, c
             assert rel_error(ours, ref) < tolerance
 
 
-def test_a_module_call_unlike_its_last_is_checked_and_planned_again():
-    """Whatever the module's last call did not read the same (a setting, the input's shape
+def test_a_module_call_unlike_its_last_is_checked_and_planned_again(monkeypatch):
+    """Whatever the module's calls kept did not read the same (a setting, the input's shape
     or layout, the weight's dtype, the precision policy) goes the whole way again, and gives
-    the functional call's answer."""
+    the functional call's answer; a module called at two sizes in turns keeps both."""
     case = cases.MODEL_LAYERS[1]
     module, x = _module_and_leaves(case, "planar", torch.float32)
 
@@ -224,6 +224,14 @@ def test_a_module_call_unlike_its_last_is_checked_and_planned_again():
                 x.double(), module.weight.double(), module.bias.double(), module.stride,
                 module.padding, module.output_padding, module.groups, module.dilation)) < 5e-3
     assert agrees(x) and agrees(x) and module in ops._steady
+    assert agrees(x[:2])
+    with monkeypatch.context() as patched, torch.no_grad():   # both kept: nothing looked up
+        patched.setattr(ops, "conv_transpose_args", None)
+        patched.setattr(ops, "_replay_key", None)
+        kept = [(module(t), t) for t in (x, x[:2], x)]
+    with torch.no_grad():
+        assert all(torch.equal(out, OURS[2](t, module.weight, module.bias, **case.kwargs))
+                   for out, t in kept)
     module.padding = (0, 0)
     assert agrees(x)
     module.output_padding = (0, 0)
