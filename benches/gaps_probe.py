@@ -21,6 +21,7 @@ from gemmconv import bench, measure, zoo
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
+from layer import cuda_events  # noqa: E402
 from probe_lib import busy_us  # noqa: E402
 from sync_probe import sleep_cycles  # noqa: E402
 
@@ -29,15 +30,8 @@ OURS = ("gemmconv", "implicit_gemm", "sm90_xmma_gemm", "cutlass")
 
 def trace(step, steps: int = 20) -> tuple[float, float, float]:
     """(kernel us, gap us, gap us before one of OURS) a step, from a profiler trace."""
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-    kernels = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-                     if e.device_type == torch.autograd.DeviceType.CUDA)
+    kernels = sorted((e.time_range.start, e.time_range.end, e.name)
+                     for e in cuda_events(step, steps))
     busy = sum(end - start for start, end, _ in kernels)
     gaps = ours = 0.0
     for (_, end, _), (start, _, name) in zip(kernels, kernels[1:]):

@@ -16,8 +16,9 @@ import gemmconv
 from gemmconv.measure import timers
 
 
-def kernel_times(step, repeats: int = 10) -> list[tuple[str, float]]:
-    """CUDA milliseconds per call of each kernel ``step`` launches, costliest first."""
+def cuda_events(step, repeats: int) -> list:
+    """The profiler's CUDA events (kernels, copies) of ``repeats`` calls of ``step``, after
+    three calls untraced."""
     for _ in range(3):
         step()
     torch.cuda.synchronize()
@@ -25,10 +26,14 @@ def kernel_times(step, repeats: int = 10) -> list[tuple[str, float]]:
         for _ in range(repeats):
             step()
         torch.cuda.synchronize()
+    return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def kernel_times(step, repeats: int = 10) -> list[tuple[str, float]]:
+    """CUDA milliseconds per call of each kernel ``step`` launches, costliest first."""
     totals: dict[str, float] = collections.defaultdict(float)
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            totals[event.name[:90]] += event.device_time / 1e3 / repeats
+    for event in cuda_events(step, repeats):
+        totals[event.name[:90]] += event.device_time / 1e3 / repeats
     return sorted(totals.items(), key=lambda kv: -kv[1])
 
 
