@@ -17,12 +17,12 @@ import sys
 
 import torch
 
-from gemmconv import bench, measure, zoo
+from gemmconv import measure
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
 from layer import cuda_events  # noqa: E402
-from probe_lib import busy_us  # noqa: E402
+from probe_lib import busy_us, zoo_setup  # noqa: E402
 from sync_probe import sleep_cycles  # noqa: E402
 
 OURS = ("gemmconv", "implicit_gemm", "sm90_xmma_gemm", "cutlass")
@@ -48,15 +48,10 @@ def main(configs) -> None:
     cycles = sleep_cycles()
     for config in configs or ["vae:float32:channels_last:forward",
                               "vae:float32:channels_last:train"]:
-        name, precision, layout, mode = config.split(":")
-        base, x, cast, grad_mode, fmt = bench.model_setup(zoo.by_name([name])[0], False, device,
-                                                          precision, layout, mode)
-        grad = None
-        if mode == "train":
-            with cast, grad_mode:
-                grad = torch.randn_like(base(x))
-        models = {"torch": base, "ours": gnn.convert(copy.deepcopy(base))}
-        steps = {k: bench.model_step(m, x, cast, grad_mode, grad) for k, m in models.items()}
+        mode = config.split(":")[3]
+        setup, step_of = zoo_setup(config, device)
+        models = {"torch": setup.model, "ours": gnn.convert(copy.deepcopy(setup.model))}
+        steps = {k: step_of(m) for k, m in models.items()}
         timed = measure.timed(device, steps, 20, "torch")
         for k, step in steps.items():
             kernels, gaps, ours = trace(step)

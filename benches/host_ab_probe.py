@@ -23,11 +23,11 @@ import sys
 
 import torch
 
-from gemmconv import bench, measure, zoo
+from gemmconv import bench, measure
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
-from probe_lib import LAYERS, layer_pair  # noqa: E402
+from probe_lib import LAYERS, layer_pair, zoo_setup  # noqa: E402
 
 
 def report(title: str, fns: dict, repeats: int) -> None:
@@ -44,9 +44,8 @@ def layers(repeats: int) -> None:
     cycles = sleep_cycles()
     device = torch.device("cuda")
     for name in ("dcgan", "vae"):
-        base, x, cast, grad_mode, fmt = bench.model_setup(zoo.by_name([name])[0], False, device,
-                                                          "float32", "channels_last", "train")
-        for lname, theirs, spec in measure.layer_inputs(base, x, gnn.TRANSPOSED):
+        setup, _ = zoo_setup(f"{name}:float32:channels_last:train", device)
+        for lname, theirs, spec in measure.layer_inputs(setup.model, setup.x, gnn.TRANSPOSED):
             ours = gnn.convert(copy.deepcopy(theirs))
             x_in = spec.draw().requires_grad_(spec.requires_grad)
             g = torch.randn_like(theirs(x_in))
@@ -88,17 +87,13 @@ def main() -> None:
             report(f"{name} {layout} forward", {k: forward(m) for k, m in modules.items()},
                    repeats)
             report(f"{name} {layout} step", {k: step(m) for k, m in modules.items()}, repeats)
-    device = torch.device("cuda")
     for config in ("dcgan:float32:channels_last:train", "vae:float32:channels_last:train"):
-        name, precision, layout, mode = config.split(":")
-        base, x, cast, grad_mode, fmt = bench.model_setup(zoo.by_name([name])[0], False, device,
-                                                          precision, layout, mode)
-        with cast, grad_mode:
-            grad = torch.randn_like(base(x))   # (in the output's layout)
-            free = bench.free_layers(copy.deepcopy(base), x)
-        models = {"torch": base, "ours": gnn.convert(copy.deepcopy(base)), "free": free}
-        report(config, {k: bench.model_step(m, x, cast, grad_mode, grad)
-                        for k, m in models.items()}, repeats)
+        setup, step_of = zoo_setup(config, torch.device("cuda"))
+        with setup.cast, setup.grad_mode:
+            free = bench.free_layers(copy.deepcopy(setup.model), setup.x)
+        models = {"torch": setup.model, "ours": gnn.convert(copy.deepcopy(setup.model)),
+                  "free": free}
+        report(config, {k: step_of(m) for k, m in models.items()}, repeats)
 
 if __name__ == "__main__":
     main()

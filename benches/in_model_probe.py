@@ -17,8 +17,11 @@ import sys
 
 import torch
 
-from gemmconv import bench, measure, zoo
+from gemmconv import measure
 from gemmconv import nn as gnn
+
+sys.path.insert(0, "benches")
+from probe_lib import zoo_setup  # noqa: E402
 
 
 def swapped(model: torch.nn.Module, names: set) -> torch.nn.Module:
@@ -40,20 +43,16 @@ def main(args: list[str]) -> None:
     small = device.type == "cpu"
     print(torch.cuda.get_device_name() if not small else "CPU, reduced sizes", flush=True)
     for config in args or ["vae:float32:channels_last:forward"]:
-        name, precision, layout, mode = config.split(":")
-        base, x, cast, grad_mode, _ = bench.model_setup(zoo.by_name([name])[0], small, device,
-                                                        precision, layout, mode)
-        with cast:
-            layers = [lname for lname, _, _ in measure.layer_inputs(base, x, gnn.TRANSPOSED)]
-        grad = None
-        if mode == "train":
-            with cast, grad_mode:
-                grad = torch.randn_like(base(x))
+        setup, step_of = zoo_setup(config, device)
+        base = setup.model
+        with setup.cast:
+            layers = [lname for lname, _, _ in measure.layer_inputs(base, setup.x,
+                                                                   gnn.TRANSPOSED)]
         variants = {"torch": base, "every": swapped(base, set(layers))}
         for lname in layers:
             variants[f"only {lname}"] = swapped(base, {lname})
             variants[f"all but {lname}"] = swapped(base, set(layers) - {lname})
-        steps = {k: bench.model_step(m, x, cast, grad_mode, grad) for k, m in variants.items()}
+        steps = {k: step_of(m) for k, m in variants.items()}
         timed = measure.timed(device, steps, repeats, "torch")
         print(f"== {config}: torch {timed.ms['torch']:.3f} ms a step", flush=True)
         for k in variants:

@@ -11,7 +11,7 @@ import torch
 
 from gemmconv import graphs, zoo
 from gemmconv import nn as gnn
-from gemmconv.bench import model_setup, model_step
+from gemmconv.bench import ModelSetup, model_setup, model_step
 from sync_probe import busy_profile   # (benches/, as the probes' own imports)
 
 LAYERS = {   # (module arguments, input shape): DCGAN's second up-conv, the VAE decoder's third
@@ -41,21 +41,28 @@ def busy_us(fn, cycles: int, prepare=None) -> float:
     return best
 
 
-def zoo_config(config: str, device: torch.device) -> tuple[torch.nn.Module, Callable]:
+def zoo_setup(config: str, device: torch.device) -> tuple[ModelSetup, Callable]:
     """``config`` ("model:precision:layout:mode", as bench.model_configs names them): the
-    model built as the zoo builds it (reduced sizes on the CPU), and ``step(model)``, a
-    call of that model (or a copy of it) as the zoo times it, its output gradient drawn
-    once in the model's layout."""
+    model built as the zoo builds it (reduced sizes on the CPU), with its input and
+    contexts (bench.ModelSetup), and ``step(model)``, a call of that model (or a copy of
+    it) as the zoo times it, its output gradient drawn once in the model's layout."""
     name, precision, layout, mode = config.split(":")
-    base, x, cast, grad_mode, fmt = model_setup(zoo.by_name([name])[0], device.type == "cpu",
-                                                device, precision, layout, mode)
+    setup = model_setup(zoo.by_name([name])[0], device.type == "cpu", device, precision,
+                        layout, mode)
+    base, x, cast, grad_mode, fmt = setup
     with cast, grad_mode:
         shape = base(x).shape
     grad = torch.randn(shape, device=device)
     if fmt is not None and grad.dim() == x.dim():
         grad = grad.contiguous(memory_format=fmt)
     grad = grad if mode == "train" else None
-    return base, lambda model: model_step(model, x, cast, grad_mode, grad)
+    return setup, lambda model: model_step(model, x, cast, grad_mode, grad)
+
+
+def zoo_config(config: str, device: torch.device) -> tuple[torch.nn.Module, Callable]:
+    """zoo_setup's model and ``step(model)``."""
+    setup, step = zoo_setup(config, device)
+    return setup.model, step
 
 
 def layer_pair(name: str, layout: str) -> tuple[torch.nn.Module, torch.nn.Module, torch.Tensor]:
