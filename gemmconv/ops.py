@@ -1092,13 +1092,19 @@ _backward_replays: dict[tuple, Union[_BackwardReplay, _GraphedBackward, _FusedBa
                                      _DepthwiseBackward, None]] = {}
 
 
+def _backward_key(a: ConvTransposeArgs, need: List[bool], interleaved: Optional[bool],
+                  x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor) -> tuple:
+    """A backward replay's key in _backward_replays: what is asked, and _replay_key's."""
+    return (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
+
+
 def _replayed_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                        a: ConvTransposeArgs, need: List[bool],
                        interleaved: Optional[bool]) -> Optional[List[torch.Tensor]]:
     """The gradients of a CUDA call by its replay (_BackwardReplay, _GraphedBackward,
     _FusedBackward or _DepthwiseBackward), planned on its first call; None where it has none,
     as _replayed (``interleaved`` too)."""
-    key = (tuple(need), *_replay_key(a, interleaved, x, weight, grad_out))
+    key = _backward_key(a, need, interleaved, x, weight, grad_out)
     replay, _ = _kept(_backward_replays, key, lambda: (_work_out_backward_replay(
         grad_out, x, weight, a, need, _layout(interleaved, x, weight)), ()))
     if replay is None:
@@ -1342,10 +1348,16 @@ def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,
     input, weight, bias = _autocast(input, weight, bias)
     a = conv_transpose_args(f"conv_transpose{nd}d", nd, input, weight, bias, stride, padding,
                             output_padding, groups, dilation)
+    return _run_conv_transpose(a, input, weight, bias)
+
+
+def _run_conv_transpose(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
+                        bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """The checked call ``a`` on tensors already autocast."""
     g = a.geometry
     return _run(a, input, weight, bias, _forward, _conv_transpose_backward, _conv_transpose_op,
                 lambda: (list(g.stride), list(g.padding), list(a.output_padding),
-                         list(g.dilation), groups))
+                         list(g.dilation), a.groups))
 
 
 class _Steady:
@@ -1370,7 +1382,7 @@ class _Steady:
         if replay is not None:
             return replay.graphed(grad_out, x, weight, a, need)
         grads = _conv_transpose_backward(grad_out, x, weight, a, need)
-        replay = _backward_replays.get((tuple(need), *_replay_key(a, None, x, weight, grad_out)))
+        replay = _backward_replays.get(_backward_key(a, need, None, x, weight, grad_out))
         if replay is not None:
             if len(self.backwards) >= self.MAX_BACKWARDS:
                 self.backwards.clear()
@@ -1414,12 +1426,10 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
         if steady is not None:
             return _applied(steady.a, x, weight, bias, steady.replay.graphed, steady.backward)
     nd = len(module.kernel_size)
-    out = _conv_transpose(nd, x, weight, bias, module.stride, module.padding,
-                          module.output_padding, module.groups, module.dilation)
+    a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,
+                            module.padding, module.output_padding, module.groups, module.dilation)
+    out = _run_conv_transpose(a, x, weight, bias)
     if key is not None:
-        a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,
-                                module.padding, module.output_padding, module.groups,
-                                module.dilation)
         replay = _replays.get(_replay_key(a, None, x.unsqueeze(0) if a.unbatched else x,
                                           weight, bias))
         if replay is not None:

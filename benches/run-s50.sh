@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 50's device calls (outputs under $OUT/<call>; logs kept in benches/results/s50/).
+#   A: do our graphs cost a GPU-paced model? (graph_ab_probe.py: converted models with
+#      graphs on and paused, paired against torch's); which VAE decoder layers lose in the
+#      model (in_model_probe.py); then the CUDA tests the two review mends touch
+#      (test_cuda_replay, test_cuda_graphs).
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
+case "$1" in
+A) gpu
+  probe 200 graph_ab graph_ab_probe.py
+  probe 120 in_model in_model_probe.py vae:float32:channels_last:forward
+  TT=240 t replay tests/test_cuda_replay.py &
+  TT=240 t graphs tests/test_cuda_graphs.py &
+  summary ;;
+esac
