@@ -23,7 +23,7 @@ sys.path.insert(0, "benches")
 from probe_lib import zoo_setup  # noqa: E402
 
 CONFIGS = ["vae:float32:channels_last:forward", "vae:float32:channels_last:train",
-           "vae:float32:planar:forward", "dcgan:float32:channels_last:forward",
+           "vae:float32:NCHW:forward", "dcgan:float32:channels_last:forward",
            "dcgan:float32:channels_last:train", "vae:bf16-autocast:channels_last:forward"]
 
 

@@ -4,6 +4,8 @@
 #      graphs on and paused, paired against torch's); which VAE decoder layers lose in the
 #      model (in_model_probe.py); then the CUDA tests the two review mends touch
 #      (test_cuda_replay, test_cuda_graphs).
+#   B: where a converted model's step spends host time, module by module (issue_probe.py),
+#      and graph_ab_probe.py's NCHW row (A's ran channels_last twice).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -14,4 +16,7 @@ A) gpu
   TT=240 t replay tests/test_cuda_replay.py &
   TT=240 t graphs tests/test_cuda_graphs.py &
   summary ;;
+B) gpu
+  probe 200 issue issue_probe.py
+  probe 60 graph_ab graph_ab_probe.py vae:float32:NCHW:forward ;;
 esac
