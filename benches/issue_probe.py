@@ -6,8 +6,9 @@ Per configuration and per model (torch's, converted), steps in turns: the host's
 issue a step (the clock read before the call and on its return, with the GPU synchronized
 before; a step whose kernels take less than its issue leaves the launch queue short, so
 this is the host's own time), the step's time to its end, and per module the host time of
-its forward (forward pre- and post-hooks; hooks cost both models alike). Printed: the
-medians, and the modules whose forward host time differs most between the two.
+its forward (forward pre- and post-hooks; hooks cost both models alike). Then the same
+with ROW steps in a row between synchronizations (the first left out): a module that waits
+for the GPU there shows. Printed: the medians, and each module's forward host time.
 
     PYTHONPATH=. python benches/issue_probe.py [REPEATS] [model:precision:layout:mode ...]
 
@@ -26,6 +27,7 @@ from gemmconv import nn as gnn
 sys.path.insert(0, "benches")
 from probe_lib import zoo_setup  # noqa: E402
 
+ROW = 8   # steps in a row between synchronizations
 CONFIGS = ["vae:float32:channels_last:forward", "vae:float32:NCHW:forward",
            "vae:float32:channels_last:train", "dcgan:float32:channels_last:train",
            "dcgan:float32:NCHW:train"]
@@ -51,36 +53,47 @@ def main(args: list[str]) -> None:
     for config in args or CONFIGS:
         setup, step_of = zoo_setup(config, device)
         models = {"torch": setup.model, "ours": gnn.convert(copy.deepcopy(setup.model))}
-        issue = {k: [] for k in models}
-        whole = {k: [] for k in models}
-        modules = {k: collections.defaultdict(list) for k in models}
-        steps = {k: step_of(m) for k, m in models.items()}
+        kinds = {n: type(m).__name__ for n, m in models["ours"].named_modules()}
         for k, m in models.items():
             for _ in range(3):
-                steps[k]()       # warm: plans, graphs captured
-            hooked(m, modules[k])
-            modules[k].clear()
-        for _ in range(repeats):
-            for k, step in steps.items():
-                sync()
-                t0 = time.perf_counter()
-                step()
-                t1 = time.perf_counter()
-                sync()
-                t2 = time.perf_counter()
-                issue[k].append((t1 - t0) * 1e6)
-                whole[k].append((t2 - t0) * 1e6)
-        print(f"== {config}", flush=True)
-        for k in models:
-            print(f"  {k:6s} issue {statistics.median(issue[k]):7.0f} us, to the end "
-                  f"{statistics.median(whole[k]):7.0f} us, module forwards "
-                  f"{sum(statistics.median(v) for v in modules[k].values()):7.0f} us", flush=True)
-        diffs = sorted(((statistics.median(modules['ours'][n]) - statistics.median(v), n,
-                        statistics.median(v)) for n, v in modules["torch"].items()),
-                       reverse=True)
-        for d, n, t in diffs[:6] + diffs[-2:]:
-            print(f"    module {n:8s} torch {t:6.1f} us, ours {d:+6.1f}", flush=True)
-
+                step_of(m)()       # warm: plans, graphs captured
+        steps = {}
+        for k, m in models.items():
+            times = collections.defaultdict(list)
+            hooked(m, times)
+            steps[k] = (step_of(m), times)
+        for mode in ("alone", "in a row"):
+            issue = {k: [] for k in models}
+            whole = {k: [] for k in models}
+            for times in [t for _, t in steps.values()]:
+                times.clear()
+            for _ in range(repeats):
+                for k, (step, times) in steps.items():
+                    sync()
+                    calls = 1 if mode == "alone" else ROW
+                    t0 = time.perf_counter()
+                    for i in range(calls):
+                        if i == 1:   # in a row: the first step's times left out
+                            t0 = time.perf_counter()
+                            for v in times.values():
+                                v.pop()
+                        step()
+                    t1 = time.perf_counter()
+                    sync()
+                    t2 = time.perf_counter()
+                    n = 1 if mode == "alone" else ROW - 1
+                    issue[k].append((t1 - t0) * 1e6 / n)
+                    whole[k].append((t2 - t0) * 1e6 / n)
+            print(f"== {config}, steps {mode}", flush=True)
+            for k, (_, times) in steps.items():
+                print(f"  {k:6s} issue {statistics.median(issue[k]):7.0f} us a step, to the end "
+                      f"{statistics.median(whole[k]):7.0f} us, module forwards "
+                      f"{sum(statistics.median(v) for v in times.values()):7.0f} us", flush=True)
+            theirs, ours = steps["torch"][1], steps["ours"][1]
+            for n, v in theirs.items():
+                t = statistics.median(v)
+                print(f"    {n:6s} {kinds[n]:16s} torch {t:6.1f} us, ours "
+                      f"{statistics.median(ours[n]) - t:+6.1f}", flush=True)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -6,6 +6,7 @@
 #      (test_cuda_replay, test_cuda_graphs).
 #   B: where a converted model's step spends host time, module by module (issue_probe.py),
 #      and graph_ab_probe.py's NCHW row (A's ran channels_last twice).
+#   C: issue_probe.py again, every module listed, steps alone and in a row.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -19,4 +20,6 @@ A) gpu
 B) gpu
   probe 200 issue issue_probe.py
   probe 60 graph_ab graph_ab_probe.py vae:float32:NCHW:forward ;;
+C) gpu
+  probe 300 issue issue_probe.py 20 ;;
 esac
