@@ -8,7 +8,8 @@ before; a step whose kernels take less than its issue leaves the launch queue sh
 this is the host's own time), the step's time to its end, and per module the host time of
 its forward (forward pre- and post-hooks; hooks cost both models alike). Then the same
 with ROW steps in a row between synchronizations (the first left out): a module that waits
-for the GPU there shows. Printed: the medians, and each module's forward host time.
+for the GPU there shows; and in a row with Python's garbage collector off (our autograd
+Function's objects live until the backward, where torch's nodes are C++). Printed: the medians, and each module's forward host time.
 
     PYTHONPATH=. python benches/issue_probe.py [REPEATS] [model:precision:layout:mode ...]
 
@@ -16,6 +17,7 @@ On a machine without a GPU it runs the zoo's reduced sizes (a check that it runs
 """
 import collections
 import copy
+import gc
 import statistics
 import sys
 import time
@@ -62,11 +64,14 @@ def main(args: list[str]) -> None:
             times = collections.defaultdict(list)
             hooked(m, times)
             steps[k] = (step_of(m), times)
-        for mode in ("alone", "in a row"):
+        for mode in ("alone", "in a row", "in a row, no GC"):
             issue = {k: [] for k in models}
             whole = {k: [] for k in models}
             for times in [t for _, t in steps.values()]:
                 times.clear()
+            if mode.endswith("no GC"):
+                gc.collect()
+                gc.disable()
             for _ in range(repeats):
                 for k, (step, times) in steps.items():
                     sync()
@@ -84,6 +89,7 @@ def main(args: list[str]) -> None:
                     n = 1 if mode == "alone" else ROW - 1
                     issue[k].append((t1 - t0) * 1e6 / n)
                     whole[k].append((t2 - t0) * 1e6 / n)
+            gc.enable()
             print(f"== {config}, steps {mode}", flush=True)
             for k, (_, times) in steps.items():
                 print(f"  {k:6s} issue {statistics.median(issue[k]):7.0f} us a step, to the end "

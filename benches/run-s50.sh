@@ -7,6 +7,8 @@
 #   B: where a converted model's step spends host time, module by module (issue_probe.py),
 #      and graph_ab_probe.py's NCHW row (A's ran channels_last twice).
 #   C: issue_probe.py again, every module listed, steps alone and in a row.
+#   D: a module's steady call piece by piece, planar and channels_last (steady_probe.py);
+#      issue_probe.py with the garbage collector off too.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -22,4 +24,8 @@ B) gpu
   probe 60 graph_ab graph_ab_probe.py vae:float32:NCHW:forward ;;
 C) gpu
   probe 300 issue issue_probe.py 20 ;;
+D) gpu
+  probe 200 steady steady_probe.py
+  probe 300 issue issue_probe.py 20 vae:float32:channels_last:forward vae:float32:channels_last:train \
+    dcgan:float32:channels_last:train ;;
 esac
