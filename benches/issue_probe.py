@@ -9,7 +9,8 @@ this is the host's own time), the step's time to its end, and per module the hos
 its forward (forward pre- and post-hooks; hooks cost both models alike). Then the same
 with ROW steps in a row between synchronizations (the first left out): a module that waits
 for the GPU there shows; and in a row with Python's garbage collector off (our autograd
-Function's objects live until the backward, where torch's nodes are C++). Printed: the medians, and each module's forward host time.
+Function's objects live until the backward, where torch's nodes are C++), and in each
+mode the collector's runs and time a step (gc.callbacks). Printed: the medians, and each module's forward host time.
 
     PYTHONPATH=. python benches/issue_probe.py [REPEATS] [model:precision:layout:mode ...]
 
@@ -46,7 +47,24 @@ def hooked(model: torch.nn.Module, times: dict) -> None:
             (time.perf_counter() - start["t"]) * 1e6))
 
 
+watch = {"into": None, "start": 0.0}   # (where the collector's runs are counted, see gc_timed)
+
+
+def gc_timed(phase: str, info: dict) -> None:
+    """A gc.callbacks entry: each run of the collector, its generation and microseconds,
+    counted into ``watch["into"]`` while that is set."""
+    into = watch["into"]
+    if into is None:
+        return
+    if phase == "start":
+        watch["start"] = time.perf_counter()
+    else:
+        into[info["generation"]] += 1
+        into["us"] += (time.perf_counter() - watch["start"]) * 1e6
+
+
 def main(args: list[str]) -> None:
+    gc.callbacks.append(gc_timed)
     repeats = int(args.pop(0)) if args and args[0].isdigit() else 30
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -69,6 +87,7 @@ def main(args: list[str]) -> None:
             whole = {k: [] for k in models}
             for times in [t for _, t in steps.values()]:
                 times.clear()
+            collected = {k: collections.Counter() for k in models}
             if mode.endswith("no GC"):
                 gc.collect()
                 gc.disable()
@@ -76,6 +95,7 @@ def main(args: list[str]) -> None:
                 for k, (step, times) in steps.items():
                     sync()
                     calls = 1 if mode == "alone" else ROW
+                    watch.update(into=collected[k])
                     t0 = time.perf_counter()
                     for i in range(calls):
                         if i == 1:   # in a row: the first step's times left out
@@ -84,6 +104,7 @@ def main(args: list[str]) -> None:
                                 v.pop()
                         step()
                     t1 = time.perf_counter()
+                    watch.update(into=None)
                     sync()
                     t2 = time.perf_counter()
                     n = 1 if mode == "alone" else ROW - 1
@@ -94,7 +115,10 @@ def main(args: list[str]) -> None:
             for k, (_, times) in steps.items():
                 print(f"  {k:6s} issue {statistics.median(issue[k]):7.0f} us a step, to the end "
                       f"{statistics.median(whole[k]):7.0f} us, module forwards "
-                      f"{sum(statistics.median(v) for v in times.values()):7.0f} us", flush=True)
+                      f"{sum(statistics.median(v) for v in times.values()):7.0f} us; the garbage "
+                      f"collector {collected[k]['us'] / repeats / n:5.0f} us a step over "
+                      f"{collected[k][0] / repeats / n:.2f}, {collected[k][1] / repeats / n:.2f}, "
+                      f"{collected[k][2] / repeats / n:.3f} runs of generations 0, 1, 2", flush=True)
             theirs, ours = steps["torch"][1], steps["ours"][1]
             for n, v in theirs.items():
                 t = statistics.median(v)

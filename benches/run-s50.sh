@@ -9,6 +9,7 @@
 #   C: issue_probe.py again, every module listed, steps alone and in a row.
 #   D: a module's steady call piece by piece, planar and channels_last (steady_probe.py);
 #      issue_probe.py with the garbage collector off too.
+#   E: issue_probe.py with the collector's runs and time a step counted.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -28,4 +29,7 @@ D) gpu
   probe 200 steady steady_probe.py
   probe 300 issue issue_probe.py 20 vae:float32:channels_last:forward vae:float32:channels_last:train \
     dcgan:float32:channels_last:train ;;
+E) gpu
+  probe 300 issue issue_probe.py 20 dcgan:float32:channels_last:train vae:float32:channels_last:train \
+    vae:float32:channels_last:forward ;;
 esac
