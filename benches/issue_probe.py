@@ -2,15 +2,16 @@
 decoder's float32 channels_last forward reads 0.92x converted, each layer alone faster,
 with graphs on; paused, 0.50x).
 
-Per configuration and per model (torch's, converted), steps in turns: the host's time to
+Per configuration and per model (torch's, converted, and converted with gemmconv's CUDA
+graphs paused: does a graph's launch make the torch ops after it dearer?), steps in turns: the host's time to
 issue a step (the clock read before the call and on its return, with the GPU synchronized
 before; a step whose kernels take less than its issue leaves the launch queue short, so
 this is the host's own time), the step's time to its end, and per module the host time of
 its forward (forward pre- and post-hooks; hooks cost both models alike). Then the same
 with ROW steps in a row between synchronizations (the first left out): a module that waits
-for the GPU there shows; and in a row with Python's garbage collector off (our autograd
-Function's objects live until the backward, where torch's nodes are C++), and in each
-mode the collector's runs and time a step (gc.callbacks). Printed: the medians, and each module's forward host time.
+for the GPU there shows. In each mode, the garbage collector's runs and time a step
+(gc.callbacks; our autograd Function's objects live until the backward, where torch's
+nodes are C++). Printed: the medians, and each module's forward host time.
 
     PYTHONPATH=. python benches/issue_probe.py [REPEATS] [model:precision:layout:mode ...]
 
@@ -25,6 +26,7 @@ import time
 
 import torch
 
+from gemmconv import graphs
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
@@ -72,25 +74,23 @@ def main(args: list[str]) -> None:
           flush=True)
     for config in args or CONFIGS:
         setup, step_of = zoo_setup(config, device)
-        models = {"torch": setup.model, "ours": gnn.convert(copy.deepcopy(setup.model))}
+        models = {"torch": setup.model, "ours": gnn.convert(copy.deepcopy(setup.model)),
+                  "no graphs": gnn.convert(copy.deepcopy(setup.model))}
         kinds = {n: type(m).__name__ for n, m in models["ours"].named_modules()}
         for k, m in models.items():
             for _ in range(3):
-                step_of(m)()       # warm: plans, graphs captured
+                (paused(step_of(m)) if k == "no graphs" else step_of(m))()   # warm: plans, graphs
         steps = {}
         for k, m in models.items():
             times = collections.defaultdict(list)
             hooked(m, times)
-            steps[k] = (step_of(m), times)
-        for mode in ("alone", "in a row", "in a row, no GC"):
+            steps[k] = (paused(step_of(m)) if k == "no graphs" else step_of(m), times)
+        for mode in ("alone", "in a row"):
             issue = {k: [] for k in models}
             whole = {k: [] for k in models}
             for times in [t for _, t in steps.values()]:
                 times.clear()
             collected = {k: collections.Counter() for k in models}
-            if mode.endswith("no GC"):
-                gc.collect()
-                gc.disable()
             for _ in range(repeats):
                 for k, (step, times) in steps.items():
                     sync()
@@ -110,20 +110,28 @@ def main(args: list[str]) -> None:
                     n = 1 if mode == "alone" else ROW - 1
                     issue[k].append((t1 - t0) * 1e6 / n)
                     whole[k].append((t2 - t0) * 1e6 / n)
-            gc.enable()
             print(f"== {config}, steps {mode}", flush=True)
             for k, (_, times) in steps.items():
-                print(f"  {k:6s} issue {statistics.median(issue[k]):7.0f} us a step, to the end "
+                print(f"  {k:9s} issue {statistics.median(issue[k]):7.0f} us a step, to the end "
                       f"{statistics.median(whole[k]):7.0f} us, module forwards "
                       f"{sum(statistics.median(v) for v in times.values()):7.0f} us; the garbage "
                       f"collector {collected[k]['us'] / repeats / n:5.0f} us a step over "
                       f"{collected[k][0] / repeats / n:.2f}, {collected[k][1] / repeats / n:.2f}, "
                       f"{collected[k][2] / repeats / n:.3f} runs of generations 0, 1, 2", flush=True)
-            theirs, ours = steps["torch"][1], steps["ours"][1]
+            theirs, ours, plain = (steps[k][1] for k in ("torch", "ours", "no graphs"))
             for n, v in theirs.items():
                 t = statistics.median(v)
                 print(f"    {n:6s} {kinds[n]:16s} torch {t:6.1f} us, ours "
-                      f"{statistics.median(ours[n]) - t:+6.1f}", flush=True)
+                      f"{statistics.median(ours[n]) - t:+6.1f}, no graphs "
+                      f"{statistics.median(plain[n]) - t:+6.1f}", flush=True)
+
+
+def paused(step):
+    """``step`` with gemmconv's CUDA graphs paused (each call launches its kernels)."""
+    def run():
+        with graphs.paused():
+            return step()
+    return run
 
 if __name__ == "__main__":
     main(sys.argv[1:])

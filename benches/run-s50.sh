@@ -10,6 +10,7 @@
 #   D: a module's steady call piece by piece, planar and channels_last (steady_probe.py);
 #      issue_probe.py with the garbage collector off too.
 #   E: issue_probe.py with the collector's runs and time a step counted.
+#   F: issue_probe.py with a third model: converted, its steps with gemmconv's graphs paused.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -32,4 +33,7 @@ D) gpu
 E) gpu
   probe 300 issue issue_probe.py 20 dcgan:float32:channels_last:train vae:float32:channels_last:train \
     vae:float32:channels_last:forward ;;
+F) gpu
+  probe 300 issue issue_probe.py 20 vae:float32:channels_last:train vae:float32:NCHW:train \
+    dcgan:float32:channels_last:train vae:float32:channels_last:forward ;;
 esac
