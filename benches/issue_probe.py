@@ -11,7 +11,7 @@ its forward (forward pre- and post-hooks; hooks cost both models alike). Then th
 with ROW steps in a row between synchronizations (the first left out): a module that waits
 for the GPU there shows. In each mode, the garbage collector's runs and time a step
 (gc.callbacks; our autograd Function's objects live until the backward, where torch's
-nodes are C++). Printed: the medians, and each module's forward host time.
+nodes are C++), and the caching allocator's cudaMalloc and cudaFree calls a step. Printed: the medians, and each module's forward host time.
 
     PYTHONPATH=. python benches/issue_probe.py [REPEATS] [model:precision:layout:mode ...]
 
@@ -91,10 +91,12 @@ def main(args: list[str]) -> None:
             for times in [t for _, t in steps.values()]:
                 times.clear()
             collected = {k: collections.Counter() for k in models}
+            mallocs = {k: collections.Counter() for k in models}
             for _ in range(repeats):
                 for k, (step, times) in steps.items():
                     sync()
                     calls = 1 if mode == "alone" else ROW
+                    before = allocator()
                     watch.update(into=collected[k])
                     t0 = time.perf_counter()
                     for i in range(calls):
@@ -107,6 +109,7 @@ def main(args: list[str]) -> None:
                     watch.update(into=None)
                     sync()
                     t2 = time.perf_counter()
+                    mallocs[k].update({key: v - before[key] for key, v in allocator().items()})
                     n = 1 if mode == "alone" else ROW - 1
                     issue[k].append((t1 - t0) * 1e6 / n)
                     whole[k].append((t2 - t0) * 1e6 / n)
@@ -117,13 +120,27 @@ def main(args: list[str]) -> None:
                       f"{sum(statistics.median(v) for v in times.values()):7.0f} us; the garbage "
                       f"collector {collected[k]['us'] / repeats / n:5.0f} us a step over "
                       f"{collected[k][0] / repeats / n:.2f}, {collected[k][1] / repeats / n:.2f}, "
-                      f"{collected[k][2] / repeats / n:.3f} runs of generations 0, 1, 2", flush=True)
+                      f"{collected[k][2] / repeats / n:.3f} runs of generations 0, 1, 2; the "
+                      "allocator a step: " + ", ".join(f"{key} {v / repeats / n:.2f}" for key, v
+                                                        in mallocs[k].items()), flush=True)
             theirs, ours, plain = (steps[k][1] for k in ("torch", "ours", "no graphs"))
             for n, v in theirs.items():
                 t = statistics.median(v)
                 print(f"    {n:6s} {kinds[n]:16s} torch {t:6.1f} us, ours "
                       f"{statistics.median(ours[n]) - t:+6.1f}, no graphs "
                       f"{statistics.median(plain[n]) - t:+6.1f}", flush=True)
+
+
+ALLOCATOR = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
+
+
+def allocator() -> dict:
+    """The caching allocator's counts of cudaMalloc and cudaFree calls, of retries after a
+    failed allocation and of synchronizations of every stream (none on a CPU)."""
+    if not torch.cuda.is_available():
+        return {}
+    stats = torch.cuda.memory_stats()
+    return {key: stats.get(key, 0) for key in ALLOCATOR}
 
 
 def paused(step):

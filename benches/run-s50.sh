@@ -11,6 +11,8 @@
 #      issue_probe.py with the garbage collector off too.
 #   E: issue_probe.py with the collector's runs and time a step counted.
 #   F: issue_probe.py with a third model: converted, its steps with gemmconv's graphs paused.
+#   G: issue_probe.py with the caching allocator's cudaMalloc and cudaFree calls a step;
+#      then every CUDA test file (after the review mends).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -36,4 +38,8 @@ E) gpu
 F) gpu
   probe 300 issue issue_probe.py 20 vae:float32:channels_last:train vae:float32:NCHW:train \
     dcgan:float32:channels_last:train vae:float32:channels_last:forward ;;
+G) gpu
+  probe 100 issue issue_probe.py 15 vae:float32:channels_last:train dcgan:float32:channels_last:train \
+    vae:float32:channels_last:forward
+  all_tests ;;
 esac
