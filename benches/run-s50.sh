@@ -13,6 +13,7 @@
 #   F: issue_probe.py with a third model: converted, its steps with gemmconv's graphs paused.
 #   G: issue_probe.py with the caching allocator's cudaMalloc and cudaFree calls a step;
 #      then every CUDA test file (after the review mends).
+#   H: cProfile of a steady channels_last layer call, without and with grad, and its step.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -42,4 +43,6 @@ G) gpu
   probe 100 issue issue_probe.py 15 vae:float32:channels_last:train dcgan:float32:channels_last:train \
     vae:float32:channels_last:forward
   all_tests ;;
+H) gpu
+  probe 120 steady steady_probe.py --profile ;;
 esac

@@ -7,8 +7,14 @@ microseconds a call, over many calls in a row: torch's module; ours; and the pie
 ours: the autocast pass, the plain-tensor check, the steady key, the output's allocation,
 the replay's launch (graphed), and in training the Function's apply.
 
-    PYTHONPATH=. python benches/steady_probe.py
+    PYTHONPATH=. python benches/steady_probe.py [--profile]
+
+With --profile, cProfile's top functions over a steady call's loop, with and without grad,
+of the middle shape in channels_last (where the grad-mode call cost 20-70 us more).
 """
+import cProfile
+import pstats
+import sys
 import time
 
 import torch
@@ -34,8 +40,34 @@ def per_call(fn) -> float:
     return (t1 - t0) * 1e6 / CALLS
 
 
-def main() -> None:
+def profiled(fn, title: str) -> None:
+    per_call(fn)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(CALLS):
+        fn()
+    profile.disable()
+    torch.cuda.synchronize()
+    print(f"== cProfile, {title}, {CALLS} calls", flush=True)
+    pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(22)
+
+
+def main(args: list[str]) -> None:
     print(torch.cuda.get_device_name(), flush=True)
+    if "--profile" in args:
+        (cin, cout), shape = SHAPES[1]
+        ours = gnn.ConvTranspose2d(cin, cout, 3, 2, 1, output_padding=1).cuda().to(
+            memory_format=torch.channels_last)
+        x = torch.randn(shape, device="cuda").contiguous(memory_format=torch.channels_last)
+        with torch.no_grad():
+            profiled(lambda: ours(x), "no grad")
+        xg = x.detach().requires_grad_()
+        profiled(lambda: ours(xg), "grad")
+        grad = torch.randn_like(ours(xg))
+        params = list(ours.parameters())
+        profiled(lambda: torch.autograd.grad(ours(xg), [xg, *params], grad),
+                 "grad, forward and autograd.grad")
+        return
     for (cin, cout), shape in SHAPES:
         for layout in ("planar", "channels_last"):
             kwargs = dict(kernel_size=3, stride=2, padding=1, output_padding=1)
@@ -71,4 +103,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
