@@ -14,6 +14,8 @@
 #   G: issue_probe.py with the caching allocator's cudaMalloc and cudaFree calls a step;
 #      then every CUDA test file (after the review mends).
 #   H: cProfile of a steady channels_last layer call, without and with grad, and its step.
+#   I: the 2-D U-Net's k2 s2 up-convolutions kernel by kernel (layer.py), where its
+#      channels_last training step read 0.55-0.94x per layer in session 49's zoo.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -45,4 +47,11 @@ G) gpu
   all_tests ;;
 H) gpu
   probe 120 steady steady_probe.py --profile ;;
+I) gpu
+  U3="ConvTranspose2d(128, 64, 2, stride=2)"; U0="ConvTranspose2d(1024, 512, 2, stride=2)"
+  layer "$U3" --input 8,128,128,128 --backward --channels-last
+  layer "$U3" --input 8,128,128,128 --backward
+  layer "$U0" --input 8,1024,16,16 --backward --channels-last
+  layer "$U3" --input 8,128,128,128 --backward --channels-last --dtype bfloat16
+  layer "$U0" --input 8,1024,16,16 --channels-last --dtype bfloat16 ;;
 esac
