@@ -16,6 +16,7 @@
 #   H: cProfile of a steady channels_last layer call, without and with grad, and its step.
 #   I: the 2-D U-Net's k2 s2 up-convolutions kernel by kernel (layer.py), where its
 #      channels_last training step read 0.55-0.94x per layer in session 49's zoo.
+#   J: a channels_last bias gradient's sum, formulation by formulation (channel_sums_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -54,4 +55,6 @@ I) gpu
   layer "$U0" --input 8,1024,16,16 --backward --channels-last
   layer "$U3" --input 8,128,128,128 --backward --channels-last --dtype bfloat16
   layer "$U0" --input 8,1024,16,16 --channels-last --dtype bfloat16 ;;
+J) gpu
+  probe 150 sums channel_sums_probe.py ;;
 esac
