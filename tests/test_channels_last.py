@@ -328,3 +328,25 @@ def test_unaligned_channels_reach_the_gemms_zero_padded(monkeypatch, dtype, chan
     assert dims == [(positions, padded, m), (positions, m, padded), (padded, positions, m)]
     said = str(gemmconv.explain(x, w, b, **case.kwargs))
     assert ("zero-padded" in said) == (f"to {padded} channels" in said) == (channels != padded)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape, side", [((2, 3, 512, 512), 32), ((1, 2, 1, 524289), 1),
+                                         ((2, 5, 16, 16), 1), ((1, 4, 1024, 1024), 32)])
+def test_channel_sums_side_by_side(dtype, shape, side):
+    """A bias's gradient over at least 2^19 positions (a multiple of 32) sums 32 rows side
+    by side first: the same sum as float64's within the dtype's rounding, by that route."""
+    t = _channels_last(torch.randn(shape, generator=generator("channel sums", *shape),
+                                   dtype=dtype))
+    positions = t.numel() // shape[1]
+    assert channels_last.side_by_side(positions) == side
+    sums = channels_last.channel_sums(t)
+    exact = t.double().sum((0, 2, 3))
+    scale = t.double().abs().sum((0, 2, 3))
+    assert sums.dtype == dtype
+    assert ((sums.double() - exact).abs() / scale).max() < (1e-6 if dtype == torch.float32 else 1e-3)
+    rows = t.permute(0, 2, 3, 1).reshape(positions, shape[1])
+    acc = torch.float32
+    by_route = rows.view(-1, side * shape[1]).sum(0, dtype=acc).view(side, -1).sum(0) \
+        if side > 1 else rows.sum(0, dtype=acc)
+    assert torch.equal(sums, by_route.to(dtype))
