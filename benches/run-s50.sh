@@ -17,6 +17,9 @@
 #   I: the 2-D U-Net's k2 s2 up-convolutions kernel by kernel (layer.py), where its
 #      channels_last training step read 0.55-0.94x per layer in session 49's zoo.
 #   J: a channels_last bias gradient's sum, formulation by formulation (channel_sums_probe.py).
+#   K: after 145 (channel_sums by 32 rows side by side): the U-Net's last up-convolution
+#      kernel by kernel, the code before (ab_old/, carried untracked) and after; the CUDA
+#      tests of channels_last backwards (test_cuda_channels_last, _replay, _reuse).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -57,4 +60,13 @@ I) gpu
   layer "$U0" --input 8,1024,16,16 --channels-last --dtype bfloat16 ;;
 J) gpu
   probe 150 sums channel_sums_probe.py ;;
+K) gpu
+  U3="ConvTranspose2d(128, 64, 2, stride=2)"
+  for code in ab_old . ab_old .; do for dt in float32 bfloat16; do
+    echo "== code $code"; PYTHONPATH=$code layer "$U3" --input 8,128,128,128 --backward --channels-last --dtype $dt
+  done; done 2>&1 | tee $O/layers.log | grep "==\|reduce_kernel"
+  t cl tests/test_cuda_channels_last.py &
+  t replay tests/test_cuda_replay.py &
+  t reuse tests/test_cuda_reuse.py &
+  summary ;;
 esac
