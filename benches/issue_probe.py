@@ -9,7 +9,8 @@ before; a step whose kernels take less than its issue leaves the launch queue sh
 this is the host's own time), the step's time to its end, and per module the host time of
 its forward (forward pre- and post-hooks; hooks cost both models alike). Then the same
 with ROW steps in a row between synchronizations (the first left out): a module that waits
-for the GPU there shows. In each mode, the garbage collector's runs and time a step
+for the GPU there shows; and in a row with autograd's device threads off
+(torch.autograd.set_multithreading_enabled(False) around the steps). In each mode, the garbage collector's runs and time a step
 (gc.callbacks; our autograd Function's objects live until the backward, where torch's
 nodes are C++), and the caching allocator's cudaMalloc and cudaFree calls a step. Printed: the medians, and each module's forward host time.
 
@@ -33,6 +34,9 @@ sys.path.insert(0, "benches")
 from probe_lib import zoo_setup  # noqa: E402
 
 ROW = 8   # steps in a row between synchronizations
+# In the last, autograd runs every node on the calling thread: how much of a converted
+# step's loss is its Python node on autograd's device thread (what a C++ node would save)?
+MODES = ("alone", "in a row", "in a row, device threads off")
 CONFIGS = ["vae:float32:channels_last:forward", "vae:float32:NCHW:forward",
            "vae:float32:channels_last:train", "dcgan:float32:channels_last:train",
            "dcgan:float32:NCHW:train"]
@@ -85,7 +89,7 @@ def main(args: list[str]) -> None:
             times = collections.defaultdict(list)
             hooked(m, times)
             steps[k] = (paused(step_of(m)) if k == "no graphs" else step_of(m), times)
-        for mode in ("alone", "in a row"):
+        for mode in MODES:
             issue = {k: [] for k in models}
             whole = {k: [] for k in models}
             for times in [t for _, t in steps.values()]:
@@ -96,6 +100,8 @@ def main(args: list[str]) -> None:
                 for k, (step, times) in steps.items():
                     sync()
                     calls = 1 if mode == "alone" else ROW
+                    threads = torch.autograd.set_multithreading_enabled(
+                        mode != "in a row, device threads off")
                     before = allocator()
                     watch.update(into=collected[k])
                     t0 = time.perf_counter()
@@ -106,6 +112,7 @@ def main(args: list[str]) -> None:
                                 v.pop()
                         step()
                     t1 = time.perf_counter()
+                    threads.__exit__(None, None, None)
                     watch.update(into=None)
                     sync()
                     t2 = time.perf_counter()

@@ -20,6 +20,7 @@
 #   K: after 145 (channel_sums by 32 rows side by side): the U-Net's last up-convolution
 #      kernel by kernel, the code before (ab_old/, carried untracked) and after; the CUDA
 #      tests of channels_last backwards (test_cuda_channels_last, _replay, _reuse).
+#   L: issue_probe.py with autograd's device threads off too (what a C++ node could save).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -69,4 +70,7 @@ K) gpu
   t replay tests/test_cuda_replay.py &
   t reuse tests/test_cuda_reuse.py &
   summary ;;
+L) gpu
+  probe 200 issue issue_probe.py 15 dcgan:float32:channels_last:train vae:float32:channels_last:train \
+    vae:float32:NCHW:train ;;
 esac
