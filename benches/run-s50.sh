@@ -21,6 +21,7 @@
 #      kernel by kernel, the code before (ab_old/, carried untracked) and after; the CUDA
 #      tests of channels_last backwards (test_cuda_channels_last, _replay, _reuse).
 #   L: issue_probe.py with autograd's device threads off too (what a C++ node could save).
+#   M: the 17 cases' tables after this session's changes: forward NCHW, float32 training.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -73,4 +74,6 @@ K) gpu
 L) gpu
   probe 200 issue issue_probe.py 15 dcgan:float32:channels_last:train vae:float32:channels_last:train \
     vae:float32:NCHW:train ;;
+M) gpu
+  table bench-fwd; table bench-train --backward ;;
 esac
