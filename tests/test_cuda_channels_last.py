@@ -192,3 +192,17 @@ def test_channels_last_module_under_autocast():
     exact = model.double()(x.double())
     assert out.is_contiguous(memory_format=torch.channels_last)
     assert rel_error(out, exact) < 2 * max(rel_error(ref, exact), 1e-3)
+
+
+# Outputs of 2^19 positions: their bias gradient sums 32 rows side by side first
+# (channels_last.channel_sums), which the table's cases are too small to reach.
+WIDE = [cases.Case("cl-wide-k2s2", 2, 8, 8, (2, 2), (256, 256), stride=(2, 2)),
+        cases.Case("cl-wide-3x3", 2, 4, 8, (3, 3), (512, 512), padding=(1, 1))]
+
+
+@pytest.mark.parametrize("mode", ["float32-tf32", "float32-ieee", "bfloat16"])
+@pytest.mark.parametrize("case", WIDE, ids=lambda c: c.name)
+def test_channels_last_bias_gradient_over_many_positions(case, mode):
+    assert case.bias and channels_last.side_by_side(
+        case.batch * math.prod(case.output_size)) == channels_last.SIDE_BY_SIDE
+    _check(case, mode, mode)
