@@ -23,6 +23,8 @@
 #   L: issue_probe.py with autograd's device threads off too (what a C++ node could save).
 #   M: the 17 cases' tables after this session's changes: forward NCHW, float32 training.
 #   N: the CUDA test of 145 at 2^19 positions (test_cuda_channels_last -k many_positions).
+#   O: a whole training step captured as one CUDA graph by the user, torch's model against
+#      the converted one (whole_graph_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -79,4 +81,6 @@ M) gpu
   table bench-fwd; table bench-train --backward ;;
 N) gpu
   TT=200 t wide tests/test_cuda_channels_last.py -k many_positions; count $O/wide.log; tail -1 $O/wide.log ;;
+O) gpu
+  probe 200 whole whole_graph_probe.py ;;
 esac
