@@ -25,6 +25,7 @@
 #   N: the CUDA test of 145 at 2^19 positions (test_cuda_channels_last -k many_positions).
 #   O: a whole training step captured as one CUDA graph by the user, torch's model against
 #      the converted one (whole_graph_probe.py).
+#   P: its CUDA test (test_cuda_graphs -k captured_whole).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -83,4 +84,6 @@ N) gpu
   TT=200 t wide tests/test_cuda_channels_last.py -k many_positions; count $O/wide.log; tail -1 $O/wide.log ;;
 O) gpu
   probe 200 whole whole_graph_probe.py ;;
+P) gpu
+  TT=150 t whole tests/test_cuda_graphs.py -k captured_whole; count $O/whole.log; tail -1 $O/whole.log ;;
 esac
