@@ -2,12 +2,14 @@
 kernel by kernel, bit for bit, into poisoned memory, and against float64; a graph follows
 its tensors' contents, and is launched only at the addresses it was captured at. Marked
 ``cuda``."""
+import copy
 import math
 
 import pytest
 import torch
 
-from gemmconv import bench, cases, fused, graphs, ops
+import gemmconv
+from gemmconv import bench, cases, fused, graphs, ops, zoo
 from gemmconv.shapes import conv_transpose_args
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
@@ -282,16 +284,30 @@ def test_a_depthwise_step_captured_in_a_users_graph_on_first_sight():
         assert rel_error(ours, ref) < 1e-5
 
 
-@pytest.mark.parametrize("layout", ["planar", "channels_last"])
-@pytest.mark.parametrize("name", ["dcgan", "vae-decoder"])
-def test_a_converted_models_training_step_captured_whole(name, layout):
+WHOLE_STEPS = [(name, layout, precision) for name in ("dcgan", "vae-decoder")
+               for layout in ("planar", "channels_last") for precision in ("tf32", "ieee")]
+
+
+@pytest.mark.parametrize("name, layout, precision", WHOLE_STEPS)
+def test_a_converted_models_training_step_captured_whole(name, layout, precision):
     """A user's CUDA graph of a converted model's whole training step (the forward and
     every parameter's gradient), captured after warm-up steps, replays on a new input to
-    the eager step's results, and to the model's in float64."""
-    import copy
+    the eager step's results; with torch's convolutions and ours in IEEE float32, to the
+    model's in float64 too. The gradients are compared together: a convolution's bias
+    before a batch norm has a gradient of rounding errors, which two runs sum differently
+    (session 50's run P read 1.3 between two such 1e-6 vectors). (In TF32 a reduced model's
+    gradients read 4-6% from float64's, its batch norms over two samples magnifying the
+    rounding: P.)"""
+    conv = torch.backends.cudnn.conv
+    before = conv.fp32_precision
+    conv.fp32_precision = precision   # torch's convolutions, and ours by the "torch" policy
+    try:
+        _captured_whole(name, layout, precision == "ieee")
+    finally:
+        conv.fp32_precision = before
 
-    import gemmconv
-    from gemmconv import zoo
+
+def _captured_whole(name: str, layout: str, against_float64: bool) -> None:
     entry = zoo.by_name([name])[0]
     torch.manual_seed(0)
     model = entry.build(True).to(CUDA).train()
@@ -301,7 +317,6 @@ def test_a_converted_models_training_step_captured_whole(name, layout):
             memory_format=torch.channels_last)
     double = copy.deepcopy(model).double()
     ours = gemmconv.convert(copy.deepcopy(model))
-    params = list(ours.parameters())
     grad = torch.randn(ours(x).shape, generator=generator(name, layout, "grad"),
                        dtype=torch.float64).to(CUDA)
     grad = grad.contiguous(memory_format=torch.channels_last) if layout == "channels_last" else grad
@@ -323,10 +338,10 @@ def test_a_converted_models_training_step_captured_whole(name, layout):
     user.replay()
     torch.cuda.synchronize()
     eager = step()
-    for r, e in zip(replayed, eager):   # (torch's own layers may sum with atomics)
-        assert rel_error(r, e) < 1e-5
-    reference = step(double, x.double(), grad)
-    flat = lambda results: torch.cat([t.detach().double().flatten() for t in results[1:]])  # noqa: E731
-    assert rel_error(replayed[0], reference[0]) < 2e-2
-    assert rel_error(flat(replayed), flat(reference)) < 2e-2
-    assert len(params) == len(replayed) - 1
+    flat = lambda rs: torch.cat([t.detach().double().flatten() for t in rs[1:]])  # noqa: E731
+    assert rel_error(replayed[0], eager[0]) < 1e-5   # (torch's own layers may sum with atomics)
+    assert rel_error(flat(replayed), flat(eager)) < 1e-5
+    if against_float64:
+        reference = step(double, x.double(), grad)
+        assert rel_error(replayed[0], reference[0]) < 1e-3
+        assert rel_error(flat(replayed), flat(reference)) < 1e-3
