@@ -343,5 +343,6 @@ def _captured_whole(name: str, layout: str, against_float64: bool) -> None:
     assert rel_error(flat(replayed), flat(eager)) < 1e-5
     if against_float64:
         reference = step(double, x.double(), grad)
-        assert rel_error(replayed[0], reference[0]) < 1e-3
-        assert rel_error(flat(replayed), flat(reference)) < 1e-3
+        # (On the CPU, in float32, these models read 1e-7 to 2e-6 from float64, ours and torch's.)
+        assert rel_error(replayed[0], reference[0]) < 1e-4
+        assert rel_error(flat(replayed), flat(reference)) < 1e-4
