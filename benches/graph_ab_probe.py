@@ -20,7 +20,7 @@ from gemmconv import graphs, measure
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
-from probe_lib import zoo_setup  # noqa: E402
+from probe_lib import graphs_paused, zoo_setup  # noqa: E402
 
 CONFIGS = ["vae:float32:channels_last:forward", "vae:float32:channels_last:train",
            "vae:float32:NCHW:forward", "dcgan:float32:channels_last:forward",
@@ -35,12 +35,9 @@ def main(args: list[str]) -> None:
     for config in args or CONFIGS:
         setup, step_of = zoo_setup(config, device)
         ours = gnn.convert(copy.deepcopy(setup.model))
-        graphed, torch_step = step_of(ours), step_of(setup.model)
-
-        def unpaused():
-            with graphs.paused():
-                graphed()
-        steps = {"torch": torch_step, "ours": graphed, "ours, no graphs": unpaused}
+        graphed = step_of(ours)
+        steps = {"torch": step_of(setup.model), "ours": graphed,
+                 "ours, no graphs": graphs_paused(graphed)}
         timed = measure.timed(device, steps, repeats, "torch")
         print(f"== {config}: torch {timed.ms['torch']:.3f} ms a step; graphs kept "
               f"{graphs.kept()}", flush=True)

@@ -27,11 +27,10 @@ import time
 
 import torch
 
-from gemmconv import graphs
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
-from probe_lib import zoo_setup  # noqa: E402
+from probe_lib import graphs_paused, zoo_setup  # noqa: E402
 
 ROW = 8   # steps in a row between synchronizations
 # In the last, autograd runs every node on the calling thread: how much of a converted
@@ -81,14 +80,14 @@ def main(args: list[str]) -> None:
         models = {"torch": setup.model, "ours": gnn.convert(copy.deepcopy(setup.model)),
                   "no graphs": gnn.convert(copy.deepcopy(setup.model))}
         kinds = {n: type(m).__name__ for n, m in models["ours"].named_modules()}
-        for k, m in models.items():
-            for _ in range(3):
-                (paused(step_of(m)) if k == "no graphs" else step_of(m))()   # warm: plans, graphs
         steps = {}
         for k, m in models.items():
+            step = graphs_paused(step_of(m)) if k == "no graphs" else step_of(m)
+            for _ in range(3):
+                step()   # warm: plans, graphs
             times = collections.defaultdict(list)
             hooked(m, times)
-            steps[k] = (paused(step_of(m)) if k == "no graphs" else step_of(m), times)
+            steps[k] = (step, times)
         for mode in MODES:
             issue = {k: [] for k in models}
             whole = {k: [] for k in models}
@@ -100,19 +99,18 @@ def main(args: list[str]) -> None:
                 for k, (step, times) in steps.items():
                     sync()
                     calls = 1 if mode == "alone" else ROW
-                    threads = torch.autograd.set_multithreading_enabled(
-                        mode != "in a row, device threads off")
                     before = allocator()
                     watch.update(into=collected[k])
-                    t0 = time.perf_counter()
-                    for i in range(calls):
-                        if i == 1:   # in a row: the first step's times left out
-                            t0 = time.perf_counter()
-                            for v in times.values():
-                                v.pop()
-                        step()
-                    t1 = time.perf_counter()
-                    threads.__exit__(None, None, None)
+                    with torch.autograd.set_multithreading_enabled(
+                            mode != "in a row, device threads off"):
+                        t0 = time.perf_counter()
+                        for i in range(calls):
+                            if i == 1:   # in a row: the first step's times left out
+                                t0 = time.perf_counter()
+                                for v in times.values():
+                                    v.pop()
+                            step()
+                        t1 = time.perf_counter()
                     watch.update(into=None)
                     sync()
                     t2 = time.perf_counter()
@@ -149,13 +147,6 @@ def allocator() -> dict:
     stats = torch.cuda.memory_stats()
     return {key: stats.get(key, 0) for key in ALLOCATOR}
 
-
-def paused(step):
-    """``step`` with gemmconv's CUDA graphs paused (each call launches its kernels)."""
-    def run():
-        with graphs.paused():
-            return step()
-    return run
 
 if __name__ == "__main__":
     main(sys.argv[1:])

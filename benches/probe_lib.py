@@ -65,6 +65,15 @@ def zoo_config(config: str, device: torch.device) -> tuple[torch.nn.Module, Call
     return setup.model, step
 
 
+def graphs_paused(step: Callable) -> Callable:
+    """``step`` with gemmconv's CUDA graphs paused around it (each call launches its
+    kernels one by one; the kept graphs stay kept)."""
+    def run():
+        with graphs.paused():
+            return step()
+    return run
+
+
 def layer_pair(name: str, layout: str) -> tuple[torch.nn.Module, torch.nn.Module, torch.Tensor]:
     """LAYERS[name] on the GPU as torch's module and gemmconv's (the same parameters), and
     an input that requires grad, all in ``layout`` ("planar" or "channels_last")."""
