@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 51's device calls (outputs under $OUT/<call>; logs kept in benches/results/s51/).
+#   A: every CUDA test file (owed since 145 and the whole-step capture test's final form),
+#      and what a C++ extension built at first use would find there (compiler, ninja,
+#      Python headers, torch's CUDA graph handles).
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
+case "$1" in
+A) gpu
+  { which g++ c++ ninja nvcc; g++ --version | head -1; python3 -c "import sysconfig, os, torch; \
+print(torch.__version__, os.path.exists(sysconfig.get_paths()['include'] + '/Python.h'), \
+hasattr(torch.cuda.CUDAGraph, 'raw_cuda_graph_exec'), torch._C._GLIBCXX_USE_CXX11_ABI)"; } 2>&1 | tee $O/ext.txt
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  grep -h "captured_whole" $OUT/P/*.log | tee $O/whole.txt; rm -rf $OUT/P ;;
+esac
