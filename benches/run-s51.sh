@@ -3,6 +3,8 @@
 #   A: every CUDA test file (owed since 145 and the whole-step capture test's final form),
 #      and what a C++ extension built at first use would find there (compiler, ninja,
 #      Python headers, torch's CUDA graph handles).
+#   C: the zoo's DCGAN, VAE decoder, FCN-32s head, depthwise decoder and 2-D U-Net.
+#   B: the 17 cases' tables: forward NCHW and channels_last, float32 and bfloat16 training.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, depthwise_tests, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -14,4 +16,10 @@ hasattr(torch.cuda.CUDAGraph, 'raw_cuda_graph_exec'), torch._C._GLIBCXX_USE_CXX1
   bash benches/run-s35.sh P | tee $O/P.txt
   for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
   grep -h "captured_whole" $OUT/P/*.log | tee $O/whole.txt; rm -rf $OUT/P ;;
+B) gpu   # the 17 cases' four tables on the first H200 since session 38
+  TB=100 table bench-fwd; TB=110 table bench-fwd-cl --channels-last
+  TB=180 table bench-train --backward --repeats 10; TB=180 table bench-train-bf16 --backward --dtype bfloat16 --repeats 10 ;;
+C) gpu   # the zoo's first five models (session 49's J)
+  zoo_model dcgan 85; zoo_model vae 85; zoo_model fcn32s 115; zoo_model depthwise 75
+  zoo_model unet2d 190 ;;
 esac
