@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from typing import Callable, Iterator, NamedTuple
+import itertools
+from typing import Callable, Iterator, NamedTuple, Optional
 
 import torch
 
@@ -45,10 +46,16 @@ class _Kept(NamedTuple):
     nbytes: int
     owner: object
     pool: tuple   # (device index, stream): the memory pool it shares
+    serial: int   # never reused, unlike the graph's handle (see _observe)
 
 
 _paused = False   # (see paused)
 _graphs: collections.OrderedDict = collections.OrderedDict()   # key: _Kept, oldest first
+_serials = itertools.count()
+_by_serial: dict = {}   # serial: key in _graphs
+# The C++ autograd node's module (gemmconv/_node.py), once built: it launches kept graphs
+# too, so it is told which are kept, and whether graphs are paused (see _observe).
+_observer = None
 # Per (device index, stream): the pool's handle and how many kept graphs use it.
 _pools: dict = {}
 _side_streams: dict = {}
@@ -91,10 +98,14 @@ def paused() -> Iterator[None]:
     than allocating it at each launch."""
     global _paused
     before, _paused = _paused, True
+    if _observer is not None:
+        _observer.set_paused(True)
     try:
         yield
     finally:
         _paused = before
+        if _observer is not None:
+            _observer.set_paused(before)
 
 
 def kept() -> int:
@@ -112,6 +123,9 @@ def _let_go(key: tuple) -> None:
     """Lets go of a kept graph (and of its pool where no other graph uses it, so that torch
     may free the pool's memory); its key is not captured again."""
     old = _graphs.pop(key)
+    del _by_serial[old.serial]
+    if _observer is not None:   # (before the reset: the node may launch it until then)
+        _observer.let_go(old.serial)
     old.graph.reset()
     handle, users = _pools[old.pool]
     if users == 1:
@@ -156,6 +170,7 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: Cal
         return False
     del _seen[key]
     if len(_graphs) >= MAX_GRAPHS:
+        _recently_launched()
         _let_go(next(iter(_graphs)))
     pool = (device.index, stream)
     handle, users = _pools.get(pool) or (torch.cuda.graph_pool_handle(), 0)
@@ -167,9 +182,41 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: Cal
         _remember(_dropped, key)
         return False
     _pools[pool] = (handle, users + 1)
-    _graphs[key] = _Kept(graph, size, owner, pool)
+    serial = next(_serials)
+    _graphs[key] = _Kept(graph, size, owner, pool, serial)
+    _by_serial[serial] = key
+    if _observer is not None:
+        _observer.keep(serial, graph.raw_cuda_graph_exec())
     graph.replay()
     return True
+
+
+def serial(owner: object, stream: int, addresses: tuple) -> Optional[int]:
+    """The serial number of the graph kept for ``launch(owner, addresses, ..., stream)``,
+    or None where none is."""
+    kept_graph = _graphs.get((id(owner), stream, *addresses))
+    return None if kept_graph is None else kept_graph.serial
+
+
+def _observe(module) -> None:
+    """Tells the C++ node's ``module`` of the graphs kept and of every change to come:
+    which graphs are kept (by serial number, with their handles), and whether graphs are
+    paused. It tells which it launched when asked (_recently_launched)."""
+    global _observer
+    _observer = module
+    module.set_paused(_paused)
+    for kept_graph in _graphs.values():
+        module.keep(kept_graph.serial, kept_graph.graph.raw_cuda_graph_exec())
+
+
+def _recently_launched() -> None:
+    """Counts the graphs the C++ node launched since last asked as launched now (the
+    order in which graphs are let go)."""
+    if _observer is not None:
+        for launched in _observer.launched():
+            key = _by_serial.get(launched)
+            if key is not None:
+                _graphs.move_to_end(key)
 
 
 def _capture(run: Callable[[], None], device: torch.device, pool: tuple) -> torch.cuda.CUDAGraph:

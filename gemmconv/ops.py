@@ -26,7 +26,7 @@ import torch
 
 from . import channels_last as cl
 from . import columns as cols
-from . import depthwise, fused, gemm, graphs
+from . import _node, depthwise, fused, gemm, graphs
 from .shapes import (PLAIN_TENSORS, ConvTransposeArgs, Geometry, IntOrTuple, Split, blocks,
                      check, conv_args, conv_transpose_args, expand, fold_geometry)
 
@@ -1362,22 +1362,28 @@ def _run_conv_transpose(a: ConvTransposeArgs, input: torch.Tensor, weight: torch
 
 class _Steady:
     """A module's CUDA call that ran by a replay (see module_conv_transpose): its checked
-    arguments and its forward replay, and the backward replays its calls have taken, by
-    what a backward reads beyond the forward's key (_Steady.backward)."""
-    __slots__ = ("a", "replay", "backwards")
+    arguments and its forward replay, the backward replays its calls have taken, by what a
+    backward reads beyond the forward's key (_Steady.kind), and the table of their graphs
+    that its C++ autograd nodes launch (gemmconv/_node.py; made at its first such node)."""
+    __slots__ = ("a", "replay", "backwards", "table")
     MAX_BACKWARDS = 16
 
     def __init__(self, a: ConvTransposeArgs, replay) -> None:
-        self.a, self.replay, self.backwards = a, replay, {}
+        self.a, self.replay, self.backwards, self.table = a, replay, {}, None
+
+    @staticmethod
+    def kind(grad_out: torch.Tensor, x: torch.Tensor, need: List[bool]) -> tuple:
+        """What a backward of this call reads beyond the forward's key: what is asked, the
+        output gradient's strides and alignment, the precision policy and workspace limit."""
+        return (*need, grad_out.stride(), grad_out.data_ptr() % 16,
+                gemm._compute_type(x.dtype), _workspace_limit)
 
     def backward(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                  a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """_conv_transpose_backward of a call this one's forward ran: by the backward replay
-        kept for the output gradient's strides and alignment, what is asked and the
-        precision policy and workspace limit now (x and weight are the forward's), else
-        the whole lookup, whose replay is then kept here."""
-        key = (*need, grad_out.stride(), grad_out.data_ptr() % 16,
-               gemm._compute_type(x.dtype), _workspace_limit)
+        kept for its kind (x and weight are the forward's), else the whole lookup, whose
+        replay is then kept here."""
+        key = self.kind(grad_out, x, need)
         replay = self.backwards.get(key)
         if replay is not None:
             return replay.graphed(grad_out, x, weight, a, need)
@@ -1389,6 +1395,56 @@ class _Steady:
             self.backwards[key] = replay
         return grads
 
+    def with_node(self, node, x: torch.Tensor, weight: torch.Tensor,
+                  bias: Optional[torch.Tensor], compute: int, limit: int) -> torch.Tensor:
+        """The call's output, its autograd node the C++ one (``node``: the extension's
+        module): as _applied, but its backward launches a kept graph without Python (see
+        _steady_backward). ``compute`` and ``limit``: the precision policy and workspace
+        limit of this forward, which a backward graph must have been captured under."""
+        a = self.a
+        batched = x.unsqueeze(0) if a.unbatched else x
+        with torch.no_grad():
+            out = self.replay.graphed(batched, weight, bias, a)
+        if self.table is None:
+            self.table = node.Table()
+        stream = torch._C._cuda_getCurrentRawStream(x.device.index) if x.is_cuda else 0
+        node.attach(out, batched, weight, bias, self, self.table, stream, compute, limit)
+        return out.squeeze(0) if a.unbatched else out
+
+
+def _steady_backward(steady: _Steady, grad_out: Optional[torch.Tensor], x: torch.Tensor,
+                     weight: torch.Tensor, need: tuple) -> tuple:
+    """The input, weight and bias gradients of a steady call's C++ node where the node
+    launched no graph (autograd_node.cpp), as _Eager.backward gives them. Where the
+    backward ran as a kept graph, the node's table learns of it: for the same kind of
+    backward at the same addresses, the node launches it itself. (Such a graph ran under
+    the policy of the backward that captured it, which the node's forward must match.)"""
+    a, need = steady.a, list(need)
+    if grad_out is None:   # (autograd passes none for an output it did not reach)
+        grad_out = x.new_zeros((1, *a.output_shape) if a.unbatched else a.output_shape)
+    if torch.is_grad_enabled():   # create_graph: as _Eager
+        context = _NodeContext((x, weight), need, steady.backward, a)
+        return _once_differentiable_gradients(context, grad_out)[:3]
+    grads = steady.backward(grad_out, x, weight, a, need)
+    kind = steady.kind(grad_out, x, need)
+    replay = steady.backwards.get(kind)
+    if replay is not None:
+        addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
+                     *(0 if g is None else g.data_ptr() for g in grads))
+        serial = graphs.serial(replay, torch._C._cuda_getCurrentRawStream(x.device.index),
+                               addresses)
+        if serial is not None:
+            steady.table.add(kind[:3], kind[3], *kind[4:], grads, addresses, serial)
+    return _asked(grads, need)
+
+
+class _NodeContext(NamedTuple):
+    """What _gradients reads of an _Eager context, for _steady_backward."""
+    saved_tensors: tuple
+    needs_input_grad: list
+    backward_fn: Callable
+    a: ConvTransposeArgs
+
 
 # Each module's calls that ran by replays, while the module lives: {_steady_key: _Steady},
 # at most MAX_STEADY of them (a layer called at a few sizes keeps each).
@@ -1399,12 +1455,12 @@ MAX_STEADY = 4
 def _steady_key(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tensor,
                 bias: Optional[torch.Tensor]) -> tuple:
     """What a module's call on plain CUDA tensors reads that its checks and its replay
-    depend on: the module's settings; the tensors' shapes, strides, dtypes, devices and
-    16-byte alignment; the precision policy and the workspace limit (the keys of
-    conv_transpose_args's memo and of _replays in one)."""
+    depend on: the precision policy and the workspace limit (first: _Steady.with_node
+    reads them); the module's settings; the tensors' shapes, strides, dtypes, devices and
+    16-byte alignment (the keys of conv_transpose_args's memo and of _replays in one)."""
     tensors = (x, weight) if bias is None else (x, weight, bias)
-    return (module.stride, module.padding, module.output_padding, module.groups,
-            module.dilation, gemm._compute_type(x.dtype), _workspace_limit,
+    return (gemm._compute_type(x.dtype), _workspace_limit, module.stride, module.padding,
+            module.output_padding, module.groups, module.dilation,
             *[(t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors])
 
 
@@ -1424,6 +1480,11 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
         steadies = _steady.get(module)
         steady = None if steadies is None else steadies.get(key)
         if steady is not None:
+            if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or (
+                    bias is not None and bias.requires_grad)):
+                node = _node.load()
+                if node is not None:
+                    return steady.with_node(node, x, weight, bias, *key[:2])
             return _applied(steady.a, x, weight, bias, steady.replay.graphed, steady.backward)
     nd = len(module.kernel_size)
     a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,

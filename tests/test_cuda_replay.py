@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gemmconv
-from gemmconv import cases, gemm, ops
+from gemmconv import _node, cases, gemm, graphs, ops
 from gemmconv import channels_last as cl
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
@@ -204,6 +204,58 @@ def test_a_module_call_like_its_last_skips_the_checks_and_lookups(monkeypatch, c
         for ours, theirs, ref in zip(results, functional, refs):
             assert torch.equal(ours, theirs)
             assert rel_error(ours, ref) < tolerance
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
+def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, case, layout,
+                                                                 dtype):
+    """A module's steady call takes the C++ autograd node (gemmconv/_node.py): once its
+    backward's graph is kept, a training step launches it with no Python backward, and
+    gives the functional call's results bit for bit (every gradient element written: the
+    freed blocks are poisoned). With graphs paused, or let go, the node runs the Python
+    backward again, with the same results."""
+    if layout == "channels_last" and case.nd == 1:
+        pytest.skip("channels_last is 2-D and 3-D")
+    assert _node.load() is not None, "the extension builds on a CUDA machine"
+    module, x = _module_and_leaves(case, layout, dtype)
+    leaves = [x, *module.parameters()]
+    grad_out = output_gradient(case, layout, dtype, CUDA)
+    out = OURS[case.nd](x, module.weight, module.bias, **case.kwargs)
+    functional = [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    refs = reference64(case, x, module.weight, module.bias, grad_out.double())
+    assert all(rel_error(f, ref) < tolerance for f, ref in zip(functional, refs))
+    calls = []
+    backward = ops._Steady.backward
+    monkeypatch.setattr(ops._Steady, "backward",
+                        lambda self, *args: calls.append(1) or backward(self, *args))
+
+    def steps(n):   # (nothing of a step outlives it, as in a training loop: same addresses)
+        calls.clear()
+        for _ in range(n):
+            poison_allocator(x.numel() * x.element_size())
+            out = module(x)
+            grads = torch.autograd.grad(out, leaves, grad_out)
+            assert all(torch.equal(o, f) for o, f in zip([out, *grads], functional))
+            assert out.grad_fn.name() == "gemmconv::ConvTransposeBackward"
+        return len(calls)
+    steps(6)
+    steady = next(iter(ops._steady[module].values()))
+    if layout == "channels_last" or ops._samples_inner(case.batch, math.prod(case.size)):
+        assert steady.backwards and len(steady.table) > 0, "the zoo's layers' graphs are kept"
+    if len(steady.table):
+        assert steps(3) == 0, "steady steps run no Python backward"
+    with graphs.paused():
+        assert steps(2) == 2
+    limit = graphs.get_graph_memory_limit()
+    try:
+        graphs.set_graph_memory_limit(0)   # lets every graph go
+        assert steps(2) == 2
+    finally:
+        graphs.set_graph_memory_limit(limit)
+        graphs.forget()   # (the keys let go would never be captured again)
 
 
 def test_a_module_call_unlike_its_last_is_checked_and_planned_again(monkeypatch):

@@ -1,0 +1,46 @@
+"""The C++ autograd node of a module's steady call (autograd_node.cpp), built at first use.
+
+Why C++: a converted small model's training step lost 110-880 us a step on the host to
+our Python autograd Function, run on autograd's device thread (benches/NOTES.md, session
+50: with the device threads off, DCGAN's channels_last step read 1.10x torch's, against
+0.90x with them). A module's steady call (ops._Steady) needs no Python on its backward: its
+node launches the backward's kept CUDA graph itself, and calls Python only where none is
+kept for the call's addresses (the Python backward then tells the node's table of the
+graph it kept).
+
+The extension is compiled by torch.utils.cpp_extension (a C++ compiler and ninja; a minute
+on a first use, cached by torch after). Where it cannot be built, :func:`load` warns once
+and module calls keep the Python Function: the same results, more host time a step.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Optional
+
+_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autograd_node.cpp")
+_module = None
+_error: Optional[BaseException] = None
+
+
+def load():
+    """The extension's module (built at the first call), or None where it could not be
+    built (warned once)."""
+    global _module, _error
+    if _module is not None or _error is not None:
+        return _module
+    try:
+        from torch.utils import cpp_extension
+        module = cpp_extension.load(name="gemmconv_autograd_node", sources=[_SOURCE],
+                                    extra_cflags=["-O2"], verbose=False)
+    except Exception as error:   # (no compiler, no ninja, no Python headers: say so, once)
+        _error = error
+        warnings.warn(f"gemmconv: its C++ autograd node could not be built ({error}); module "
+                      "calls use a Python autograd Function instead: the same results, more "
+                      "host time a training step", RuntimeWarning, stacklevel=3)
+        return None
+    from . import graphs, ops
+    module.set_python_backward(ops._steady_backward)
+    graphs._observe(module)
+    _module = module
+    return module

@@ -1,0 +1,236 @@
+"""The C++ autograd node of a module's steady call (gemmconv/_node.py) on the CPU: built
+against the installed torch, its gradients the Python Function's bit for bit, torch's
+errors where torch raises them; and the bookkeeping of the graphs it may launch
+(gemmconv/graphs.py), with a stand-in for the extension. Its launches need a GPU
+(test_cuda_replay)."""
+import warnings
+
+import pytest
+import torch
+
+from gemmconv import _node, cases, graphs, ops
+from gemmconv.bench import reference as reference64
+from helpers import OURS, generator, rel_error
+
+CASES = cases.MODEL_LAYERS + [c for c in cases.random_cases(12, seed=51)
+                              if c.batch and not c.unbatched]
+
+
+@pytest.fixture(scope="module")
+def node():
+    module = _node.load()
+    assert module is not None, "the extension builds wherever the tests run"
+    return module
+
+
+class _Forward:
+    """A steady call's forward replay, on the CPU: the forward itself."""
+    @staticmethod
+    def graphed(x, weight, bias, a):
+        return ops._forward(x, weight, bias, a)
+
+
+def _leaves(case, dtype=torch.float32, unbatched=False):
+    x, w, b = case.tensors(dtype, "cpu", generator(case.name, str(dtype), "node"))
+    x = x[0] if unbatched else x
+    return [t.requires_grad_() for t in (x, w, b) if t is not None]
+
+
+def _steady(case, x, w, b):
+    a = ops.conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, case.stride,
+                                case.padding, case.output_padding, case.groups, case.dilation)
+    return ops._Steady(a, _Forward())
+
+
+def _bias(leaves):
+    return leaves[2] if len(leaves) == 3 else None
+
+
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_nodes_gradients_are_the_python_functions(node, case, unbatched):
+    """Output and gradients through the node are those through the Python Function (the
+    functional call) bit for bit, and agree with float64; its grad_fn is named."""
+    leaves = _leaves(case, unbatched=unbatched)
+    x, w, b = leaves[0], leaves[1], _bias(leaves)
+    out = _steady(case, x, w, b).with_node(node, x, w, b, 0, 0)
+    node_fn = out.grad_fn.next_functions[0][0] if unbatched else out.grad_fn   # (a squeeze)
+    assert node_fn.name() == "gemmconv::ConvTransposeBackward"
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "grad", unbatched))
+    ours = [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
+    functional = OURS[case.nd](x, w, b, **case.kwargs)
+    theirs = [functional.detach(), *torch.autograd.grad(functional, leaves, grad_out)]
+    assert all(torch.equal(o, t) for o, t in zip(ours, theirs))
+    if not unbatched:
+        refs = reference64(case, x, w, b, grad_out.double())
+        assert all(rel_error(o, ref) < 1e-4 for o, ref in zip(ours, refs))
+
+
+def test_the_node_asks_only_for_the_gradients_autograd_needs(node, monkeypatch):
+    """A gradient autograd does not ask for is not computed (None to the Python backward's
+    mask), and a bias-less call has no bias edge."""
+    case = cases.MODEL_LAYERS[0]
+    x, w = _leaves(case)[:2]
+    asked = []
+    backward = ops._Steady.backward
+    monkeypatch.setattr(ops._Steady, "backward", lambda self, g, x, w, a, need: asked.append(
+        list(need)) or backward(self, g, x, w, a, need))
+    out = _steady(case, x, w, None).with_node(node, x, w, None, 0, 0)
+    (grad_w,) = torch.autograd.grad(out, [w], torch.ones_like(out))
+    monkeypatch.undo()
+    assert asked == [[False, True, False]]
+    assert len(out.grad_fn.next_functions) == 3 and out.grad_fn.next_functions[2][0] is None
+    assert torch.equal(grad_w, torch.autograd.grad(OURS[case.nd](x, w, None, **case.kwargs),
+                                                   [w], torch.ones_like(out))[0])
+
+
+def test_the_node_raises_torchs_errors(node, monkeypatch):
+    """As torch's nodes: a second backward through a freed graph, a saved tensor changed in
+    place, and a double backward (the Python Function is once differentiable) raise
+    torch's errors; an exception of the Python backward reaches the caller as itself."""
+    case = cases.MODEL_LAYERS[1]
+    x, w, b = _leaves(case)
+
+    def call():
+        return _steady(case, x, w, b).with_node(node, x, w, b, 0, 0)
+    out = call()
+    grad_out = torch.randn(out.shape, generator=generator("errors"))
+    out.backward(grad_out)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.backward(grad_out)
+    out = call()
+    with torch.no_grad():
+        w.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward(grad_out)
+    out = call()
+    (grad_x,) = torch.autograd.grad(out, [x], grad_out.clone().requires_grad_(), create_graph=True)
+    with pytest.raises(RuntimeError, match="differentiate twice"):
+        grad_x.sum().backward()
+
+    class Raised(Exception):
+        pass
+
+    def raising(*args):
+        raise Raised("from the Python backward")
+    out = call()
+    monkeypatch.setattr(ops._Steady, "backward", raising)
+    with pytest.raises(Raised, match="from the Python backward"):
+        out.backward(grad_out)
+
+
+def test_the_node_saves_its_tensors_through_torchs_hooks(node):
+    """saved_tensors_hooks see the input and the weight the node saves, as torch's nodes'."""
+    case = cases.MODEL_LAYERS[2]
+    leaves = _leaves(case)
+    x, w, b = leaves
+    packed, unpacked = [], []
+
+    def pack(t):
+        packed.append(t.shape)
+        return t.clone()
+
+    def unpack(t):
+        unpacked.append(t.shape)
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = _steady(case, x, w, b).with_node(node, x, w, b, 0, 0)
+    assert packed == [x.shape, w.shape]
+    grads = torch.autograd.grad(out, leaves, torch.ones_like(out))
+    assert sorted(unpacked) == sorted(packed)
+    functional = OURS[case.nd](x, w, b, **case.kwargs)
+    assert all(torch.equal(o, t) for o, t in zip(
+        grads, torch.autograd.grad(functional, leaves, torch.ones_like(out))))
+
+
+def test_a_failed_build_warns_once_and_leaves_the_python_function(monkeypatch):
+    """Where the extension cannot be built, load() says why, once, and returns None (module
+    calls keep the Python Function)."""
+    from torch.utils import cpp_extension
+
+    def failing(**kwargs):
+        raise RuntimeError("no compiler here")
+    monkeypatch.setattr(_node, "_module", None)
+    monkeypatch.setattr(_node, "_error", None)
+    monkeypatch.setattr(cpp_extension, "load", failing)
+    with pytest.warns(RuntimeWarning, match="no compiler here"):
+        assert _node.load() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _node.load() is None
+
+
+class _Graph:
+    """A kept CUDA graph's stand-in."""
+    def __init__(self):
+        self.launches, self.was_reset = 0, False
+
+    def raw_cuda_graph_exec(self):
+        return 1000 + id(self) % 1000
+
+    def replay(self):
+        self.launches += 1
+
+    def reset(self):
+        self.was_reset = True
+
+
+class _Observer:
+    """The extension's stand-in: what graphs.py tells it, and the graphs it 'launched'."""
+    def __init__(self):
+        self.kept, self.paused, self.recently = {}, [], []
+
+    def keep(self, serial, handle):
+        self.kept[serial] = handle
+
+    def let_go(self, serial):
+        del self.kept[serial]
+
+    def set_paused(self, paused):
+        self.paused.append(paused)
+
+    def launched(self):
+        launched, self.recently = self.recently, []
+        return launched
+
+
+def test_graphs_tell_the_node_what_it_may_launch(monkeypatch):
+    """graphs.py tells the node's module of each graph it keeps (by a serial number, with
+    its handle) and lets go, and of pauses; a graph the node launched counts as launched
+    when graphs are let go for room."""
+    monkeypatch.setattr(graphs, "_graphs", type(graphs._graphs)())
+    monkeypatch.setattr(graphs, "_by_serial", {})
+    monkeypatch.setattr(graphs, "_seen", type(graphs._seen)())
+    monkeypatch.setattr(graphs, "_dropped", type(graphs._dropped)())
+    monkeypatch.setattr(graphs, "_pools", {})
+    monkeypatch.setattr(graphs, "MAX_GRAPHS", 2)
+    monkeypatch.setattr(graphs, "_capture", lambda run, device, pool: _Graph())
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: (0, 0))
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    monkeypatch.setattr(graphs, "_observer", None)
+    device, stream = torch.device("cpu"), 7
+    owners = [object() for _ in range(3)]
+
+    def launch(owner):
+        return graphs.launch(owner, (1, 2), lambda: None, lambda: 0, device, stream)
+    assert not launch(owners[0]) and launch(owners[0])   # seen, then captured
+    observer = _Observer()
+    graphs._observe(observer)   # told of the graph kept before
+    first = graphs.serial(owners[0], stream, (1, 2))
+    assert observer.kept == {first: graphs._graphs[next(iter(graphs._graphs))].graph
+                             .raw_cuda_graph_exec()}
+    assert observer.paused == [False]
+    assert not launch(owners[1]) and launch(owners[1])
+    second = graphs.serial(owners[1], stream, (1, 2))
+    assert second != first and set(observer.kept) == {first, second}
+    assert graphs.serial(owners[2], stream, (1, 2)) is None
+    with graphs.paused():
+        assert observer.paused[-1] is True
+        assert not launch(owners[0])
+    assert observer.paused[-1] is False
+    observer.recently = [first]   # the node launched the older one since: the other goes
+    assert not launch(owners[2]) and launch(owners[2])
+    assert set(observer.kept) == {first, graphs.serial(owners[2], stream, (1, 2))}
+    assert graphs.serial(owners[1], stream, (1, 2)) is None
+    graphs.forget()
+    assert observer.kept == {}
