@@ -4,6 +4,8 @@
 #      and what a C++ extension built at first use would find there (compiler, ninja,
 #      Python headers, torch's CUDA graph handles).
 #   C: the zoo's DCGAN, VAE decoder, FCN-32s head, depthwise decoder and 2-D U-Net.
+#   D: the C++ autograd node (_node.py): its build, its CUDA test, the CUDA tests of module
+#      calls, and the converted models' training steps with it and without (node_probe.py).
 #   B: the 17 cases' tables: forward NCHW and channels_last, float32 and bfloat16 training.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -22,4 +24,11 @@ B) gpu   # the 17 cases' four tables on the first H200 since session 38
 C) gpu   # the zoo's first five models (session 49's J)
   zoo_model dcgan 85; zoo_model vae 85; zoo_model fcn32s 115; zoo_model depthwise 75
   zoo_model unet2d 190 ;;
+D) gpu   # the C++ autograd node: its build, its test, the CUDA tests of module calls, its A/B
+  { time python3 -c "from gemmconv import _node; print(_node.load())"; } 2>&1 | tail -4 | tee $O/build.txt
+  TT=150 t node tests/test_cuda_replay.py -k "steady_training_step or captured_whole"; count $O/node.log; tail -1 $O/node.log
+  TT=240 t graphs tests/test_cuda_graphs.py & TT=240 t replay tests/test_cuda_replay.py &
+  TT=240 t cl tests/test_cuda_channels_last.py & TT=240 t reuse tests/test_cuda_reuse.py &
+  summary
+  probe 150 node node_probe.py 15 ;;
 esac
