@@ -234,3 +234,14 @@ def test_graphs_tell_the_node_what_it_may_launch(monkeypatch):
     assert graphs.serial(owners[1], stream, (1, 2)) is None
     graphs.forget()
     assert observer.kept == {}
+
+
+def test_a_tables_graphs_are_bounded(node):
+    """A steady call's table keeps at most 8 graphs of a kind of backward, and 16 kinds."""
+    table, grads = node.Table(), [torch.zeros(2, 3), None, torch.zeros(3)]
+    for serial in range(20):
+        table.add((True, False, True), (3, 1), 0, 1, 2, grads, (1, 2, 3, serial, 0, 5), serial)
+        assert len(table) == serial % 8 + 1
+    for kind in range(40):
+        table.add((True, True, kind % 2 == 0), (3, kind), 0, 1, 2, grads, (1,) * 6, kind)
+    assert len(table) <= 16
