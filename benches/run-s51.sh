@@ -6,6 +6,7 @@
 #   C: the zoo's DCGAN, VAE decoder, FCN-32s head, depthwise decoder and 2-D U-Net.
 #   D: the C++ autograd node (_node.py): its build, its CUDA test, the CUDA tests of module
 #      calls, and the converted models' training steps with it and without (node_probe.py).
+#   E: D's node test, mended (it asserted the node on the module's first call), and the A/B.
 #   B: the 17 cases' tables: forward NCHW and channels_last, float32 and bfloat16 training.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -31,4 +32,8 @@ D) gpu   # the C++ autograd node: its build, its test, the CUDA tests of module 
   TT=240 t cl tests/test_cuda_channels_last.py & TT=240 t reuse tests/test_cuda_reuse.py &
   summary
   probe 150 node node_probe.py 15 ;;
+E) gpu   # D's node test again (its first step was no steady call: a test error), and the A/B again
+  { time python3 -c "from gemmconv import _node; print(_node.load())"; } 2>&1 | tail -4 | tee $O/build.txt
+  TT=100 t node-test tests/test_cuda_replay.py -k "steady_training_step"; count $O/node-test.log; tail -1 $O/node-test.log
+  probe 70 node node_probe.py 10 dcgan:float32:channels_last:train vae:float32:channels_last:train ;;
 esac
