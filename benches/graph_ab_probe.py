@@ -11,40 +11,15 @@ step (every call launches its kernels one by one; the kept graphs stay kept).
 
 On a machine without a GPU it runs the zoo's reduced sizes (a check that it runs).
 """
-import copy
 import sys
 
-import torch
-
-from gemmconv import graphs, measure
-from gemmconv import nn as gnn
-
 sys.path.insert(0, "benches")
-from probe_lib import graphs_paused, zoo_setup  # noqa: E402
+from probe_lib import graphs_paused, paired_variants  # noqa: E402
 
 CONFIGS = ["vae:float32:channels_last:forward", "vae:float32:channels_last:train",
            "vae:float32:NCHW:forward", "dcgan:float32:channels_last:forward",
            "dcgan:float32:channels_last:train", "vae:bf16-autocast:channels_last:forward"]
 
-
-def main(args: list[str]) -> None:
-    repeats = int(args.pop(0)) if args and args[0].isdigit() else 15
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    print(torch.cuda.get_device_name() if device.type == "cuda" else "CPU, reduced sizes",
-          flush=True)
-    for config in args or CONFIGS:
-        setup, step_of = zoo_setup(config, device)
-        ours = gnn.convert(copy.deepcopy(setup.model))
-        graphed = step_of(ours)
-        steps = {"torch": step_of(setup.model), "ours": graphed,
-                 "ours, no graphs": graphs_paused(graphed)}
-        timed = measure.timed(device, steps, repeats, "torch")
-        print(f"== {config}: torch {timed.ms['torch']:.3f} ms a step; graphs kept "
-              f"{graphs.kept()}", flush=True)
-        for k in steps:
-            if k != "torch":
-                print(f"  {k:18s} {timed.ms[k]:.3f} ms {timed.speedup[k]:.3f}x", flush=True)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    paired_variants(sys.argv[1:], CONFIGS, lambda step: {
+        "ours": step, "ours, no graphs": graphs_paused(step)})

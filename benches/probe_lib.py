@@ -129,3 +129,28 @@ def profiled(fn: Callable[[], None], calls: int, busy_cycles: int, title: str,
                                                           key=lambda kv: -kv[1][2])[:top]:
         where = file.split("site-packages/")[-1].split("/work/main/")[-1]
         print(f"    {tt / calls * 1e6:7.1f} {nc / calls:5.1f}  {func} ({where}:{line})")
+
+
+def paired_variants(args: list[str], configs: list[str],
+                    variants: Callable[[Callable], dict]) -> None:
+    """Per zoo configuration (``args`` after an optional REPEATS, else ``configs``), torch's
+    model's step paired in turns (measure.timed) against each of ``variants(step)``: named
+    steps made from the converted model's ``step``. Prints each variant's ms and speedup."""
+    import copy
+
+    from gemmconv import measure
+    repeats = int(args.pop(0)) if args and args[0].isdigit() else 15
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    print(torch.cuda.get_device_name() if device.type == "cuda" else "CPU, reduced sizes",
+          flush=True)
+    for config in args or configs:
+        setup, step_of = zoo_setup(config, device)
+        steps = {"torch": step_of(setup.model),
+                 **variants(step_of(gnn.convert(copy.deepcopy(setup.model))))}
+        timed = measure.timed(device, steps, repeats, "torch")
+        print(f"== {config}: torch {timed.ms['torch']:.3f} ms a step; graphs kept "
+              f"{graphs.kept()}", flush=True)
+        for k in steps:
+            if k != "torch":
+                print(f"  {k:18s} {timed.ms[k]:.3f} ms {timed.speedup[k]:.3f}x", flush=True)
+
