@@ -1,8 +1,9 @@
 """``python -m gemmconv info``: what a bug report needs to say about this machine.
 
 Versions (gemmconv, Python, torch, CuPy, CUDA and the driver), the GPUs, whether NVRTC
-compiles gemmconv's kernels here, the kernel cache's location and size, and the settings
-that change what a call does (workspace limit, float32 precision policy).
+compiles gemmconv's kernels here and whether its C++ autograd node builds, the kernel
+cache's location and size, and the settings that change what a call does (workspace
+limit, float32 precision policy).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import __version__, gemm, ops
+from . import __version__, _node, gemm, ops
 
 
 def _cupy():
@@ -50,6 +51,17 @@ def _nvrtc(cupy) -> str:
     return f"compiles gemmconv/col2im.cu (NVRTC {version})"
 
 
+def _autograd_node() -> str:
+    """Whether the C++ autograd node of module calls builds here (built now if not yet)."""
+    import warnings
+    with warnings.catch_warnings(record=True):   # (the report says it instead)
+        warnings.simplefilter("always")
+        module = _node.load()
+    if module is None:
+        return f"FAILS (module calls use a Python autograd Function): {_node._error}"
+    return f"builds ({module.__file__})"
+
+
 def report() -> str:
     """The lines ``python -m gemmconv info`` prints."""
     cupy = _cupy()
@@ -72,6 +84,7 @@ def report() -> str:
     else:
         lines.append("CUDA: no device available (gemmconv runs its CPU path)")
     lines.append(f"NVRTC: {_nvrtc(cupy)}")
+    lines.append(f"C++ autograd node: {_autograd_node()}")
     files, size = _size(_cache_dir())
     lines.append(f"kernel cache: {_cache_dir()} ({files} files, {size / 1e6:.1f} MB)")
     limit = ops.get_workspace_limit()

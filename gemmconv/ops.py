@@ -23,6 +23,7 @@ import weakref
 from typing import Callable, List, NamedTuple, Optional, Sequence, Union
 
 import torch
+from torch.autograd import forward_ad
 
 from . import channels_last as cl
 from . import columns as cols
@@ -1480,8 +1481,11 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
         steadies = _steady.get(module)
         steady = None if steadies is None else steadies.get(key)
         if steady is not None:
-            if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or (
-                    bias is not None and bias.requires_grad)):
+            # (Inside forward-mode AD's dual_level, _Eager raises as a Function without jvp
+            # does, where the node would give an output without a tangent.)
+            if torch.is_grad_enabled() and forward_ad._current_level < 0 and (
+                    x.requires_grad or weight.requires_grad or (
+                        bias is not None and bias.requires_grad)):
                 node = _node.load()
                 if node is not None:
                     return steady.with_node(node, x, weight, bias, *key[:2])

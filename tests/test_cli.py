@@ -34,8 +34,24 @@ def test_info_names_versions_devices_and_settings(capsys):
     if not torch.cuda.is_available():
         assert "CUDA: no device available" in text and "NVRTC: not tried" in text
     assert "kernel cache: " in text and " files, " in text
+    assert "C++ autograd node: builds (" in text and "gemmconv_autograd_node" in text
     assert f"workspace limit: {3 << 30} bytes (3.00 GiB" in text
     assert "float32 precision: 'ieee' (float32 GEMMs on CUDA run on full float32 now" in text
+
+
+def test_info_says_why_the_autograd_node_does_not_build(capsys, monkeypatch):
+    from torch.utils import cpp_extension
+
+    from gemmconv import _node
+
+    def failing(**kwargs):
+        raise RuntimeError("no compiler here")
+    monkeypatch.setattr(_node, "_module", None)
+    monkeypatch.setattr(_node, "_error", None)
+    monkeypatch.setattr(cpp_extension, "load", failing)
+    assert main(["info"]) == 0
+    assert "C++ autograd node: FAILS (module calls use a Python autograd Function): no " \
+        "compiler here" in capsys.readouterr().out
 
 
 def test_info_runs_as_a_module():

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from torch.autograd import forward_ad
 
 import gemmconv
 from gemmconv import _node, cases, gemm, graphs, ops
@@ -261,6 +262,21 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
     finally:
         graphs.set_graph_memory_limit(limit)
         graphs.forget()   # (the keys let go would never be captured again)
+
+
+def test_a_steady_call_in_forward_mode_ad_raises_as_a_function_without_jvp():
+    """Inside forward-mode AD's dual_level a steady module call takes the Python Function,
+    which raises as torch's Functions without a jvp do, never the C++ node (whose output
+    would carry no tangent)."""
+    case = cases.MODEL_LAYERS[1]
+    module, x = _module_and_leaves(case, "planar", torch.float32)
+    for _ in range(3):
+        module(x).sum().backward()
+    assert module in ops._steady
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(x.detach(), torch.randn_like(x))
+        with pytest.raises(NotImplementedError, match="jvp"):
+            module(dual)
 
 
 def test_a_module_call_unlike_its_last_is_checked_and_planned_again(monkeypatch):
