@@ -1473,7 +1473,10 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
     the layer's kernels take (60 us a forward of DCGAN's layers on an H100's host, where
     torch's takes 30-40; benches/NOTES.md, session 49). So each module keeps its CUDA calls
     that ran by replays (_Steady, the last MAX_STEADY of them), and a call that reads the
-    same as one of them (_steady_key) goes straight to its replay, forward and backward."""
+    same as one of them (_steady_key) goes straight to its replay, forward and backward.
+    Where it needs gradients, its autograd node is a C++ one (_Steady.with_node): on
+    autograd's device thread our Python node cost a small model's training step more than
+    its kernels saved (session 50)."""
     x, weight, bias = _autocast(input, module.weight, module.bias)
     key = steadies = None
     if x.is_cuda and _eager(x, weight, bias):   # (others take the custom op: see _run)
