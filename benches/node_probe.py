@@ -4,7 +4,8 @@ on, 1.10x with them off: the Python node on the device thread.)
 
 Per configuration, paired against torch's model in turns (measure.timed): the converted
 model as it runs (its steady calls through the C++ node), and the same with the node
-refused (every call's node the Python Function, as before the node), in one process.
+refused (every call's node the Python Function, as before the node), in one process; then
+what the C++ nodes' backwards did (launched a kept graph, or called Python and why).
 
     PYTHONPATH=. python benches/node_probe.py [REPEATS] [model:precision:layout:mode ...]
 
@@ -36,6 +37,8 @@ def python_node(step):
 
 
 if __name__ == "__main__":
-    print("C++ node built:", _node.load() is not None, flush=True)
+    node = _node.load()
+    print("C++ node built:", node is not None, flush=True)
     paired_variants(sys.argv[1:], CONFIGS, lambda step: {
-        "ours, C++ node": step, "ours, Python node": python_node(step)})
+        "ours, C++ node": step, "ours, Python node": python_node(step)},
+        node.reset_outcomes, lambda: f"  the C++ nodes' backwards: {node.outcomes()}\n")

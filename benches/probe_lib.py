@@ -132,10 +132,13 @@ def profiled(fn: Callable[[], None], calls: int, busy_cycles: int, title: str,
 
 
 def paired_variants(args: list[str], configs: list[str],
-                    variants: Callable[[Callable], dict]) -> None:
+                    variants: Callable[[Callable], dict],
+                    before: Callable[[], None] = lambda: None,
+                    after: Callable[[], str] = lambda: "") -> None:
     """Per zoo configuration (``args`` after an optional REPEATS, else ``configs``), torch's
     model's step paired in turns (measure.timed) against each of ``variants(step)``: named
-    steps made from the converted model's ``step``. Prints each variant's ms and speedup."""
+    steps made from the converted model's ``step``. Prints each variant's ms and speedup,
+    then ``after()`` (``before()`` runs before the timings)."""
     import copy
 
     from gemmconv import measure
@@ -147,10 +150,12 @@ def paired_variants(args: list[str], configs: list[str],
         setup, step_of = zoo_setup(config, device)
         steps = {"torch": step_of(setup.model),
                  **variants(step_of(gnn.convert(copy.deepcopy(setup.model))))}
+        before()
         timed = measure.timed(device, steps, repeats, "torch")
         print(f"== {config}: torch {timed.ms['torch']:.3f} ms a step; graphs kept "
               f"{graphs.kept()}", flush=True)
         for k in steps:
             if k != "torch":
                 print(f"  {k:18s} {timed.ms[k]:.3f} ms {timed.speedup[k]:.3f}x", flush=True)
+        print(after(), end="", flush=True)
 

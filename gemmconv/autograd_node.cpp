@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <type_traits>
@@ -62,6 +63,21 @@ const Driver& driver() {
   return found;
 }
 
+// What a node's backward did: launched a kept graph, or called Python, and why.
+enum Outcome {
+  LAUNCHED, NOT_CUDA, CREATE_GRAPH, CAPTURING, NO_KIND, NO_GRAPH, PAUSED, LET_GO, N_OUTCOMES
+};
+const char* const OUTCOME_NAMES[N_OUTCOMES] = {
+    "launched",                 // the kept graph, no Python
+    "not a CUDA gradient",      // (or none: autograd passed an undefined one)
+    "create_graph",             // a backward that records its own graph
+    "a capture",                // the stream is being captured (or no CUDA driver found)
+    "no such backward",         // no graph kept yet for this kind of backward
+    "no graph at these addresses",
+    "graphs paused",
+    "graph let go",
+};
+
 // The graphs gemmconv.graphs keeps, by its serial numbers: graphs.py adds one at its
 // capture and drops it when it lets the graph go, so a table never launches a freed graph
 // (a handle's value may come back for another graph; a serial never does).
@@ -70,6 +86,7 @@ struct Registry {
   std::unordered_map<int64_t, void*> graphs;   // serial: cudaGraphExec_t
   std::unordered_set<int64_t> launched;        // serials launched here since graphs.py asked
   bool paused = false;                         // graphs.paused()
+  std::array<std::atomic<int64_t>, N_OUTCOMES> outcomes{};   // backwards, by outcome
 };
 
 Registry& registry() {
@@ -177,15 +194,18 @@ struct SteadyBackward : ag::Node {
                                       task_should_compute_output(1),
                                       task_should_compute_output(2)};
     const at::Tensor& grad_out = grads[0];
-    if (grad_out.defined() && grad_out.is_cuda() && !at::GradMode::is_enabled()) {
-      if (auto out = launched(grad_out, x, w, need)) return std::move(*out);
-    }
+    ag::variable_list out(3);
+    const Outcome outcome = at::GradMode::is_enabled()                  ? CREATE_GRAPH
+                            : !grad_out.defined() || !grad_out.is_cuda() ? NOT_CUDA
+                                                                         : launch(grad_out, x, w, need, out);
+    ++registry().outcomes[outcome];
+    if (outcome == LAUNCHED) return out;
     py::gil_scoped_acquire gil;
     try {
       py::object result = py::reinterpret_borrow<py::object>(python_backward)(
           py::handle(steady->object), grad_out.defined() ? py::cast(grad_out) : py::none(),
           x, w, py::make_tuple(need[0], need[1], need[2]));
-      ag::variable_list out;
+      out.clear();
       for (py::handle g : result) out.push_back(g.is_none() ? at::Tensor() : g.cast<at::Tensor>());
       return out;
     } catch (py::error_already_set& e) {
@@ -194,21 +214,20 @@ struct SteadyBackward : ag::Node {
     }
   }
 
-  // The gradients by the graph kept for these addresses, or nothing (then Python runs).
-  std::optional<ag::variable_list> launched(const at::Tensor& grad_out, const at::Tensor& x,
-                                            const at::Tensor& w, const std::array<bool, 3>& need) {
+  // The gradients into ``out`` by the graph kept for these addresses (LAUNCHED), or why not.
+  Outcome launch(const at::Tensor& grad_out, const at::Tensor& x, const at::Tensor& w,
+                 const std::array<bool, 3>& need, ag::variable_list& out) {
     const Driver& d = driver();
     int status = 0;
-    if (d.launch == nullptr || d.capturing(stream, &status) != 0 || status != 0) return {};
+    if (d.launch == nullptr || d.capturing(stream, &status) != 0 || status != 0) return CAPTURING;
     std::lock_guard<std::mutex> lock(table->mutex);
     const auto align = static_cast<int64_t>(reinterpret_cast<uintptr_t>(grad_out.data_ptr()) % 16);
     Entry* entry = table->find(need, grad_out.strides(), align, compute, limit);
-    if (entry == nullptr) return {};
-    ag::variable_list out(3);
+    if (entry == nullptr) return NO_KIND;
     std::array<int64_t, 6> addresses = {address(grad_out), address(x), address(w), 0, 0, 0};
     for (size_t i = 0; i < 3; ++i) {
       if (!need[i]) continue;
-      if (!entry->grads[i]) return {};
+      if (!entry->grads[i]) return NO_KIND;
       const Layout& l = *entry->grads[i];
       out[i] = at::empty_strided(l.sizes, l.strides, x.options().dtype(l.dtype));
       addresses[3 + i] = address(out[i]);
@@ -217,19 +236,19 @@ struct SteadyBackward : ag::Node {
       if (it->first != addresses) continue;
       Registry& r = registry();
       std::lock_guard<std::mutex> kept(r.mutex);   // (held over the launch: no let-go meanwhile)
+      if (r.paused) return PAUSED;
       auto graph = r.graphs.find(it->second);
-      if (r.paused) return {};
       if (graph == r.graphs.end()) {   // let go by graphs.py
         entry->graphs.erase(it);
-        return {};
+        return LET_GO;
       }
       const int error = d.launch(graph->second, stream);
       TORCH_CHECK(error == 0, "gemmconv: launching a kept backward graph failed (CUresult ",
                   error, ")");
       r.launched.insert(it->second);
-      return out;
+      return LAUNCHED;
     }
-    return {};
+    return NO_GRAPH;
   }
 
   static int64_t address(const at::Tensor& t) {
@@ -283,6 +302,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     std::lock_guard<std::mutex> lock(r.mutex);
     r.paused = paused;
   }, py::call_guard<py::gil_scoped_release>());
+  m.def("outcomes", [] {   // {outcome: backwards since the last reset_outcomes()}
+    py::dict counts;
+    for (int i = 0; i < N_OUTCOMES; ++i) counts[OUTCOME_NAMES[i]] = registry().outcomes[i].load();
+    return counts;
+  });
+  m.def("reset_outcomes", [] {
+    for (auto& count : registry().outcomes) count = 0;
+  });
   m.def("launched", [] {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);

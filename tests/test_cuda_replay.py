@@ -251,10 +251,15 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
     steady = next(iter(ops._steady[module].values()))
     if layout == "channels_last" or ops._samples_inner(case.batch, math.prod(case.size)):
         assert steady.backwards and len(steady.table) > 0, "the zoo's layers' graphs are kept"
+    node = _node.load()
     if len(steady.table):
-        assert steps(3) == 0, "steady steps run no Python backward"
+        node.reset_outcomes()
+        assert steps(3) == 0, f"steady steps run no Python backward: {node.outcomes()}"
+        assert node.outcomes()["launched"] == 3
+    node.reset_outcomes()
     with graphs.paused():
         assert steps(2) == 2
+    assert node.outcomes()["graphs paused"] == (2 if len(steady.table) else 0)
     limit = graphs.get_graph_memory_limit()
     try:
         graphs.set_graph_memory_limit(0)   # lets every graph go

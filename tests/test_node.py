@@ -84,6 +84,21 @@ def test_the_node_asks_only_for_the_gradients_autograd_needs(node, monkeypatch):
                                                    [w], torch.ones_like(out))[0])
 
 
+def test_the_node_counts_what_each_backward_did(node):
+    """Each backward counts its outcome: here, on the CPU, the Python backward for a
+    gradient not on CUDA, and for a backward that records its own graph."""
+    case = cases.MODEL_LAYERS[1]
+    x, w, b = _leaves(case)
+    node.reset_outcomes()
+    out = _steady(case, x, w, b).with_node(node, x, w, b, 0, 0)
+    out.backward(torch.ones_like(out))
+    out = _steady(case, x, w, b).with_node(node, x, w, b, 0, 0)
+    torch.autograd.grad(out, [x], torch.ones_like(out).requires_grad_(), create_graph=True)
+    counts = node.outcomes()
+    assert counts.pop("not a CUDA gradient") == 1 and counts.pop("create_graph") == 1
+    assert set(counts.values()) == {0} and "launched" in counts
+
+
 def test_the_node_raises_torchs_errors(node, monkeypatch):
     """As torch's nodes: a second backward through a freed graph, a saved tensor changed in
     place, and a double backward (the Python Function is once differentiable) raise
