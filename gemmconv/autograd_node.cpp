@@ -209,8 +209,10 @@ struct SteadyBackward : ag::Node {
       for (py::handle g : result) out.push_back(g.is_none() ? at::Tensor() : g.cast<at::Tensor>());
       return out;
     } catch (py::error_already_set& e) {
-      e.restore();   // (the engine hands the Python exception itself to the caller)
-      throw python_error();
+      e.restore();   // (as torch's Python nodes: the engine hands the exception itself on)
+      python_error error;
+      error.persist();
+      throw std::move(error);
     }
   }
 
