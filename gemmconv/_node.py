@@ -14,9 +14,11 @@ and module calls keep the Python Function: the same results, more host time a st
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import warnings
-from typing import Optional
+from typing import Iterator, Optional
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autograd_node.cpp")
 _module = None
@@ -31,8 +33,9 @@ def load():
         return _module
     try:
         from torch.utils import cpp_extension
-        module = cpp_extension.load(name="gemmconv_autograd_node", sources=[_SOURCE],
-                                    extra_cflags=["-O2"], verbose=False)
+        with _ninja_on_path():
+            module = cpp_extension.load(name="gemmconv_autograd_node", sources=[_SOURCE],
+                                        extra_cflags=["-O2"], verbose=False)
     except Exception as error:   # (no compiler, no ninja, no Python headers: say so, once)
         _error = error
         warnings.warn(f"gemmconv: its C++ autograd node could not be built ({error}); module "
@@ -44,3 +47,27 @@ def load():
     graphs._observe(module)
     _module = module
     return module
+
+
+@contextlib.contextmanager
+def _ninja_on_path() -> Iterator[None]:
+    """torch's build runs ``ninja`` from PATH; where none is there (a virtual environment
+    used without activating it), the one pip installed with gemmconv (the ninja package's
+    BIN_DIR), for the build only."""
+    if shutil.which("ninja") is not None:
+        yield
+        return
+    try:
+        import ninja
+    except ImportError:
+        yield   # (the build then says that ninja is missing)
+        return
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = os.pathsep.join(p for p in (ninja.BIN_DIR, before) if p)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PATH"]
+        else:
+            os.environ["PATH"] = before

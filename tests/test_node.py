@@ -3,6 +3,7 @@ against the installed torch, its gradients the Python Function's bit for bit, to
 errors where torch raises them; and the bookkeeping of the graphs it may launch
 (gemmconv/graphs.py), with a stand-in for the extension. Its launches need a GPU
 (test_cuda_replay)."""
+import os
 import warnings
 
 import pytest
@@ -173,6 +174,28 @@ def test_a_failed_build_warns_once_and_leaves_the_python_function(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _node.load() is None
+
+
+def test_the_build_finds_the_ninja_pip_installed(monkeypatch):
+    """Where no ninja is on PATH (a virtual environment not activated), the build runs with
+    the ninja package's own on PATH, and PATH is as before afterwards."""
+    import shutil
+
+    import ninja
+    from torch.utils import cpp_extension
+    paths = []
+
+    def building(**kwargs):
+        paths.append(os.environ["PATH"])
+        raise RuntimeError("stop here")
+    monkeypatch.setattr(_node, "_module", None)
+    monkeypatch.setattr(_node, "_error", None)
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
+    monkeypatch.setattr(cpp_extension, "load", building)
+    before = os.environ["PATH"]
+    with pytest.warns(RuntimeWarning, match="stop here"):
+        assert _node.load() is None
+    assert paths[0].split(os.pathsep)[0] == ninja.BIN_DIR and os.environ["PATH"] == before
 
 
 class _Graph:
