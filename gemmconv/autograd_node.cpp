@@ -221,7 +221,10 @@ struct SteadyBackward : ag::Node {
                  const std::array<bool, 3>& need, ag::variable_list& out) {
     const Driver& d = driver();
     int status = 0;
-    if (d.launch == nullptr || d.capturing(stream, &status) != 0 || status != 0) return CAPTURING;
+    if (d.launch == nullptr || d.capturing == nullptr || d.capturing(stream, &status) != 0 ||
+        status != 0) {
+      return CAPTURING;
+    }
     std::lock_guard<std::mutex> lock(table->mutex);
     const auto align = static_cast<int64_t>(reinterpret_cast<uintptr_t>(grad_out.data_ptr()) % 16);
     Entry* entry = table->find(need, grad_out.strides(), align, compute, limit);
