@@ -7,6 +7,8 @@
 #   D: the C++ autograd node (_node.py): its build, its CUDA test, the CUDA tests of module
 #      calls, and the converted models' training steps with it and without (node_probe.py).
 #   E: D's node test, mended (it asserted the node on the module's first call), and the A/B.
+#   F-H (not run in session 51: written for the next): the tests written after E and every
+#      CUDA test file; the zoo with the C++ node and its A/B.
 #   B: the 17 cases' tables: forward NCHW and channels_last, float32 and bfloat16 training.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
@@ -36,4 +38,14 @@ E) gpu   # D's node test again (its first step was no steady call: a test error)
   { time python3 -c "from gemmconv import _node; print(_node.load())"; } 2>&1 | tail -4 | tee $O/build.txt
   TT=100 t node-test tests/test_cuda_replay.py -k "steady_training_step"; count $O/node-test.log; tail -1 $O/node-test.log
   probe 70 node node_probe.py 10 dcgan:float32:channels_last:train vae:float32:channels_last:train ;;
+F) gpu   # written for the next session: the tests written after E, then every CUDA test file
+  TT=150 t node-tests tests/test_cuda_replay.py -k "steady_training_step or forward_mode"
+  count $O/node-tests.log; tail -1 $O/node-tests.log
+  bash benches/run-s35.sh P | tee $O/P.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  rm -rf $OUT/P ;;
+G) gpu   # the zoo with the C++ node, the models C ran (FCN-32s and the depthwise decoder: C's limits were too short)
+  zoo_model dcgan 90; zoo_model vae 90; zoo_model unet2d 190; probe 150 node node_probe.py 15 ;;
+H) gpu
+  zoo_model fcn32s 200; zoo_model depthwise 150; zoo_model hifigan 240 ;;
 esac
