@@ -154,7 +154,7 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: Cal
     so that no other object takes its id meanwhile. (Always False while :func:`paused`.)"""
     if _paused or torch.cuda.is_current_stream_capturing():
         return False
-    key = (id(owner), stream, *addresses)
+    key = _key(owner, stream, addresses)
     kept_graph = _graphs.get(key)
     if kept_graph is not None:
         _graphs.move_to_end(key)
@@ -194,8 +194,13 @@ def launch(owner: object, addresses: tuple, run: Callable[[], None], nbytes: Cal
 def serial(owner: object, stream: int, addresses: tuple) -> Optional[int]:
     """The serial number of the graph kept for ``launch(owner, addresses, ..., stream)``,
     or None where none is."""
-    kept_graph = _graphs.get((id(owner), stream, *addresses))
+    kept_graph = _graphs.get(_key(owner, stream, addresses))
     return None if kept_graph is None else kept_graph.serial
+
+
+def _key(owner: object, stream: int, addresses: tuple) -> tuple:
+    """A graph's key in _graphs (and in _seen and _dropped)."""
+    return (id(owner), stream, *addresses)
 
 
 def _observe(module) -> None:

@@ -1075,12 +1075,19 @@ def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: t
     addresses (graphs.py); ``nbytes()``: the memory a graph of the call takes while it runs."""
     from . import _cuda
     grads = _new_gradients(x, weight, a, need, replay.interleaved)
-    addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
-                 *(0 if g is None else g.data_ptr() for g in grads))
+    addresses = _backward_addresses(grad_out, x, weight, grads)
     run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
     if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
         run()
     return grads
+
+
+def _backward_addresses(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                        grads: List[Optional[torch.Tensor]]) -> tuple:
+    """What a backward's graph is kept by (graphs.launch): the addresses of the tensors it
+    reads and writes (0 for a gradient not asked for). The C++ node matches the same six."""
+    return (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
+            *(0 if g is None else g.data_ptr() for g in grads))
 
 
 def _gradient_in_layout(grad_out: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -1325,12 +1332,17 @@ def _applied(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
     """``forward(input, weight, bias, a)`` of a call that may take _Eager (see _eager),
     through it where anything requires grad; an unbatched input runs as a batch of one."""
     batched = input.unsqueeze(0) if a.unbatched else input
-    if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
-                                    or (bias is not None and bias.requires_grad)):
+    if _needs_grad(input, weight, bias):
         out = _Eager.apply(batched, weight, bias, a, forward, backward)
     else:   # nothing to differentiate: the Function's bookkeeping would be host time only
         out = forward(batched, weight, bias, a)
     return out.squeeze(0) if a.unbatched else out
+
+
+def _needs_grad(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> bool:
+    """Whether a call on these tensors records autograd's graph."""
+    return torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
+                                        or (bias is not None and bias.requires_grad))
 
 
 def _autocast(*tensors: Optional[torch.Tensor]):
@@ -1408,7 +1420,8 @@ class _Steady:
             out = self.replay.graphed(batched, weight, bias, a)
         if self.table is None:
             self.table = node.Table()
-        stream = torch._C._cuda_getCurrentRawStream(x.device.index) if x.is_cuda else 0
+        from . import _cuda
+        stream = _cuda.raw_stream(x.device) if x.is_cuda else 0
         node.attach(out, batched, weight, bias, self, self.table, stream, compute, limit)
         return out.squeeze(0) if a.unbatched else out
 
@@ -1430,10 +1443,9 @@ def _steady_backward(steady: _Steady, grad_out: Optional[torch.Tensor], x: torch
     kind = steady.kind(grad_out, x, need)
     replay = steady.backwards.get(kind)
     if replay is not None:
-        addresses = (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
-                     *(0 if g is None else g.data_ptr() for g in grads))
-        serial = graphs.serial(replay, torch._C._cuda_getCurrentRawStream(x.device.index),
-                               addresses)
+        from . import _cuda
+        addresses = _backward_addresses(grad_out, x, weight, grads)
+        serial = graphs.serial(replay, _cuda.raw_stream(x.device), addresses)
         if serial is not None:
             steady.table.add(kind[:3], kind[3], *kind[4:], grads, addresses, serial)
     return _asked(grads, need)
@@ -1486,9 +1498,7 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
         if steady is not None:
             # (Inside forward-mode AD's dual_level, _Eager raises as a Function without jvp
             # does, where the node would give an output without a tangent.)
-            if torch.is_grad_enabled() and forward_ad._current_level < 0 and (
-                    x.requires_grad or weight.requires_grad or (
-                        bias is not None and bias.requires_grad)):
+            if forward_ad._current_level < 0 and _needs_grad(x, weight, bias):
                 node = _node.load()
                 if node is not None:
                     return steady.with_node(node, x, weight, bias, *key[:2])
