@@ -21,6 +21,9 @@ class FakeGraph:
     def reset(self):
         self.was_reset = True
 
+    def raw_cuda_graph_exec(self):
+        return 1000 + id(self) % 1000
+
 
 @pytest.fixture
 def captured(monkeypatch):
@@ -212,3 +215,52 @@ def test_a_failed_capture_is_ended_and_let_go(monkeypatch, fails):
     with pytest.raises(torch.OutOfMemoryError):
         graphs._capture(run, torch.device("cpu"), (0, 1))
     assert streams.events[-2:] == ["end", "reset"]
+
+
+class _Observer:
+    """The C++ node's module's stand-in: what graphs.py tells it, and the graphs it
+    'launched'."""
+    def __init__(self):
+        self.kept, self.paused, self.recently = {}, [], []
+
+    def keep(self, serial, handle):
+        self.kept[serial] = handle
+
+    def let_go(self, serial):
+        del self.kept[serial]
+
+    def set_paused(self, paused):
+        self.paused.append(paused)
+
+    def launched(self):
+        launched, self.recently = self.recently, []
+        return launched
+
+
+def test_graphs_tell_the_node_what_it_may_launch(captured, monkeypatch):
+    """graphs.py tells the C++ node's module of each graph it keeps (by a serial number,
+    with its handle) and lets go, and of pauses; a graph the node launched counts as
+    launched when graphs are let go for room."""
+    monkeypatch.setattr(graphs, "MAX_GRAPHS", 2)
+    owners = [object() for _ in range(3)]
+    assert not launch(owners[0], (1, 2)) and launch(owners[0], (1, 2))   # seen, captured
+    observer = _Observer()
+    graphs._observe(observer)   # told of the graph kept before
+    first = graphs.serial(owners[0], 7, (1, 2))
+    assert observer.kept == {first: captured[0].raw_cuda_graph_exec()}
+    assert observer.paused == [False]
+    assert not launch(owners[1], (1, 2)) and launch(owners[1], (1, 2))
+    second = graphs.serial(owners[1], 7, (1, 2))
+    assert second != first and set(observer.kept) == {first, second}
+    assert graphs.serial(owners[2], 7, (1, 2)) is None
+    with graphs.paused():
+        assert observer.paused[-1] is True
+        assert not launch(owners[0], (1, 2))
+    assert observer.paused[-1] is False
+    observer.recently = [first]   # the node launched the older one since: the other goes
+    assert not launch(owners[2], (1, 2)) and launch(owners[2], (1, 2))
+    assert set(observer.kept) == {first, graphs.serial(owners[2], 7, (1, 2))}
+    assert graphs.serial(owners[1], 7, (1, 2)) is None
+    graphs.forget()
+    assert observer.kept == {}
+

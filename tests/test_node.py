@@ -1,15 +1,14 @@
 """The C++ autograd node of a module's steady call (gemmconv/_node.py) on the CPU: built
 against the installed torch, its gradients the Python Function's bit for bit, torch's
-errors where torch raises them; and the bookkeeping of the graphs it may launch
-(gemmconv/graphs.py), with a stand-in for the extension. Its launches need a GPU
-(test_cuda_replay)."""
+errors where torch raises them. Its launches need a GPU (test_cuda_replay); what graphs.py
+tells it of the graphs it may launch is in test_graphs."""
 import os
 import warnings
 
 import pytest
 import torch
 
-from gemmconv import _node, cases, graphs, ops
+from gemmconv import _node, cases, ops
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, rel_error
 
@@ -196,82 +195,6 @@ def test_the_build_finds_the_ninja_pip_installed(monkeypatch):
     with pytest.warns(RuntimeWarning, match="stop here"):
         assert _node.load() is None
     assert paths[0].split(os.pathsep)[0] == ninja.BIN_DIR and os.environ["PATH"] == before
-
-
-class _Graph:
-    """A kept CUDA graph's stand-in."""
-    def __init__(self):
-        self.launches, self.was_reset = 0, False
-
-    def raw_cuda_graph_exec(self):
-        return 1000 + id(self) % 1000
-
-    def replay(self):
-        self.launches += 1
-
-    def reset(self):
-        self.was_reset = True
-
-
-class _Observer:
-    """The extension's stand-in: what graphs.py tells it, and the graphs it 'launched'."""
-    def __init__(self):
-        self.kept, self.paused, self.recently = {}, [], []
-
-    def keep(self, serial, handle):
-        self.kept[serial] = handle
-
-    def let_go(self, serial):
-        del self.kept[serial]
-
-    def set_paused(self, paused):
-        self.paused.append(paused)
-
-    def launched(self):
-        launched, self.recently = self.recently, []
-        return launched
-
-
-def test_graphs_tell_the_node_what_it_may_launch(monkeypatch):
-    """graphs.py tells the node's module of each graph it keeps (by a serial number, with
-    its handle) and lets go, and of pauses; a graph the node launched counts as launched
-    when graphs are let go for room."""
-    monkeypatch.setattr(graphs, "_graphs", type(graphs._graphs)())
-    monkeypatch.setattr(graphs, "_by_serial", {})
-    monkeypatch.setattr(graphs, "_seen", type(graphs._seen)())
-    monkeypatch.setattr(graphs, "_dropped", type(graphs._dropped)())
-    monkeypatch.setattr(graphs, "_pools", {})
-    monkeypatch.setattr(graphs, "MAX_GRAPHS", 2)
-    monkeypatch.setattr(graphs, "_capture", lambda run, device, pool: _Graph())
-    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: (0, 0))
-    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
-    monkeypatch.setattr(graphs, "_observer", None)
-    device, stream = torch.device("cpu"), 7
-    owners = [object() for _ in range(3)]
-
-    def launch(owner):
-        return graphs.launch(owner, (1, 2), lambda: None, lambda: 0, device, stream)
-    assert not launch(owners[0]) and launch(owners[0])   # seen, then captured
-    observer = _Observer()
-    graphs._observe(observer)   # told of the graph kept before
-    first = graphs.serial(owners[0], stream, (1, 2))
-    assert observer.kept == {first: graphs._graphs[next(iter(graphs._graphs))].graph
-                             .raw_cuda_graph_exec()}
-    assert observer.paused == [False]
-    assert not launch(owners[1]) and launch(owners[1])
-    second = graphs.serial(owners[1], stream, (1, 2))
-    assert second != first and set(observer.kept) == {first, second}
-    assert graphs.serial(owners[2], stream, (1, 2)) is None
-    with graphs.paused():
-        assert observer.paused[-1] is True
-        assert not launch(owners[0])
-    assert observer.paused[-1] is False
-    observer.recently = [first]   # the node launched the older one since: the other goes
-    assert not launch(owners[2]) and launch(owners[2])
-    assert set(observer.kept) == {first, graphs.serial(owners[2], stream, (1, 2))}
-    assert graphs.serial(owners[1], stream, (1, 2)) is None
-    graphs.forget()
-    assert observer.kept == {}
 
 
 def test_a_tables_graphs_are_bounded(node):
