@@ -33,9 +33,12 @@ def load():
         return _module
     try:
         from torch.utils import cpp_extension
+        directory = _build_directory(cpp_extension)
+        _clear_stale_lock(directory)
         with _ninja_on_path():
             module = cpp_extension.load(name="gemmconv_autograd_node", sources=[_SOURCE],
-                                        extra_cflags=["-O2"], verbose=False)
+                                        extra_cflags=["-O2"], build_directory=directory,
+                                        verbose=False)
     except Exception as error:   # (no compiler, no ninja, no Python headers: say so, once)
         _error = error
         warnings.warn(f"gemmconv: its C++ autograd node could not be built ({error}); module "
@@ -47,6 +50,38 @@ def load():
     graphs._observe(module)
     _module = module
     return module
+
+
+# A build takes under a minute (44 s on the H200's host): a lock this old was left by a
+# build that was killed, and torch's build would wait for it for ever.
+STALE_LOCK_SECONDS = 600
+
+
+def _build_directory(cpp_extension) -> str:
+    """Where the extension is built: under torch's extensions root (TORCH_EXTENSIONS_DIR,
+    else its default), one directory per Python and torch version."""
+    import sys
+
+    import torch
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
+    name = f"gemmconv_autograd_node-py{sys.version_info[0]}{sys.version_info[1]}-torch" \
+           f"{torch.__version__}"
+    directory = os.path.join(root, name)
+    os.makedirs(directory, exist_ok=True)
+    return directory
+
+
+def _clear_stale_lock(directory: str) -> None:
+    """Removes the build's lock where an interrupted build left it (STALE_LOCK_SECONDS)."""
+    import time
+    lock = os.path.join(directory, "lock")
+    try:
+        if time.time() - os.path.getmtime(lock) > STALE_LOCK_SECONDS:
+            os.remove(lock)
+            warnings.warn(f"gemmconv: removed {lock}, left by an interrupted build of its "
+                          "C++ autograd node", RuntimeWarning, stacklevel=3)
+    except FileNotFoundError:
+        pass
 
 
 @contextlib.contextmanager

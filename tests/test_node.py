@@ -197,6 +197,31 @@ def test_the_build_finds_the_ninja_pip_installed(monkeypatch):
     assert paths[0].split(os.pathsep)[0] == ninja.BIN_DIR and os.environ["PATH"] == before
 
 
+def test_a_lock_left_by_an_interrupted_build_is_removed_and_a_fresh_one_kept(tmp_path):
+    """torch's build waits for its lock for ever: one older than any build (a killed
+    build's) is removed, with a warning; a fresh one (a build under way) is kept."""
+    lock = tmp_path / "lock"
+    lock.touch()
+    _node._clear_stale_lock(str(tmp_path))
+    assert lock.exists()
+    old = lock.stat().st_mtime - _node.STALE_LOCK_SECONDS - 1
+    os.utime(lock, (old, old))
+    with pytest.warns(RuntimeWarning, match="interrupted build"):
+        _node._clear_stale_lock(str(tmp_path))
+    assert not lock.exists()
+    _node._clear_stale_lock(str(tmp_path))   # (none: nothing to do)
+
+
+def test_the_extension_builds_per_python_and_torch_version(monkeypatch, tmp_path):
+    """Its build directory lies under TORCH_EXTENSIONS_DIR, named by Python's and torch's
+    versions."""
+    from torch.utils import cpp_extension
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    directory = _node._build_directory(cpp_extension)
+    assert os.path.isdir(directory) and os.path.dirname(directory) == str(tmp_path)
+    assert directory.endswith(f"torch{torch.__version__}")
+
+
 def test_a_tables_graphs_are_bounded(node):
     """A steady call's table keeps at most 8 graphs of a kind of backward, and 16 kinds."""
     table, grads = node.Table(), [torch.zeros(2, 3), None, torch.zeros(3)]
