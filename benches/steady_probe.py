@@ -5,7 +5,8 @@ cost the host about 30 us more a call than our planar ones).
 Per VAE decoder layer shape (batch 2, so that the GPU keeps up with the host), the host
 microseconds a call, over many calls in a row: torch's module; ours; and the pieces of
 ours: the autocast pass, the plain-tensor check, the steady key, the output's allocation,
-the replay's launch (graphed), and in training the Function's apply.
+the replay's launch (graphed), and in training the call with its C++ node (_Steady.with_node:
+the replay and the node's attach) and a whole step (forward and backward), torch's and ours.
 
     PYTHONPATH=. python benches/steady_probe.py [--profile]
 
@@ -19,6 +20,7 @@ import time
 
 import torch
 
+from gemmconv import _node
 from gemmconv import channels_last as cl
 from gemmconv import nn as gnn
 from gemmconv import ops
@@ -98,6 +100,12 @@ def main(args: list[str]) -> None:
             xg = x.detach().requires_grad_()
             times["torch's module, grad"] = per_call(lambda: theirs(xg))
             times["ours, grad"] = per_call(lambda: ours(xg))
+            node = _node.load()
+            if node is not None:
+                times["with_node"] = per_call(lambda: steady.with_node(node, xg, w, b, *key[:2]))
+            grad = torch.randn_like(ours(xg))
+            times["torch's step"] = per_call(lambda: theirs(xg).backward(grad))
+            times["our step"] = per_call(lambda: ours(xg).backward(grad))
             print(f"== {layout} {shape} -> {cout}: " + ", ".join(
                 f"{k} {v:.1f}" for k, v in times.items()) + " (us a call)", flush=True)
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Session 52's device calls (outputs under $OUT/<call>; logs kept in benches/results/s52/).
+#   A: the C++ node's tests in their final form (session 51's F), the CUDA test files of
+#      module calls beside them, and where a steady call's host time goes with the node
+#      (steady_probe.py), the VAE decoder's step module by module (issue_probe.py), and the
+#      node's A/B on the VAE decoder (node_probe.py).
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
+case "$1" in
+A) gpu
+  { time python3 -c "from gemmconv import _node; print(_node.load())"; } 2>&1 | tail -4 | tee $O/build.txt
+  TT=200 t node-tests tests/test_cuda_replay.py -k "steady_training_step or forward_mode" &
+  TT=240 t graphs tests/test_cuda_graphs.py & TT=240 t replay tests/test_cuda_replay.py &
+  TT=240 t cl tests/test_cuda_channels_last.py & TT=240 t reuse tests/test_cuda_reuse.py &
+  summary; count $O/node-tests.log
+  probe 60 steady steady_probe.py; probe 40 steady-profile steady_probe.py --profile
+  probe 100 issue issue_probe.py 10 vae:float32:channels_last:train vae:float32:NCHW:train
+  probe 80 node node_probe.py 10 vae:float32:channels_last:train vae:bfloat16:channels_last:train ;;
+esac
