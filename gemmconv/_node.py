@@ -1,12 +1,13 @@
-"""The C++ autograd node of a module's steady call (autograd_node.cpp), built at first use.
+"""The C++ side of a module's steady call (autograd_node.cpp), built at first use: its
+forward's graph launch and its autograd node.
 
 Why C++: a converted small model's training step lost 110-880 us a step on the host to
 our Python autograd Function, run on autograd's device thread (benches/NOTES.md, session
 50: with the device threads off, DCGAN's channels_last step read 1.10x torch's, against
-0.90x with them). A module's steady call (ops._Steady) needs no Python on its backward: its
-node launches the backward's kept CUDA graph itself, and calls Python only where none is
-kept for the call's addresses (the Python backward then tells the node's table of the
-graph it kept).
+0.90x with them). A module's steady call (ops._Steady) needs no Python past its key: the
+extension launches the forward's kept CUDA graph, and its node the backward's, and each
+calls Python only where none is kept for the call's addresses (which then tells the call's
+table of the graph it kept).
 
 The extension is compiled by torch.utils.cpp_extension (a C++ compiler and ninja; a minute
 on a first use, cached by torch after). Where it cannot be built, :func:`load` warns once

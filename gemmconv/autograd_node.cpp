@@ -1,13 +1,14 @@
-// The autograd node of a module's steady call (gemmconv/_node.py says why it is C++).
+// The C++ side of a module's steady call (gemmconv/_node.py says why it is C++).
 //
 // A steady call (ops._Steady) is a module's call that reads as one of its earlier ones, whose
-// forward and backward ran as kept CUDA graphs. Its node saves the input and the weight as
-// torch's nodes do, and on the backward launches the kept graph of the output gradient's
-// call without entering Python: it allocates the gradients as the Python backward did, and
-// launches the graph captured for exactly these addresses. Anything else (no graph kept for
-// these addresses, another layout, a graph being captured, graphs paused, a double backward)
-// calls the Python backward, which may then tell the node's table of a graph to launch next
-// time. So Python never runs on autograd's device thread in a steady training step.
+// forward and backward ran as kept CUDA graphs. Its forward launches the kept graph of its
+// addresses without entering Python: it allocates the output as the Python forward did, and
+// launches the graph captured for exactly these addresses. Its node saves the input and the
+// weight as torch's nodes do, and on the backward does the same with the output gradient's
+// call. Anything else (no graph kept for these addresses, another layout, a graph being
+// captured, graphs paused, a double backward) calls Python, which may then tell the call's
+// table of a graph to launch next time. So a steady call's Python ends at its key's lookup
+// (ops.module_conv_transpose), and none runs on autograd's device thread.
 //
 // Built at first use against the installed torch (CPU wheels too: no CUDA header is read;
 // the two driver calls are looked up in libcuda at the first launch).
@@ -87,11 +88,66 @@ struct Registry {
   std::unordered_set<int64_t> launched;        // serials launched here since graphs.py asked
   bool paused = false;                         // graphs.paused()
   std::array<std::atomic<int64_t>, N_OUTCOMES> outcomes{};   // backwards, by outcome
+  std::array<std::atomic<int64_t>, 2> forwards{};            // launched here, in Python
 };
 
 Registry& registry() {
   static Registry* r = new Registry();   // (never destroyed: nodes may outlive the module)
   return *r;
+}
+
+// Whether the driver calls were found and ``stream`` is not being captured: a kept graph
+// launched into a capture would run outside it.
+bool can_launch(void* stream) {
+  const Driver& d = driver();
+  int status = 0;
+  return d.launch != nullptr && d.capturing != nullptr && d.capturing(stream, &status) == 0 &&
+         status == 0;
+}
+
+int64_t address(const at::Tensor& t) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()));
+}
+
+// Graphs of one call, serial numbers of graphs.py, kept by the stream they were captured for
+// (graphs on one stream share a memory pool: launched on another, two could run at once)
+// and the addresses they read and write.
+template <size_t N>
+using Graphs = std::vector<std::pair<std::array<int64_t, N>, int64_t>>;
+
+template <size_t N>
+void remember(Graphs<N>& graphs, const std::array<int64_t, N>& key, int64_t serial,
+              size_t most) {
+  for (auto& kept : graphs) {
+    if (kept.first == key) {   // (told again: a backward that ran Python while paused)
+      kept.second = serial;
+      return;
+    }
+  }
+  if (graphs.size() >= most) graphs.clear();
+  graphs.emplace_back(key, serial);
+}
+
+// Launches the graph of ``graphs`` kept for ``key`` (the stream, then the addresses), its
+// table's lock held: LAUNCHED, or why not (NO_GRAPH, PAUSED, LET_GO: then forgotten here).
+template <size_t N>
+Outcome launch_kept(Graphs<N>& graphs, const std::array<int64_t, N>& key) {
+  for (auto it = graphs.begin(); it != graphs.end(); ++it) {
+    if (it->first != key) continue;
+    Registry& r = registry();
+    std::lock_guard<std::mutex> kept(r.mutex);   // (held over the launch: no let-go meanwhile)
+    if (r.paused) return PAUSED;
+    auto graph = r.graphs.find(it->second);
+    if (graph == r.graphs.end()) {   // let go by graphs.py
+      graphs.erase(it);
+      return LET_GO;
+    }
+    const int error = driver().launch(graph->second, reinterpret_cast<void*>(key[0]));
+    TORCH_CHECK(error == 0, "gemmconv: launching a kept graph failed (CUresult ", error, ")");
+    r.launched.insert(it->second);
+    return LAUNCHED;
+  }
+  return NO_GRAPH;
 }
 
 // A gradient as the Python backward allocated it.
@@ -108,18 +164,27 @@ struct Entry {
   std::vector<int64_t> grad_strides;
   int64_t align, compute, limit;
   std::array<std::optional<Layout>, 3> grads;
-  std::vector<std::pair<std::array<int64_t, 6>, int64_t>> graphs;   // addresses: serial
+  Graphs<7> graphs;   // stream; output gradient, input, weight, their gradients
 };
 
-// One steady call's table (ops._Steady keeps it; its nodes share it).
+// One steady call's table (ops._Steady keeps it; its nodes share it): its forward's output
+// layout and graphs, and its kinds of backward.
 struct Table {
   static constexpr size_t MAX_ENTRIES = 16, MAX_GRAPHS = 8;
   std::mutex mutex;
+  std::optional<Layout> output;
+  Graphs<5> forwards;   // stream; input, weight, bias (0 for none), output
   std::vector<Entry> entries;
+
+  void add_forward(const at::Tensor& out, std::array<int64_t, 5> key, int64_t serial) {
+    std::lock_guard<std::mutex> lock(mutex);
+    output = Layout{out.sizes().vec(), out.strides().vec(), out.scalar_type()};
+    remember(forwards, key, serial, MAX_GRAPHS);
+  }
 
   void add(std::array<bool, 3> need, std::vector<int64_t> grad_strides, int64_t align,
            int64_t compute, int64_t limit, std::vector<std::optional<at::Tensor>> grads,
-           std::array<int64_t, 6> addresses, int64_t serial) {
+           std::array<int64_t, 7> key, int64_t serial) {
     TORCH_CHECK(grads.size() == 3, "three gradients (input, weight, bias) expected");
     std::lock_guard<std::mutex> lock(mutex);
     Entry* entry = find(need, grad_strides, align, compute, limit);
@@ -135,8 +200,7 @@ struct Table {
         entry->grads[i] = Layout{g.sizes().vec(), g.strides().vec(), g.scalar_type()};
       }
     }
-    if (entry->graphs.size() >= MAX_GRAPHS) entry->graphs.clear();
-    entry->graphs.emplace_back(addresses, serial);
+    remember(entry->graphs, key, serial, MAX_GRAPHS);
   }
 
   Entry* find(const std::array<bool, 3>& need, at::IntArrayRef grad_strides, int64_t align,
@@ -150,11 +214,16 @@ struct Table {
     return nullptr;
   }
 
-  size_t size() {
+  size_t size() {   // the backwards' graphs
     std::lock_guard<std::mutex> lock(mutex);
     size_t n = 0;
     for (const Entry& e : entries) n += e.graphs.size();
     return n;
+  }
+
+  size_t forward_graphs() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return forwards.size();
   }
 };
 
@@ -219,45 +288,21 @@ struct SteadyBackward : ag::Node {
   // The gradients into ``out`` by the graph kept for these addresses (LAUNCHED), or why not.
   Outcome launch(const at::Tensor& grad_out, const at::Tensor& x, const at::Tensor& w,
                  const std::array<bool, 3>& need, ag::variable_list& out) {
-    const Driver& d = driver();
-    int status = 0;
-    if (d.launch == nullptr || d.capturing == nullptr || d.capturing(stream, &status) != 0 ||
-        status != 0) {
-      return CAPTURING;
-    }
+    if (!can_launch(stream)) return CAPTURING;
     std::lock_guard<std::mutex> lock(table->mutex);
     const auto align = static_cast<int64_t>(reinterpret_cast<uintptr_t>(grad_out.data_ptr()) % 16);
     Entry* entry = table->find(need, grad_out.strides(), align, compute, limit);
     if (entry == nullptr) return NO_KIND;
-    std::array<int64_t, 6> addresses = {address(grad_out), address(x), address(w), 0, 0, 0};
+    std::array<int64_t, 7> key = {reinterpret_cast<int64_t>(stream), address(grad_out),
+                                  address(x), address(w), 0, 0, 0};
     for (size_t i = 0; i < 3; ++i) {
       if (!need[i]) continue;
       if (!entry->grads[i]) return NO_KIND;
       const Layout& l = *entry->grads[i];
       out[i] = at::empty_strided(l.sizes, l.strides, x.options().dtype(l.dtype));
-      addresses[3 + i] = address(out[i]);
+      key[4 + i] = address(out[i]);
     }
-    for (auto it = entry->graphs.begin(); it != entry->graphs.end(); ++it) {
-      if (it->first != addresses) continue;
-      Registry& r = registry();
-      std::lock_guard<std::mutex> kept(r.mutex);   // (held over the launch: no let-go meanwhile)
-      if (r.paused) return PAUSED;
-      auto graph = r.graphs.find(it->second);
-      if (graph == r.graphs.end()) {   // let go by graphs.py
-        entry->graphs.erase(it);
-        return LET_GO;
-      }
-      const int error = d.launch(graph->second, stream);
-      TORCH_CHECK(error == 0, "gemmconv: launching a kept backward graph failed (CUresult ",
-                  error, ")");
-      r.launched.insert(it->second);
-      return LAUNCHED;
-    }
-    return NO_GRAPH;
-  }
-
-  static int64_t address(const at::Tensor& t) {
-    return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()));
+    return launch_kept(entry->graphs, key);
   }
 };
 
@@ -279,14 +324,55 @@ void attach(at::Tensor out, const at::Tensor& x, const at::Tensor& w,
   ag::create_gradient_edge(out, std::move(node));
 }
 
+// A steady call's output by the forward graph kept for its addresses (with its node where
+// ``grad``: attach's arguments), or None where none is kept for them: the caller's Python
+// then runs the call and tells the table of the graph it launched (_Steady.with_node).
+// ``x``: the input as the module got it (``unbatched``: without the batch dim).
+std::optional<at::Tensor> forward(at::Tensor x, const at::Tensor& w,
+                                  const std::optional<at::Tensor>& bias, py::object steady,
+                                  std::shared_ptr<Table> table, int64_t stream, int64_t compute,
+                                  int64_t limit, bool unbatched, bool grad) {
+  void* s = reinterpret_cast<void*>(static_cast<uintptr_t>(stream));
+  Registry& r = registry();
+  if (!x.is_cuda() || !can_launch(s)) {
+    ++r.forwards[1];
+    return std::nullopt;
+  }
+  const c10::DeviceGuard device(x.device());   // (the output's allocation, the launch)
+  if (unbatched) x = x.unsqueeze(0);
+  at::Tensor out;
+  {
+    std::lock_guard<std::mutex> lock(table->mutex);
+    if (!table->output) {
+      ++r.forwards[1];
+      return std::nullopt;
+    }
+    const Layout& l = *table->output;
+    out = at::empty_strided(l.sizes, l.strides, x.options().dtype(l.dtype));
+    const std::array<int64_t, 5> key = {
+        stream, address(x), address(w), bias && bias->defined() ? address(*bias) : 0,
+        address(out)};
+    if (launch_kept(table->forwards, key) != LAUNCHED) {
+      ++r.forwards[1];
+      return std::nullopt;
+    }
+  }
+  ++r.forwards[0];
+  if (grad) attach(out, x, w, bias, std::move(steady), std::move(table), stream, compute, limit);
+  return unbatched ? out.squeeze(0) : out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<Table, std::shared_ptr<Table>>(m, "Table")
       .def(py::init<>())
       .def("add", &Table::add, py::call_guard<py::gil_scoped_release>())
+      .def("add_forward", &Table::add_forward, py::call_guard<py::gil_scoped_release>())
+      .def("forward_graphs", &Table::forward_graphs)
       .def("__len__", &Table::size);
   m.def("attach", &attach);
+  m.def("forward", &forward);
   m.def("set_python_backward", [](py::object f) {
     Py_XDECREF(python_backward);
     python_backward = f.inc_ref().ptr();
@@ -312,8 +398,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     for (int i = 0; i < N_OUTCOMES; ++i) counts[OUTCOME_NAMES[i]] = registry().outcomes[i].load();
     return counts;
   });
-  m.def("reset_outcomes", [] {
+  m.def("forwards", [] {   // {"launched": forwards here, "in Python": handed to Python}
+    py::dict counts;
+    counts["launched"] = registry().forwards[0].load();
+    counts["in Python"] = registry().forwards[1].load();
+    return counts;
+  });
+  m.def("reset_outcomes", [] {   // (and the forwards' counts)
     for (auto& count : registry().outcomes) count = 0;
+    for (auto& count : registry().forwards) count = 0;
   });
   m.def("launched", [] {
     Registry& r = registry();

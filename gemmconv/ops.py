@@ -333,12 +333,19 @@ def _graphed_forward(replay, x: torch.Tensor, weight: torch.Tensor, bias: Option
     it runs."""
     from . import _cuda
     out = cl.empty(x, a.output_shape, replay.interleaved)
-    addresses = (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                 out.data_ptr())
+    addresses = _forward_addresses(x, weight, bias, out)
     run = lambda: replay.run(x, weight, bias, a, out=out)   # noqa: E731
     if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
         run()
     return out
+
+
+def _forward_addresses(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                       out: torch.Tensor) -> tuple:
+    """The addresses a forward's graph is kept by (graphs.launch): the C++ forward matches
+    them too, with the stream (_Steady.with_node)."""
+    return (x.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
+            out.data_ptr())
 
 
 def _in_layout(x: torch.Tensor, weight: torch.Tensor, interleaved: bool) -> tuple:
@@ -1085,7 +1092,8 @@ def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: t
 def _backward_addresses(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                         grads: List[Optional[torch.Tensor]]) -> tuple:
     """What a backward's graph is kept by (graphs.launch): the addresses of the tensors it
-    reads and writes (0 for a gradient not asked for). The C++ node matches the same six."""
+    reads and writes (0 for a gradient not asked for). The C++ node matches them too, with
+    the stream."""
     return (grad_out.data_ptr(), x.data_ptr(), weight.data_ptr(),
             *(0 if g is None else g.data_ptr() for g in grads))
 
@@ -1409,20 +1417,34 @@ class _Steady:
         return grads
 
     def with_node(self, node, x: torch.Tensor, weight: torch.Tensor,
-                  bias: Optional[torch.Tensor], compute: int, limit: int) -> torch.Tensor:
-        """The call's output, its autograd node the C++ one (``node``: the extension's
-        module): as _applied, but its backward launches a kept graph without Python (see
-        _steady_backward). ``compute`` and ``limit``: the precision policy and workspace
-        limit of this forward, which a backward graph must have been captured under."""
-        a = self.a
-        batched = x.unsqueeze(0) if a.unbatched else x
-        with torch.no_grad():
-            out = self.replay.graphed(batched, weight, bias, a)
+                  bias: Optional[torch.Tensor], compute: int, limit: int,
+                  grad: bool = True) -> torch.Tensor:
+        """The call's output through the C++ extension (``node``: its module), as _applied
+        gives it: launched there by the forward graph kept for these addresses where its
+        table knows one, else by the forward replay, whose kept graph the table then learns
+        of. Where ``grad``, its autograd node is the C++ one, whose backward launches a kept
+        graph without Python (see _steady_backward). ``compute`` and ``limit``: the
+        precision policy and workspace limit of this forward, which a backward graph must
+        have been captured under."""
         if self.table is None:
             self.table = node.Table()
         from . import _cuda
         stream = _cuda.raw_stream(x.device) if x.is_cuda else 0
-        node.attach(out, batched, weight, bias, self, self.table, stream, compute, limit)
+        a = self.a
+        out = node.forward(x, weight, bias, self, self.table, stream, compute, limit,
+                           a.unbatched, grad)
+        if out is not None:
+            return out
+        batched = x.unsqueeze(0) if a.unbatched else x
+        with torch.no_grad():
+            out = self.replay.graphed(batched, weight, bias, a)
+        if x.is_cuda:
+            addresses = _forward_addresses(batched, weight, bias, out)
+            serial = graphs.serial(self.replay, stream, addresses)
+            if serial is not None:
+                self.table.add_forward(out, (stream, *addresses), serial)
+        if grad:
+            node.attach(out, batched, weight, bias, self, self.table, stream, compute, limit)
         return out.squeeze(0) if a.unbatched else out
 
 
@@ -1444,10 +1466,11 @@ def _steady_backward(steady: _Steady, grad_out: Optional[torch.Tensor], x: torch
     replay = steady.backwards.get(kind)
     if replay is not None:
         from . import _cuda
+        stream = _cuda.raw_stream(x.device)
         addresses = _backward_addresses(grad_out, x, weight, grads)
-        serial = graphs.serial(replay, _cuda.raw_stream(x.device), addresses)
+        serial = graphs.serial(replay, stream, addresses)
         if serial is not None:
-            steady.table.add(kind[:3], kind[3], *kind[4:], grads, addresses, serial)
+            steady.table.add(kind[:3], kind[3], *kind[4:], grads, (stream, *addresses), serial)
     return _asked(grads, need)
 
 
@@ -1486,9 +1509,11 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
     torch's takes 30-40; benches/NOTES.md, session 49). So each module keeps its CUDA calls
     that ran by replays (_Steady, the last MAX_STEADY of them), and a call that reads the
     same as one of them (_steady_key) goes straight to its replay, forward and backward.
-    Where it needs gradients, its autograd node is a C++ one (_Steady.with_node): on
-    autograd's device thread our Python node cost a small model's training step more than
-    its kernels saved (session 50)."""
+    There the C++ extension (_Steady.with_node) launches the forward's kept graph (in Python,
+    the output's allocation and the graph's lookup and launch took 15-25 us a call on the
+    H200's host, session 50), and where the call needs gradients its autograd node is a C++
+    one: on autograd's device thread our Python node cost a small model's training step
+    more than its kernels saved (session 50)."""
     x, weight, bias = _autocast(input, module.weight, module.bias)
     key = steadies = None
     if x.is_cuda and _eager(x, weight, bias):   # (others take the custom op: see _run)
@@ -1498,10 +1523,11 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
         if steady is not None:
             # (Inside forward-mode AD's dual_level, _Eager raises as a Function without jvp
             # does, where the node would give an output without a tangent.)
-            if forward_ad._current_level < 0 and _needs_grad(x, weight, bias):
+            if forward_ad._current_level < 0:
                 node = _node.load()
                 if node is not None:
-                    return steady.with_node(node, x, weight, bias, *key[:2])
+                    return steady.with_node(node, x, weight, bias, *key[:2],
+                                            _needs_grad(x, weight, bias))
             return _applied(steady.a, x, weight, bias, steady.replay.graphed, steady.backward)
     nd = len(module.kernel_size)
     a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,

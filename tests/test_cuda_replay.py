@@ -252,14 +252,17 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
     if layout == "channels_last" or ops._samples_inner(case.batch, math.prod(case.size)):
         assert steady.backwards and len(steady.table) > 0, "the zoo's layers' graphs are kept"
     node = _node.load()
+    assert steady.table.forward_graphs() > 0, "the zoo's layers' forwards are graphed"
     if len(steady.table):
         node.reset_outcomes()
         assert steps(3) == 0, f"steady steps run no Python backward: {node.outcomes()}"
         assert node.outcomes()["launched"] == 3
+        assert node.forwards() == {"launched": 3, "in Python": 0}
     node.reset_outcomes()
     with graphs.paused():
         assert steps(2) == 2
     assert node.outcomes()["graphs paused"] == (2 if len(steady.table) else 0)
+    assert node.forwards() == {"launched": 0, "in Python": 2}
     limit = graphs.get_graph_memory_limit()
     try:
         graphs.set_graph_memory_limit(0)   # lets every graph go
@@ -267,6 +270,50 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
     finally:
         graphs.set_graph_memory_limit(limit)
         graphs.forget()   # (the keys let go would never be captured again)
+
+
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
+def test_a_steady_forward_launches_its_kept_graph_without_python(monkeypatch, case, layout,
+                                                                 dtype, unbatched):
+    """Once a module's forward graph is kept, its steady calls, with grad and without, launch
+    it from the C++ extension: no Python forward runs, and each output is the functional
+    call's bit for bit (every element written: the freed blocks are poisoned), with the C++
+    node where it needs gradients. Paused, the Python forward runs again, as right."""
+    if layout == "channels_last" and (case.nd == 1 or unbatched):
+        pytest.skip("channels_last is batched 2-D and 3-D")
+    assert _node.load() is not None, "the extension builds on a CUDA machine"
+    module, x = _module_and_leaves(case, layout, dtype)
+    if unbatched:
+        x = x.detach()[0].requires_grad_()
+    with torch.no_grad():
+        functional = OURS[case.nd](x, module.weight, module.bias, **case.kwargs)
+    forwards = []
+    graphed = ops._graphed_forward
+    monkeypatch.setattr(ops, "_graphed_forward", lambda *args: forwards.append(1) or graphed(*args))
+    node = _node.load()
+
+    def calls(n, grad):
+        forwards.clear()
+        node.reset_outcomes()
+        for _ in range(n):
+            poison_allocator(functional.numel() * functional.element_size())
+            with torch.set_grad_enabled(grad):
+                out = module(x)
+            assert torch.equal(out, functional)
+            assert out.requires_grad == grad
+            if grad:
+                node_fn = out.grad_fn.next_functions[0][0] if unbatched else out.grad_fn
+                assert node_fn.name() == "gemmconv::ConvTransposeBackward"
+            del out
+        return len(forwards)
+    calls(3, grad=False)   # checked and planned; its graph captured; launched from C++
+    assert calls(3, grad=False) == 0 and node.forwards() == {"launched": 3, "in Python": 0}
+    assert calls(3, grad=True) == 0 and node.forwards() == {"launched": 3, "in Python": 0}
+    with graphs.paused():
+        assert calls(2, grad=True) == 2 and node.forwards() == {"launched": 0, "in Python": 2}
 
 
 def test_a_steady_call_in_forward_mode_ad_raises_as_a_function_without_jvp():

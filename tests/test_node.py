@@ -222,12 +222,48 @@ def test_the_extension_builds_per_python_and_torch_version(monkeypatch, tmp_path
     assert directory.endswith(f"torch{torch.__version__}")
 
 
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+def test_a_steady_call_without_grad_off_cuda_runs_its_forward_in_python(node, unbatched):
+    """Where the extension can launch no graph (here: not CUDA) a steady call's forward is
+    the Python one, counted as such; without grad its output has no node."""
+    case = cases.MODEL_LAYERS[1]
+    leaves = _leaves(case, unbatched=unbatched)
+    x, w, b = leaves[0], leaves[1], _bias(leaves)
+    node.reset_outcomes()
+    with torch.no_grad():
+        out = _steady(case, x, w, b).with_node(node, x, w, b, 0, 0, grad=False)
+        assert torch.equal(out, OURS[case.nd](x, w, b, **case.kwargs))
+    assert out.grad_fn is None and not out.requires_grad
+    assert node.forwards() == {"launched": 0, "in Python": 1}
+
+
+def test_a_table_keeps_a_graph_once_a_stream_and_addresses(node):
+    """A forward's or a backward's graph told again for the same stream and addresses (as
+    a backward that ran Python while graphs were paused tells it) replaces the one kept;
+    on another stream it is another graph (graphs on one stream share a memory pool)."""
+    table, out = node.Table(), torch.zeros(2, 3)
+    table.add_forward(out, (7, 1, 2, 0, 4), 0)
+    table.add_forward(out, (7, 1, 2, 0, 4), 1)
+    assert table.forward_graphs() == 1
+    table.add_forward(out, (8, 1, 2, 0, 4), 2)
+    assert table.forward_graphs() == 2
+    for serial in range(3, 20):
+        table.add_forward(out, (7, 1, 2, serial, 4), serial)
+        assert 1 <= table.forward_graphs() <= 8
+    grads = [torch.zeros(2, 3), None, torch.zeros(3)]
+    for serial in range(2):
+        table.add((True, False, True), (3, 1), 0, 1, 2, grads, (7, 1, 2, 3, 4, 0, 5), serial)
+    assert len(table) == 1
+    table.add((True, False, True), (3, 1), 0, 1, 2, grads, (8, 1, 2, 3, 4, 0, 5), 2)
+    assert len(table) == 2
+
+
 def test_a_tables_graphs_are_bounded(node):
     """A steady call's table keeps at most 8 graphs of a kind of backward, and 16 kinds."""
     table, grads = node.Table(), [torch.zeros(2, 3), None, torch.zeros(3)]
     for serial in range(20):
-        table.add((True, False, True), (3, 1), 0, 1, 2, grads, (1, 2, 3, serial, 0, 5), serial)
+        table.add((True, False, True), (3, 1), 0, 1, 2, grads, (7, 1, 2, 3, serial, 0, 5), serial)
         assert len(table) == serial % 8 + 1
     for kind in range(40):
-        table.add((True, True, kind % 2 == 0), (3, kind), 0, 1, 2, grads, (1,) * 6, kind)
+        table.add((True, True, kind % 2 == 0), (3, kind), 0, 1, 2, grads, (1,) * 7, kind)
     assert len(table) <= 16
