@@ -4,6 +4,10 @@
 #      module calls beside them, and where a steady call's host time goes with the node
 #      (steady_probe.py), the VAE decoder's step module by module (issue_probe.py), and the
 #      node's A/B on the VAE decoder (node_probe.py).
+#   B: 147 (the steady forward's graph launched from C++): its tests and the CUDA test files
+#      of module calls; its pieces (steady_probe.py) and its A/B on the zoo's small models
+#      (node_probe.py: C++ forward and node, Python forward, Python node). The test logs are
+#      kept in all.txt only (a call brings back a few files).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -17,4 +21,12 @@ A) gpu
   probe 60 steady steady_probe.py; probe 40 steady-profile steady_probe.py --profile
   probe 100 issue issue_probe.py 10 vae:float32:channels_last:train vae:float32:NCHW:train
   probe 80 node node_probe.py 10 vae:float32:channels_last:train vae:bfloat16:channels_last:train ;;
+B) gpu
+  { time python3 -c "from gemmconv import _node; print(_node.load())"; } 2>&1 | tail -4 | tee $O/build.txt
+  TT=240 t graphs tests/test_cuda_graphs.py & TT=240 t replay tests/test_cuda_replay.py &
+  TT=240 t cl tests/test_cuda_channels_last.py & TT=240 t reuse tests/test_cuda_reuse.py &
+  summary; grep -E "^(FAILED|ERROR)" $O/all.txt | head -30; rm $O/{graphs,replay,cl,reuse}.log
+  probe 70 steady steady_probe.py
+  probe 170 node node_probe.py 8 vae:float32:channels_last:train vae:bf16-autocast:channels_last:train \
+    dcgan:float32:channels_last:train vae:float32:NCHW:train vae:float32:channels_last:forward ;;
 esac

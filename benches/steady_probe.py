@@ -6,17 +6,20 @@ Per VAE decoder layer shape (batch 2, so that the GPU keeps up with the host), t
 microseconds a call, over many calls in a row: torch's module; ours; and the pieces of
 ours: the autocast pass, the plain-tensor check, the steady key, the output's allocation,
 the replay's launch (graphed), and in training the call with its C++ node (_Steady.with_node:
-the replay and the node's attach) and a whole step (forward and backward), torch's and ours.
+the replay and the node's attach) and a whole step (forward and backward), torch's and ours;
+and ours with the C++ forward refused (session 51's code: the forward's launch in Python).
 
     PYTHONPATH=. python benches/steady_probe.py [--profile]
 
 With --profile, cProfile's top functions over a steady call's loop, with and without grad,
 of the middle shape in channels_last (where the grad-mode call cost 20-70 us more).
 """
+import contextlib
 import cProfile
 import pstats
 import sys
 import time
+import types
 
 import torch
 
@@ -28,6 +31,19 @@ from gemmconv import ops
 CALLS = 2000
 SHAPES = [((512, 512), (2, 512, 4, 4)), ((256, 128), (2, 256, 16, 16)),
           ((64, 32), (2, 64, 64, 64))]
+
+
+@contextlib.contextmanager
+def python_forward():
+    """Steady forwards launched in Python (the extension's forward refused)."""
+    module = _node.load()
+    refused = types.SimpleNamespace(load=lambda: types.SimpleNamespace(
+        forward=lambda *args: None, Table=module.Table, attach=module.attach))
+    ops._node = refused
+    try:
+        yield
+    finally:
+        ops._node = _node
 
 
 def per_call(fn) -> float:
@@ -100,6 +116,10 @@ def main(args: list[str]) -> None:
             xg = x.detach().requires_grad_()
             times["torch's module, grad"] = per_call(lambda: theirs(xg))
             times["ours, grad"] = per_call(lambda: ours(xg))
+            with python_forward():
+                with torch.no_grad():
+                    times["ours, Python forward"] = per_call(lambda: ours(x))
+                times["ours, grad, Python forward"] = per_call(lambda: ours(xg))
             node = _node.load()
             if node is not None:
                 times["with_node"] = per_call(lambda: steady.with_node(node, xg, w, b, *key[:2]))
