@@ -8,6 +8,8 @@
 #      of module calls; its pieces (steady_probe.py) and its A/B on the zoo's small models
 #      (node_probe.py: C++ forward and node, Python forward, Python node). The test logs are
 #      kept in all.txt only (a call brings back a few files).
+#   C: the zoo's DCGAN, VAE decoder and 2-D U-Net with 147; the VAE decoder's channels_last
+#      training step module by module again (issue_probe.py: what is left of its loss).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -29,4 +31,8 @@ B) gpu
   probe 70 steady steady_probe.py
   probe 170 node node_probe.py 8 vae:float32:channels_last:train vae:bf16-autocast:channels_last:train \
     dcgan:float32:channels_last:train vae:float32:NCHW:train vae:float32:channels_last:forward ;;
+C) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model dcgan 90; zoo_model vae 90; zoo_model unet2d 190
+  probe 100 issue issue_probe.py 10 vae:float32:channels_last:train ;;
 esac
