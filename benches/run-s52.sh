@@ -10,6 +10,9 @@
 #      kept in all.txt only (a call brings back a few files).
 #   C: the zoo's DCGAN, VAE decoder and 2-D U-Net with 147; the VAE decoder's channels_last
 #      training step module by module again (issue_probe.py: what is left of its loss).
+#   D: why convert(sample=)'s whole-model timing read DCGAN's and the VAE decoder's training
+#      steps with every layer swapped at 0.87-0.93x where the zoo's turns read 1.05-1.29x
+#      (choose_probe.py), then every CUDA test file on 147's code.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -35,4 +38,10 @@ C) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model dcgan 90; zoo_model vae 90; zoo_model unet2d 190
   probe 100 issue issue_probe.py 10 vae:float32:channels_last:train ;;
+D) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  { timeout 60 python3 benches/choose_probe.py dcgan:train:float32:NCHW
+    timeout 60 python3 benches/choose_probe.py vae:train:float32:channels_last; } 2>&1 | \
+    grep -v "Warn\|_warn_once" > $O/choose.log; grep -E "^(in turns|C\+\+|graphs.launch|whole)" $O/choose.log
+  all_tests; cat $O/P.txt | tail -20 ;;
 esac
