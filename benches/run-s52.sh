@@ -40,8 +40,8 @@ C) gpu
   probe 100 issue issue_probe.py 10 vae:float32:channels_last:train ;;
 D) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  { timeout 60 python3 benches/choose_probe.py dcgan:train:float32:NCHW
-    timeout 60 python3 benches/choose_probe.py vae:train:float32:channels_last; } 2>&1 | \
+  { timeout 45 python3 benches/choose_probe.py dcgan:train:float32:NCHW
+    timeout 45 python3 benches/choose_probe.py vae:train:float32:channels_last; } 2>&1 | \
     grep -v "Warn\|_warn_once" > $O/choose.log; grep -E "^(in turns|C\+\+|graphs.launch|whole)" $O/choose.log
   all_tests; cat $O/P.txt | tail -20 ;;
 esac
