@@ -13,6 +13,8 @@
 #   D: why convert(sample=)'s whole-model timing read DCGAN's and the VAE decoder's training
 #      steps with every layer swapped at 0.87-0.93x where the zoo's turns read 1.05-1.29x
 #      (choose_probe.py), then every CUDA test file on 147's code.
+#   E: 148 (the C++ node frees the gradients of its miss before the Python backward runs):
+#      the CUDA test files of module calls and graphs, then the zoo's DCGAN and VAE decoder.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -44,4 +46,9 @@ D) gpu
     timeout 45 python3 benches/choose_probe.py vae:train:float32:channels_last; } 2>&1 | \
     grep -v "Warn\|_warn_once" > $O/choose.log; grep -E "^(in turns|C\+\+|graphs.launch|whole)" $O/choose.log
   all_tests; cat $O/P.txt | tail -20 ;;
+E) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  TT=200 t replay tests/test_cuda_replay.py & TT=200 t graphs tests/test_cuda_graphs.py &
+  summary; grep -E "^(FAILED|ERROR)" $O/all.txt | head -30; rm $O/{graphs,replay}.log
+  zoo_model dcgan 90; zoo_model vae 90 ;;
 esac

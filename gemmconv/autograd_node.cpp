@@ -296,13 +296,21 @@ struct SteadyBackward : ag::Node {
     std::array<int64_t, 7> key = {reinterpret_cast<int64_t>(stream), address(grad_out),
                                   address(x), address(w), 0, 0, 0};
     for (size_t i = 0; i < 3; ++i) {
+      if (need[i] && !entry->grads[i]) return NO_KIND;
+    }
+    for (size_t i = 0; i < 3; ++i) {
       if (!need[i]) continue;
-      if (!entry->grads[i]) return NO_KIND;
       const Layout& l = *entry->grads[i];
       out[i] = at::empty_strided(l.sizes, l.strides, x.options().dtype(l.dtype));
       key[4 + i] = address(out[i]);
     }
-    return launch_kept(entry->graphs, key);
+    const Outcome outcome = launch_kept(entry->graphs, key);
+    if (outcome != LAUNCHED) {
+      // Freed before the Python backward allocates its own: held, they would push its
+      // gradients to other blocks, and the graph it keeps there would never match ours.
+      for (at::Tensor& g : out) g.reset();
+    }
+    return outcome;
   }
 };
 

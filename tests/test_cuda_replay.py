@@ -272,6 +272,34 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
         graphs.forget()   # (the keys let go would never be captured again)
 
 
+@pytest.mark.parametrize("case", [c for c in cases.MODEL_LAYERS if c.nd > 1], ids=lambda c: c.name)
+def test_a_steady_step_moved_to_other_blocks_launches_from_cpp_again(case):
+    """Where a steady step's gradients move to other blocks (something else holds theirs),
+    the C++ node frees the gradients it allocated for its miss before the Python backward
+    runs: that backward keeps its graph at the blocks the node allocates, which the node
+    then launches. (Held, they pushed the Python backward's gradients to other blocks,
+    whose graph the node never matched: session 52's D.)"""
+    module, x = _module_and_leaves(case, "channels_last", torch.float32)
+    leaves = [x, *module.parameters()]
+    grad_out = output_gradient(case, "channels_last", torch.float32, CUDA)
+    node = _node.load()
+
+    def launched(n):
+        node.reset_outcomes()
+        for _ in range(n):
+            out = module(x)
+            grads = torch.autograd.grad(out, leaves, grad_out)
+            assert len(grads) == len(leaves)
+            del out, grads
+        return node.outcomes()["launched"]
+    launched(6)
+    assert launched(3) == 3
+    held = [torch.empty_like(t) for t in leaves]   # the blocks of the last step's gradients
+    launched(6)
+    assert launched(3) == 3, node.outcomes()
+    del held
+
+
 @pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", LAYOUTS)
