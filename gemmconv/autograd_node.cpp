@@ -119,7 +119,7 @@ template <size_t N>
 void remember(Graphs<N>& graphs, const std::array<int64_t, N>& key, int64_t serial,
               size_t most) {
   for (auto& kept : graphs) {
-    if (kept.first == key) {   // (told again: a backward that ran Python while paused)
+    if (kept.first == key) {   // (told again: a call that ran Python while paused)
       kept.second = serial;
       return;
     }

@@ -1384,8 +1384,9 @@ def _run_conv_transpose(a: ConvTransposeArgs, input: torch.Tensor, weight: torch
 class _Steady:
     """A module's CUDA call that ran by a replay (see module_conv_transpose): its checked
     arguments and its forward replay, the backward replays its calls have taken, by what a
-    backward reads beyond the forward's key (_Steady.kind), and the table of their graphs
-    that its C++ autograd nodes launch (gemmconv/_node.py; made at its first such node)."""
+    backward reads beyond the forward's key (_Steady.kind), and the table of the forward's
+    and backwards' graphs that the C++ extension launches (gemmconv/_node.py; made at its
+    first call there)."""
     __slots__ = ("a", "replay", "backwards", "table")
     MAX_BACKWARDS = 16
 
@@ -1509,11 +1510,11 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
     torch's takes 30-40; benches/NOTES.md, session 49). So each module keeps its CUDA calls
     that ran by replays (_Steady, the last MAX_STEADY of them), and a call that reads the
     same as one of them (_steady_key) goes straight to its replay, forward and backward.
-    There the C++ extension (_Steady.with_node) launches the forward's kept graph (in Python,
-    the output's allocation and the graph's lookup and launch took 15-25 us a call on the
-    H200's host, session 50), and where the call needs gradients its autograd node is a C++
-    one: on autograd's device thread our Python node cost a small model's training step
-    more than its kernels saved (session 50)."""
+    There the C++ extension (_Steady.with_node) launches the forward's kept graph (a steady
+    call took the H200's host 26-37 us with that launch in Python, 14-18 us with it in C++,
+    session 52), and where the call needs gradients its autograd node is a C++ one: on
+    autograd's device thread our Python node cost a small model's training step more than
+    its kernels saved (session 50)."""
     x, weight, bias = _autocast(input, module.weight, module.bias)
     key = steadies = None
     if x.is_cuda and _eager(x, weight, bias):   # (others take the custom op: see _run)
