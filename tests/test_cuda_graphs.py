@@ -340,7 +340,10 @@ def _captured_whole(name: str, layout: str, against_float64: bool) -> None:
     eager = step()
     flat = lambda rs: torch.cat([t.detach().double().flatten() for t in rs[1:]])  # noqa: E731
     assert rel_error(replayed[0], eager[0]) < 1e-5   # (torch's own layers may sum with atomics)
-    assert rel_error(flat(replayed), flat(eager)) < 1e-5
+    # (Session 52's E read 2.7e-5 once, TF32, the VAE decoder planar; a second eager step
+    # says how far the eager step spreads by itself.)
+    assert rel_error(flat(replayed), flat(eager)) < 1e-5, \
+        f"the eager step against itself: {rel_error(flat(step()), flat(eager)):.1e}"
     if against_float64:
         reference = step(double, x.double(), grad)
         # (On the CPU, in float32, these models read 1e-7 to 2e-6 from float64, ours and torch's.)
