@@ -57,10 +57,10 @@ E) gpu
   zoo_model dcgan 90; zoo_model vae 90 ;;
 F) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  for i in 1 2 3; do TT=120 t capture-$i tests/test_cuda_graphs.py -k captured_whole; done
+  for i in 1 2 3; do TT=200 t capture-$i tests/test_cuda_graphs.py -k captured_whole & done
+  all_tests; wait; tail -12 $O/P.txt
   cat $O/capture-*.log > $O/capture.txt; rm $O/capture-*.log
-  grep -E "passed|failed|against itself" $O/capture.txt
-  all_tests; tail -12 $O/P.txt ;;
+  grep -E "passed|failed|against itself" $O/capture.txt ;;
 G) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model unet2d 190; zoo_model fcn32s 200; zoo_model depthwise 150 ;;
