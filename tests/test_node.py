@@ -1,7 +1,8 @@
-"""The C++ autograd node of a module's steady call (gemmconv/_node.py) on the CPU: built
-against the installed torch, its gradients the Python Function's bit for bit, torch's
-errors where torch raises them. Its launches need a GPU (test_cuda_replay); what graphs.py
-tells it of the graphs it may launch is in test_graphs."""
+"""The C++ side of a module's steady call (gemmconv/_node.py) on the CPU: built against the
+installed torch, its autograd node's gradients the Python Function's bit for bit, torch's
+errors where torch raises them, its forward handed to Python off CUDA, its tables' bounds.
+Its launches need a GPU (test_cuda_replay); what graphs.py tells it of the graphs it may
+launch is in test_graphs."""
 import os
 import warnings
 
