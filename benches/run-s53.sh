@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 53's device calls (outputs under $OUT/<call>; logs kept in benches/results/s53/).
+# Session 52's F and G (run-s52.sh) ran first in this session, on the same code.
+#   A: the zoo's HiFi-GAN and 3-D U-Net on 147/148's code.
+#   B: the 17 cases' forward tables, NCHW and channels_last.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
+case "$1" in
+A) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model hifigan 240; zoo_model unet3d 330 ;;
+B) gpu
+  TB=100 table bench-fwd; TB=110 table bench-fwd-cl --channels-last ;;
+esac
