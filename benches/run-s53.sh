@@ -3,6 +3,8 @@
 # Session 52's F and G (run-s52.sh) ran first in this session, on the same code.
 #   A: the zoo's HiFi-GAN and 3-D U-Net on 147/148's code.
 #   B: the 17 cases' forward tables, NCHW and channels_last.
+#   C: why the zoo read the 2-D U-Net's bfloat16 channels_last forward at 0.97x where
+#      convert(sample=)'s own timing read 1.04x (zoo_turns_probe.py).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -12,4 +14,7 @@ A) gpu
   zoo_model hifigan 240; zoo_model unet3d 330 ;;
 B) gpu
   TB=100 table bench-fwd; TB=110 table bench-fwd-cl --channels-last ;;
+C) gpu
+  probe 200 turns zoo_turns_probe.py 15 unet2d:bf16-autocast:channels_last:forward \
+    unet2d:bf16-autocast:NCHW:forward unet2d:float32:channels_last:forward ;;
 esac
