@@ -5,6 +5,8 @@
 #   B: the 17 cases' forward tables, NCHW and channels_last.
 #   C: why the zoo read the 2-D U-Net's bfloat16 channels_last forward at 0.97x where
 #      convert(sample=)'s own timing read 1.04x (zoo_turns_probe.py).
+#   D: C read that U-Net's converted step alone at 3.82 ms against torch's 3.23: each model
+#      alone, with its launches, host time and kernels (zoo_turns_probe.py --alone).
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -17,4 +19,8 @@ B) gpu
 C) gpu
   probe 200 turns zoo_turns_probe.py 15 unet2d:bf16-autocast:channels_last:forward \
     unet2d:bf16-autocast:NCHW:forward unet2d:float32:channels_last:forward ;;
+D) gpu
+  probe 200 alone zoo_turns_probe.py 15 --alone unet2d:bf16-autocast:channels_last:forward \
+    unet2d:bf16-autocast:NCHW:forward unet2d:bf16-autocast:channels_last:train \
+    dcgan:float32:channels_last:train vae:float32:channels_last:train ;;
 esac

@@ -13,13 +13,26 @@ The two timings differ in three ways, each timed here against torch's model in t
 With each, what the steady calls' forwards did (node.forwards(): launched from C++, or in
 Python) and the graphs graphs.launch kept.
 
-    PYTHONPATH=. python benches/zoo_turns_probe.py [REPEATS] [model:precision:layout:mode ...]
+C read the U-Net's converted step alone at 3.82 ms against torch's 3.23, where in turns it
+read 3.24-3.38. With ``--alone``: torch's model and the converted one alone, back to back,
+twice each in alternation, with what their launches did; then each step's host time (the
+GPU kept busy) and its kernels' time (profiler), with its largest kernels.
+
+    PYTHONPATH=. python benches/zoo_turns_probe.py [REPEATS] [--alone] [model:precision:layout:mode ...]
 """
+import copy
 import sys
+import time
 
 import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
 
 from gemmconv import _node, bench, graphs, measure, zoo
+from gemmconv import nn as gnn
+
+sys.path.insert(0, "benches")
+from probe_lib import launches_counted, zoo_setup  # noqa: E402
 
 CONFIGS = ["unet2d:bf16-autocast:channels_last:forward",
            "unet2d:bf16-autocast:NCHW:forward"]
@@ -32,11 +45,62 @@ def report(label: str, t: measure.Timed, node) -> None:
     node.reset_outcomes()
 
 
+def host_ms(step, steps: int = 3, sleep_cycles: int = 60_000_000) -> float:
+    """Host milliseconds a step of ``step`` with the GPU kept busy by a sleep kernel."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(sleep_cycles)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    ms = (time.perf_counter() - t0) * 1e3 / steps
+    torch.cuda.synchronize()
+    return ms
+
+
+def kernels(step, steps: int = 5) -> None:
+    """Prints the kernels' time a step of ``step`` (profiler) and its largest kernels."""
+    step(), step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+    total = sum(e.device_time_total for e in events) / steps / 1e3
+    print(f"    kernels {total:.3f} ms a step, {sum(e.count for e in events) // steps} a step",
+          flush=True)
+    for e in sorted(events, key=lambda e: -e.device_time_total)[:8]:
+        print(f"    {e.device_time_total / steps / 1e3:8.3f} ms {e.count // steps:3d}x "
+              f"{e.key[:100]}", flush=True)
+
+
+def each_alone(config: str, repeats: int, node) -> None:
+    """``config``'s torch model and its blind conversion, each alone (see the module docs)."""
+    device = torch.device("cuda")
+    setup, step_of = zoo_setup(config, device)
+    steps = {"torch": step_of(setup.model),
+             "every": step_of(gnn.convert(copy.deepcopy(setup.model)))}
+    print(f"== {config}, alone", flush=True)
+    for k in ("every", "torch", "every", "torch"):
+        node.reset_outcomes()
+        with launches_counted() as outcomes:
+            ms = measure.timers(device, {k: steps[k]}, repeats, back_to_back=True)[k]
+        print(f"  {k:6s} {ms:.3f} ms; C++ forwards {node.forwards()}; Python launches "
+              f"{dict(outcomes)}; graphs kept {graphs.kept()}", flush=True)
+    for k, step in steps.items():
+        print(f"  {k}: host {host_ms(step):.3f} ms a step with the GPU busy", flush=True)
+        kernels(step)
+
+
 def main(args: list[str]) -> None:
     repeats = int(args.pop(0)) if args and args[0].isdigit() else 15
     device = torch.device("cuda")
     node = _node.load()
     print(torch.cuda.get_device_name(), "C++ node built:", node is not None, flush=True)
+    if "--alone" in args:
+        for config in [a for a in args if a != "--alone"] or CONFIGS:
+            each_alone(config, repeats, node)
+        return
     for config in args or CONFIGS:
         name, precision, layout, mode = config.split(":")
         work = bench.ModelWorkload(zoo.by_name([name])[0], False, device, precision, layout,
@@ -54,8 +118,8 @@ def main(args: list[str]) -> None:
                 report("one autocast region", measure.timed(device, pair, repeats, "torch"),
                        node)
         for k in ("torch", "every"):
-            alone = measure.timers(device, {k: runners[k]}, repeats, back_to_back=True)[k]
-            print(f"  alone: {k} {alone:.3f} ms", flush=True)
+            ms = measure.timers(device, {k: runners[k]}, repeats, back_to_back=True)[k]
+            print(f"  alone: {k} {ms:.3f} ms", flush=True)
 
 
 if __name__ == "__main__":
