@@ -7,6 +7,7 @@
 #      convert(sample=)'s own timing read 1.04x (zoo_turns_probe.py).
 #   D: C read that U-Net's converted step alone at 3.82 ms against torch's 3.23: each model
 #      alone, with its launches, host time and kernels (zoo_turns_probe.py --alone).
+#   E: the 17 cases' training tables, float32 and bfloat16.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -23,4 +24,7 @@ D) gpu
   probe 200 alone zoo_turns_probe.py 15 --alone unet2d:bf16-autocast:channels_last:forward \
     unet2d:bf16-autocast:NCHW:forward unet2d:bf16-autocast:channels_last:train \
     dcgan:float32:channels_last:train vae:float32:channels_last:train ;;
+E) gpu
+  TB=120 table bench-train --backward --repeats 10
+  TB=120 table bench-train-bf16 --backward --dtype bfloat16 --repeats 10 ;;
 esac
