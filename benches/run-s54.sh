@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 54's device calls, written in session 53 (outputs under $OUT/<call>).
+#   A: the zoo's transposed convolutions that read below 0.8x swapped in session 53's zoo
+#      (issue 22's per-layer floor), kernel by kernel against torch (benches/layer.py):
+#      the 3-D U-Net's ups.1 training step, planar, 1.0 ms of backward where its
+#      channels_last one takes 0.2 (0.42-0.47x in both precisions); its ups.2 (planar
+#      training 0.63-1.04x) and ups.0 (bfloat16 channels_last forward 0.71-0.78x); the 2-D
+#      U-Net's ups.3 channels_last float32 training step (0.62-0.78x).
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
+U3D0="ConvTranspose3d(512, 512, 2, stride=2)"
+U3D1="ConvTranspose3d(256, 256, 2, stride=2)"
+U3D2="ConvTranspose3d(128, 128, 2, stride=2)"
+U2D3="ConvTranspose2d(128, 64, 2, stride=2)"
+case "$1" in
+A) gpu
+  { layer "$U3D1" --input 2,256,16,16,16 --backward
+    layer "$U3D1" --input 2,256,16,16,16 --backward --dtype bfloat16
+    layer "$U3D1" --input 2,256,16,16,16 --backward --channels-last
+    layer "$U3D2" --input 2,128,32,32,32 --backward
+    layer "$U3D0" --input 2,512,8,8,8 --channels-last --dtype bfloat16
+    layer "$U2D3" --input 8,128,128,128 --backward --channels-last; } | tee $O/layers.txt ;;
+esac
