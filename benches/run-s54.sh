@@ -5,7 +5,9 @@
 #      the 3-D U-Net's ups.1 training step, planar, 1.0 ms of backward where its
 #      channels_last one takes 0.2 (0.42-0.47x in both precisions); its ups.2 (planar
 #      training 0.63-1.04x) and ups.0 (bfloat16 channels_last forward 0.71-0.78x); the 2-D
-#      U-Net's ups.3 channels_last float32 training step (0.62-0.78x).
+#      U-Net's ups.3 channels_last float32 training step (0.62-0.78x). Then the same steps
+#      with the graph memory limit at its default and at 2 GiB (graph_limit_probe.py): is
+#      ups.1's planar backward slow because graph_bytes (706 MB) refuses it a graph?
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -20,5 +22,6 @@ A) gpu
     layer "$U3D1" --input 2,256,16,16,16 --backward --channels-last
     layer "$U3D2" --input 2,128,32,32,32 --backward
     layer "$U3D0" --input 2,512,8,8,8 --channels-last --dtype bfloat16
-    layer "$U2D3" --input 8,128,128,128 --backward --channels-last; } | tee $O/layers.txt ;;
+    layer "$U2D3" --input 8,128,128,128 --backward --channels-last; } | tee $O/layers.txt
+  probe 150 limit graph_limit_probe.py ;;
 esac
