@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 
 from . import channels_last as cl
-from . import depthwise, fused, gemm, ops
+from . import depthwise, fused, gemm, graphs, ops
 from .shapes import GATHER_MARGIN, ConvTransposeArgs, Geometry, IntOrTuple, _routes, conv_transpose_args
 
 SPLIT_DESCRIPTION = "taps of {} gathered by im2col, the others summed by col2im"
@@ -79,6 +79,20 @@ BACKWARD_DEPTHWISE = ("the depthwise kernel: per input position and tap, the out
 BACKWARD_FOLDED = (", both reducing over the output gradient's rows with W's {} taps folded "
                    "into its channels (an im2col along W)")
 
+
+# How a planar backward on the column routes launches (ops.py's _backward_replay): the
+# samples side by side (_BackwardReplay), sample by sample as one graph (_GraphedBackward),
+# or eagerly.
+BACKWARD_SIDE_BY_SIDE = ("; one im2col of the output gradient and one GEMM per gradient over "
+                         "the samples side by side, as a CUDA graph from its second call where "
+                         "its memory (its GEMMs' workspace included) fits the graph memory limit")
+BACKWARD_GRAPHED = ("; im2col and GEMMs sample by sample ({positions:,} positions a sample, over "
+                    "{most:,}), {verdict}")
+BACKWARD_IN_GRAPH = "launched as one CUDA graph from its second call ({bytes} while it runs)"
+BACKWARD_OVER_LIMIT = ("run eagerly every call: its graph would take {bytes}, over the graph "
+                       "memory limit of {limit} (gemmconv.set_graph_memory_limit)")
+BACKWARD_EAGER = "; im2col and GEMMs run eagerly every call, no CUDA graph: {why}"
+
 COPY_STEP = "copy the input channels innermost, {shape}{tf32} (one Triton kernel)"
 
 
@@ -90,6 +104,31 @@ def _planar_backward_workspace(a: ConvTransposeArgs, size: int, limit: int) -> i
 
 def _megabytes(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
+
+
+def _planar_backward_launch(a: ConvTransposeArgs, input: torch.Tensor, size: int,
+                            limit: int) -> str:
+    """How a planar column-route backward of call ``a`` launches its kernels, as ops.py's
+    backward replays decide it (for both gradients asked), and whether its CUDA graph fits
+    the graph memory limit where that is known before the call."""
+    n, cells = a.batch, math.prod(a.grid)
+    chunks = a.backward_chunks(limit, size)
+    if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]):
+        return BACKWARD_EAGER.format(why=f"{len(chunks)} chunks (gemmconv.set_workspace_limit)")
+    if ops._samples_inner(n, cells):
+        return BACKWARD_SIDE_BY_SIDE
+    columns = a.groups * a.column_rows * n * cells
+    if columns > ops.GRAPHED_BACKWARD_MAX_COLUMNS:
+        return BACKWARD_EAGER.format(
+            why=f"{columns:,} column elements, over {ops.GRAPHED_BACKWARD_MAX_COLUMNS:,}")
+    batched = input.unsqueeze(0) if a.unbatched else input
+    grad_out = batched.new_empty(a.output_shape)
+    nbytes = ops._GraphedBackward(columns).graph_bytes(grad_out, batched, a)
+    graph_limit = graphs.get_graph_memory_limit()
+    verdict = BACKWARD_IN_GRAPH.format(bytes=_megabytes(nbytes)) if nbytes <= graph_limit else \
+        BACKWARD_OVER_LIMIT.format(bytes=_megabytes(nbytes), limit=_megabytes(graph_limit))
+    return BACKWARD_GRAPHED.format(positions=cells, most=ops.SAMPLES_INNER_MAX_POSITIONS,
+                                   verdict=verdict)
 
 
 def _dims(gathered, nd: int) -> str:
@@ -308,6 +347,8 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             if direct:
                 why += f"; not the depthwise kernel: {why_not_depthwise}"
             backward_route = f"the column routes ({why})"
+            if not interleaved and not direct:
+                backward_route += _planar_backward_launch(a, input, size, limit)
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
                                                ("padding", a.geometry.padding),
                                                ("output_padding", a.output_padding),

@@ -218,6 +218,43 @@ def test_explain_channels_last_and_grouped():
     assert e.workspace_bytes == 2 * math.prod((32, 64, 128)) * 4 * 27 * 8 * 4
 
 
+def test_explain_says_how_a_planar_column_backward_launches():
+    # Each of ops.py's planar backward replays, by the shape of the call (both gradients):
+    # the samples side by side (at most SAMPLES_INNER_MAX_POSITIONS positions a sample),
+    # sample by sample as one graph, whose memory the graph memory limit may refuse (the
+    # zoo's 3-D U-Net's ups.1 in session 53: 706.7 MB in float32), or eagerly.
+    side = gemmconv.explain(_meta(16, 256, 16, 16), _meta(256, 128, 4, 4), stride=2, padding=1)
+    assert "over the samples side by side" in side.backward
+    volume, weight = _meta(2, 256, 16, 16, 16), _meta(256, 256, 2, 2, 2)
+    a = conv_transpose_args("conv_transpose3d", 3, volume, weight, None, 2, 0, 0, 1, 1)
+    columns = 256 * 8 * 2 * 16 ** 3
+    nbytes = ops._GraphedBackward(columns).graph_bytes(volume.new_empty(a.output_shape), volume, a)
+    assert nbytes > 512 << 20
+    limit = gemmconv.get_graph_memory_limit()
+    try:
+        over = gemmconv.explain(volume, weight, stride=2).backward
+        gemmconv.set_graph_memory_limit(nbytes)
+        within = gemmconv.explain(volume, weight, stride=2).backward
+    finally:
+        gemmconv.set_graph_memory_limit(limit)
+    assert "sample by sample (4,096 positions a sample, over 1,024)" in over
+    assert f"its graph would take {nbytes / 1e6:,.1f} MB, over the graph memory limit" in over
+    assert "run eagerly" in over and "launched as one CUDA graph" not in over
+    assert f"launched as one CUDA graph from its second call ({nbytes / 1e6:,.1f} MB" in within
+    large = gemmconv.explain(_meta(2, 128, 32, 32, 32), _meta(128, 128, 2, 2, 2), stride=2)
+    assert "no CUDA graph: 67,108,864 column elements, over 33,554,432" in large.backward
+    previous = ops.get_workspace_limit()
+    ops.set_workspace_limit(16 << 20)
+    try:
+        chunked = gemmconv.explain(volume, weight, stride=2).backward
+    finally:
+        ops.set_workspace_limit(previous)
+    assert "run eagerly every call, no CUDA graph:" in chunked and " chunks (" in chunked
+    # channels_last calls name no planar launch
+    assert "sample by sample" not in gemmconv.explain(
+        _meta(2, 256, 16, 16, 16, fmt=torch.channels_last_3d), weight, stride=2).backward
+
+
 def test_explain_checks_arguments_as_the_call_does():
     with pytest.raises(ConvArgumentError, match="divisible"):
         gemmconv.explain(_meta(1, 6, 4, 4), _meta(6, 2, 3, 3), groups=4)
