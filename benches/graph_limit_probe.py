@@ -48,6 +48,14 @@ def main() -> None:
     default = graphs.get_graph_memory_limit()
     for build, shape, dtype, channels_last in LAYERS:
         fns = steps(build, shape, dtype, channels_last)
+        layer = build()
+        x = torch.empty(shape, device="meta", dtype=dtype)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+        how = gemmconv.explain(x, torch.empty(layer.weight.shape, device="meta", dtype=dtype),
+                               torch.empty(layer.bias.shape, device="meta", dtype=dtype),
+                               stride=layer.stride).backward
+        print(f"{layer} {shape}: backward {how.split('); ')[-1]}", flush=True)
         for limit in (default, 2 << 30):
             graphs.set_graph_memory_limit(limit)
             t = measure.timed(device, fns, 15, "torch")
