@@ -122,7 +122,8 @@ def _planar_backward_launch(a: ConvTransposeArgs, input: torch.Tensor, size: int
         return BACKWARD_EAGER.format(
             why=f"{columns:,} column elements, over {ops.GRAPHED_BACKWARD_MAX_COLUMNS:,}")
     batched = input.unsqueeze(0) if a.unbatched else input
-    grad_out = batched.new_empty(a.output_shape)
+    # (graph_bytes reads sizes only: a meta output gradient allocates nothing.)
+    grad_out = torch.empty(a.output_shape, device="meta", dtype=input.dtype)
     nbytes = ops._GraphedBackward(columns).graph_bytes(grad_out, batched, a)
     graph_limit = graphs.get_graph_memory_limit()
     verdict = BACKWARD_IN_GRAPH.format(bytes=_megabytes(nbytes)) if nbytes <= graph_limit else \
