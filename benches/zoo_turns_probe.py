@@ -20,18 +20,18 @@ GPU kept busy) and its kernels' time (profiler), with its largest kernels.
 
     PYTHONPATH=. python benches/zoo_turns_probe.py [REPEATS] [--alone] [model:precision:layout:mode ...]
 """
+import collections
 import copy
 import sys
 import time
 
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
 
 from gemmconv import _node, bench, graphs, measure, zoo
 from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
+from layer import cuda_events  # noqa: E402
 from probe_lib import launches_counted, zoo_setup  # noqa: E402
 
 CONFIGS = ["unet2d:bf16-autocast:channels_last:forward",
@@ -58,20 +58,18 @@ def host_ms(step, steps: int = 3, sleep_cycles: int = 60_000_000) -> float:
 
 
 def kernels(step, steps: int = 5) -> None:
-    """Prints the kernels' time a step of ``step`` (profiler) and its largest kernels."""
-    step(), step()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-    events = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
-    total = sum(e.device_time_total for e in events) / steps / 1e3
-    print(f"    kernels {total:.3f} ms a step, {sum(e.count for e in events) // steps} a step",
+    """Prints the kernels' time a step of ``step`` (profiler: layer.cuda_events) and its
+    largest kernels."""
+    times: dict = collections.defaultdict(float)
+    counts: collections.Counter = collections.Counter()
+    events = cuda_events(step, steps)
+    for e in events:
+        times[e.name[:100]] += e.device_time / steps / 1e3
+        counts[e.name[:100]] += 1
+    print(f"    kernels {sum(times.values()):.3f} ms a step, {len(events) // steps} a step",
           flush=True)
-    for e in sorted(events, key=lambda e: -e.device_time_total)[:8]:
-        print(f"    {e.device_time_total / steps / 1e3:8.3f} ms {e.count // steps:3d}x "
-              f"{e.key[:100]}", flush=True)
+    for name, ms in sorted(times.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"    {ms:8.3f} ms {counts[name] // steps:3d}x {name}", flush=True)
 
 
 def each_alone(config: str, repeats: int, node) -> None:
