@@ -8,6 +8,12 @@
 #      U-Net's ups.3 channels_last float32 training step (0.62-0.78x). Then the same steps
 #      with the graph memory limit at its default and at 2 GiB (graph_limit_probe.py): is
 #      ups.1's planar backward slow because graph_bytes (706 MB) refuses it a graph?
+#      (It is: with 2 GiB, ups.1 reads 1.60x float32 and 2.07x bfloat16 against 0.47x, and
+#      the 2-D U-Net's ups.3 channels_last step 1.38x against 0.82x.)
+#   B: 150's tighter graph bounds (_GraphedBackward's partials, _BackwardReplay's copies):
+#      every CUDA test file (the new bound test among them), then A's probe again.
+#   C: the zoo's two U-Nets, whose graphs 150 changes.
+#   D: the 17 cases' training tables.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -24,4 +30,12 @@ A) gpu
     layer "$U3D0" --input 2,512,8,8,8 --channels-last --dtype bfloat16
     layer "$U2D3" --input 8,128,128,128 --backward --channels-last; } | tee $O/layers.txt
   probe 150 limit graph_limit_probe.py ;;
+B) gpu
+  all_tests; probe 150 limit graph_limit_probe.py ;;
+C) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model unet3d 290; zoo_model unet2d 270 ;;
+D) gpu
+  TB=120 table bench-train --backward --repeats 10
+  TB=120 table bench-train-bf16 --backward --repeats 10 --dtype bfloat16 ;;
 esac

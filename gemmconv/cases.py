@@ -173,6 +173,14 @@ WIDE_LAYERS = [
     _c("hifigan-k4s2-wide", 3, 16, 8, 4, 2048, stride=2, padding=1),
 ]
 
+# Zoo layers at full size whose backward graphs take the most memory (ops.py's graph_bytes):
+# the 3-D U-Net's ups.1 and the 2-D U-Net's ups.3. Session 53 bounded their graphs over the
+# default graph memory limit, so their backwards ran eagerly at 0.47x and 0.82x (H200).
+LARGE_MODEL_LAYERS = [
+    _c("unet3d-ups1", 2, 256, 256, (2, 2, 2), (16, 16, 16), stride=2),
+    _c("unet-ups3", 8, 128, 64, (2, 2), (128, 128), stride=2),
+]
+
 
 def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Case]:
     """``count`` random valid cases of every dimensionality, reproducible from ``seed``."""

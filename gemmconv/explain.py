@@ -106,30 +106,28 @@ def _megabytes(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
-def _planar_backward_launch(a: ConvTransposeArgs, input: torch.Tensor, size: int,
-                            limit: int) -> str:
+def _planar_backward_launch(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
+                            size: int, limit: int) -> str:
     """How a planar column-route backward of call ``a`` launches its kernels, as ops.py's
     backward replays decide it (for both gradients asked), and whether its CUDA graph fits
     the graph memory limit where that is known before the call."""
-    n, cells = a.batch, math.prod(a.grid)
-    chunks = a.backward_chunks(limit, size)
-    if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]):
-        return BACKWARD_EAGER.format(why=f"{len(chunks)} chunks (gemmconv.set_workspace_limit)")
-    if ops._samples_inner(n, cells):
+    how, count = ops.planar_backward_launch(a, size, limit)
+    if how == "chunks":
+        return BACKWARD_EAGER.format(why=f"{count} chunks (gemmconv.set_workspace_limit)")
+    if how == "side by side":
         return BACKWARD_SIDE_BY_SIDE
-    columns = a.groups * a.column_rows * n * cells
-    if columns > ops.GRAPHED_BACKWARD_MAX_COLUMNS:
+    if how == "eager":
         return BACKWARD_EAGER.format(
-            why=f"{columns:,} column elements, over {ops.GRAPHED_BACKWARD_MAX_COLUMNS:,}")
+            why=f"{count:,} column elements, over {ops.GRAPHED_BACKWARD_MAX_COLUMNS:,}")
     batched = input.unsqueeze(0) if a.unbatched else input
     # (graph_bytes reads sizes only: a meta output gradient allocates nothing.)
     grad_out = torch.empty(a.output_shape, device="meta", dtype=input.dtype)
-    nbytes = ops._GraphedBackward(columns).graph_bytes(grad_out, batched, a)
+    nbytes = ops._GraphedBackward(count).graph_bytes(grad_out, batched, weight, a)
     graph_limit = graphs.get_graph_memory_limit()
     verdict = BACKWARD_IN_GRAPH.format(bytes=_megabytes(nbytes)) if nbytes <= graph_limit else \
         BACKWARD_OVER_LIMIT.format(bytes=_megabytes(nbytes), limit=_megabytes(graph_limit))
-    return BACKWARD_GRAPHED.format(positions=cells, most=ops.SAMPLES_INNER_MAX_POSITIONS,
-                                   verdict=verdict)
+    return BACKWARD_GRAPHED.format(positions=math.prod(a.grid),
+                                   most=ops.SAMPLES_INNER_MAX_POSITIONS, verdict=verdict)
 
 
 def _dims(gathered, nd: int) -> str:
@@ -349,7 +347,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                 why += f"; not the depthwise kernel: {why_not_depthwise}"
             backward_route = f"the column routes ({why})"
             if not interleaved and not direct:
-                backward_route += _planar_backward_launch(a, input, size, limit)
+                backward_route += _planar_backward_launch(a, input, weight, size, limit)
     kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
                                                ("padding", a.geometry.padding),
                                                ("output_padding", a.output_padding),

@@ -20,7 +20,7 @@ dispatch.
 import functools
 import math
 import weakref
-from typing import Callable, List, NamedTuple, Optional, Sequence, Union
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 from torch.autograd import forward_ad
@@ -625,19 +625,13 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
         diagonal = dense.view(groups, cin, groups, m).diagonal(dim1=0, dim2=2)   # (C_in/G, M, G)
         grad_weight += diagonal.permute(2, 0, 1)
         return
-    tiles = n * groups * -(-cin // 128) * -(-m // 128)
-    pieces = 1 if 2 * tiles >= SPLIT_TARGET_TILES else \
-        max(1, min(band // SPLIT_MIN_POSITIONS, -(-SPLIT_TARGET_TILES // tiles)))
+    pieces, size = _split_k(n, groups, cin, m, band)
     acc = grad_weight.dtype
     if pieces == 1:                              # enough tiles already: one call for all groups
         partial = x.new_empty((n, groups, cin, m), dtype=acc)
         gemm.matmul(x[n0:n0 + n, ..., start:start + band], columns.transpose(-1, -2), partial)
         grad_weight += partial.sum(0)
         return
-    # Whole multiples of 16 elements keep every piece's pointers 16-byte aligned for cuBLAS.
-    size = band // pieces // SPLIT_ALIGN * SPLIT_ALIGN if pieces > 1 else band
-    if size == 0:
-        pieces, size = 1, band
     for g in range(groups):
         a = x.as_strided((n, pieces, cin, size), (x.stride(0), size, x.stride(2), 1),
                          x.storage_offset() + n0 * x.stride(0) + g * x.stride(1) + start)
@@ -651,6 +645,44 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
                                x.new_empty((n, 1, cin, m), dtype=acc))
             partial = torch.cat([partial, rest], 1)
         grad_weight[g] += partial.sum((0, 1))
+
+
+def _split_k(n: int, groups: int, cin: int, m: int, band: int) -> Tuple[int, int]:
+    """How _add_weight_grad cuts a band of ``band`` positions of ``n`` samples' columns
+    ``(n, G, M, band)`` against ``C_in / G = cin`` input channels: (pieces, positions a
+    piece); one piece of the whole band where the batch makes enough output tiles."""
+    tiles = n * groups * -(-cin // 128) * -(-m // 128)
+    pieces = 1 if 2 * tiles >= SPLIT_TARGET_TILES else \
+        max(1, min(band // SPLIT_MIN_POSITIONS, -(-SPLIT_TARGET_TILES // tiles)))
+    # Whole multiples of 16 elements keep every piece's pointers 16-byte aligned for cuBLAS
+    # (a piece has at least SPLIT_MIN_POSITIONS positions, so none is empty).
+    return (pieces, band // pieces // SPLIT_ALIGN * SPLIT_ALIGN) if pieces > 1 else (1, band)
+
+
+def _weight_grad_partials(n: int, groups: int, cin: int, m: int, band: int, dense: bool) -> int:
+    """The most elements, in the accumulation dtype, that _add_weight_grad's partial products
+    and their sums take at once for these columns (as _split_k), its groups run as one
+    dense product where ``dense`` (gemm.dense_groups)."""
+    if dense:   # the dense product, and the partials of the call that fills it
+        return groups * cin * groups * m + _weight_grad_partials(n, 1, groups * cin,
+                                                                 groups * m, band, False)
+    pieces, _ = _split_k(n, groups, cin, m, band)
+    if pieces == 1:   # every sample's product, and their sum
+        return (n + 1) * groups * cin * m
+    # One group's: the pieces' products, the tail's, both concatenated, and their sum.
+    return (2 * n * (pieces + 1) + 1) * cin * m
+
+
+def _accumulation(dtype: torch.dtype) -> torch.dtype:
+    """The dtype gradients of ``dtype`` tensors are summed in: float32 at least."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _laid_out(t: torch.Tensor, interleaved: bool) -> bool:
+    """Whether ``t`` is in the layout the column routes read (channels_last where
+    ``interleaved``, else contiguous): not copied by _in_layout or _gradient_in_layout."""
+    return t.is_contiguous(memory_format=cl.memory_format(t.dim())) if interleaved \
+        else t.is_contiguous()
 
 
 def _bias_grad(grad: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -887,10 +919,10 @@ class _FusedBackward(NamedTuple):
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
-        return _graphed_backward(self, grad_out, x, weight, a, need, lambda: self.graph_bytes(
-            grad_out, x, a))
+        return _graphed_backward(self, grad_out, x, weight, a, need)
 
-    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, a: ConvTransposeArgs) -> int:
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs) -> int:
         """The memory a graph of this call takes while it runs, at most: fused.backward's,
         contiguous copies of the output gradient and the input, and the bias gradient's
         sums where that is not summed from a copy."""
@@ -927,8 +959,7 @@ class _DepthwiseBackward(NamedTuple):
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
-        return _graphed_backward(self, grad_out, x, weight, a, need,
-                                 lambda: self.graph_bytes(grad_out, x, weight, a))
+        return _graphed_backward(self, grad_out, x, weight, a, need)
 
     def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                     a: ConvTransposeArgs) -> int:
@@ -1004,16 +1035,33 @@ class _BackwardReplay(NamedTuple):
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
-        return _graphed_backward(self, grad_out, x, weight, a, need,
-                                 lambda: self.graph_bytes(grad_out, x, weight))
+        return _graphed_backward(self, grad_out, x, weight, a, need)
 
-    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> int:
-        """The memory a graph of this call takes while it runs: its workspace, and the copies
-        and products run makes (the layouts' copies, the weight's reorder, the products
-        before their casts), at most."""
-        elements = self.workspace + 2 * grad_out.numel() + 3 * x.numel() + 4 * weight.numel()
-        return elements * x.element_size() + sum(
-            gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs, at most, as :meth:`run`
+        allocates it: its workspace; the output gradient and the input copied where they
+        are not in the call's layout; the weight as the input gradient's product reads it;
+        the input's rows as the weight gradient's product reads them; the products that
+        are cast or reordered afterwards; the bias gradient's sums; cuBLAS's workspaces."""
+        def copied(t: torch.Tensor) -> int:
+            return 0 if _laid_out(t, self.interleaved) else t.numel()
+        elements = self.workspace + copied(grad_out) + copied(x)
+        acc = 0   # elements in the accumulation dtype
+        if self.interleaved:
+            elements += weight.numel() if self.input is not None else 0   # (reordered)
+            acc += weight.numel() if self.weight is not None else 0
+        else:
+            elements += copied(weight)
+            if self.input is not None:
+                elements += weight.numel() * self.input.copied + x.numel() * (not self.batched)
+            if self.weight is not None:   # the samples side by side, and their other layout
+                elements += x.numel() * (1 + self.weight.copied)
+                acc += weight.numel() if x.dtype != _accumulation(x.dtype) else 0
+        sums = a.out_channels * (cl.SIDE_BY_SIDE + 2 if self.interleaved else a.batch + 2)
+        return elements * x.element_size() + \
+            (acc + sums) * _accumulation(x.dtype).itemsize + \
+            sum(gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
 
 # The most column elements a _GraphedBackward call takes. Its graph saves host time, which
@@ -1022,6 +1070,24 @@ class _BackwardReplay(NamedTuple):
 # (3d-stride2-dil2 of the 17 cases, 226M elements: its bfloat16 training step 2.18 ->
 # 2.66 ms).
 GRAPHED_BACKWARD_MAX_COLUMNS = 1 << 25
+
+
+def planar_backward_launch(a: ConvTransposeArgs, element_size: int,
+                           limit: int) -> Tuple[str, int]:
+    """How a planar CUDA call's backward on the column routes launches, both gradients
+    asked, as _backward_replay plans it (within workspace ``limit``): ("chunks", how many)
+    where its columns take several chunks, run eagerly (_backward); ("side by side",
+    column elements), a _BackwardReplay of the samples side by side; ("graphed", column
+    elements), a _GraphedBackward of the samples one by one; ("eager", column elements)
+    where those are over GRAPHED_BACKWARD_MAX_COLUMNS."""
+    n, cells = a.batch, math.prod(a.grid)
+    chunks = a.backward_chunks(limit, element_size)
+    if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]):
+        return "chunks", len(chunks)
+    columns = a.groups * a.column_rows * n * cells
+    if _samples_inner(n, cells):
+        return "side by side", columns
+    return "graphed" if columns <= GRAPHED_BACKWARD_MAX_COLUMNS else "eager", columns
 
 
 class _GraphedBackward(NamedTuple):
@@ -1048,18 +1114,22 @@ class _GraphedBackward(NamedTuple):
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
-        return _graphed_backward(self, grad_out, x, weight, a, need,
-                                 lambda: self.graph_bytes(grad_out, x, a))
+        return _graphed_backward(self, grad_out, x, weight, a, need)
 
-    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, a: ConvTransposeArgs) -> int:
-        """The memory a graph of this call takes while it runs, at most: the columns, the
-        contiguous copies of the output gradient and the input, the weight gradient's
-        partial products in float32 (at most a sample or a split-K piece each, plus the
-        dense groups' product), and the bias gradient's sums."""
-        m = a.column_rows
-        partials = (a.batch + SPLIT_TARGET_TILES + 2 + a.groups) * a.in_channels * m
-        return (self.columns + grad_out.numel() + x.numel()) * x.element_size() + \
-            4 * (partials + a.batch * a.out_channels)
+    def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs, at most, as _backward
+        allocates it: the columns; the output gradient, the input and the weight copied
+        where they are not contiguous; the weight gradient in the accumulation dtype, its
+        partial products (_weight_grad_partials) and its cast; the bias gradient's sums;
+        one cuBLAS workspace."""
+        groups, cin = a.groups, a.in_channels // a.groups
+        copies = sum(t.numel() for t in (grad_out, x, weight) if not t.is_contiguous())
+        dense = gemm.dense_groups(x.dtype, True, groups, cin)   # (graphs are of CUDA calls)
+        acc = weight.numel() + (a.batch + 2) * a.out_channels + _weight_grad_partials(
+            a.batch, groups, cin, a.column_rows, math.prod(a.grid), dense)
+        return (self.columns + copies + weight.numel()) * x.element_size() + \
+            acc * _accumulation(x.dtype).itemsize + gemm.LT_WORKSPACE
 
 
 def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
@@ -1074,16 +1144,17 @@ def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
 
 
 def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                      a: ConvTransposeArgs, need: List[bool],
-                      nbytes: Callable[[], int]) -> List[Optional[torch.Tensor]]:
+                      a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
     """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward,
     _GraphedBackward: its gradients allocated by _new_gradients in its layout, then written
     by its ``run``), launched as a CUDA graph where one is kept for these tensors'
-    addresses (graphs.py); ``nbytes()``: the memory a graph of the call takes while it runs."""
+    addresses (graphs.py), if its ``graph_bytes(grad_out, x, weight, a)`` (the memory a
+    graph of the call takes while it runs) fits the graph memory limit."""
     from . import _cuda
     grads = _new_gradients(x, weight, a, need, replay.interleaved)
     addresses = _backward_addresses(grad_out, x, weight, grads)
     run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
+    nbytes = lambda: replay.graph_bytes(grad_out, x, weight, a)   # noqa: E731
     if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
         run()
     return grads
@@ -1180,12 +1251,9 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
                                        cl._group_rows(columns, groups),
                                        grad_out.new_empty((1, groups, cin, m), dtype=acc), False)
     else:
-        chunks = a.backward_chunks(_workspace_limit, grad_out.element_size())
-        if len(chunks) != 1 or tuple(chunks[0]) != (0, n, 0, a.grid[0]):
-            return None
-        if not _samples_inner(n, cells):
-            columns = groups * m * n * cells
-            return _GraphedBackward(columns) if columns <= GRAPHED_BACKWARD_MAX_COLUMNS else None
+        how, count = planar_backward_launch(a, grad_out.element_size(), _workspace_limit)
+        if how != "side by side":
+            return _GraphedBackward(count) if how == "graphed" else None
         workspace = grad_out.new_empty(groups * m * n * cells)
         planes = grad_out.view(n * a.out_channels, *a.image)
         im2col = cols.im2col_launch(planes, g, a.grid, _side_by_side(workspace, n, a.out_channels,

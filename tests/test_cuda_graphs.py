@@ -45,9 +45,12 @@ DEPTHWISE = [c for c in cases.DEPTHWISE if c.name in (
     "depthwise-k4s2", "depthwise-1d-k16s8", "depthwise-3d-k3s2", "depthwise-100-channels")]
 PARAMS = [(c, layout) for c in cases.MODEL_LAYERS + DEPTHWISE for layout in _layouts(c)]
 IDS = [f"{c.name}-{layout}" for c, layout in PARAMS]
-# Backwards too: the planar backward of many positions a sample (ops._GraphedBackward).
-BACKWARD_PARAMS = PARAMS + [(c, "planar") for c in cases.WIDE_LAYERS]
-BACKWARD_IDS = IDS + [f"{c.name}-planar" for c in cases.WIDE_LAYERS]
+# Backwards too: the planar backward of many positions a sample (ops._GraphedBackward), and
+# the zoo's layers whose graphs take the most memory, at full size.
+LARGE = [(c, layout) for c in cases.LARGE_MODEL_LAYERS for layout in _layouts(c)]
+BACKWARD_PARAMS = PARAMS + [(c, "planar") for c in cases.WIDE_LAYERS] + LARGE
+BACKWARD_IDS = IDS + [f"{c.name}-planar" for c in cases.WIDE_LAYERS] + \
+    [f"{c.name}-{layout}" for c, layout in LARGE]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -150,6 +153,38 @@ def test_the_bench_counts_the_memory_a_graph_holds(monkeypatch):
                         bench.Ceilings(math.nan, math.nan), repeats=5)
     assert True in graphed, "the backward ran as a graph while timed"
     assert row.ours_extra_mb * 1e6 >= fused.backward_workspace(a, 2) * 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", BACKWARD_PARAMS, ids=BACKWARD_IDS)
+def test_a_graph_takes_no_more_memory_than_its_call_bounds(monkeypatch, case, layout, dtype):
+    """Every graph a training step's calls would keep, forward and backward, takes at most
+    the memory its call bounds it at (the ``nbytes`` graphs.launch is given: what the graph
+    memory limit compares), measured as the most the caching allocator hands out while
+    its launches run one by one, in a third step (the first plans, and times cuBLAS's
+    algorithms). The zoo's large layers' graphs fit the default limit."""
+    x, w, b = layout_tensors(case, layout, dtype, CUDA, "bounds")
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    grad_out = output_gradient(case, layout, dtype, CUDA)
+    taken = []
+
+    def measured(owner, addresses, run, nbytes, device, stream):
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        run()
+        torch.cuda.synchronize()
+        taken.append((type(owner).__name__, torch.cuda.max_memory_allocated() - base, nbytes()))
+        return True
+    monkeypatch.setattr(graphs, "launch", measured)
+    for _ in range(3):
+        taken.clear()
+        torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
+    assert len(taken) == 2, "a graph for the forward and one for the backward"
+    for owner, used, bound in taken:
+        assert used <= bound, f"{owner}: took {used:,} bytes, bounded at {bound:,}"
+    if case in cases.LARGE_MODEL_LAYERS:
+        assert taken[1][2] <= graphs.get_graph_memory_limit(), taken
 
 
 def _check_graphed_backward(monkeypatch, case, layout, dtype, key, owners):
