@@ -12,8 +12,12 @@
 #      the 2-D U-Net's ups.3 channels_last step 1.38x against 0.82x.)
 #   B: 150's tighter graph bounds (_GraphedBackward's partials, _BackwardReplay's copies):
 #      every CUDA test file (the new bound test among them), then A's probe again.
-#   C: the zoo's two U-Nets, whose graphs 150 changes.
-#   D: the 17 cases' training tables.
+#      (B: every test passed but the new one on the 18 calls whose backward is a
+#      _BackwardReplay: the test read its owner's class name wrong, "_BackwardReplay" not
+#      ending in "Backward". Its logs went with $OUT/P.)
+#   C: the bound test again, the zoo's 3-D U-Net (whose graphs 150 changes), the 17 cases'
+#      float32 training table.
+#   D: the zoo's 2-D U-Net, the 17 cases' bfloat16 training table.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -33,9 +37,12 @@ A) gpu
 B) gpu
   all_tests; probe 150 limit graph_limit_probe.py ;;
 C) gpu
+  t bounds tests/test_cuda_graphs.py -k "no_more_memory" -rA; count $O/bounds.log; tail -3 $O/bounds.log
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  zoo_model unet3d 290; zoo_model unet2d 270 ;;
+  zoo_model unet3d 290
+  TB=120 table bench-train --backward --repeats 10 ;;
 D) gpu
-  TB=120 table bench-train --backward --repeats 10
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model unet2d 280
   TB=120 table bench-train-bf16 --backward --repeats 10 --dtype bfloat16 ;;
 esac

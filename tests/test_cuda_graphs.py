@@ -180,7 +180,7 @@ def test_a_graph_takes_no_more_memory_than_its_call_bounds(monkeypatch, case, la
     for _ in range(3):
         taken.clear()
         torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
-    assert [owner.endswith("Backward") for owner, *_ in taken] == [False, True], taken
+    assert ["Backward" in owner for owner, *_ in taken] == [False, True], taken
     for owner, used, bound in taken:
         assert used <= bound, f"{owner}: took {used:,} bytes, bounded at {bound:,}"
     if case in cases.LARGE_MODEL_LAYERS:
