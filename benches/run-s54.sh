@@ -17,7 +17,10 @@
 #      ending in "Backward". Its logs went with $OUT/P.)
 #   C: the bound test again, the zoo's 3-D U-Net (whose graphs 150 changes), the 17 cases'
 #      float32 training table.
-#   D: the zoo's 2-D U-Net, the 17 cases' bfloat16 training table.
+#   D: (C: the bound test failed on the two large channels_last layers by 128 MiB, and on
+#      six small bfloat16 calls by 0.3-7 KB; every other call within its bound) what those
+#      backwards allocate beyond their bound (graph_memory_probe.py); the zoo's 2-D U-Net,
+#      the 17 cases' bfloat16 training table.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -42,6 +45,7 @@ C) gpu
   zoo_model unet3d 290
   TB=120 table bench-train --backward --repeats 10 ;;
 D) gpu
+  probe 120 memory graph_memory_probe.py
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model unet2d 280
   TB=120 table bench-train-bf16 --backward --repeats 10 --dtype bfloat16 ;;
