@@ -21,6 +21,9 @@
 #      six small bfloat16 calls by 0.3-7 KB; every other call within its bound) what those
 #      backwards allocate beyond their bound (graph_memory_probe.py); the zoo's 2-D U-Net,
 #      the 17 cases' bfloat16 training table.
+#   E: (D: torch's own sum behind the bias gradient, cl.channel_sums, staged 128-132 MiB of
+#      partial sums) with ops.SUM_STAGING_BYTES counted in every column-route backward's
+#      bound: the graph and replay tests, the bound test among them.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -49,4 +52,7 @@ D) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model unet2d 280
   TB=120 table bench-train-bf16 --backward --repeats 10 --dtype bfloat16 ;;
+E) gpu
+  TT=400 t graphs tests/test_cuda_graphs.py tests/test_cuda_replay.py -rf; count $O/graphs.log
+  tail -2 $O/graphs.log ;;
 esac

@@ -685,6 +685,22 @@ def _laid_out(t: torch.Tensor, interleaved: bool) -> bool:
         else t.is_contiguous()
 
 
+# torch's sum of many rows into few outputs stages partial sums in a buffer of its own, as
+# large as 8 bytes an element summed: 128 MiB for the 16.7M elements of the 3-D U-Net's ups.1
+# output gradient, channels_last, in float32 and bfloat16 alike (H200, torch 2.11;
+# benches/results/s54/D). A graph's pool keeps it for as long as the graph is kept.
+SUM_STAGING_BYTES = 8
+
+
+def _bias_grad_bytes(grad: torch.Tensor, a: ConvTransposeArgs) -> int:
+    """The most memory _bias_grad takes while it sums ``grad``: torch's staging of partial
+    sums (SUM_STAGING_BYTES an element), and the sums in the accumulation dtype (per sample
+    or per cl.SIDE_BY_SIDE rows, then their total, then its cast)."""
+    rows = max(a.batch, cl.SIDE_BY_SIDE) + 2
+    return SUM_STAGING_BYTES * grad.numel() + \
+        rows * a.out_channels * _accumulation(grad.dtype).itemsize
+
+
 def _bias_grad(grad: torch.Tensor, interleaved: bool) -> torch.Tensor:
     """A bias's gradient: the sum of ``grad (N, C, *spatial)`` over all dims but the
     channels, accumulated in float32 at least, read in the call's layout (channels_last
@@ -1043,7 +1059,8 @@ class _BackwardReplay(NamedTuple):
         allocates it: its workspace; the output gradient and the input copied where they
         are not in the call's layout; the weight as the input gradient's product reads it;
         the input's rows as the weight gradient's product reads them; the products that
-        are cast or reordered afterwards; the bias gradient's sums; cuBLAS's workspaces."""
+        are cast or reordered afterwards; the bias gradient's sums (_bias_grad_bytes);
+        cuBLAS's workspaces."""
         def copied(t: torch.Tensor) -> int:
             return 0 if _laid_out(t, self.interleaved) else t.numel()
         elements = self.workspace + copied(grad_out) + copied(x)
@@ -1058,9 +1075,8 @@ class _BackwardReplay(NamedTuple):
             if self.weight is not None:   # the samples side by side, and their other layout
                 elements += x.numel() * (1 + self.weight.copied)
                 acc += weight.numel() if x.dtype != _accumulation(x.dtype) else 0
-        sums = a.out_channels * (cl.SIDE_BY_SIDE + 2 if self.interleaved else a.batch + 2)
-        return elements * x.element_size() + \
-            (acc + sums) * _accumulation(x.dtype).itemsize + \
+        return elements * x.element_size() + acc * _accumulation(x.dtype).itemsize + \
+            _bias_grad_bytes(grad_out, a) + \
             sum(gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
 
@@ -1121,15 +1137,16 @@ class _GraphedBackward(NamedTuple):
         """The memory a graph of this call takes while it runs, at most, as _backward
         allocates it: the columns; the output gradient, the input and the weight copied
         where they are not contiguous; the weight gradient in the accumulation dtype, its
-        partial products (_weight_grad_partials) and its cast; the bias gradient's sums;
-        one cuBLAS workspace."""
+        partial products (_weight_grad_partials) and its cast; the bias gradient's sums
+        (_bias_grad_bytes); one cuBLAS workspace."""
         groups, cin = a.groups, a.in_channels // a.groups
         copies = sum(t.numel() for t in (grad_out, x, weight) if not t.is_contiguous())
         dense = gemm.dense_groups(x.dtype, True, groups, cin)   # (graphs are of CUDA calls)
-        acc = weight.numel() + (a.batch + 2) * a.out_channels + _weight_grad_partials(
-            a.batch, groups, cin, a.column_rows, math.prod(a.grid), dense)
+        acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
+                                                     math.prod(a.grid), dense)
         return (self.columns + copies + weight.numel()) * x.element_size() + \
-            acc * _accumulation(x.dtype).itemsize + gemm.LT_WORKSPACE
+            acc * _accumulation(x.dtype).itemsize + _bias_grad_bytes(grad_out, a) + \
+            gemm.LT_WORKSPACE
 
 
 def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
