@@ -171,6 +171,10 @@ MODEL_LAYERS = [
 WIDE_LAYERS = [
     _c("vae-k3s2op1-wide", 2, 16, 8, (3, 3), (40, 40), stride=2, padding=1, output_padding=1),
     _c("hifigan-k4s2-wide", 3, 16, 8, 4, 2048, stride=2, padding=1),
+    # Two groups of more channels than run as one dense product (gemm.dense_groups), over
+    # twice SPLIT_MIN_POSITIONS positions: the weight gradient's split-K pieces group by
+    # group, a tail left over (ops._add_weight_grad).
+    _c("grouped-k4s2-wide", 2, 80, 16, 4, 8200, stride=2, padding=1, groups=2),
 ]
 
 # Zoo layers at full size whose backward graphs take the most memory (ops.py's graph_bytes):
