@@ -241,6 +241,18 @@ def test_explain_says_how_a_planar_column_backward_launches():
     assert f"its graph would take {nbytes / 1e6:,.1f} MB, over the graph memory limit" in over
     assert "run eagerly" in over and "launched as one CUDA graph" not in over
     assert f"launched as one CUDA graph from its second call ({nbytes / 1e6:,.1f} MB" in within
+    large = gemmconv.explain(_meta(2, 128, 32, 32, 32), _meta(128, 128, 2, 2, 2), stride=2)
+    assert "no CUDA graph: 67,108,864 column elements, over 33,554,432" in large.backward
+    previous = ops.get_workspace_limit()
+    ops.set_workspace_limit(16 << 20)
+    try:
+        chunked = gemmconv.explain(volume, weight, stride=2).backward
+    finally:
+        ops.set_workspace_limit(previous)
+    assert "run eagerly every call, no CUDA graph:" in chunked and " chunks (" in chunked
+    # channels_last calls name no planar launch
+    assert "sample by sample" not in gemmconv.explain(
+        _meta(2, 256, 16, 16, 16, fmt=torch.channels_last_3d), weight, stride=2).backward
 
 
 def test_the_3d_unets_ups1_backward_fits_the_default_graph_memory_limit():
@@ -258,18 +270,6 @@ def test_the_3d_unets_ups1_backward_fits_the_default_graph_memory_limit():
     assert nbytes < gemmconv.get_graph_memory_limit()
     backward = gemmconv.explain(volume, weight, stride=2).backward
     assert f"launched as one CUDA graph from its second call ({nbytes / 1e6:,.1f} MB" in backward
-    large = gemmconv.explain(_meta(2, 128, 32, 32, 32), _meta(128, 128, 2, 2, 2), stride=2)
-    assert "no CUDA graph: 67,108,864 column elements, over 33,554,432" in large.backward
-    previous = ops.get_workspace_limit()
-    ops.set_workspace_limit(16 << 20)
-    try:
-        chunked = gemmconv.explain(volume, weight, stride=2).backward
-    finally:
-        ops.set_workspace_limit(previous)
-    assert "run eagerly every call, no CUDA graph:" in chunked and " chunks (" in chunked
-    # channels_last calls name no planar launch
-    assert "sample by sample" not in gemmconv.explain(
-        _meta(2, 256, 16, 16, 16, fmt=torch.channels_last_3d), weight, stride=2).backward
 
 
 def test_explain_checks_arguments_as_the_call_does():
