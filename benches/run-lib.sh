@@ -22,7 +22,7 @@ gpu() { nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,nohe
 # last lines in $O/tails.txt.
 all_tests() {
   bash benches/run-s35.sh P | tee $O/P.txt
-  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; tail -2 $f; done > $O/tails.txt
+  for f in $OUT/P/*.log; do echo "== $f"; grep -E "^(FAILED|ERROR)" $f | head; grep -E "^E  " $f | head -40; tail -2 $f; done > $O/tails.txt
   rm -rf $OUT/P
 }
 # The 17 cases' table (python -m gemmconv bench --full; TB: its time limit): table LOG [OPTIONS...]
