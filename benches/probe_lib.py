@@ -25,18 +25,18 @@ LAYERS = {   # (module arguments, input shape): DCGAN's second up-conv, the VAE 
 BUSY_CALLS = 40
 
 
-def busy_us(fn, cycles: int, prepare=None) -> float:
-    """Host us a call of ``fn(i)``, BUSY_CALLS calls with the GPU busy; ``prepare(i)`` runs first,
-    untimed, for each."""
+def busy_us(fn, cycles: int, prepare=None, calls: int = BUSY_CALLS) -> float:
+    """Host us a call of ``fn(i)``, ``calls`` calls with the GPU busy (the best of three
+    rounds); ``prepare(i)`` runs first, untimed, for each."""
     best = float("inf")
     for _ in range(3):
-        args = [prepare(i) if prepare else i for i in range(BUSY_CALLS)]
+        args = [prepare(i) if prepare else i for i in range(calls)]
         torch.cuda.synchronize()
         torch.cuda._sleep(cycles)
         t0 = time.perf_counter()
         for a in args:
             fn(a)
-        best = min(best, (time.perf_counter() - t0) / BUSY_CALLS * 1e6)
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
         torch.cuda.synchronize()
     return best
 

@@ -23,7 +23,6 @@ GPU kept busy) and its kernels' time (profiler), with its largest kernels.
 import collections
 import copy
 import sys
-import time
 
 import torch
 
@@ -32,7 +31,7 @@ from gemmconv import nn as gnn
 
 sys.path.insert(0, "benches")
 from layer import cuda_events  # noqa: E402
-from probe_lib import launches_counted, zoo_setup  # noqa: E402
+from probe_lib import busy_us, launches_counted, zoo_setup  # noqa: E402
 
 CONFIGS = ["unet2d:bf16-autocast:channels_last:forward",
            "unet2d:bf16-autocast:NCHW:forward"]
@@ -43,18 +42,6 @@ def report(label: str, t: measure.Timed, node) -> None:
     print(f"  {label:22s} {times}; C++ forwards {node.forwards()}; graphs kept "
           f"{graphs.kept()}", flush=True)
     node.reset_outcomes()
-
-
-def host_ms(step, steps: int = 3, sleep_cycles: int = 60_000_000) -> float:
-    """Host milliseconds a step of ``step`` with the GPU kept busy by a sleep kernel."""
-    torch.cuda.synchronize()
-    torch.cuda._sleep(sleep_cycles)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    ms = (time.perf_counter() - t0) * 1e3 / steps
-    torch.cuda.synchronize()
-    return ms
 
 
 def kernels(step, steps: int = 5) -> None:
@@ -86,7 +73,8 @@ def each_alone(config: str, repeats: int, node) -> None:
         print(f"  {k:6s} {ms:.3f} ms; C++ forwards {node.forwards()}; Python launches "
               f"{dict(outcomes)}; graphs kept {graphs.kept()}", flush=True)
     for k, step in steps.items():
-        print(f"  {k}: host {host_ms(step):.3f} ms a step with the GPU busy", flush=True)
+        host_ms = busy_us(lambda _: step(), 60_000_000, calls=3) / 1e3
+        print(f"  {k}: host {host_ms:.3f} ms a step with the GPU busy", flush=True)
         kernels(step)
 
 
