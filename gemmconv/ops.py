@@ -644,9 +644,7 @@ def _add_weight_grad(grad_weight: torch.Tensor, x: torch.Tensor, columns: torch.
                                columns[:, g:g + 1, :, pieces * size:].transpose(-1, -2),
                                x.new_empty((n, 1, cin, m), dtype=acc))
             partial = torch.cat([partial, rest], 1)
-            del rest
         grad_weight[g] += partial.sum((0, 1))
-        del partial   # before the next group's: one group's partials at a time, as counted
 
 
 def _split_k(n: int, groups: int, cin: int, m: int, band: int) -> Tuple[int, int]:
@@ -671,7 +669,9 @@ def _weight_grad_partials(n: int, groups: int, cin: int, m: int, band: int, dens
     pieces, _ = _split_k(n, groups, cin, m, band)
     if pieces == 1:   # every sample's product, and their sum
         return (n + 1) * groups * cin * m
-    # One group's at a time: the pieces' products, the tail's, both concatenated, their sum.
+    # The most at once: a group's pieces' products, its tail's, both concatenated, and their
+    # sum (the previous group's concatenation and tail, alive while the next group's pieces
+    # are made, take no more).
     return (2 * n * (pieces + 1) + 1) * cin * m
 
 

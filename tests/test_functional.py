@@ -1,9 +1,12 @@
 """CPU: gemmconv.conv_transpose{1,2,3}d against torch in float64 over the shared case table."""
 import math
+import weakref
 
 import pytest
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import gemmconv
 from gemmconv import cases, ops
@@ -542,3 +545,57 @@ def test_column_views_have_the_kernels_layout(monkeypatch, side_by_side):
     finally:
         ops._forward_plan.cache_clear()
     assert len(checked) > 60
+
+
+class _LiveBytes(TorchDispatchMode):
+    """The most bytes of new storage alive at once among the tensors made inside it (storage
+    that no argument of the op shares: outputs written in place are not counted)."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        given = {t.untyped_storage().data_ptr() for t in pytree.tree_leaves((args, kwargs))
+                 if isinstance(t, torch.Tensor)}
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in given \
+                    and t.untyped_storage().nbytes():
+                nbytes = t.untyped_storage().nbytes()
+                self.live += nbytes
+                self.peak = max(self.peak, self.live)
+                weakref.finalize(t, self._free, nbytes)
+        return out
+
+    def _free(self, nbytes: int) -> None:
+        self.live -= nbytes
+
+
+@pytest.mark.parametrize("groups,tail", [(1, 0), (1, 40), (3, 0), (3, 40)])
+def test_weight_gradient_partials_stay_within_their_count(monkeypatch, groups, tail):
+    """_add_weight_grad's partial products (split-K pieces group by group, a tail, their
+    sums) take no more memory at once than _weight_grad_partials counts for them: the
+    bound a backward's CUDA graph is kept by (ops._GraphedBackward.graph_bytes). Products
+    written in place, as cuBLAS writes them."""
+    monkeypatch.setattr(ops, "SPLIT_MIN_POSITIONS", 64)
+
+    def in_place(a, b, out, choose_layout=True):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                torch.mm(a[min(i, a.shape[0] - 1), min(j, a.shape[1] - 1)],
+                         b[min(i, b.shape[0] - 1), min(j, b.shape[1] - 1)], out=out[i, j])
+        return out
+    monkeypatch.setattr(ops.gemm, "matmul", in_place)
+    n, cin, m, band = 2, 5, 6, 3 * 64 + tail
+    pieces, size = ops._split_k(n, groups, cin, m, band)
+    assert pieces == 3 and band - pieces * size == tail
+    g = generator("partials", groups, tail)
+    x = torch.randn(n, groups, cin, band, generator=g)
+    columns = torch.randn(n, groups, m, band, generator=g)
+    grad_weight = torch.zeros(groups, cin, m)
+    with _LiveBytes() as live:
+        ops._add_weight_grad(grad_weight, x, columns, 0, 0)
+    assert 0 < live.peak <= 4 * ops._weight_grad_partials(n, groups, cin, m, band, False)
+    expected = torch.einsum("ngcp,ngmp->gcm", x.double(), columns.double())
+    assert rel_error(grad_weight, expected) < 1e-6
