@@ -6,9 +6,10 @@ eager step 6e-8 from itself; passed in other runs.)
 Each trial runs in a process of its own (the failure came in some processes, not others):
 the test's steps (three warm-up steps on a side stream, one captured, the capture replayed
 on a new input, then eager), with every cuBLASLt algorithm choice and every layout choice
-recorded, and whether a CUDA graph was being captured when it was made. Per trial: the
+recorded, and whether a CUDA graph was being captured when it was made (gemmconv's own,
+in the warm-up steps, or the user's). Per trial: the
 output's and the gradients' differences, the five parameters whose gradients differ most,
-and the choices made during the capture.
+and the choices made during a capture.
 
     PYTHONPATH=. python benches/capture_probe.py [TRIALS] [MODEL] [LAYOUT]
 """
@@ -17,6 +18,8 @@ import subprocess
 import sys
 
 import torch
+
+from whole_graph_probe import captured   # (benches/, as the probes' own imports)
 
 TRIALS = int(sys.argv[1]) if len(sys.argv) > 1 else 6
 MODEL = sys.argv[2] if len(sys.argv) > 2 else "vae-decoder"
@@ -64,32 +67,23 @@ def trial() -> None:
     def step():
         out = ours(x)
         return [out, *torch.autograd.grad(out, list(ours.parameters()), grad)]
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    before = len(choices)
-    user = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(user):
-        replayed = step()
-    in_capture = choices[before:]
+    replay, replayed = captured(step)
+    in_capture = [c for c in choices if c[-1]]   # (ours, of the warm-up, and the user's)
     with torch.no_grad():
         x.copy_(torch.randn(x.shape, generator=torch.Generator().manual_seed(3)))
-    user.replay()
+    replay()
     torch.cuda.synchronize()
     eager = step()
     again = step()
     flat = lambda rs: torch.cat([t.detach().double().flatten() for t in rs[1:]])  # noqa: E731
     print(f"output {rel(replayed[0], eager[0]):.1e}, gradients {rel(flat(replayed), flat(eager)):.1e}"
           f" (eager against eager {rel(flat(again), flat(eager)):.1e}); choices {len(choices)}, "
-          f"{len(in_capture)} during the capture", flush=True)
+          f"{len(in_capture)} during a capture", flush=True)
     worst = sorted(((rel(r, e), n) for n, r, e in zip(names, replayed[1:], eager[1:])),
                    reverse=True)[:5]
     print("  most apart: " + ", ".join(f"{n} {d:.1e}" for d, n in worst), flush=True)
     for choice in in_capture:
-        print(f"  during the capture: {choice}", flush=True)
+        print(f"  during a capture: {choice}", flush=True)
 
 
 def main() -> None:
