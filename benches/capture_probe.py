@@ -7,9 +7,9 @@ Each trial runs in a process of its own (the failure came in some processes, not
 the test's steps (three warm-up steps on a side stream, one captured, the capture replayed
 on a new input, then eager), with every cuBLASLt algorithm choice and every layout choice
 recorded, and whether a CUDA graph was being captured when it was made (gemmconv's own,
-in the warm-up steps, or the user's). Per trial: the
-output's and the gradients' differences, the five parameters whose gradients differ most,
-and the choices made during a capture.
+in the warm-up steps, or the user's). Per trial: the output's and the gradients'
+differences, the five parameters whose gradients differ most, and the choices made during
+a capture.
 
     PYTHONPATH=. python benches/capture_probe.py [TRIALS] [MODEL] [LAYOUT]
 """
