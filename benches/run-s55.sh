@@ -2,7 +2,7 @@
 # Session 55's device calls, written in session 54 (outputs under $OUT/<call>).
 #   A: every CUDA test file on session 54's final code (its E ran test_cuda_graphs and
 #      test_cuda_replay alone; a grouped wide layer joined WIDE_LAYERS after E); the
-#      capture test's configuration in six processes of its own (capture_probe.py:
+#      capture test's configuration in four processes of its own (capture_probe.py:
 #      which parameters' gradients differ, which choices were made during the capture).
 #   B: the 17 cases' float32 training table (session 54's C ran out of its 120 s
 #      compiling), then the zoo's models session 54 did not rerun.
@@ -11,7 +11,7 @@ O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
 case "$1" in
 A) gpu
-  all_tests; probe 200 capture capture_probe.py 6 vae-decoder planar ;;
+  all_tests; probe 180 capture capture_probe.py 4 vae-decoder planar ;;
 B) gpu
   TB=200 table bench-train --backward --repeats 10
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
