@@ -330,7 +330,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     x_rows = _positions(ordered(x)).reshape(-1, a.in_channels) if need[1] else None
     if x_rows is not None and width != a.in_channels:
         x_rows = _padded(x_rows, width)
-    acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
+    acc = cols.accumulation_dtype(grad_out.dtype)
     empty_grad = lambda: grad_out.new_empty(0)
     grad_input = empty(grad_out, (a.batch, a.in_channels, *a.grid), True) if need[0] else None
     grad_weight = grad_out.new_zeros((1, groups, width // groups, m), dtype=acc) \
@@ -392,7 +392,7 @@ def channel_sums(t: torch.Tensor) -> torch.Tensor:
     up-convolution's 134 MB gradient in 92 us against 166 (float32; bfloat16 70 against
     114), 2d-1024's 2.2 GB in 795 against 960 (H100, benches/results/s50/J). Below 2^19
     rows the second launch costs more than it saves."""
-    acc = torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+    acc = cols.accumulation_dtype(t.dtype)
     c = t.shape[1]
     rows = _positions(ordered(t)).reshape(-1, c)
     side = side_by_side(rows.shape[0])

@@ -65,7 +65,8 @@ def _window(g: Geometry, grid: Sequence[int], image: Sequence[int], padding: Seq
     return extent, image_region, taps
 
 
-def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype sums of ``dtype`` tensors are accumulated in: float32 at least."""
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
@@ -90,7 +91,7 @@ def col2im(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,
     extent, image_region, taps = _window(g, grid, image, padding)
     cols = columns.unflatten(2, g.kernel_size)
     buffer = columns.new_zeros((*columns.shape[:2], *extent),
-                               dtype=_accumulation_dtype(columns.dtype))
+                               dtype=accumulation_dtype(columns.dtype))
     for tap, region in taps:
         buffer[(..., *region)] += cols[(slice(None), slice(None), *tap)]
     result = buffer[(..., *image_region)]

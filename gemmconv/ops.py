@@ -675,11 +675,6 @@ def _weight_grad_partials(n: int, groups: int, cin: int, m: int, band: int, dens
     return (2 * n * (pieces + 1) + 1) * cin * m
 
 
-def _accumulation(dtype: torch.dtype) -> torch.dtype:
-    """The dtype gradients of ``dtype`` tensors are summed in: float32 at least."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 def _laid_out(t: torch.Tensor, interleaved: bool) -> bool:
     """Whether ``t`` is in the layout the column routes read (channels_last where
     ``interleaved``, else contiguous): not copied by _in_layout or _gradient_in_layout."""
@@ -700,7 +695,7 @@ def _bias_grad_bytes(grad: torch.Tensor, a: ConvTransposeArgs) -> int:
     or per cl.SIDE_BY_SIDE rows, then their total, then its cast)."""
     rows = max(a.batch, cl.SIDE_BY_SIDE) + 2
     return SUM_STAGING_BYTES * grad.numel() + \
-        rows * a.out_channels * _accumulation(grad.dtype).itemsize
+        rows * a.out_channels * cols.accumulation_dtype(grad.dtype).itemsize
 
 
 def _bias_grad(grad: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -711,7 +706,7 @@ def _bias_grad(grad: torch.Tensor, interleaved: bool) -> torch.Tensor:
     60% of it (H200)."""
     if interleaved:
         return cl.channel_sums(grad)
-    acc = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
+    acc = cols.accumulation_dtype(grad.dtype)
     rows = grad.reshape(*grad.shape[:2], math.prod(grad.shape[2:]))
     return rows.sum(2, dtype=acc).sum(0).to(grad.dtype) if rows.numel() else \
         grad.new_zeros(grad.shape[1])
@@ -796,7 +791,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     assert not (ones and need[1]), "the bias rows serve the input gradient alone"
     grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
     x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
-    acc = torch.float32 if grad_out.dtype in (torch.float16, torch.bfloat16) else grad_out.dtype
+    acc = cols.accumulation_dtype(grad_out.dtype)
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
     input_shape = (a.batch, groups, cin, cells)
     grad_input = None if need[0] else empty()   # allocated with the operand (below)
@@ -1014,7 +1009,7 @@ class _BackwardReplay(NamedTuple):
         grad_out = _gradient_in_layout(grad_out, self.interleaved)
         x, weight = _in_layout(x, weight, self.interleaved)
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
-        acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+        acc = cols.accumulation_dtype(x.dtype)
         workspace = grad_out.new_empty(self.workspace)
         _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), workspace.data_ptr())
         cells, m = math.prod(a.grid), a.column_rows
@@ -1076,8 +1071,8 @@ class _BackwardReplay(NamedTuple):
                 elements += weight.numel() * self.input.copied + x.numel() * (not self.batched)
             if self.weight is not None:   # the samples side by side, and their other layout
                 elements += x.numel() * (1 + self.weight.copied)
-                acc += weight.numel() if x.dtype != _accumulation(x.dtype) else 0
-        return elements * x.element_size() + acc * _accumulation(x.dtype).itemsize + \
+                acc += weight.numel() if x.dtype != cols.accumulation_dtype(x.dtype) else 0
+        return elements * x.element_size() + acc * cols.accumulation_dtype(x.dtype).itemsize + \
             _bias_grad_bytes(grad_out, a) + \
             sum(gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
@@ -1147,7 +1142,7 @@ class _GraphedBackward(NamedTuple):
         acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
                                                      math.prod(a.grid), dense)
         return (self.columns + copies + weight.numel()) * x.element_size() + \
-            acc * _accumulation(x.dtype).itemsize + _bias_grad_bytes(grad_out, a) + \
+            acc * cols.accumulation_dtype(x.dtype).itemsize + _bias_grad_bytes(grad_out, a) + \
             gemm.LT_WORKSPACE
 
 
@@ -1241,7 +1236,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     if not (need[0] or need[1]) or \
             0 in (n, a.in_channels, a.out_channels, cells, math.prod(a.image)):
         return None
-    acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    acc = cols.accumulation_dtype(x.dtype)
     grad_out = _gradient_in_layout(grad_out, interleaved)
     x, weight = _in_layout(x, weight, interleaved)
     batched = False
