@@ -16,7 +16,7 @@ import copy
 import torch
 
 import gemmconv
-from gemmconv import graphs, measure
+from gemmconv import channels_last as cl, graphs, measure
 
 LAYERS = [   # (module, input shape, dtype, channels_last)
     (lambda: torch.nn.ConvTranspose3d(256, 256, 2, stride=2), (2, 256, 16, 16, 16), torch.float32, False),
@@ -31,7 +31,7 @@ def steps(build, shape, dtype, channels_last) -> dict:
     theirs = build().cuda().to(dtype)
     x = torch.randn(shape, device="cuda", dtype=dtype)
     if channels_last:
-        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        fmt = cl.memory_format(x.dim())
         theirs, x = theirs.to(memory_format=fmt), x.contiguous(memory_format=fmt)
     ours = gemmconv.convert(copy.deepcopy(theirs), types=(type(theirs),))
     x.requires_grad_()
@@ -51,7 +51,7 @@ def main() -> None:
         layer = build()
         x = torch.empty(shape, device="meta", dtype=dtype)
         if channels_last:
-            x = x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+            x = x.contiguous(memory_format=cl.memory_format(x.dim()))
         how = gemmconv.explain(x, torch.empty(layer.weight.shape, device="meta", dtype=dtype),
                                torch.empty(layer.bias.shape, device="meta", dtype=dtype),
                                stride=layer.stride).backward
