@@ -12,8 +12,14 @@ differences, the five parameters whose gradients differ most, and the choices ma
 a capture.
 
     PYTHONPATH=. python benches/capture_probe.py [TRIALS] [MODEL] [LAYOUT]
+
+(Session 55's A: the eager step against a second eager step read 6e-6 in every trial, the
+capture against the first eager step 6e-6 or 4e-9. With DETERMINISTIC=1 in the environment
+a trial sets torch.backends.cudnn.deterministic, so that torch's own convolutions sum in a
+fixed order, and every choice is listed with the step that made it.)
 """
 import copy
+import os
 import subprocess
 import sys
 
@@ -36,21 +42,23 @@ def trial() -> None:
     from gemmconv import gemm, zoo
 
     choices = []
+    phase = ["warm-up or capture"]
     lt_choice, layout_choice = gemm._lt_choice, gemm._layout_choice
 
     def recorded_lt(product, call, alignment, device, pointers):
         answer = lt_choice(product, call, alignment, device, pointers)
         choices.append(("algorithm", call.args[:5], alignment,
-                        torch.cuda.is_current_stream_capturing()))
+                        phase[0], torch.cuda.is_current_stream_capturing()))
         return answer
 
     def recorded_layout(a, b, out):
         answer = layout_choice(a, b, out)
         choices.append(("layout", tuple(out.shape), answer,
-                        torch.cuda.is_current_stream_capturing()))
+                        phase[0], torch.cuda.is_current_stream_capturing()))
         return answer
     gemm._lt_choice, gemm._layout_choice = recorded_lt, recorded_layout
     torch.backends.cudnn.conv.fp32_precision = "tf32"
+    torch.backends.cudnn.deterministic = os.environ.get("DETERMINISTIC") == "1"
     entry = zoo.by_name([MODEL])[0]
     torch.manual_seed(0)
     model = entry.build(True).to("cuda").train()
@@ -71,19 +79,27 @@ def trial() -> None:
     in_capture = [c for c in choices if c[-1]]   # (ours, of the warm-up, and the user's)
     with torch.no_grad():
         x.copy_(torch.randn(x.shape, generator=torch.Generator().manual_seed(3)))
+    phase[0] = "replay"
     replay()
     torch.cuda.synchronize()
+    phase[0] = "eager"
     eager = step()
+    phase[0] = "again"
     again = step()
     flat = lambda rs: torch.cat([t.detach().double().flatten() for t in rs[1:]])  # noqa: E731
     print(f"output {rel(replayed[0], eager[0]):.1e}, gradients {rel(flat(replayed), flat(eager)):.1e}"
           f" (eager against eager {rel(flat(again), flat(eager)):.1e}); choices {len(choices)}, "
           f"{len(in_capture)} during a capture", flush=True)
-    worst = sorted(((rel(r, e), n) for n, r, e in zip(names, replayed[1:], eager[1:])),
-                   reverse=True)[:5]
-    print("  most apart: " + ", ".join(f"{n} {d:.1e}" for d, n in worst), flush=True)
+    for label, other in (("capture", replayed), ("again", again)):
+        worst = sorted(((rel(r, e), n) for n, r, e in zip(names, other[1:], eager[1:])),
+                       reverse=True)[:5]
+        print(f"  {label} against eager, most apart: "
+              + ", ".join(f"{n} {d:.1e}" for d, n in worst), flush=True)
     for choice in in_capture:
         print(f"  during a capture: {choice}", flush=True)
+    for choice in choices:
+        if choice[-2] != "warm-up or capture":
+            print(f"  after the capture: {choice}", flush=True)
 
 
 def main() -> None:
