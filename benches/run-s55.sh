@@ -8,8 +8,11 @@
 #      the capture probe twice as before and three times with torch's convolutions
 #      deterministic; the 17 cases' float32 training table (session 54's C ran out of its
 #      120 s compiling) and forward table.
-#   C: the channels_last forward table, then two of the zoo's models session 54 did not
-#      rerun.
+#   C (after B: with cuDNN deterministic the capture, the eager step and a second eager step
+#      agreed bit for bit): the capture test, now asserting that, on its eight
+#      configurations; the channels_last forward table; the two U-Nets' bfloat16
+#      channels_last forwards with each layer swapped alone (in_model_probe.py: their ups.0
+#      and ups.1 read under 0.8x in convert's in-model timing, faster alone); DCGAN.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -22,7 +25,9 @@ B) gpu
   TB=200 table bench-train --backward --repeats 10
   TB=100 table bench-fwd ;;
 C) gpu
+  TT=150 t captured tests/test_cuda_graphs.py -k captured_whole; count $O/captured.log; tail -1 $O/captured.log
   TB=130 table bench-fwd-cl --channels-last
-  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  zoo_model dcgan 150; zoo_model vae-decoder 150 ;;
+  probe 100 in-model in_model_probe.py 12 unet2d:bf16-autocast:channels_last:forward \
+    unet3d:bf16-autocast:channels_last:forward
+  zoo_model dcgan 150 ;;
 esac
