@@ -1,5 +1,6 @@
 """The C++ side of a module's steady call (autograd_node.cpp), built at first use: its
-forward's graph launch and its autograd node.
+forward's graph launch and its autograd node; and autocast's cached cast, which every call
+under autocast takes (ops._autocast).
 
 Why C++: a converted small model's training step lost 110-880 us a step on the host to
 our Python autograd Function, run on autograd's device thread (benches/NOTES.md, session
@@ -43,8 +44,9 @@ def load():
     except Exception as error:   # (no compiler, no ninja, no Python headers: say so, once)
         _error = error
         warnings.warn(f"gemmconv: its C++ autograd node could not be built ({error}); module "
-                      "calls use a Python autograd Function instead: the same results, more "
-                      "host time a training step", RuntimeWarning, stacklevel=3)
+                      "calls use a Python autograd Function instead, and autocast casts a "
+                      "weight on every call: the same results, more host time a step",
+                      RuntimeWarning, stacklevel=3)
         return None
     from . import graphs, ops
     module.set_python_backward(ops._steady_backward)

@@ -10,9 +10,12 @@
 // table of a graph to launch next time. So a steady call's Python ends at its key's lookup
 // (ops.module_conv_transpose), and none runs on autograd's device thread.
 //
+// It also gives Python autocast's cached cast (autocast_cast), which torch keeps in C++ only.
+//
 // Built at first use against the installed torch (CPU wheels too: no CUDA header is read;
 // the two driver calls are looked up in libcuda at the first launch).
 #include <torch/extension.h>
+#include <ATen/autocast_mode.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/saved_variable.h>
@@ -370,6 +373,16 @@ std::optional<at::Tensor> forward(at::Tensor x, const at::Tensor& w,
   return unbatched ? out.squeeze(0) : out;
 }
 
+// A convolution's argument as autocast hands it to torch's own convolutions: through
+// autocast's cache, which keeps a leaf parameter's cast until the outermost autocast region
+// ends. A layer called several times in one region (a sampling loop, convert's timing of a
+// model) then casts its weight once, as torch's layers do, and finds it at the same address
+// each call (its kept graphs read it there). Tensors autocast leaves alone (float64, not
+// floating point, on another device) come back as they are.
+at::Tensor autocast_cast(const at::Tensor& t, at::ScalarType dtype, const at::Device& device) {
+  return at::autocast::cached_cast(dtype, t, device.type());
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -379,6 +392,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("add_forward", &Table::add_forward, py::call_guard<py::gil_scoped_release>())
       .def("forward_graphs", &Table::forward_graphs)
       .def("__len__", &Table::size);
+  m.def("autocast_cast", &autocast_cast);
   m.def("attach", &attach);
   m.def("forward", &forward);
   m.def("set_python_backward", [](py::object f) {

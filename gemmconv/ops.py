@@ -1436,13 +1436,21 @@ def _needs_grad(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
 
 
 def _autocast(*tensors: Optional[torch.Tensor]):
-    """The tensors as torch's autocast hands them to its convolutions: in the autocast
-    dtype where autocast is on for their device, else unchanged."""
-    device = tensors[0].device.type
-    if device not in ("cuda", "cpu") or not torch.is_autocast_enabled(device):
+    """The tensors as torch's autocast hands them to its convolutions: where autocast is on
+    for their device, each floating tensor on it but a float64 one in the autocast dtype
+    (torch computes a float64 call in float64 there), else unchanged. The casts go through
+    autocast's cache where the C++ extension is built (_node: a leaf parameter is cast once
+    a region, as torch's convolutions cast it), else one a call."""
+    device = tensors[0].device
+    if device.type not in ("cuda", "cpu") or not torch.is_autocast_enabled(device.type):
         return tensors
-    dtype = torch.get_autocast_dtype(device)
-    return tuple(None if t is None else t.to(dtype) for t in tensors)
+    dtype = torch.get_autocast_dtype(device.type)
+    node = _node.load()
+    if node is not None:
+        return tuple(None if t is None else node.autocast_cast(t, dtype, device) for t in tensors)
+    return tuple(t.to(dtype) if t is not None and t.is_floating_point() and
+                 t.dtype != torch.float64 and t.device.type == device.type else t
+                 for t in tensors)
 
 
 def _conv_transpose(nd: int, input: torch.Tensor, weight: torch.Tensor,

@@ -6,9 +6,10 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import gemmconv
-from gemmconv import cases
+from gemmconv import _node, cases
 from helpers import generator, rel_error
 
 CONV = {1: (F.conv1d, gemmconv.conv1d), 2: (F.conv2d, gemmconv.conv2d), 3: (F.conv3d, gemmconv.conv3d)}
@@ -220,6 +221,60 @@ def test_autocast_casts_like_torch(nd):
             mine, theirs = ours(x), torch_module(x)
         assert mine.dtype == theirs.dtype == torch.bfloat16
         assert rel_error(mine, theirs) < 2e-2
+
+
+class _Casts(TorchDispatchMode):
+    """Counts the casts (``aten._to_copy``) of tensors of ``shape``."""
+    def __init__(self, shape):
+        super().__init__()
+        self.shape, self.count = tuple(shape), 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._to_copy.default and tuple(args[0].shape) == self.shape:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("kind", ["ConvTranspose2d", "Conv2d"])
+def test_autocast_casts_a_parameter_once_a_region_as_torch_does(kind):
+    """Called three times in one autocast region, a layer's weight is cast as often as
+    torch's layer casts it: once (autocast's cache keeps a leaf parameter's cast until the
+    region ends), where a cast a call would make three."""
+    torch_module = getattr(torch.nn, kind)(4, 3, 3)
+    ours = gemmconv.convert(torch.nn.Sequential(copy.deepcopy(torch_module)), types=(type(torch_module),))[0]
+    x = torch.randn(2, 4, 5, 5, generator=generator(kind, "cast once"))
+    counts = []
+    for module in (torch_module, ours):
+        with _Casts(module.weight.shape) as casts, torch.autocast("cpu", dtype=torch.bfloat16):
+            outs = [module(x) for _ in range(3)]
+        counts.append(casts.count)
+        assert all(out.dtype == torch.bfloat16 for out in outs)
+    assert counts == [1, 1]
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["extension", "without"])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_autocast_leaves_float64_calls_in_float64(monkeypatch, nd, cached):
+    """Under autocast torch computes a call on float64 tensors in float64 (autocast casts
+    only lower-precision-eligible tensors), and raises where a float64 input meets a float32
+    weight; ours the same, with the C++ extension's cached cast and without it."""
+    if not cached:
+        monkeypatch.setattr(_node, "load", lambda: None)
+    g = generator(nd, "float64 under autocast")
+    x = torch.randn(2, 4, *[5] * nd, generator=g, dtype=torch.float64)
+    w = torch.randn(4, 3, *[3] * nd, generator=g, dtype=torch.float64)
+    b = torch.randn(3, generator=g, dtype=torch.float64)
+    for theirs, mine in ((getattr(F, f"conv_transpose{nd}d"), getattr(gemmconv, f"conv_transpose{nd}d")),
+                         (CONV[nd][0], CONV[nd][1])):
+        weight = w if theirs is not CONV[nd][0] else w.transpose(0, 1).contiguous()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out, ref = mine(x, weight, b), theirs(x, weight, b)
+            assert out.dtype == ref.dtype == torch.float64
+            assert rel_error(out, ref) < 1e-12
+            with pytest.raises(RuntimeError):
+                theirs(x, weight.float(), b)
+            with pytest.raises(RuntimeError, match="should be the same"):
+                mine(x, weight.float(), b)
 
 
 def test_modules_follow_to_half_and_double():
