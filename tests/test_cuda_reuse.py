@@ -92,6 +92,44 @@ def test_autocast_on_cuda_casts_like_torch(dtype):
         assert mine.dtype == theirs.dtype == dtype and rel_error(mine, theirs) < 3e-2
 
 
+def _weight_casts(out: torch.Tensor, weight: torch.Tensor) -> set:
+    """The autograd nodes through which ``out`` reaches ``weight``'s gradient: its casts."""
+    return {id(fn) for fn, _ in out.grad_fn.next_functions if fn is not None and
+            any(getattr(f, "variable", None) is weight for f, _ in fn.next_functions)}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_autocast_on_cuda_casts_a_weight_once_a_region(dtype):
+    """A converted layer trained in a loop inside one autocast region (steady from its third
+    call: kept graphs, the C++ node) reaches its weight through one cast, as torch's layer
+    does, and each step's output and gradients match float64's on a fresh input; float64
+    calls stay float64."""
+    for torch_module in (torch.nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1).to(CUDA),
+                         torch.nn.Conv2d(64, 32, 3, padding=1).to(CUDA)):
+        ours = gemmconv.convert(copy.deepcopy(torch.nn.Sequential(torch_module)), types=(type(torch_module),))[0]
+        double = copy.deepcopy(torch_module).double()
+        for module in (torch_module, ours):
+            casts, outs = set(), []   # (the outputs kept alive: their nodes' ids stay theirs)
+            with torch.autocast("cuda", dtype=dtype):
+                for step in range(5):
+                    g = generator(type(module).__name__, str(dtype), step)
+                    x = torch.randn(8, 64, 12, 10, generator=g, dtype=torch.float64).to(CUDA)
+                    out = module(x.float().requires_grad_())
+                    assert out.dtype == dtype
+                    grad = torch.randn(out.shape, generator=g, dtype=torch.float64).to(CUDA)
+                    mine = torch.autograd.grad(out, module.weight, grad.to(dtype))[0]
+                    out64 = double(x)   # (float64: autocast leaves it alone)
+                    ref = torch.autograd.grad(out64, double.weight, grad)[0]
+                    assert out64.dtype == torch.float64
+                    assert rel_error(out, out64) < 2e-2 and rel_error(mine, ref) < 2e-2
+                    casts |= _weight_casts(out, module.weight)
+                    outs.append(out)
+                w = torch.randn(64, 3, 3, 3, generator=g, dtype=torch.float64).to(CUDA)
+                out = gemmconv.conv_transpose2d(x, w)
+                assert out.dtype == torch.float64 and rel_error(out, F.conv_transpose2d(x, w)) < 1e-12
+            assert len(casts) == 1, f"{type(module).__name__}: {len(casts)} casts of its weight"
+
+
 def test_channels_last_and_module_moves_on_cuda():
     model = gemmconv.convert(_model(), types=(torch.nn.Conv2d, torch.nn.ConvTranspose2d))
     x = torch.randn(2, 3, 12, 10, dtype=torch.float64)
