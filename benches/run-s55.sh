@@ -13,6 +13,9 @@
 #      configurations; the channels_last forward table; the two U-Nets' bfloat16
 #      channels_last forwards with each layer swapped alone (in_model_probe.py: their ups.0
 #      and ups.1 read under 0.8x in convert's in-model timing, faster alone); DCGAN.
+#   D: autocast through its cache (the C++ extension's autocast_cast): the CUDA tests that
+#      run under autocast, then DCGAN and the VAE decoder, whose bfloat16 channels_last
+#      layers convert's report read under 0.8x.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -30,4 +33,12 @@ C) gpu
   probe 100 in-model in_model_probe.py 12 unet2d:bf16-autocast:channels_last:forward \
     unet3d:bf16-autocast:channels_last:forward
   zoo_model dcgan 150 ;;
+D) gpu   # (after C: convert's own timings run inside the caller's autocast region, where
+  # torch's layers cast their weights once and ours, until this change, every call)
+  TT=300 t reuse tests/test_cuda_reuse.py &
+  TT=300 t cl-autocast tests/test_cuda_channels_last.py -k autocast &
+  TT=300 t dw-autocast tests/test_cuda_depthwise.py -k autocast &
+  summary
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model dcgan 150; zoo_model vae-decoder 150 ;;
 esac
