@@ -92,10 +92,12 @@ def test_autocast_on_cuda_casts_like_torch(dtype):
         assert mine.dtype == theirs.dtype == dtype and rel_error(mine, theirs) < 3e-2
 
 
-def _weight_casts(out: torch.Tensor, weight: torch.Tensor) -> set:
-    """The autograd nodes through which ``out`` reaches ``weight``'s gradient: its casts."""
-    return {id(fn) for fn, _ in out.grad_fn.next_functions if fn is not None and
-            any(getattr(f, "variable", None) is weight for f, _ in fn.next_functions)}
+def _weight_casts(out: torch.Tensor, weight: torch.Tensor) -> list:
+    """The autograd nodes through which ``out`` reaches ``weight``'s gradient: its casts.
+    (A C++ node's Python object is made when asked for and kept while it lives: so one
+    node reads as one object only while its object is kept.)"""
+    return [fn for fn, _ in out.grad_fn.next_functions if fn is not None and
+            any(getattr(f, "variable", None) is weight for f, _ in fn.next_functions)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
@@ -109,7 +111,7 @@ def test_autocast_on_cuda_casts_a_weight_once_a_region(dtype):
         ours = gemmconv.convert(copy.deepcopy(torch.nn.Sequential(torch_module)), types=(type(torch_module),))[0]
         double = copy.deepcopy(torch_module).double()
         for module in (torch_module, ours):
-            casts, outs = set(), []   # (the outputs kept alive: their nodes' ids stay theirs)
+            casts = []   # (kept: see _weight_casts)
             with torch.autocast("cuda", dtype=dtype):
                 for step in range(5):
                     g = generator(type(module).__name__, str(dtype), step)
@@ -122,12 +124,13 @@ def test_autocast_on_cuda_casts_a_weight_once_a_region(dtype):
                     ref = torch.autograd.grad(out64, double.weight, grad)[0]
                     assert out64.dtype == torch.float64
                     assert rel_error(out, out64) < 2e-2 and rel_error(mine, ref) < 2e-2
-                    casts |= _weight_casts(out, module.weight)
-                    outs.append(out)
+                    casts += _weight_casts(out, module.weight)
                 w = torch.randn(64, 3, 3, 3, generator=g, dtype=torch.float64).to(CUDA)
                 out = gemmconv.conv_transpose2d(x, w)
                 assert out.dtype == torch.float64 and rel_error(out, F.conv_transpose2d(x, w)) < 1e-12
-            assert len(casts) == 1, f"{type(module).__name__}: {len(casts)} casts of its weight"
+            assert len(casts) == 5 and len({id(c) for c in casts}) == 1, \
+                f"{'torch' if module is torch_module else 'ours'}, {type(module).__name__}: " \
+                f"{len({id(c) for c in casts})} casts of its weight"
 
 
 def test_channels_last_and_module_moves_on_cuda():
