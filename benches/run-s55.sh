@@ -41,4 +41,9 @@ D) gpu   # (after C: convert's own timings run inside the caller's autocast regi
   summary
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model dcgan 150; zoo_model vae-decoder 150 ;;
+E) gpu   # (after D: the cast-counting test counted ids of C++ nodes' Python objects let go)
+  TT=200 t reuse-autocast tests/test_cuda_reuse.py -k autocast; count $O/reuse-autocast.log
+  tail -1 $O/reuse-autocast.log; grep -E "^E  " $O/reuse-autocast.log | head
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model unet2d 300 ;;
 esac
