@@ -46,4 +46,10 @@ E) gpu   # (after D: the cast-counting test counted ids of C++ nodes' Python obj
   tail -1 $O/reuse-autocast.log; grep -E "^E  " $O/reuse-autocast.log | head
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model unet2d 300 ;;
+F) gpu   # the graphs' and steady calls' tests on the rebuilt extension (autocast_cast added)
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  TT=300 t graphs tests/test_cuda_graphs.py &
+  TT=300 t replay tests/test_cuda_replay.py &
+  TT=300 t dw-zoo tests/test_cuda_depthwise.py -k zoos_depthwise &
+  summary ;;
 esac
