@@ -1440,12 +1440,13 @@ def _autocast(*tensors: Optional[torch.Tensor]):
     for their device, each floating tensor on it but a float64 one in the autocast dtype
     (torch computes a float64 call in float64 there), else unchanged. The casts go through
     autocast's cache where the C++ extension is built (_node: a leaf parameter is cast once
-    a region, as torch's convolutions cast it), else one a call."""
+    a region, as torch's convolutions cast it), else one a call, as also while
+    torch.compile traces a graph (it cannot trace into the extension)."""
     device = tensors[0].device
     if device.type not in ("cuda", "cpu") or not torch.is_autocast_enabled(device.type):
         return tensors
     dtype = torch.get_autocast_dtype(device.type)
-    node = _node.load()
+    node = None if torch.compiler.is_compiling() else _node.load()
     if node is not None:
         return tuple(None if t is None else node.autocast_cast(t, dtype, device) for t in tensors)
     return tuple(t.to(dtype) if t is not None and t.is_floating_point() and

@@ -208,6 +208,18 @@ def test_torch_compile_fullgraph_has_no_graph_break():
     assert rel_error(torch.autograd.grad(out.sum(), x)[0], torch.autograd.grad(ref.sum(), x)[0]) < 1e-12
 
 
+def test_torch_compile_fullgraph_under_autocast():
+    """A converted model compiled whole runs under autocast as it runs eagerly there: the
+    cast through autocast's cache (the C++ extension) is left out of the traced graph."""
+    model = gemmconv.convert(_model().float(), types=(torch.nn.Conv2d, torch.nn.ConvTranspose2d))
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 3, 10, 9, generator=generator("compiled under autocast"))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, ref = compiled(x), model(x)
+    assert out.dtype == ref.dtype == torch.bfloat16
+    assert rel_error(out, ref) < 1e-2
+
+
 @pytest.mark.parametrize("nd", [1, 2, 3])
 def test_autocast_casts_like_torch(nd):
     x = torch.randn(2, 4, *[5] * nd)
