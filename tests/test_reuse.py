@@ -100,15 +100,22 @@ def _fold_args(case):
 
 @pytest.mark.parametrize("case", [c for c in FOLDABLE if c.nd == 2], ids=lambda c: c.name)
 def test_im2col_and_col2im_are_torch_unfold_and_fold_in_2d(case):
-    x = torch.randn(max(case.batch, 1), case.in_channels, *case.output_size,
+    """(The EDGE cases' empty batches included: torch returns empty columns and images.)"""
+    x = torch.randn(case.batch, case.in_channels, *case.output_size,
                     generator=generator(case.name, "fold"), dtype=torch.float64)
     kw = _fold_args(case)
     columns = gemmconv.im2col(x, **kw)
     assert torch.equal(columns, F.unfold(x, **kw))
-    assert torch.equal(gemmconv.im2col(x[0], **kw), F.unfold(x[0], **kw))          # unbatched
+    one = torch.randn(case.in_channels, *case.output_size, generator=generator(case.name, "one"),
+                      dtype=torch.float64)
+    assert torch.equal(gemmconv.im2col(one, **kw), F.unfold(one, **kw))          # unbatched
     u = torch.randn(columns.shape, generator=generator(case.name, "u"), dtype=torch.float64)
-    assert rel_error(gemmconv.col2im(u, case.output_size, **kw), F.fold(u, case.output_size, **kw)) < 1e-14
-    assert rel_error(gemmconv.col2im(u[0], case.output_size, **kw), F.fold(u[0], case.output_size, **kw)) < 1e-14
+    assert torch.equal(gemmconv.col2im(u[:0], case.output_size, **kw), F.fold(u[:0], case.output_size, **kw))
+    empty = x[:0].clone().requires_grad_()
+    assert torch.autograd.grad(gemmconv.im2col(empty, **kw).sum(), empty)[0].shape == empty.shape
+    if case.batch:
+        assert rel_error(gemmconv.col2im(u, case.output_size, **kw), F.fold(u, case.output_size, **kw)) < 1e-14
+        assert rel_error(gemmconv.col2im(u[0], case.output_size, **kw), F.fold(u[0], case.output_size, **kw)) < 1e-14
     unfold, fold = gemmconv.nn.Unfold(**kw), gemmconv.nn.Fold(case.output_size, **kw)
     assert isinstance(fold, torch.nn.Fold) and repr(fold) == repr(torch.nn.Fold(case.output_size, **kw))
     assert torch.equal(unfold(x), columns) and rel_error(fold(u), F.fold(u, case.output_size, **kw)) < 1e-14
