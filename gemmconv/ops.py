@@ -145,6 +145,9 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     channel a group, else the route that moves the fewest bytes (ConvTransposeArgs.route). On
     channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
     weight is channels_last, as torch decides its output's memory format."""
+    if 0 in a.image:   # (an empty batch whose output sizes reach 0: no route plans for it)
+        return cl.empty(x, a.output_shape,
+                        cl.suggested(x, weight) if interleaved is None else interleaved)
     if gathered is None and x.is_cuda:
         out = _replayed(x, weight, bias, a, interleaved)
         if out is not None:
@@ -882,6 +885,10 @@ def _conv_transpose_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: to
                              need: List[bool]) -> List[Optional[torch.Tensor]]:
     """The gradients of call ``a`` asked for by ``need`` (input, weight, bias); the others
     empty, or None (a replay's)."""
+    if 0 in a.image:   # (an empty batch whose output sizes reach 0, as _forward: no terms)
+        return [torch.zeros_like(x) if need[0] else None,
+                torch.zeros_like(weight) if need[1] else None,
+                weight.new_zeros(a.out_channels) if need[2] else None]
     if x.is_cuda:   # (the forward's layout, as cl.suggested says, asked on a first call only)
         grads = _replayed_backward(grad_out, x, weight, a, need, None)
         if grads is not None:

@@ -610,7 +610,8 @@ def conv_transpose_args(op: str, nd: int, input: torch.Tensor, weight: torch.Ten
 
     geometry = Geometry(kernel_size, stride, padding, dilation)
     image = geometry.image_size(grid, output_padding)
-    check(all(i > 0 for i in image), lambda:
+    # (torch gives an empty batch an empty output where the sizes reach exactly 0.)
+    check(all(i > 0 for i in image) or (batch == 0 and all(i >= 0 for i in image)), lambda:
           f"Given input size per channel: {list(grid)}. Calculated output size per channel: "
           f"{list(image)}. Output size is too small")
     return ConvTransposeArgs(geometry, output_padding, groups, batch, in_channels,

@@ -91,6 +91,31 @@ def test_empty_batch_returns_empty_result_and_zero_grads():
     assert w.grad.shape == w.shape and not w.grad.any() and not b.grad.any()
 
 
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_an_empty_batch_whose_output_sizes_reach_zero_gets_an_empty_output(nd):
+    """torch gives an empty batch an empty output where padding takes the output sizes to 0
+    exactly, and raises where they go below 0 or the batch is not empty: ours the same,
+    forward and backward, and through the custom op (torch.compile)."""
+    g = torch.Generator().manual_seed(nd)
+    x = torch.randn(0, 2, *[1] * nd, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 3, *[2] * nd, generator=g, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, generator=g, dtype=torch.float64, requires_grad=True)
+    theirs, ours = getattr(F, f"conv_transpose{nd}d"), OURS[nd]
+    out, ref = ours(x, w, b, padding=1), theirs(x, w, b, padding=1)
+    assert out.shape == ref.shape == (0, 3, *[0] * nd)
+    grads = torch.autograd.grad(out.sum(), (x, w, b))
+    assert all(torch.equal(mine, want) for mine, want in
+               zip(grads, torch.autograd.grad(ref.sum(), (x, w, b))))
+    compiled = torch.compile(lambda *t: ours(*t, padding=1), fullgraph=True, backend="aot_eager")
+    assert compiled(x, w, b).shape == ref.shape
+    one = torch.randn(1, 2, *[1] * nd, generator=g, dtype=torch.float64)
+    for call in (lambda f: f(one, w, b, padding=1), lambda f: f(x, w, b, padding=2)):
+        with pytest.raises(RuntimeError):
+            call(theirs)
+        with pytest.raises(ConvArgumentError, match="Output size is too small"):
+            call(ours)
+
+
 PATH_CASES = cases.EDGE[:6] + cases.random_cases(6, seed=31)
 CONVOLUTIONS = {1: gemmconv.conv1d, 2: gemmconv.conv2d, 3: gemmconv.conv3d}
 
