@@ -261,6 +261,22 @@ def _interleaved_format(a: ConvTransposeArgs, element_size: int, route: tuple) -
     return "channels_last (no layout copies)"
 
 
+EMPTY_ROUTE = "none: an empty batch whose output sizes reach 0 (an empty output, zero gradients)"
+
+
+def _call_text(nd: int, input: torch.Tensor, weight: torch.Tensor,
+               bias: Optional[torch.Tensor], a) -> str:
+    """The call ``a`` as explain's first line writes it."""
+    kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
+                                               ("padding", a.geometry.padding),
+                                               ("output_padding", a.output_padding),
+                                               ("groups", a.groups),
+                                               ("dilation", a.geometry.dilation)))
+    return (f"gemmconv.conv_transpose{nd}d(input {tuple(input.shape)} {input.dtype} on "
+            f"{input.device}, weight {tuple(weight.shape)}, bias "
+            f"{'yes' if bias is not None else 'None'}, {kwargs})")
+
+
 def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
             stride: IntOrTuple = 1, padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
             groups: int = 1, dilation: IntOrTuple = 1) -> Explanation:
@@ -274,6 +290,10 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     on_cuda = input.device.type in ("cuda", "meta")
     interleaved = cl.suggested(input.unsqueeze(0) if a.unbatched else input, weight)
     size, limit = input.element_size(), ops.get_workspace_limit()
+    if 0 in a.image:   # (an empty batch whose output sizes reach 0: no route plans it)
+        return Explanation(_call_text(nd, input, weight, bias, a), a.output_shape,
+                           "channels_last" if interleaved else "NCHW-contiguous", EMPTY_ROUTE,
+                           [], [], 0, 0, 0, _precision(input.dtype, on_cuda))
     why_not = fused.unavailable(a, input, weight, interleaved)
     direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
     route = cl.route(a, size, limit) if interleaved else (None, None)
@@ -348,16 +368,8 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             backward_route = f"the column routes ({why})"
             if not interleaved and not direct:
                 backward_route += _planar_backward_launch(a, input, weight, size, limit)
-    kwargs = ", ".join(f"{k}={v}" for k, v in (("stride", a.geometry.stride),
-                                               ("padding", a.geometry.padding),
-                                               ("output_padding", a.output_padding),
-                                               ("groups", a.groups),
-                                               ("dilation", a.geometry.dilation)))
-    call = (f"gemmconv.conv_transpose{nd}d(input {tuple(input.shape)} {input.dtype} on "
-            f"{input.device}, weight {tuple(weight.shape)}, bias "
-            f"{'yes' if bias is not None else 'None'}, {kwargs})")
     shape = a.output_shape[1:] if a.unbatched else a.output_shape
-    return Explanation(call, tuple(shape),
+    return Explanation(_call_text(nd, input, weight, bias, a), tuple(shape),
                        _interleaved_format(a, size, route) if interleaved
                        else "NCHW-contiguous",
                        ops.describe_route(a, interleaved, why_not is None, direct, size), candidates, steps,

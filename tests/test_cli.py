@@ -195,6 +195,16 @@ def test_explain_names_the_fused_route_where_a_call_takes_it():
     assert grouped.route != ops.FUSED_ROUTE and "groups > 1" in grouped.steps[-1]
 
 
+def test_explain_says_an_empty_output_runs_nothing():
+    """An empty batch whose output sizes reach 0 (torch's empty output) is planned by no
+    route: explain says so, where it divided by the image's size."""
+    g = torch.Generator().manual_seed(55)
+    x, w = torch.randn(0, 2, 1, 3, generator=g), torch.randn(2, 3, 2, 2, generator=g)
+    plan = gemmconv.explain(x, w, padding=1)
+    assert plan.route.startswith("none: an empty batch") and plan.chunks == 0
+    assert plan.output_shape == tuple(gemmconv.conv_transpose2d(x, w, padding=1).shape) == (0, 3, 0, 2)
+
+
 def test_explain_chunks_follow_the_workspace_limit():
     x, w = _meta(4, 32, 128, 128), _meta(32, 16, 4, 4)
     previous = ops.get_workspace_limit()
