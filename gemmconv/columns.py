@@ -154,7 +154,8 @@ def im2col(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
 
 def _im2col_view(out: torch.Tensor, planes: int, g: Geometry, grid: tuple) -> torch.Tensor:
     """im2col's ``out`` as blocks ``(S, C, K, *grid)``."""
-    return blocks(out.view(planes, g.taps, -1) if out.dim() < 3 else out, 1, g.taps, grid)
+    flat = out.dim() < 3   # (P, K L), its sizes named: with no planes, -1 infers nothing
+    return blocks(out.view(planes, g.taps, math.prod(grid)) if flat else out, 1, g.taps, grid)
 
 
 def im2col_launch(image_tensor: torch.Tensor, g: Geometry, grid: Sequence[int],
@@ -172,7 +173,8 @@ def _planar(columns: torch.Tensor) -> torch.Tensor:
     nd = columns.dim() - 4
     samples, groups, taps, per_group = columns.shape[0], *columns.shape[-3:]
     order = (0, nd + 1, nd + 3, nd + 2, *range(1, nd + 1))    # (S, G, C / G, K, *grid)
-    return columns.permute(order).reshape(samples * groups * per_group, taps, -1)
+    cells = math.prod(columns.shape[1:nd + 1])   # (named, as _im2col_view's)
+    return columns.permute(order).reshape(samples * groups * per_group, taps, cells)
 
 
 def col2im_interleaved(columns: torch.Tensor, bias: Optional[torch.Tensor], g: Geometry,

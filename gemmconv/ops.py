@@ -1785,10 +1785,11 @@ def _im2col_op(input: torch.Tensor, kernel_size: List[int], dilation: List[int],
     g = Geometry(tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
     n, c, image = input.shape[0], input.shape[1], input.shape[2:]
     grid = g.grid_size(image)
+    cells = math.prod(grid)   # (named, not inferred: an empty batch has none to infer from)
     # The result as allocated, not a view of it: autograd forbids in-place changes of a view
     # made inside the op.
-    out = input.new_empty((n, c * g.taps, math.prod(grid)))
-    cols.im2col(input.reshape(n * c, *image), g, grid, out=out.view(n * c, g.taps, math.prod(grid)))
+    out = input.new_empty((n, c * g.taps, cells))
+    cols.im2col(input.reshape(n * c, *image), g, grid, out=out.view(n * c, g.taps, cells))
     return out
 
 
@@ -1806,8 +1807,8 @@ def _col2im_op(input: torch.Tensor, output_size: List[int], kernel_size: List[in
     n, c = input.shape[0], input.shape[1] // g.taps
     grid = g.grid_size(output_size)
     out = input.new_empty((n, c, *output_size))     # as allocated, as _im2col_op's
-    cols.col2im(input.reshape(n * c, g.taps, input.shape[2]).contiguous(), None, g, grid, output_size,
-                out=out.view(n * c, *output_size))
+    cols.col2im(input.reshape(n * c, g.taps, input.shape[2]).contiguous(), None, g, grid,
+                output_size, out=out.view(n * c, *output_size))
     return out
 
 

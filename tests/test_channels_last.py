@@ -1,5 +1,7 @@
 """CPU: channels_last inputs take the channels-innermost route (gemmconv/channels_last.py),
 which must match torch in float64, return torch's memory formats, and copy no activation."""
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -145,20 +147,25 @@ def test_the_copy_detector_sees_a_layout_copy(monkeypatch):
     assert copies.seen
 
 
+@pytest.mark.parametrize("samples", [2, 0])
 @pytest.mark.parametrize("groups", [1, 3])
-def test_interleaved_columns_match_planar(groups):
-    """The channels-innermost columns hold the planar columns' entries, reordered."""
+def test_interleaved_columns_match_planar(groups, samples):
+    """The channels-innermost columns hold the planar columns' entries, reordered; no
+    samples, no columns (the helpers named their sizes rather than infer them from none)."""
     g = Geometry((3, 2), (2, 1), (1, 0), (1, 2))
     gen = generator("interleaved", groups)
-    image = torch.randn(2, 6, 7, 5, generator=gen, dtype=torch.float64)
+    image = torch.randn(samples, 6, 7, 5, generator=gen, dtype=torch.float64)
     grid = g.grid_size(image.shape[2:])
-    planar = columns.im2col(image.reshape(12, 7, 5), g, grid).view(2, groups, 6 // groups, 6, *grid)
+    cells = math.prod(grid)
+    flat = image.new_empty(samples * 6, 6 * cells)   # (P, K L): the 2-D out im2col takes too
+    planar = columns.im2col(image.reshape(samples * 6, 7, 5), g, grid, out=flat)
+    planar = planar.view(samples, groups, 6 // groups, 6, *grid)
     mine = columns.im2col_interleaved(image.movedim(1, -1), g, grid, groups)
     assert torch.equal(mine, planar.permute(0, 4, 5, 1, 3, 2))
     bias = torch.randn(6, generator=gen, dtype=torch.float64)
     back = columns.col2im_interleaved(mine, bias, g, image.shape[2:])
-    expected = columns.col2im(planar.reshape(12, 6, -1), bias, g, grid, image.shape[2:])
-    assert rel_error(back, expected.view(2, 6, 7, 5).movedim(1, -1)) < 1e-15
+    expected = columns.col2im(planar.reshape(samples * 6, 6, cells), bias, g, grid, image.shape[2:])
+    assert rel_error(back, expected.view(samples, 6, 7, 5).movedim(1, -1)) < 1e-15
 
 
 @pytest.mark.parametrize("im2col", [False, True], ids=["gemm-col2im", "im2col-gemm"])
