@@ -356,13 +356,9 @@ def test_a_converted_models_training_step_captured_whole(monkeypatch, name, layo
     gradients read 4-6% from float64's, its batch norms over two samples magnifying the
     rounding: session 50's P.)"""
     monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
-    conv = torch.backends.cudnn.conv
-    before = conv.fp32_precision
-    conv.fp32_precision = precision   # torch's convolutions, and ours by the "torch" policy
-    try:
-        _captured_whole(name, layout, precision == "ieee")
-    finally:
-        conv.fp32_precision = before
+    # torch's convolutions, and ours by the "torch" policy:
+    monkeypatch.setattr(torch.backends.cudnn.conv, "fp32_precision", precision)
+    _captured_whole(name, layout, precision == "ieee")
 
 
 def _captured_whole(name: str, layout: str, against_float64: bool) -> None:
