@@ -2,9 +2,9 @@
 # Session 56's device calls, written in session 55 (outputs under $OUT/<call>).
 #   A: every CUDA test file on session 55's final code (151, autocast through its cache, ran
 #      the autocast, graphs and replay tests only), then the bfloat16 training table.
-#   B: the two forward tables in one call (session 55 read NCHW and channels_last on two
-#      machines), then the VAE decoder's bfloat16 channels_last forward one layer swapped at
-#      a time (its layers win alone at 1.23-1.55x, the model with them swapped reads 0.95x).
+#   B: the channels_last forwards under 0.9 of their NCHW speedup in session 55, kernel by
+#      kernel in both layouts (layer.py), then the two forward tables in one call (session
+#      55 read NCHW and channels_last on two machines).
 #   C: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
 #   D: FCN-32s and the depthwise decoder, the same.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -14,8 +14,14 @@ case "$1" in
 A) gpu
   all_tests; TB=200 table bench-train-bf16 --backward --repeats 10 --dtype bfloat16 ;;
 B) gpu
-  TB=150 table bench-fwd; TB=150 table bench-fwd-cl --channels-last
-  probe 150 in-model in_model_probe.py 12 vae-decoder:bf16-autocast:channels_last:forward ;;
+  for cl in "" --channels-last; do
+    layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 $cl
+    layer "ConvTranspose3d(32, 32, (3, 5, 7), stride=2, padding=(1, 2, 3), output_padding=1, groups=4)" --input 8,32,12,24,48 $cl
+    layer "ConvTranspose3d(32, 32, 3, stride=2, padding=1, groups=4)" --input 4,32,32,64,128 $cl
+    layer "ConvTranspose3d(48, 24, 3)" --input 8,48,96,96,96 $cl
+    layer "ConvTranspose2d(64, 128, (3, 5))" --input 64,64,128,256 $cl
+  done > $O/layers.log; cat $O/layers.log
+  TB=150 table bench-fwd; TB=150 table bench-fwd-cl --channels-last ;;
 C) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model unet3d 300; zoo_model hifigan 250 ;;
