@@ -5,8 +5,11 @@
 #   B: the channels_last forwards under 0.9 of their NCHW speedup in session 55, kernel by
 #      kernel in both layouts (layer.py), then the two forward tables in one call (session
 #      55 read NCHW and channels_last on two machines).
-#   C: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
-#   D: FCN-32s and the depthwise decoder, the same.
+#   C: 152 (a grouped channels_last forward replayed over its block-diagonal weight): the
+#      replay, graphs and channels_last test files, cl_gap_probe on the grouped cases, and
+#      both forward tables.
+#   D: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
+#   E: FCN-32s and the depthwise decoder, the same.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -24,8 +27,15 @@ B) gpu
   TB=150 table bench-fwd; TB=150 table bench-fwd-cl --channels-last ;;
 C) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  zoo_model unet3d 300; zoo_model hifigan 250 ;;
+  t replay tests/test_cuda_replay.py & t cl tests/test_cuda_channels_last.py &
+  t graphs tests/test_cuda_graphs.py &
+  summary
+  probe 60 cl-gap cl_gap_probe.py 3d-strided-grouped 3d-stride2-grouped
+  TB=150 table bench-fwd-cl --channels-last; TB=150 table bench-fwd ;;
 D) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model unet3d 300; zoo_model hifigan 250 ;;
+E) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model fcn32s 200; zoo_model depthwise 200 ;;
 esac

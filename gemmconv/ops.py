@@ -287,6 +287,7 @@ class _Replay(NamedTuple):
     samples_inner: bool
     weight_view: tuple = ()      # the planar GEMM's weight operand: (size, stride) of the weight
     padded: int = 0              # channels_last: the input channels zero-padded to, or 0
+    dense: int = 0               # channels_last: the groups of a block-diagonal weight, or 0
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, workspace: Optional[torch.Tensor] = None,
@@ -303,6 +304,8 @@ class _Replay(NamedTuple):
             w = cl._weight(weight, a)
             if self.padded:
                 x, w = _padded_operands(x, w, a, self.padded)
+            elif self.dense:
+                w = gemm.block_diagonal(w)
             operands = (x.data_ptr(), w.data_ptr())
         else:   # the weight, or its copy where gemm.py's layout choice keeps one
             w = gemm.first_operand(self.product, weight.as_strided(*self.weight_view)) \
@@ -323,8 +326,9 @@ class _Replay(NamedTuple):
 
     def graph_bytes(self, x: torch.Tensor, weight: torch.Tensor) -> int:
         """The memory a graph of this call takes while it runs: its workspace, and the copies
-        run makes (the input's, the weight's reorder, their padding), at most."""
-        copies = x.numel() * (2 if self.padded else 1) + weight.numel() * 3
+        run makes (the input's, the weight's reorder, their padding, its block-diagonal form),
+        at most."""
+        copies = x.numel() * (2 if self.padded else 1) + weight.numel() * (3 + self.dense)
         return (self.workspace + copies) * x.element_size() + gemm.workspace_bytes(self.product)
 
 
@@ -446,16 +450,19 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
             return None, ()
         split = a.split(gathered)
         plan = cl.forward_plan(a, tuple(gathered), x.element_size(), _workspace_limit)
-        if split.gather or split.direct or len(plan.chunks) != 1 or \
-                gemm.dense_groups(x.dtype, True, groups, split.gather_rows):
+        if split.gather or split.direct or len(plan.chunks) != 1:
             return None, ()
         m, (_, count) = split.scatter_rows, plan.rows[0]
         padded = cl.padded_channels(a, x.element_size())
         x_rows, w = _padded_operands(x, cl._weight(weight, a), a, padded)
+        dense = gemm.dense_groups(x.dtype, True, groups, split.gather_rows)
+        if dense:   # one product for all groups, as channels_last.forward runs it
+            w = gemm.block_diagonal(w).unsqueeze(0)
         workspace, out = x.new_empty(plan.workspace), cl.empty(x, a.output_shape, True)
         columns = workspace[:count * groups * m].view(count, groups * m)
-        product = gemm.plan(cl._group_rows(x_rows, groups), w.unsqueeze(0),
-                            cl._group_rows(columns, groups), False)
+        products = 1 if dense else groups
+        product = gemm.plan(cl._group_rows(x_rows, products), w.unsqueeze(0),
+                            cl._group_rows(columns, products), False)
         launch = _cuda.interleaved_launch(
             "col2im", columns.view(a.batch, *split.grid, groups, split.scatter.taps,
                                    a.out_channels // groups),
@@ -498,7 +505,8 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     if product.copied or any(product.contiguous):
         return None, ()
     return _Replay(product, launch, plan.workspace, True, False,
-                   padded=0 if padded == a.in_channels else padded), (workspace, out)
+                   padded=0 if padded == a.in_channels else padded,
+                   dense=groups if dense else 0), (workspace, out)
 
 
 def _padded_operands(x: torch.Tensor, w: torch.Tensor, a: ConvTransposeArgs,

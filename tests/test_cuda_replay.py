@@ -62,6 +62,20 @@ def test_replays_with_zero_padded_channels(monkeypatch, case, dtype):
          (4 if dtype == torch.float32 else 2)]
 
 
+# Grouped layers of few channels a group, whose channels_last product runs over all groups
+# at once, its weight block-diagonal (gemm.dense_groups): the grouped 3-D cases and a 2-D one.
+DENSE_CASES = [c.scaled(4096) for c in cases.BENCH if c.groups > 1 and c.nd == 3] + \
+    [cases._c("k4s2-4groups", 8, 32, 64, (4, 4), (8, 8), stride=2, padding=1, groups=4)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", DENSE_CASES, ids=lambda c: c.name)
+def test_replays_a_grouped_channels_last_product_over_a_block_diagonal_weight(monkeypatch, case,
+                                                                             dtype):
+    _check_forward(monkeypatch, case, "channels_last", dtype)
+    assert [r.dense for r in ops._replays.values()] == [case.groups]
+
+
 def _check_forward(monkeypatch, case, layout, dtype):
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("channels_last is 2-D and 3-D")
