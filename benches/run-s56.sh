@@ -8,8 +8,10 @@
 #   C: 152 (a grouped channels_last forward replayed over its block-diagonal weight): the
 #      replay, graphs and channels_last test files, cl_gap_probe on the grouped cases, and
 #      both forward tables.
-#   D: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
-#   E: FCN-32s and the depthwise decoder, the same.
+#   D: 153 (the dense grouped product's columns in an ungrouped layer's order): the
+#      channels_last and replay tests, the grouped layers kernel by kernel, both forward tables.
+#   E: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
+#   F: FCN-32s and the depthwise decoder, the same.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -34,8 +36,18 @@ C) gpu
   TB=150 table bench-fwd-cl --channels-last; TB=150 table bench-fwd ;;
 D) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  zoo_model unet3d 300; zoo_model hifigan 250 ;;
+  t replay tests/test_cuda_replay.py -k "forward or block_diagonal or padded" &
+  t cl tests/test_cuda_channels_last.py & t cuda tests/test_cuda.py -k "group" &
+  summary
+  for cl in "" --channels-last; do
+    layer "ConvTranspose3d(32, 32, (3, 5, 7), stride=2, padding=(1, 2, 3), output_padding=1, groups=4)" --input 8,32,12,24,48 $cl
+    layer "ConvTranspose3d(32, 32, 3, stride=2, padding=1, groups=4)" --input 4,32,32,64,128 $cl
+  done > $O/layers.log; cat $O/layers.log
+  TB=150 table bench-fwd-cl --channels-last; TB=150 table bench-fwd ;;
 E) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model unet3d 300; zoo_model hifigan 250 ;;
+F) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model fcn32s 200; zoo_model depthwise 200 ;;
 esac

@@ -305,7 +305,7 @@ class _Replay(NamedTuple):
             if self.padded:
                 x, w = _padded_operands(x, w, a, self.padded)
             elif self.dense:
-                w = gemm.block_diagonal(w)
+                w = cl.dense_weight(w, a.out_channels // a.groups)
             operands = (x.data_ptr(), w.data_ptr())
         else:   # the weight, or its copy where gemm.py's layout choice keeps one
             w = gemm.first_operand(self.product, weight.as_strided(*self.weight_view)) \
@@ -456,16 +456,16 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         padded = cl.padded_channels(a, x.element_size())
         x_rows, w = _padded_operands(x, cl._weight(weight, a), a, padded)
         dense = gemm.dense_groups(x.dtype, True, groups, split.gather_rows)
-        if dense:   # one product for all groups, as channels_last.forward runs it
-            w = gemm.block_diagonal(w).unsqueeze(0)
+        if dense:   # one product, whose columns are an ungrouped layer's (channels_last.forward)
+            w = cl.dense_weight(w, a.out_channels // groups)
         workspace, out = x.new_empty(plan.workspace), cl.empty(x, a.output_shape, True)
         columns = workspace[:count * groups * m].view(count, groups * m)
         products = 1 if dense else groups
         product = gemm.plan(cl._group_rows(x_rows, products), w.unsqueeze(0),
                             cl._group_rows(columns, products), False)
         launch = _cuda.interleaved_launch(
-            "col2im", columns.view(a.batch, *split.grid, groups, split.scatter.taps,
-                                   a.out_channels // groups),
+            "col2im", columns.view(a.batch, *split.grid, products, split.scatter.taps,
+                                   a.out_channels // products),
             cl._positions(out), split.scatter, split.scatter.band_padding(0, 0))
     else:
         gathered, by_rows = a.route()

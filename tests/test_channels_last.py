@@ -287,13 +287,34 @@ def test_padded_rows_where_they_move_fewer_bytes():
 def test_channels_last_groups_as_one_dense_product(monkeypatch, case):
     """Every group's products as one, the weight block-diagonal (the CUDA path's choice for
     few channels per group), forward and backward, in chunks too."""
-    calls = []
+    calls, summed = [], []
     monkeypatch.setattr(gemm, "dense_groups", lambda dtype, cuda, g, c: calls.append(g) or g > 1)
+    col2im = columns.col2im_interleaved
+    monkeypatch.setattr(columns, "col2im_interleaved", lambda cols, *args, **kw:
+                        summed.append(cols.shape[-3:]) or col2im(cols, *args, **kw))
     for limit in (4 << 30, 512):
         monkeypatch.setattr(ops, "_workspace_limit", limit)
         x, w, b = _leaves(case, "dense", limit)
         _check(case, x, w, b, "dense")
     assert case.groups in calls
+    # The forward's dense product gives an ungrouped layer's columns: its col2im reads a
+    # tap's C_out channels as one run (channels_last.dense_weight). (Others sum C_in.)
+    forward = [(g, c) for g, _, c in summed if g * c == case.out_channels]
+    assert all(groups == 1 for groups, _ in forward), forward
+
+
+def test_dense_weight_orders_an_ungrouped_layers_columns():
+    """One product over dense_weight gives every group's product, tap by tap, each tap's
+    channels of every group back to back."""
+    groups, rows, taps, channels, positions = 3, 5, 4, 2, 7
+    w = torch.randn(groups, rows, taps * channels, dtype=torch.float64)
+    x = torch.randn(positions, groups * rows, dtype=torch.float64)
+    dense = channels_last.dense_weight(w, channels)
+    assert dense.shape == (1, groups * rows, taps * groups * channels)
+    out = (x @ dense[0]).view(positions, taps, groups, channels)
+    for g in range(groups):
+        alone = x[:, g * rows:(g + 1) * rows] @ w[g]
+        assert torch.allclose(out[:, :, g], alone.view(positions, taps, channels), rtol=1e-13, atol=0)
 
 
 @pytest.mark.parametrize("dtype, channels, padded", [(torch.float64, 5, 6), (torch.float32, 21, 24),
