@@ -12,6 +12,8 @@
 #      channels_last and replay tests, the grouped layers kernel by kernel, both forward tables.
 #   E: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
 #   F: FCN-32s and the depthwise decoder, the same.
+#   G: after 153, the graphs tests and the rest of the replay tests; the grouped cases'
+#      training steps in both layouts.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
@@ -50,4 +52,11 @@ E) gpu
 F) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model fcn32s 200; zoo_model depthwise 200 ;;
+G) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  t replay tests/test_cuda_replay.py -k "not (forward or block_diagonal or padded)" &
+  t graphs tests/test_cuda_graphs.py &
+  summary
+  G3="--case 3d-strided-grouped --case 3d-stride2-grouped --case 2d-strided-grouped"
+  TB=90 table train-grouped $G3 --backward; TB=90 table train-grouped-cl $G3 --backward --channels-last ;;
 esac
