@@ -356,26 +356,32 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         plan = backward_plan(a, grad_out.element_size(), limit)
         workspace = grad_out.new_empty(plan.workspace)
         w = None
-        dense = gemm.dense_groups(grad_out.dtype, grad_out.is_cuda, groups, cin)   # as the short side of both products
+        # As the short side of both products; the columns then an ungrouped layer's, as the
+        # forward's (dense_weight): im2col writes a tap's C_out channels as one run.
+        dense = gemm.dense_groups(grad_out.dtype, grad_out.is_cuda, groups, cin)
+        column_groups = 1 if dense else groups
         input_rows = _positions(grad_input).reshape(-1, a.in_channels) if need[0] else None
         products = input_rows if input_rows is None or width == a.in_channels else \
             input_rows.new_empty(input_rows.shape[0], width)
         for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
             n = n1 - n0
             columns = workspace[:count * groups * m].view(count, groups * m)
-            cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), groups,
+            cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), column_groups,
                                     padding=g.band_padding(0, i0),
-                                    out=columns.view(n, i1 - i0, *a.grid[1:], groups, g.taps, cout))
+                                    out=columns.view(n, i1 - i0, *a.grid[1:], column_groups, g.taps,
+                                                     a.out_channels // column_groups))
             if need[0]:
                 if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
-                    w = _weight(weight() if callable(weight) else weight, a).transpose(1, 2)
+                    w = _weight(weight() if callable(weight) else weight, a)
+                    w = dense_weight(w, cout).transpose(1, 2).contiguous() if dense else \
+                        w.transpose(1, 2)
                     w = _padded(w, width) if width != a.in_channels else w
-                    w = gemm.block_diagonal(w).unsqueeze(0) if dense else w
                 _by_groups(columns, w, products[p0:p0 + count])
             if need[1] and dense:   # all groups' products at once, their diagonal blocks kept
                 product = gemm.matmul(x_rows[p0:p0 + count].t()[None, None], columns[None, None],
                                       grad_weight.new_empty(1, 1, a.in_channels, groups * m), False)
-                grad_weight += product.view(groups, cin, groups, m).diagonal(dim1=0, dim2=2).permute(2, 0, 1)
+                blocks = product.view(groups, cin, g.taps, groups, cout).diagonal(dim1=0, dim2=3)
+                grad_weight += blocks.permute(3, 0, 1, 2).reshape(1, groups, cin, m)
             elif need[1]:
                 grad_weight += gemm.matmul(
                     _group_rows(x_rows[p0:p0 + count], groups).transpose(-1, -2),

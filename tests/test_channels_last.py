@@ -287,20 +287,25 @@ def test_padded_rows_where_they_move_fewer_bytes():
 def test_channels_last_groups_as_one_dense_product(monkeypatch, case):
     """Every group's products as one, the weight block-diagonal (the CUDA path's choice for
     few channels per group), forward and backward, in chunks too."""
-    calls, summed = [], []
+    calls, summed, gathered = [], [], []
     monkeypatch.setattr(gemm, "dense_groups", lambda dtype, cuda, g, c: calls.append(g) or g > 1)
-    col2im = columns.col2im_interleaved
+    col2im, im2col = columns.col2im_interleaved, columns.im2col_interleaved
     monkeypatch.setattr(columns, "col2im_interleaved", lambda cols, *args, **kw:
                         summed.append(cols.shape[-3:]) or col2im(cols, *args, **kw))
+    monkeypatch.setattr(columns, "im2col_interleaved", lambda *args, out=None, **kw:
+                        gathered.append(out.shape[-3:]) or im2col(*args, out=out, **kw))
     for limit in (4 << 30, 512):
         monkeypatch.setattr(ops, "_workspace_limit", limit)
         x, w, b = _leaves(case, "dense", limit)
         _check(case, x, w, b, "dense")
     assert case.groups in calls
-    # The forward's dense product gives an ungrouped layer's columns: its col2im reads a
-    # tap's C_out channels as one run (channels_last.dense_weight). (Others sum C_in.)
-    forward = [(g, c) for g, _, c in summed if g * c == case.out_channels]
-    assert all(groups == 1 for groups, _ in forward), forward
+    # The dense products take an ungrouped layer's columns: the forward's col2im reads, the
+    # backward's im2col writes, a tap's C_out channels as one run (channels_last.dense_weight).
+    # (Other calls gather or sum C_in channels, told apart where the counts differ.)
+    if case.in_channels != case.out_channels:
+        for shapes in (summed, gathered):
+            ours = [(g, c) for g, _, c in shapes if g * c == case.out_channels]
+            assert all(groups == 1 for groups, _ in ours), ours
 
 
 def test_dense_weight_orders_an_ungrouped_layers_columns():
