@@ -228,7 +228,8 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
                              count * groups * split.gather_rows, on_cuda))
     dense = gemm.dense_groups(dtype, on_cuda, groups, split.gather_rows)
     steps.append(f"GEMM: (positions x {groups * split.gather_rows}) @ weight "
-                 + ("(block-diagonal over the groups)" if dense else f"({groups} group(s))")
+                 + ("(block-diagonal over the groups, the columns an ungrouped layer's)" if dense
+                    else f"({groups} group(s))")
                  + f" -> (positions x {groups * split.scatter_rows})")
     elements = a.output_elements // max(len(plan.chunks), 1)
     steps.append(_kernel("channels_last col2im" + (" + bias" if bias else ""), split.scatter,
