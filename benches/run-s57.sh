@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 57's device calls, written in session 56 (outputs under $OUT/<call>).
+#   A: 154 (the channels_last backward's dense grouped products in the ungrouped column
+#      order) ran on no GPU: the channels_last, replay, graphs and grouped test_cuda tests,
+#      then the grouped cases' training steps in both layouts (session 56's G, before 154:
+#      channels_last 2.25x / 2.52x / 3.01x against planar 2.93x / 2.54x / 2.77x).
+#   B: the float32 training table and the channels_last forward table on the final code.
+#   C: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
+#   D: FCN-32s and the depthwise decoder, the same.
+export PYTHONUNBUFFERED=1 PYTHONPATH=.
+O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
+case "$1" in
+A) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  t cl tests/test_cuda_channels_last.py & t replay tests/test_cuda_replay.py &
+  t graphs tests/test_cuda_graphs.py & t cuda tests/test_cuda.py -k "group" &
+  summary
+  G3="--case 3d-strided-grouped --case 3d-stride2-grouped --case 2d-strided-grouped"
+  TB=90 table train-grouped $G3 --backward; TB=90 table train-grouped-cl $G3 --backward --channels-last
+  for cl in "" --channels-last; do
+    layer "ConvTranspose3d(32, 32, (3, 5, 7), stride=2, padding=(1, 2, 3), output_padding=1, groups=4)" --input 8,32,12,24,48 --backward $cl
+  done > $O/layers.log; cat $O/layers.log ;;
+B) gpu
+  TB=200 table bench-train --backward; TB=150 table bench-fwd-cl --channels-last ;;
+C) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model unet3d 300; zoo_model hifigan 250 ;;
+D) gpu
+  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  zoo_model fcn32s 200; zoo_model depthwise 200 ;;
+esac
