@@ -34,6 +34,31 @@ def _table(rows: list[bench.Row], ceiling: bench.Ceilings) -> str:
     return "\n".join(lines)
 
 
+def _layouts_table(rows: list[bench.LayoutRow]) -> str:
+    head = (f"{'case':<20} {'input, kernel':<36} {'torch NCHW':>10} {'ours':>9} {'speedup':>8} "
+            f"{'torch CL':>9} {'ours':>9} {'speedup':>8} {'CL/NCHW':>8} {'err torch':>9} "
+            f"{'err ours':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r.case:<20} {r.shapes:<36} {r.ms['torch NCHW']:10.3f} "
+                     f"{r.ms['gemmconv NCHW']:9.3f} {r.speedup['NCHW']:7.2f}x "
+                     f"{r.ms['torch channels_last']:9.3f} {r.ms['gemmconv channels_last']:9.3f} "
+                     f"{r.speedup['channels_last']:7.2f}x {r.ratio:8.2f} {r.torch_error:9.1e} "
+                     f"{r.ours_error:9.1e}")
+    if rows:
+        geo = {layout: math.exp(sum(math.log(r.speedup[layout]) for r in rows) / len(rows))
+               for layout in bench.LAYOUTS}
+        least = min(rows, key=lambda r: r.ratio)
+        lines.append(f"geometric-mean speedup: NCHW {geo['NCHW']:.2f}x, channels_last "
+                     f"{geo['channels_last']:.2f}x over {len(rows)} cases")
+        lines.append(f"channels_last's speedup within 10% of NCHW's (CL/NCHW >= 0.9): "
+                     f"{sum(r.ratio >= 0.9 for r in rows)} of {len(rows)} cases; least "
+                     f"{least.ratio:.2f} ({least.case})")
+    lines.append("ms: median a call, the four calls of a case in turns; speedup: each sample "
+                 "of ours against torch's samples of its format either side of it")
+    return "\n".join(lines)
+
+
 def _model_table(rows: list[bench.ModelRow]) -> str:
     head = (f"{'model':<12} {'mode':<8} {'precision':<14} {'layout':<14} {'torch ms':>9} "
             f"{'copy':>6} {'convert':>16} {'with sample':>22} {'all types, sample':>22} "
@@ -160,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="cases whose name contains this (from all cases; repeatable)")
     p.add_argument("--channels-last", action="store_true",
                    help="inputs and output gradients channels_last (the 2-D and 3-D cases)")
+    p.add_argument("--layouts", action="store_true",
+                   help="time each 2-D and 3-D case on NCHW and on channels_last tensors in "
+                        "turns: each format's speedup, and channels_last's over NCHW's")
     p.add_argument("--no-tf32", action="store_true",
                    help="full float32 on both sides (sets torch's cuDNN flag for this run)")
     p.add_argument("--repeats", type=int, default=20)
@@ -206,10 +234,13 @@ def main(argv: list[str] | None = None) -> int:
         return _models(args, device)
     dtype = DTYPES[args.dtype]
     chosen = [case] if args.shape is not None else bench.select(args.case, args.full, device)
-    if args.channels_last:   # 1-D tensors have no channels_last format
+    if args.layouts and args.channels_last:
+        parser.error("--layouts times both memory formats: leave out --channels-last")
+    if args.channels_last or args.layouts:   # 1-D tensors have no channels_last format
         chosen = [c for c in chosen if c.nd > 1]
         if not chosen:
-            parser.error("--channels-last: 1-D tensors have no channels_last format")
+            flag = "--layouts" if args.layouts else "--channels-last"
+            parser.error(f"{flag}: 1-D tensors have no channels_last format")
     conv = torch.backends.cudnn.conv
     before = conv.fp32_precision
     rows = []
@@ -220,25 +251,29 @@ def main(argv: list[str] | None = None) -> int:
             ceiling = bench.ceilings(device, dtype)
             for i, case in enumerate(chosen, 1):
                 print(f"[{i}/{len(chosen)}] {case.name} ...", file=sys.stderr, flush=True)
-                rows.append(bench.measure(case, dtype, device, args.backward, ceiling, args.repeats,
+                rows.append(bench.measure_layouts(case, dtype, device, args.backward, args.repeats)
+                            if args.layouts else
+                            bench.measure(case, dtype, device, args.backward, ceiling, args.repeats,
                                           args.channels_last))
     finally:
         conv.fp32_precision = before
     mode = (f"{args.dtype}{' no-TF32' if args.no_tf32 else ''}"
             f"{' channels_last' if args.channels_last else ''}"
+            f"{' NCHW and channels_last' if args.layouts else ''}"
             f"{' fwd+bwd' if args.backward else ' forward'}")
     print(f"\n{mode} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}; "
           f"one-time kernel compilation: {bench.compile_seconds():.2f} s (not in the timings)")
-    print(_table(rows, ceiling))
+    print(_layouts_table(rows) if args.layouts else _table(rows, ceiling))
     if args.shape is not None:
         print()
         print(_explain(case, dtype, device, args.channels_last))
     if args.json:
         with open(args.json, "w") as f:
             json.dump([vars(r) for r in rows], f, indent=1)
+    series = {layout: [r.speedup[layout] for r in rows] for layout in bench.LAYOUTS} \
+        if args.layouts else {"speedup": [r.speedup for r in rows]}
     try:
-        _chart([r.case for r in rows], {"speedup": [r.speedup for r in rows]}, args.png,
-               f"gemmconv vs torch, {mode}")
+        _chart([r.case for r in rows], series, args.png, f"gemmconv vs torch, {mode}")
         print(f"chart: {args.png}")
     except ImportError:
         print("matplotlib not installed: no chart (pip install gemmconv[bench])")

@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import inspect
 import math
+import statistics
 from typing import Callable, NamedTuple, Optional, Sequence
 
 import torch
@@ -19,7 +20,7 @@ import torch.nn.functional as F
 
 from . import _cuda, cases, channels_last, graphs, ops
 from . import nn as gnn
-from .measure import first_calls, timed, timer
+from .measure import first_calls, samples, speedups, timed, timer
 from .shapes import expand
 
 TORCH = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
@@ -133,6 +134,48 @@ def measure(case: cases.Case, dtype: torch.dtype, device: torch.device, backward
     shapes = f"{tuple(work.x.shape)} k{case.kernel_size}"
     (t_ms, t_err, t_mb), (o_ms, o_err, o_mb) = results["torch"], results["gemmconv"]
     return Row(case.name, shapes, t_ms, o_ms, t_err, o_err, t_mb, o_mb, work.floor_ms(ceiling))
+
+
+@dataclasses.dataclass
+class LayoutRow:
+    """One case timed in both memory formats in turns (:func:`measure_layouts`): median
+    milliseconds by ``"torch NCHW"``, ``"gemmconv channels_last"`` and so on, each format's
+    paired speedup over torch (by ``"NCHW"`` and ``"channels_last"``), and the largest
+    error of torch's two calls and of ours against float64."""
+    case: str
+    shapes: str
+    ms: dict
+    speedup: dict
+    torch_error: float
+    ours_error: float
+
+    @property
+    def ratio(self) -> float:
+        """Our channels_last speedup over our NCHW one (issue 21 asks at least 0.9)."""
+        return self.speedup["channels_last"] / self.speedup["NCHW"]
+
+
+def measure_layouts(case: cases.Case, dtype: torch.dtype, device: torch.device, backward: bool,
+                    repeats: int = 20) -> LayoutRow:
+    """Times torch and gemmconv on one 2-D or 3-D case on NCHW and on channels_last tensors,
+    the four calls in turns (measure.samples, each sample a call from an idle GPU as
+    :func:`measure` takes them), each format's speedup paired with torch's samples of that
+    format (measure.speedups). Two tables of the same code, one per format, put one case's
+    ratio of the two speedups at 0.79 and 1.08 (benches/NOTES.md, session 56): in turns, a
+    slow phase falls on both formats."""
+    fns, errors = {}, {"torch": [], "gemmconv": []}
+    for layout in LAYOUTS:
+        work = Workload(case, dtype, device, backward, interleaved=layout == "channels_last")
+        for impl in ("torch", "gemmconv"):
+            fns[impl, layout] = work.runner(impl)
+            errors[impl].append(work.error(fns[impl, layout]()))
+    taken = samples(device, fns, repeats)
+    ms = {f"{impl} {layout}": statistics.median(t for key, t in taken if key == (impl, layout))
+          for impl, layout in fns}
+    speedup = {layout: speedups([(key, t) for key, t in taken if key[1] == layout],
+                                ("torch", layout))["gemmconv", layout] for layout in LAYOUTS}
+    return LayoutRow(case.name, f"{tuple(work.x.shape)} k{case.kernel_size}", ms, speedup,
+                     max(errors["torch"]), max(errors["gemmconv"]))
 
 
 def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:

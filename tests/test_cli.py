@@ -1,5 +1,6 @@
 """CPU: ``python -m gemmconv info``, ``bench --shape`` and gemmconv.explain say what they
 should: the versions and settings, the user's layer's row and route, a call's plan."""
+import json
 import math
 import platform
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 import gemmconv
-from gemmconv import bench, ops
+from gemmconv import bench, cases, ops
 from gemmconv.__main__ import main
 from gemmconv.shapes import ConvArgumentError, conv_transpose_args
 
@@ -81,6 +82,49 @@ def test_bench_shape_in_channels_last(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "channels_last forward" in out and "channels_last (no layout copies)" in out
     assert "route: channels_last: " in out
+
+
+def test_bench_layouts_times_both_formats_of_each_case(capsys, tmp_path):
+    """--layouts: each 2-D and 3-D case in NCHW and channels_last, a speedup per format and
+    their ratio; 1-D cases left out."""
+    assert main(["bench", "--layouts", "--case", "1d-dil3", "--case", "3d-stride2-grouped",
+                 "--repeats", "2", "--png", str(tmp_path / "x.png"),
+                 "--json", str(tmp_path / "x.json")]) == 0
+    out = capsys.readouterr().out
+    assert "NCHW and channels_last forward" in out and "1d-dil3" not in out
+    row = next(line for line in out.splitlines() if line.startswith("3d-stride2-grouped"))
+    assert "within 10% of NCHW's (CL/NCHW >= 0.9): " in out and "of 1 cases" in out
+    saved = json.loads((tmp_path / "x.json").read_text())
+    speedup = saved[0]["speedup"]
+    fields = row.split(")")[-1].split()   # ms, ms, speedup, ms, ms, speedup, ratio, errors
+    assert fields[2] == f"{speedup['NCHW']:.2f}x" and fields[5] == f"{speedup['channels_last']:.2f}x"
+    assert fields[6] == f"{speedup['channels_last'] / speedup['NCHW']:.2f}"
+    assert [r["case"] for r in saved] == ["3d-stride2-grouped-small"]
+    assert set(saved[0]["ms"]) == {"torch NCHW", "gemmconv NCHW", "torch channels_last",
+                                   "gemmconv channels_last"}
+    assert max(saved[0]["torch_error"], saved[0]["ours_error"]) < 1e-5
+
+
+def test_bench_layouts_paired_speedups(monkeypatch):
+    """Each format's speedup pairs our samples with torch's of that format alone."""
+    ms = {("torch", "NCHW"): 4.0, ("gemmconv", "NCHW"): 2.0, ("torch", "channels_last"): 3.0,
+          ("gemmconv", "channels_last"): 1.0}
+    monkeypatch.setattr(bench, "samples", lambda device, fns, repeats: [
+        (key, ms[key]) for _ in range(repeats) for key in fns])
+    row = bench.measure_layouts(cases.BENCH[0].scaled(64), torch.float32, torch.device("cpu"),
+                                False, repeats=3)
+    assert row.speedup == {"NCHW": 2.0, "channels_last": 3.0} and row.ratio == 1.5
+    assert row.ms["torch channels_last"] == 3.0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--layouts", "--channels-last"], "--layouts times both memory formats"),
+    (["--layouts", "--case", "1d-"], "--layouts: 1-D tensors have no channels_last format"),
+])
+def test_bench_layouts_rejects(capsys, args, message):
+    with pytest.raises(SystemExit):
+        main(["bench", *args])
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("layer, shape, message", [
