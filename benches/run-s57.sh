@@ -4,7 +4,9 @@
 #      order) ran on no GPU: the channels_last, replay, graphs and grouped test_cuda tests,
 #      then the grouped cases' training steps in both layouts (session 56's G, before 154:
 #      channels_last 2.25x / 2.52x / 3.01x against planar 2.93x / 2.54x / 2.77x).
-#   B: the float32 training table and the channels_last forward table on the final code.
+#   B: the float32 training table, and the forward's two memory formats in turns
+#      (bench --layouts, new in session 56: issue 21's channels_last target, read without the
+#      drift between two tables).
 #   C: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
 #   D: FCN-32s and the depthwise decoder, the same.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -22,7 +24,8 @@ A) gpu
     layer "ConvTranspose3d(32, 32, (3, 5, 7), stride=2, padding=(1, 2, 3), output_padding=1, groups=4)" --input 8,32,12,24,48 --backward $cl
   done > $O/layers.log; cat $O/layers.log ;;
 B) gpu
-  TB=200 table bench-train --backward; TB=150 table bench-fwd-cl --channels-last ;;
+  TB=200 table bench-train --backward
+  timeout 300 python3 -m gemmconv bench --full --layouts > $O/layouts.log 2>&1; grep -A20 "^case" $O/layouts.log ;;
 C) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   zoo_model unet3d 300; zoo_model hifigan 250 ;;
