@@ -105,7 +105,8 @@ def dense_weight(w: torch.Tensor, group_channels: int) -> torch.Tensor:
     groups, rows, width = w.shape
     taps = width // group_channels
     dense = w.new_zeros(groups, rows, taps, groups, group_channels)
-    dense.diagonal(dim1=0, dim2=3).copy_(w.view(groups, rows, taps, group_channels).permute(1, 2, 3, 0))
+    blocks = w.view(groups, rows, taps, group_channels)
+    dense.diagonal(dim1=0, dim2=3).copy_(blocks.permute(1, 2, 3, 0))   # dense[g, :, :, g] = w[g]
     return dense.view(1, groups * rows, width * groups)
 
 

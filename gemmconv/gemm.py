@@ -551,11 +551,3 @@ def dense_groups(dtype: torch.dtype, on_cuda: bool, groups: int, channels: int) 
     side of each group's product), of ``dtype`` operands, run as one dense product."""
     fast = dtype in (torch.float16, torch.bfloat16) or dtype == torch.float32 and uses_tf32()
     return on_cuda and fast and 1 < groups and groups * channels <= DENSE_GROUPS_MAX_CHANNELS
-
-
-def block_diagonal(w: torch.Tensor) -> torch.Tensor:
-    """``w (G, r, c)`` as the block-diagonal ``(G r, G c)``, zeros off the blocks."""
-    groups, rows, cols = w.shape
-    dense = w.new_zeros(groups, rows, groups, cols)
-    dense.diagonal(dim1=0, dim2=2).copy_(w.permute(1, 2, 0))
-    return dense.view(groups * rows, groups * cols)

@@ -423,9 +423,3 @@ def test_large_products_keep_the_fastest_of_cublaslts_candidates(monkeypatch, de
 def test_alignment_is_the_largest_power_of_two_dividing_each():
     assert gemm._alignment(48, 32) == 16 and gemm._alignment(0, 24) == 8
     assert gemm._alignment(1 << 20) == gemm.MAX_ALIGNMENT and gemm._alignment() == gemm.MAX_ALIGNMENT
-
-
-def test_block_diagonal():
-    w = torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(5))
-    dense = gemm.block_diagonal(w)
-    assert torch.equal(dense, torch.block_diag(*w))
