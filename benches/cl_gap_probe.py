@@ -1,8 +1,8 @@
 """Why some channels_last forwards of the 17 cases trail our planar ones by more than their
 kernels do (session 56, B: 3d-strided-grouped's kernels 0.985 ms channels_last against
 0.889 planar, its calls 1.44-1.66 ms against 1.07). Per case and layout: a call timed from
-an idle GPU (CUDA events), the host's time to return from it (GPU idle before), the same
-with the GPU busy, and the steady time a call of ten in a row; then cProfile of the
+an idle GPU and the steady time a call in a row (measure.timers), the host's time to
+return from a call (GPU idle before), the same with the GPU busy; then cProfile of the
 channels_last call by own time.
 
     PYTHONPATH=. python benches/cl_gap_probe.py [CASE ...]
@@ -17,20 +17,10 @@ import torch
 
 import gemmconv
 from gemmconv import cases
+from gemmconv.measure import timers
 
 NAMES = sys.argv[1:] or ["3d-3x5x7", "3d-strided-grouped", "3d-stride2-grouped", "3d-96cube",
                          "2d-64to128"]
-
-
-def event_ms(fn, calls: int = 1) -> float:
-    torch.cuda.synchronize()
-    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
 
 
 def host_us(fn, busy: bool) -> float:
@@ -54,8 +44,8 @@ for name in NAMES:
         call = lambda: f(xi, w, b, **case.kwargs)
         for _ in range(3):
             call()
-        one = statistics.median(event_ms(call) for _ in range(15))
-        row = statistics.median(event_ms(call, 10) for _ in range(5))
+        one = timers(torch.device("cuda"), {0: call}, 15)[0]
+        row = timers(torch.device("cuda"), {0: call}, 5, back_to_back=True)[0]
         idle = statistics.median(host_us(call, False) for _ in range(15))
         busy = statistics.median(host_us(call, True) for _ in range(15))
         print(f"{name:20s} {layout:14s} one call {one:7.3f} ms, in a row {row:7.3f} ms; "

@@ -31,3 +31,5 @@ table() { log=$1; shift; timeout ${TB:-170} python3 -m gemmconv bench --full "$@
 probe() { s=$1; log=$2; shift 2; timeout $s python3 benches/"$@" 2>&1 | grep -v "Warn\|_warn_once" | tee $O/$log.log; }
 # One zoo model through the CLI, its conversion reports too, into $O/NAME.log; its table: zoo_model NAME SECS
 zoo_model() { timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1; grep -A14 "^model " $O/$1.log | grep -v "^---"; }
+# Builds the C++ autograd node first, so that no timing waits for its compile.
+node() { python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1; }

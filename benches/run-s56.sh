@@ -10,8 +10,7 @@
 #      both forward tables.
 #   D: 153 (the dense grouped product's columns in an ungrouped layer's order): the
 #      channels_last and replay tests, the grouped layers kernel by kernel, both forward tables.
-#   E: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
-#   F: FCN-32s and the depthwise decoder, the same.
+#   (E, F: the zoo's other models, not run: moved to run-s57.sh C and D.)
 #   G: after 153, the graphs tests and the rest of the replay tests; the grouped cases'
 #      training steps in both layouts.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
@@ -46,12 +45,6 @@ D) gpu
     layer "ConvTranspose3d(32, 32, 3, stride=2, padding=1, groups=4)" --input 4,32,32,64,128 $cl
   done > $O/layers.log; cat $O/layers.log
   TB=150 table bench-fwd-cl --channels-last; TB=150 table bench-fwd ;;
-E) gpu
-  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  zoo_model unet3d 300; zoo_model hifigan 250 ;;
-F) gpu
-  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
-  zoo_model fcn32s 200; zoo_model depthwise 200 ;;
 G) gpu
   python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
   t replay tests/test_cuda_replay.py -k "not (forward or block_diagonal or padded)" &

@@ -11,10 +11,10 @@
 #   D: FCN-32s and the depthwise decoder, the same.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model
+source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model, node
 case "$1" in
 A) gpu
-  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  node
   t cl tests/test_cuda_channels_last.py & t replay tests/test_cuda_replay.py &
   t graphs tests/test_cuda_graphs.py & t cuda tests/test_cuda.py -k "group" &
   summary
@@ -27,9 +27,9 @@ B) gpu
   TB=200 table bench-train --backward
   timeout 300 python3 -m gemmconv bench --full --layouts > $O/layouts.log 2>&1; grep -A20 "^case" $O/layouts.log ;;
 C) gpu
-  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  node
   zoo_model unet3d 300; zoo_model hifigan 250 ;;
 D) gpu
-  python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1
+  node
   zoo_model fcn32s 200; zoo_model depthwise 200 ;;
 esac
