@@ -60,15 +60,27 @@ def test_calls_of_more_than_one_gemm_and_col2im_have_none(monkeypatch):
     assert ops._args_from_lists(*gathering.tensors(torch.float32)[:3], [1, 1], [1, 1], [0, 0],
                                 [1, 1], 1).route()[0] != (False, False)
     assert _replay(gathering) is None
-    # a dense-grouped channels_last call or a bias of stride 2: copies the replay would skip
-    # (a strided input it copies, as the column route does)
+    # a bias of stride 2: a copy the replay would skip (a strided input it copies, as the
+    # column route does)
     assert _replay(CASE, change=lambda x, w, b: (x.transpose(2, 3), w, b)) is not None
     assert _replay(CASE, change=lambda x, w, b: (x, w, torch.randn(2 * b.shape[0])[::2])) is None
-    grouped = cases._c("grouped", 2, 16, 16, (3, 3), (20, 20), stride=2, groups=8)
-    assert _replay(grouped, channels_last=True) is None
     # chunks: a workspace limit below the columns' size
     monkeypatch.setattr(ops, "_workspace_limit", 4096)
     assert _replay(CASE) is None
+
+
+def test_a_dense_grouped_channels_last_call_replays_its_one_product():
+    """A channels_last call of few channels a group (gemm.dense_groups) replays as
+    channels_last.forward runs it: one product over every group's channels, its columns an
+    ungrouped layer's (channels_last.dense_weight), where per-group products would be eight
+    calls' batch of 2-channel reductions."""
+    grouped = cases._c("grouped", 2, 16, 16, (3, 3), (20, 20), stride=2, groups=8)
+    replay = _replay(grouped, channels_last=True)
+    assert replay.interleaved and replay.dense == 8
+    (call,) = replay.product.calls
+    n, m, k, count = *call.args[2:5], call.args[-1]
+    assert (n, m, k, count) == (9 * 16, 2 * 20 * 20, 16, 1)   # taps x C_out, positions, C_in
+    assert _replay(grouped, channels_last=False).dense == 0
 
 
 def test_channels_last_replay_zero_pads_unaligned_channels(monkeypatch):
