@@ -312,8 +312,9 @@ def test_dense_weight_orders_an_ungrouped_layers_columns():
     """One product over dense_weight gives every group's product, tap by tap, each tap's
     channels of every group back to back."""
     groups, rows, taps, channels, positions = 3, 5, 4, 2, 7
-    w = torch.randn(groups, rows, taps * channels, dtype=torch.float64)
-    x = torch.randn(positions, groups * rows, dtype=torch.float64)
+    gen = generator("dense weight")
+    w = torch.randn(groups, rows, taps * channels, generator=gen, dtype=torch.float64)
+    x = torch.randn(positions, groups * rows, generator=gen, dtype=torch.float64)
     dense = channels_last.dense_weight(w, channels)
     assert dense.shape == (1, groups * rows, taps * groups * channels)
     out = (x @ dense[0]).view(positions, taps, groups, channels)
