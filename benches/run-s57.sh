@@ -9,6 +9,10 @@
 #      drift between two tables).
 #   C: the 3-D U-Net and HiFi-GAN, whose with-a-sample columns 151 changes under autocast.
 #   D: FCN-32s and the depthwise decoder, the same.
+#   E (written after A): how many runs of channels a thread of the channels-innermost im2col
+#      and col2im should take (A: after 154, 3d-strided-grouped's channels_last training
+#      step 2.535 -> 2.986 ms; its output gradient's im2col 0.702 ms against 0.415 planar),
+#      then B's bench --layouts.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model, node
@@ -32,4 +36,7 @@ C) gpu
 D) gpu
   node
   zoo_model fcn32s 200; zoo_model depthwise 200 ;;
+E) gpu
+  probe 200 runs interleaved_runs_probe.py
+  timeout 300 python3 -m gemmconv bench --full --layouts > $O/layouts.log 2>&1; grep -A20 "^case" $O/layouts.log ;;
 esac
