@@ -11,8 +11,9 @@ each kernel's time over the benchmark's tensors of the backward's im2col (the ou
 gradient's columns at the input's grid) and the forward's col2im, with the bytes it moves
 and their rate next to the measured copy bandwidth.
 
-    PYTHONPATH=. python benches/interleaved_runs_probe.py [CASE ...]
+    PYTHONPATH=. [DTYPE=bfloat16] python benches/interleaved_runs_probe.py [CASE ...]
 """
+import os
 import sys
 
 import torch
@@ -25,6 +26,8 @@ from gemmconv.shapes import Geometry
 NAMES = sys.argv[1:] or ["3d-strided-grouped", "3d-stride2-grouped", "2d-strided-grouped",
                          "2d-1024", "2d-64to128", "2d-3x7-512", "3d-96cube", "3d-64cube"]
 device = torch.device("cuda")
+dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
+_cuda.SECTOR_BYTES = 0    # each R as asked (interleaved_runs takes fewer for im2col)
 
 
 def timed(fn) -> float:
@@ -35,16 +38,16 @@ def timed(fn) -> float:
 big = torch.empty(2**28, device=device)
 copy_ms = timed(lambda: big.clone())
 rate = 2 * big.numel() * 4 / copy_ms / 1e9    # TB/s, read + write
-print(f"copy: {rate:.2f} TB/s (read + write)", flush=True)
+print(f"copy: {rate:.2f} TB/s (read + write); {dtype}", flush=True)
 for name in NAMES:
     case = next(c for c in cases.BENCH if c.name == name)
     g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
     image, grid, c = case.output_size, case.size, case.out_channels
-    grad = torch.randn(case.batch, *image, c, device=device)
+    grad = torch.randn(case.batch, *image, c, device=device, dtype=dtype)
     for column_groups in sorted({1, case.groups}):
         columns = grad.new_empty(case.batch, *grid, column_groups, g.taps, c // column_groups)
         out = torch.empty_like(grad)
-        moved = (columns.numel() + grad.numel()) * 4
+        moved = (columns.numel() + grad.numel()) * grad.element_size()
         for runs in (1, 2, 4):
             _cuda.INTERLEAVED_RUNS = runs
             _cuda._launches.clear()

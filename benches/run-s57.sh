@@ -13,6 +13,8 @@
 #      and col2im should take (A: after 154, 3d-strided-grouped's channels_last training
 #      step 2.535 -> 2.986 ms; its output gradient's im2col 0.702 ms against 0.415 planar),
 #      then B's bench --layouts.
+#   F: E's rule on the H200: the channels_last and graphs tests, the bfloat16 runs a thread,
+#      the grouped cases' and the bfloat16 training steps in both formats in turns; FCN-32s.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model, node
@@ -39,4 +41,12 @@ D) gpu
 E) gpu
   probe 200 runs interleaved_runs_probe.py
   timeout 300 python3 -m gemmconv bench --full --layouts > $O/layouts.log 2>&1; grep -A20 "^case" $O/layouts.log ;;
+F) gpu   # (after E: im2col's runs a thread, _cuda.interleaved_runs)
+  node
+  t cl tests/test_cuda_channels_last.py & t graphs tests/test_cuda_graphs.py & summary
+  DTYPE=bfloat16 probe 100 runs-bf16 interleaved_runs_probe.py 3d-strided-grouped \
+    2d-strided-grouped 2d-3x7-512 3d-64cube
+  TB=100 table train-grouped-layouts --layouts --backward --case grouped
+  TB=130 table train-bf16-layouts --layouts --backward --dtype bfloat16
+  zoo_model fcn32s 170 ;;
 esac

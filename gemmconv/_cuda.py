@@ -604,6 +604,10 @@ def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:
 # Runs of channels a thread of the channels-innermost kernels takes, at most (col2im.cu's
 # interleaved_lanes): with one, decoding its position took most of a thread's instructions.
 INTERLEAVED_RUNS = 4
+# A DRAM sector. An im2col warp's threads are consecutive taps of one grid position, a
+# thread's runs C / R channels apart: one store instruction writes C / R channels of each
+# tap, a tap's C apart. At one sector a tap it wrote 2.2 TB/s, at two 3.3 (interleaved_runs).
+SECTOR_BYTES = 32
 
 
 @functools.cache
@@ -631,15 +635,28 @@ def interleaved_pack(group_channels: int, *tensors: torch.Tensor) -> int:
     return pack
 
 
-def _interleaved_launch(like: torch.Tensor, g: Geometry, fields: list[int], pack: int,
-                        elements: int, largest_index: int) -> Launch:
-    """A launch over ``elements`` outputs whose channels (fields[1]) a thread takes in
-    runs of ``pack``, as many runs as divide a position's, up to INTERLEAVED_RUNS; for a
-    kernel too large to specialise, as many as generic_col2im_planes gives (the runs share
-    finding the reaching taps, as the planar col2im's planes)."""
+def interleaved_runs(op: str, g: Geometry, channels: int, pack: int, element_size: int,
+                     fixed: bool) -> int:
+    """Runs of ``pack`` channels a thread of channels-innermost ``op`` takes (a divisor of
+    ``channels / pack``): as many as divide them, up to INTERLEAVED_RUNS, or for a kernel
+    too large to specialise as many as generic_col2im_planes gives; then for im2col, fewer
+    until a store instruction writes more than a sector of each tap (SECTOR_BYTES:
+    3d-strided-grouped's output gradient, 32 channels: 0.728 ms with four runs, 0.485 with
+    two; the cases of 48 channels and more fastest with four; benches/NOTES.md)."""
+    runs = generic_col2im_planes(g, channels // pack) if not fixed and g.taps > MAX_FIXED_TAPS \
+        else math.gcd(channels // pack, INTERLEAVED_RUNS)
+    while op == "im2col" and runs > 1 and channels // runs * element_size <= SECTOR_BYTES:
+        runs = max(r for r in range(1, runs) if channels // pack % r == 0)
+    return runs
+
+
+def _interleaved_launch(op: str, like: torch.Tensor, g: Geometry, fields: list[int],
+                        pack: int, elements: int, largest_index: int) -> Launch:
+    """A launch of ``op`` over ``elements`` outputs whose channels (fields[1]) a thread
+    takes in runs of ``pack``, as many runs as :func:`interleaved_runs` gives (they share
+    the position's decoding, and col2im's finding the reaching taps)."""
     fixed = _specialised(g, elements)
-    runs = generic_col2im_planes(g, fields[1] // pack) if not fixed and g.taps > MAX_FIXED_TAPS \
-        else math.gcd(fields[1] // pack, INTERLEAVED_RUNS)
+    runs = interleaved_runs(op, g, fields[1], pack, like.element_size(), fixed)
     threads = elements // (pack * runs)
     blocks = min(math.ceil(threads / BLOCK), MAX_BLOCKS)
     index = "int" if largest_index + blocks * BLOCK < 2**31 else "long long"
@@ -690,8 +707,8 @@ def interleaved_launch(op: str, columns: torch.Tensor, image: torch.Tensor, g: G
 
     def work_out() -> Launch:
         pack = interleaved_pack(columns.shape[-1], columns, image)
-        return _interleaved_launch(out, g, _interleaved_fields(columns, image, g, padding), pack,
-                                   out.numel(), max(_reach(columns), _reach(image)))
+        return _interleaved_launch(op, out, g, _interleaved_fields(columns, image, g, padding),
+                                   pack, out.numel(), max(_reach(columns), _reach(image)))
     key = (op, "interleaved", g, padding, *_signature(columns), *_signature(image))
     return _launch_for(key, work_out)
 

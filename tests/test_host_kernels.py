@@ -417,6 +417,29 @@ def test_generic_col2im_planes_divide_the_channels_of_large_kernels():
     assert _cuda.generic_col2im_planes(Geometry((4, 4), (2, 2), (1, 1), (1, 1)), 64) == 1
 
 
+@pytest.mark.parametrize("channels, pack, size, col2im, im2col", [
+    (32, 4, 4, 4, 2),    # float32, 3d-strided-grouped's output gradient: a sector a tap at 4
+    (48, 4, 4, 4, 4),    # 3d-64cube's: 48 bytes a tap
+    (64, 4, 4, 4, 4),
+    (24, 4, 4, 2, 2),    # six runs: two divide them
+    (32, 8, 2, 4, 1),    # bfloat16: 16 bytes a tap at four runs, 32 at two
+    (12, 4, 4, 1, 1),    # three runs, none shared
+])
+def test_interleaved_runs_write_more_than_a_sector_of_each_tap(channels, pack, size, col2im,
+                                                                im2col):
+    """The channels-innermost kernels' runs a thread: as many as divide the channels' runs,
+    up to INTERLEAVED_RUNS; im2col's fewer, until a store instruction writes more than a
+    sector of each tap (its warp's threads are consecutive taps)."""
+    from gemmconv import _cuda
+    g = Geometry((3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1))
+    assert _cuda.interleaved_runs("col2im", g, channels, pack, size, True) == col2im
+    runs = _cuda.interleaved_runs("im2col", g, channels, pack, size, True)
+    assert runs == im2col and channels // pack % runs == 0
+    fcn = Geometry((64, 64), (32, 32), (16, 16), (1, 1))   # generic: generic_col2im_planes
+    assert _cuda.interleaved_runs("col2im", fcn, 64, 4, 4, False) == 8
+    assert _cuda.interleaved_runs("im2col", fcn, 64, 4, 4, False) == 4   # 8: 32 bytes a tap
+
+
 @pytest.mark.parametrize("kernel, stride, width, planes", [
     ((3, 3, 3), (2, 2, 2), 255, 4),      # outer tests by stride phase, few entries an output
     ((3, 3, 3), (2, 2, 2), 65, 4),       # short rows too
