@@ -5,6 +5,7 @@ im2col of 3d-strided-grouped's output gradient took 0.702 ms against 0.415 plana
 threads cover consecutive taps of one grid position, and a thread's R runs lie C / R
 channels apart, so one store instruction writes a tap's C / R channels at a stride of C:
 with groups, a run j is a group's block, and consecutive taps' blocks are back to back.
+(E and F then found that the kernel's stride, not those bytes, decides: _cuda.interleaved_runs.)
 
 Per bench case (2-D and 3-D), column groups (1, and the layer's groups), and R in 1, 2, 4:
 each kernel's time over the benchmark's tensors of the backward's im2col (the output
@@ -27,7 +28,7 @@ NAMES = sys.argv[1:] or ["3d-strided-grouped", "3d-stride2-grouped", "2d-strided
                          "2d-1024", "2d-64to128", "2d-3x7-512", "3d-96cube", "3d-64cube"]
 device = torch.device("cuda")
 dtype = getattr(torch, os.environ.get("DTYPE", "float32"))
-_cuda.SECTOR_BYTES = 0    # each R as asked (interleaved_runs takes fewer for im2col)
+_cuda.STRIDED_IM2COL_BYTES = 0    # each R as asked (interleaved_runs may take two for im2col)
 
 
 def timed(fn) -> float:

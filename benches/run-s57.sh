@@ -15,6 +15,7 @@
 #      then B's bench --layouts.
 #   F: E's rule on the H200: the channels_last and graphs tests, the bfloat16 runs a thread,
 #      the grouped cases' and the bfloat16 training steps in both formats in turns; FCN-32s.
+#   G, H: F's rule mended (the stride decides), its tests and tables; the 3-D U-Net, HiFi-GAN.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model, node
@@ -49,4 +50,15 @@ F) gpu   # (after E: im2col's runs a thread, _cuda.interleaved_runs)
   TB=100 table train-grouped-layouts --layouts --backward --case grouped
   TB=130 table train-bf16-layouts --layouts --backward --dtype bfloat16
   zoo_model fcn32s 170 ;;
+G) gpu   # (after F: a strided kernel's im2col two runs a thread, stride 1 four)
+  node
+  t cl tests/test_cuda_channels_last.py; summary
+  layer "ConvTranspose3d(32, 32, (3, 5, 7), stride=2, padding=(1, 2, 3), output_padding=1, groups=4)" \
+    --input 8,32,12,24,48 --backward --channels-last > $O/layers.log; cat $O/layers.log
+  TB=80 table train-grouped-layouts --layouts --backward --case grouped
+  TB=80 table train-bf16-layouts --layouts --backward --dtype bfloat16 --case grouped --case 2d-3x7-512
+  zoo_model unet3d 280 ;;
+H) gpu
+  node
+  zoo_model hifigan 250 ;;
 esac

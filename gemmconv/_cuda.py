@@ -604,10 +604,9 @@ def im2col_samples_inner(g: Geometry, out: torch.Tensor) -> bool:
 # Runs of channels a thread of the channels-innermost kernels takes, at most (col2im.cu's
 # interleaved_lanes): with one, decoding its position took most of a thread's instructions.
 INTERLEAVED_RUNS = 4
-# A DRAM sector. An im2col warp's threads are consecutive taps of one grid position, a
-# thread's runs C / R channels apart: one store instruction writes C / R channels of each
-# tap, a tap's C apart. At one sector a tap it wrote 2.2 TB/s, at two 3.3 (interleaved_runs).
-SECTOR_BYTES = 32
+# The most bytes of each tap an im2col store instruction writes where a strided kernel's
+# im2col takes two runs a thread, not four (interleaved_runs).
+STRIDED_IM2COL_BYTES = 64
 
 
 @functools.cache
@@ -639,14 +638,20 @@ def interleaved_runs(op: str, g: Geometry, channels: int, pack: int, element_siz
                      fixed: bool) -> int:
     """Runs of ``pack`` channels a thread of channels-innermost ``op`` takes (a divisor of
     ``channels / pack``): as many as divide them, up to INTERLEAVED_RUNS, or for a kernel
-    too large to specialise as many as generic_col2im_planes gives; then for im2col, fewer
-    until a store instruction writes more than a sector of each tap (SECTOR_BYTES:
-    3d-strided-grouped's output gradient, 32 channels: 0.728 ms with four runs, 0.485 with
-    two; the cases of 48 channels and more fastest with four; benches/NOTES.md)."""
+    too large to specialise as many as generic_col2im_planes gives.
+
+    A strided kernel's im2col takes two where four would store at most
+    STRIDED_IM2COL_BYTES of each tap an instruction (an im2col warp's threads are
+    consecutive taps of one grid position, a thread's runs C / R channels apart). Measured
+    on the H200 (benches/NOTES.md, session 57): the output gradients of the three strided
+    cases, float32 and bfloat16, ran 1.08-1.98x faster with two; every stride-1 case as
+    fast or faster with four (bfloat16's 2d-3x7-512 1.33x), at the same bytes a tap. Why
+    the stride decides and the bytes do not, those runs do not show."""
     runs = generic_col2im_planes(g, channels // pack) if not fixed and g.taps > MAX_FIXED_TAPS \
         else math.gcd(channels // pack, INTERLEAVED_RUNS)
-    while op == "im2col" and runs > 1 and channels // runs * element_size <= SECTOR_BYTES:
-        runs = max(r for r in range(1, runs) if channels // pack % r == 0)
+    if op == "im2col" and runs == 4 and max(g.stride) > 1 and \
+            channels // runs * element_size <= STRIDED_IM2COL_BYTES:
+        return 2
     return runs
 
 

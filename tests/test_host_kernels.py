@@ -417,27 +417,27 @@ def test_generic_col2im_planes_divide_the_channels_of_large_kernels():
     assert _cuda.generic_col2im_planes(Geometry((4, 4), (2, 2), (1, 1), (1, 1)), 64) == 1
 
 
-@pytest.mark.parametrize("channels, pack, size, col2im, im2col", [
-    (32, 4, 4, 4, 2),    # float32, 3d-strided-grouped's output gradient: a sector a tap at 4
-    (48, 4, 4, 4, 4),    # 3d-64cube's: 48 bytes a tap
-    (64, 4, 4, 4, 4),
-    (24, 4, 4, 2, 2),    # six runs: two divide them
-    (32, 8, 2, 4, 1),    # bfloat16: 16 bytes a tap at four runs, 32 at two
-    (12, 4, 4, 1, 1),    # three runs, none shared
+@pytest.mark.parametrize("stride, channels, pack, size, col2im, im2col", [
+    (2, 32, 4, 4, 4, 2),    # float32, 3d-strided-grouped's output gradient: 32 bytes a tap
+    (2, 64, 4, 4, 4, 2),    # 2d-strided-grouped's: 64
+    (2, 32, 8, 2, 4, 2),    # bfloat16: 16
+    (2, 128, 4, 4, 4, 4),   # 128 bytes a tap: four
+    (2, 24, 4, 4, 2, 2),    # six runs: two divide them
+    (2, 12, 4, 4, 1, 1),    # three runs, none shared
+    (1, 32, 4, 4, 4, 4),    # stride 1: four
+    (1, 64, 8, 2, 4, 4),    # bfloat16's 2d-3x7-512
 ])
-def test_interleaved_runs_write_more_than_a_sector_of_each_tap(channels, pack, size, col2im,
-                                                                im2col):
+def test_interleaved_runs_of_a_strided_im2col(stride, channels, pack, size, col2im, im2col):
     """The channels-innermost kernels' runs a thread: as many as divide the channels' runs,
-    up to INTERLEAVED_RUNS; im2col's fewer, until a store instruction writes more than a
-    sector of each tap (its warp's threads are consecutive taps)."""
+    up to INTERLEAVED_RUNS; a strided kernel's im2col two, not four, where four would store
+    at most STRIDED_IM2COL_BYTES of each tap an instruction."""
     from gemmconv import _cuda
-    g = Geometry((3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1))
+    g = Geometry((3, 5, 7), (1, stride, 1), (1, 2, 3), (1, 1, 1))
     assert _cuda.interleaved_runs("col2im", g, channels, pack, size, True) == col2im
-    runs = _cuda.interleaved_runs("im2col", g, channels, pack, size, True)
-    assert runs == im2col and channels // pack % runs == 0
+    assert _cuda.interleaved_runs("im2col", g, channels, pack, size, True) == im2col
     fcn = Geometry((64, 64), (32, 32), (16, 16), (1, 1))   # generic: generic_col2im_planes
     assert _cuda.interleaved_runs("col2im", fcn, 64, 4, 4, False) == 8
-    assert _cuda.interleaved_runs("im2col", fcn, 64, 4, 4, False) == 4   # 8: 32 bytes a tap
+    assert _cuda.interleaved_runs("im2col", fcn, 64, 4, 4, False) == 8
 
 
 @pytest.mark.parametrize("kernel, stride, width, planes", [
