@@ -16,6 +16,7 @@
 #   F: E's rule on the H200: the channels_last and graphs tests, the bfloat16 runs a thread,
 #      the grouped cases' and the bfloat16 training steps in both formats in turns; FCN-32s.
 #   G, H: F's rule mended (the stride decides), its tests and tables; the 3-D U-Net, HiFi-GAN.
+#   I: 156's tests, and the bfloat16 training steps of the stride-1 2-D cases in both formats.
 export PYTHONUNBUFFERED=1 PYTHONPATH=.
 O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
 source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model, node
@@ -61,4 +62,10 @@ G) gpu   # (after F: a strided kernel's im2col two runs a thread, stride 1 four)
 H) gpu
   node
   zoo_model hifigan 250 ;;
+I) gpu   # (after H: 156, a channels_last 16-bit 2-D stride-1 backward on the fused kernels)
+  node
+  TT=150 t fused tests/test_cuda_fused.py -k "channels_last_stride_one or planar_stride_one" &
+  TT=150 t cl tests/test_cuda_channels_last.py -k "bfloat16" & summary
+  TB=90 table train-bf16-layouts --layouts --backward --dtype bfloat16 --case 2d-1024 \
+    --case 2d-3x7 --case 2d-64to128 --case 2d-512x1024 ;;
 esac

@@ -1019,8 +1019,9 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
                     shifted: bool = False, dtype: Optional[torch.dtype] = None,
                     planes: bool = False, moved_input: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
-    geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous (or
-    channels_last where ``planes``), and its output gradient ``grad``: per tap, ``sum over
+    geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, or
+    channels_last but where ``shifted`` (its rows read as they lie), and its output
+    gradient ``grad``: per tap, ``sum over
     n, q of x[n, :, q] grad_out[n, :, q + k d - p]^T``, with no columns in memory. The
     reduction over samples and positions is split across programs into float32 partials,
     summed in a fixed order (deterministic). ``grad`` is either
@@ -1043,7 +1044,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    rows = _channels_last_rows(x) if planes else None
+    rows = None if shifted or moved_input else _channels_last_rows(x)
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
                       shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
@@ -1199,9 +1200,10 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
                          interleaved: bool = False, limit: Optional[int] = None) -> Optional[str]:
     """Why the backward of a call does not take the fused kernels, or None where it does:
     where the kernels can take its forward (:func:`unavailable`, the cost model aside) and
-    the cost model sends it (:func:`backward_preferred`), on planar tensors at stride 1,
-    with output channels in whole 16-byte rows too (the output gradient's rows are the
-    kernels' input); in float32, 2-D calls only; where one sample's copies fit in
+    the cost model sends it (:func:`backward_preferred`), at stride 1, with output channels
+    in whole 16-byte rows too (the output gradient's rows are the kernels' input); in
+    float32, 2-D planar calls only; on channels_last tensors, 2-D 16-bit calls only; where
+    one sample's copies fit in
     ``limit`` bytes, if given (the workspace limit: :func:`backward` takes whole samples,
     the column routes split further)."""
     why = _unable(a, x, weight)
@@ -1218,8 +1220,13 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         # float32, the forward fused too: the column routes' step ran 1.1-1.5x faster,
         # results/s29/D.)
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
-    if interleaved:
-        return "channels_last tensors (the fused weight gradient reads planar ones)"
+    if interleaved and (x.dtype == torch.float32 or a.geometry.nd != 2):
+        # 16-bit 2-D only: bfloat16's 2d-3x7-512 step ran 0.50x torch's on the column routes
+        # (s57 G), its NCHW one 1.37x on these kernels. float32's weight gradient would read
+        # the output gradient's rows, not its copies moved along W; neither it nor 3-D has
+        # been measured against the column routes.
+        which = "float32" if x.dtype == torch.float32 else f"{a.geometry.nd}-D"
+        return f"channels_last {which} (measured on the column routes only)"
     if any(s != 1 for s in a.geometry.stride):
         return "stride > 1"
     if a.out_channels * x.element_size() % 16:
@@ -1293,38 +1300,54 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     where that copy is made, else it is None: the caller sums ``grad_out`` itself. ``out``:
     the gradients to write into where given (None for those not asked; the input's planar
     and contiguous), as a CUDA graph of the call needs; the bias's only where it is summed
-    here."""
-    grad_out, x = grad_out.contiguous(), x.contiguous()
+    here.
+
+    A channels_last ``x`` (:func:`backward_unavailable` sends 16-bit ones) is read as it
+    lies, and so is a channels_last ``grad_out``: its rows take the copy's place (float32
+    rounded in the kernels' registers; the bias gradient the caller's). The input gradient
+    then comes channels_last, and float32's weight gradient reads those rows, not copies
+    moved along W."""
+    interleaved = _channels_last_rows(x) is not None
+    x = x if interleaved else x.contiguous()
+    grad_rows = grad_out.movedim(1, -1) if interleaved else None
+    if grad_rows is not None and not grad_rows.is_contiguous():
+        grad_rows = None
+    if grad_rows is None:
+        grad_out = grad_out.contiguous()
     wide = x.dtype == torch.float32
     if fold is None:
         fold = folded_taps(a.geometry, a.out_channels, x.element_size())
     geometry = narrowed(a.geometry) if fold > 1 else a.geometry
-    shifted = wide and fold == 1
+    shifted = wide and fold == 1 and not interleaved
     moved_input = shifted and moves_input(a, x.element_size())
     step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
-    grad_input = None if not need[0] else out[0] if out else \
-        torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None
     copies = need[0] or not shifted and need[1]   # the output gradient channels innermost
-    summed = copies and len(need) > 2 and need[2]
+    summed = copies and grad_rows is None and len(need) > 2 and need[2]
     with _on(x.device):
         for first in range(0, a.batch, step):
             g, xs = grad_out[first:first + step], x[first:first + step]
             rows = None
             if copies:
-                rows, sums = _channels_innermost(g, wide, summed)
-                if summed:
-                    grad_bias = sums if grad_bias is None else grad_bias.add_(sums)
+                if grad_rows is not None:
+                    rows = grad_rows[first:first + step]
+                else:
+                    rows, sums = _channels_innermost(g, wide, summed)
+                    if summed:
+                        grad_bias = sums if grad_bias is None else grad_bias.add_(sums)
                 if fold > 1:
                     rows = folded_rows(rows, a.geometry, x.shape[-1])
             if need[0]:
                 implicit_gemm(rows, weights, None, convolution_taps(geometry),
-                              grad_input[first:first + step].movedim(1, -1), round_input=False)
+                              grad_input[first:first + step].movedim(1, -1),
+                              round_input=grad_rows is not None)
             if need[1]:
                 part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32,
                                        moved_input=moved_input) \
-                    if shifted else weight_gradient(xs, rows, geometry, rounded=True,
+                    if shifted else weight_gradient(xs, rows, geometry,
+                                                    rounded=grad_rows is None,
                                                     dtype=torch.float32)
                 part = _unfolded(part, a.geometry, fold) if fold > 1 else part
                 grad_weight = part if grad_weight is None else grad_weight.add_(part)

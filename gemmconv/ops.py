@@ -918,8 +918,8 @@ def _fused_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tenso
     grad_input, grad_weight, grad_bias = fused.backward(grad_out, x, weight, a, need,
                                                         _workspace_limit)
     empty = lambda: grad_out.new_empty(0)   # a fresh one per unused gradient: none may alias
-    if grad_bias is None:
-        grad_bias = _bias_grad(grad_out, False) if need[2] else empty()
+    if grad_bias is None:   # (no copy to sum it from: a planar one's rows, or channels_last)
+        grad_bias = _bias_grad(grad_out, cl.suggested(grad_out)) if need[2] else empty()
     return [grad_input if need[0] else empty(), grad_weight if need[1] else empty(), grad_bias]
 
 
@@ -929,18 +929,18 @@ class _FusedBackward(NamedTuple):
     one is kept, as _BackwardReplay.graphed: the fused backward's host time (its copies,
     launches, partials' sum and casts: 1.6 ms of 3d-3x5x7's bfloat16 step on the H200's
     host, whose kernels took 1.3; benches/NOTES.md, session 30) is where such steps wait."""
-    interleaved: bool = False   # (planar calls only)
+    interleaved: bool = False   # (channels_last: 16-bit 2-D calls, fused.backward_unavailable)
 
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool],
             grads: Optional[list] = None) -> List[Optional[torch.Tensor]]:
         """The gradients asked for (None for the others), written into ``grads`` where
         given (as _new_gradients allocates them), else into new ones."""
-        grads = grads or _new_gradients(x, weight, a, need, False)
+        grads = grads or _new_gradients(x, weight, a, need, self.interleaved)
         grad_input, grad_weight, grad_bias = fused.backward(grad_out, x, weight, a, need,
                                                             _workspace_limit, out=grads)
         if grad_bias is None and need[2]:   # (no copy to sum it from)
-            grad_bias = grads[2].copy_(_bias_grad(grad_out, False))
+            grad_bias = grads[2].copy_(_bias_grad(grad_out, cl.suggested(grad_out)))
         return [grad_input, grad_weight, grad_bias]
 
     def graphed(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -1240,7 +1240,7 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
     kernels, _FusedBackward; the depthwise kernel, _DepthwiseBackward."""
     from . import _cuda
     if fused.backward_takes(a, x, weight, interleaved, _workspace_limit):
-        return _FusedBackward()
+        return _FusedBackward(interleaved)
     if depthwise.backward_takes(a, x, weight, interleaved):
         return _DepthwiseBackward.planned(grad_out, x, a, need, interleaved)
     if a.prefers_im2col():

@@ -318,6 +318,38 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
         assert rel_error(m, t) < tolerance
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", [c for c in _PLANAR_STRIDE_ONE if c.nd == 2 and c.batch][:10] + [
+    cases.Case("cl-few-out", 2, 16, 8, (3, 5), (20, 30), padding=(1, 2)),   # 16-bit: W's taps folded
+    cases.Case("cl-dilated", 3, 24, 16, (3, 3), (17, 29), padding=(2, 1), dilation=(2, 1))],
+    ids=lambda c: c.name)
+def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches, case, mode):
+    """A channels_last call's backward through the fused kernels in 16-bit types (reading the
+    input's and the output gradient's rows as they lie, no copy of either), the column
+    routes' in float32; both against float64, the input's gradient channels_last, into
+    poisoned memory, bitwise repeatable."""
+    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
+    weight_grads = _counted(monkeypatch, "weight_gradient")
+    copies = _counted(monkeypatch, "_channels_innermost")
+    dtype, precision, tolerance = MODES[mode]
+    x, w, b = _tensors(case, "cl-backward" + mode, dtype, True)
+    leaves = [t for t in (x, w, b) if t is not None]
+    with gemmconv.float32_precision(precision):
+        out = OURS[2](x, w, b, **case.kwargs)
+        grad_out = torch.randn(out.shape, generator=generator(case.name, "gcl"), dtype=torch.float64)
+        grad_out = grad_out.to(CUDA).contiguous(memory_format=torch.channels_last)
+        poison_allocator(x.numel() * x.element_size())
+        mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
+        again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
+    assert weight_grads[0] == (0 if dtype == torch.float32 else 2) and copies[0] == 0
+    if x.is_contiguous(memory_format=torch.channels_last):
+        assert mine[0].is_contiguous(memory_format=torch.channels_last)
+    assert all(torch.equal(m, g) for m, g in zip(mine, again))
+    refs = reference64(case, x, w, b, grad_out)
+    for m, t in zip(mine, refs[1:]):
+        assert rel_error(m, t) < tolerance
+
+
 # The stride-1 cases of the table at a size where the caching allocator's rounding (every
 # block a multiple of 512 bytes; ROUNDING allows for 16 of them) is small beside the copies.
 BYTES_CASES = [c.scaled(1 << 16) for c in cases.BENCH if set(c.stride) == {1} and c.groups == 1]
