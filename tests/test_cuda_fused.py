@@ -283,6 +283,25 @@ BACKWARD = ([c for c in _PLANAR_STRIDE_ONE if c.nd < 3][:10]
             + [c for c in _PLANAR_STRIDE_ONE if c.nd == 3][:4])
 
 
+def _grad_out(case, key):
+    """A fresh float64 output gradient of ``case`` on the device."""
+    shape = (case.batch, case.out_channels, *case.output_size)
+    return torch.randn(shape, generator=generator(case.name, key), dtype=torch.float64).to(CUDA)
+
+
+def _gradients_twice(case, tensors, precision, grad_out):
+    """The gradients of our call's leaves among ``tensors`` (x, w, b) for ``grad_out`` (cast
+    to the input's dtype), twice: the input's first lands on poisoned memory."""
+    x = tensors[0]
+    leaves = [t for t in tensors if t is not None]
+    with gemmconv.float32_precision(precision):
+        out = OURS[case.nd](*tensors, **case.kwargs)
+        poison_allocator(x.numel() * x.element_size())                # where the input's lands
+        mine = torch.autograd.grad(out, leaves, grad_out.to(x.dtype), retain_graph=True)
+        again = torch.autograd.grad(out, leaves, grad_out.to(x.dtype))
+    return mine, again
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", BACKWARD, ids=lambda c: c.name)
 def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, mode):
@@ -296,13 +315,8 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
     folds = _counted(monkeypatch, "folded_rows")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = _tensors(case, "backward" + mode, dtype, False)
-    leaves = [t for t in (x, w, b) if t is not None]
-    with gemmconv.float32_precision(precision):
-        out = OURS[case.nd](x, w, b, **case.kwargs)
-        grad_out = torch.randn(out.shape, generator=generator(case.name, "gb"), dtype=torch.float64).to(CUDA)
-        poison_allocator(x.numel() * x.element_size())                # where the input's lands
-        mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
-        again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
+    grad_out = _grad_out(case, "gb")
+    mine, again = _gradients_twice(case, (x, w, b), precision, grad_out)
     if dtype == torch.float32 and case.nd != 2:   # not there (backward_unavailable): the column
         assert weight_grads[0] == 0                 # routes, whose input gradient may still run
     elif case.batch == 0:                           # no chunk of samples: zero weight gradient
@@ -333,14 +347,8 @@ def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches,
     copies = _counted(monkeypatch, "_channels_innermost")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = _tensors(case, "cl-backward" + mode, dtype, True)
-    leaves = [t for t in (x, w, b) if t is not None]
-    with gemmconv.float32_precision(precision):
-        out = OURS[2](x, w, b, **case.kwargs)
-        grad_out = torch.randn(out.shape, generator=generator(case.name, "gcl"), dtype=torch.float64)
-        grad_out = grad_out.to(CUDA).contiguous(memory_format=torch.channels_last)
-        poison_allocator(x.numel() * x.element_size())
-        mine = torch.autograd.grad(out, leaves, grad_out.to(dtype), retain_graph=True)
-        again = torch.autograd.grad(out, leaves, grad_out.to(dtype))
+    grad_out = _grad_out(case, "gcl").contiguous(memory_format=torch.channels_last)
+    mine, again = _gradients_twice(case, (x, w, b), precision, grad_out)
     assert weight_grads[0] == (0 if dtype == torch.float32 else 2) and copies[0] == 0
     if x.is_contiguous(memory_format=torch.channels_last):
         assert mine[0].is_contiguous(memory_format=torch.channels_last)
