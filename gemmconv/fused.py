@@ -1020,9 +1020,9 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
                     planes: bool = False, moved_input: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, or
-    channels_last but where ``shifted`` (its rows read as they lie), and its output
-    gradient ``grad``: per tap, ``sum over
-    n, q of x[n, :, q] grad_out[n, :, q + k d - p]^T``, with no columns in memory. The
+    channels_last (its rows read as they lie; not with ``shifted`` or ``moved_input``), and
+    its output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q +
+    k d - p]^T``, with no columns in memory. The
     reduction over samples and positions is split across programs into float32 partials,
     summed in a fixed order (deterministic). ``grad`` is either
     - ``(N, *image, C_out)``, channels innermost and contiguous: its tiles reach the tensor
@@ -1203,9 +1203,8 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     the cost model sends it (:func:`backward_preferred`), at stride 1, with output channels
     in whole 16-byte rows too (the output gradient's rows are the kernels' input); in
     float32, 2-D planar calls only; on channels_last tensors, 2-D 16-bit calls only; where
-    one sample's copies fit in
-    ``limit`` bytes, if given (the workspace limit: :func:`backward` takes whole samples,
-    the column routes split further)."""
+    one sample's copies fit in ``limit`` bytes, if given (the workspace limit:
+    :func:`backward` takes whole samples, the column routes split further)."""
     why = _unable(a, x, weight)
     if why is not None:
         return why
@@ -1298,9 +1297,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     :func:`folded_rows` of that copy instead, W's taps folded into the channels. The bias
     gradient comes from the channels-innermost copy's sums (:func:`channels_innermost_summed`)
     where that copy is made, else it is None: the caller sums ``grad_out`` itself. ``out``:
-    the gradients to write into where given (None for those not asked; the input's planar
-    and contiguous), as a CUDA graph of the call needs; the bias's only where it is summed
-    here.
+    the gradients to write into where given (None for those not asked; the input's in any
+    layout), as a CUDA graph of the call needs; the bias's only where it is summed here.
 
     A channels_last ``x`` (:func:`backward_unavailable` sends 16-bit ones) is read as it
     lies, and so is a channels_last ``grad_out``: its rows take the copy's place (float32
