@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
 # Shell functions of the run-s*.sh scripts (sourced; $O is the call's output folder).
+# Sourced with the call's name (run-s58.sh on), it sets up that folder and the environment.
+if [ $# -gt 0 ]; then
+  export PYTHONUNBUFFERED=1 PYTHONPATH=.
+  O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
+fi
 count() { grep -E "PASSED|SKIPPED|FAILED|ERROR" $1 | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c; grep -E "^(FAILED|ERROR)" $1 | head -20; }
 # CUDA test files in parallel processes (Triton's compiles are the host's work): t LOG FILES...
 t() { log=$1; shift; timeout ${TT:-500} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }

@@ -6,9 +6,7 @@
 #   B: whether the fused backward should take channels_last float32 and 3-D calls
 #      (cl_fused_backward_probe.py), then DCGAN (155 moves its channels_last training steps).
 #   C: the VAE decoder and the 2-D U-Net, the same.
-export PYTHONUNBUFFERED=1 PYTHONPATH=.
-O=${OUT:-/tmp}/$1; rm -rf $O; mkdir -p $O
-source benches/run-lib.sh   # count, t, summary, layer, gpu, all_tests, table, probe, zoo_model, node
+source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 case "$1" in
 A) gpu
   node
