@@ -110,6 +110,21 @@ def dense_weight(w: torch.Tensor, group_channels: int) -> torch.Tensor:
     return dense.view(1, groups * rows, width * groups)
 
 
+def gemm_operands(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
+                  channels: int, dense: bool, gathered: Sequence[bool] = ()) -> tuple:
+    """The forward GEMM's operands, for :func:`forward` and ops' replay of it: ``x``'s
+    positions ``(P, C_in)`` and the reordered weight (:func:`_weight` of the split gathering
+    ``gathered``), zero-padded to ``channels`` input channels where that is more
+    (:func:`padded_channels`: none gathered), or, where ``dense``, one block-diagonal weight
+    for all groups whose columns are an ungrouped layer's (:func:`dense_weight`)."""
+    x_rows, w = _positions(x).reshape(-1, a.in_channels), _weight(weight, a, gathered)
+    if dense:
+        return x_rows, dense_weight(w, a.out_channels // a.groups)
+    if channels == a.in_channels:
+        return x_rows, w
+    return _padded(x_rows, channels), _padded(w, channels, dim=-2)
+
+
 def padded_channels(a: ConvTransposeArgs, element_size: int) -> int:
     """The input channels the GEMMs run over: C_in, but where a position's channels are not
     whole 16-byte units, the products are large (gemm.LAYOUT_TRIAL_FLOPS) and there is one
@@ -205,23 +220,15 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     """
     split, groups = a.split(gathered), a.groups
     gather, scatter = split.gather, split.scatter
-    cin, cout = a.in_channels // groups, a.out_channels // groups
+    cin = a.in_channels // groups
     rows, m, grid = split.gather_rows, split.scatter_rows, split.grid
     x = ordered(x)
-    x_rows = _positions(x).reshape(-1, a.in_channels)
-    width = padded_channels(a, x.element_size())
-    padded = not gather and width != a.in_channels
-    if padded:
-        x_rows = _padded(x_rows, width)
+    width = a.in_channels if gather else padded_channels(a, x.element_size())
+    dense = gemm.dense_groups(x.dtype, x.is_cuda, groups, rows)   # one product for all groups
+    x_rows, w = gemm_operands(x, weight, a, width, dense, split.gathered)
+    column_groups = 1 if dense else groups
     plan = forward_plan(a, tuple(gathered), x.element_size(), limit)
     workspace = x.new_empty(plan.workspace)
-    w = _weight(weight, a, split.gathered)
-    if padded:   # zero rows for the input's zero channels
-        w = _padded(w, width, dim=-2)
-    dense = gemm.dense_groups(x.dtype, x.is_cuda, groups, rows)
-    if dense:   # one product, whose columns are an ungrouped layer's
-        w = dense_weight(w, cout)
-    column_groups = 1 if dense else groups
     out = empty(x, a.output_shape, True)
     out_rows = _positions(out)
     for (n0, n1, o0, o1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):

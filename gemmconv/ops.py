@@ -301,8 +301,8 @@ class _Replay(NamedTuple):
         if workspace is None:
             workspace = x.new_empty(self.workspace)
         if self.interleaved:      # positions x C_in @ the reordered weight (channels_last.py)
-            x_rows, w = _interleaved_operands(x, weight, a, self.padded or a.in_channels,
-                                              bool(self.dense))
+            x_rows, w = cl.gemm_operands(x, weight, a, self.padded or a.in_channels,
+                                         bool(self.dense))
             operands = (x_rows.data_ptr(), w.data_ptr())
         else:   # the weight, or its copy where gemm.py's layout choice keeps one
             w = gemm.first_operand(self.product, weight.as_strided(*self.weight_view)) \
@@ -452,7 +452,7 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
         m, (_, count) = split.scatter_rows, plan.rows[0]
         padded = cl.padded_channels(a, x.element_size())
         dense = gemm.dense_groups(x.dtype, True, groups, split.gather_rows)
-        x_rows, w = _interleaved_operands(x, weight, a, padded, dense)
+        x_rows, w = cl.gemm_operands(x, weight, a, padded, dense)
         workspace, out = x.new_empty(plan.workspace), cl.empty(x, a.output_shape, True)
         columns = workspace[:count * groups * m].view(count, groups * m)
         products = 1 if dense else groups
@@ -502,21 +502,6 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     return _Replay(product, launch, plan.workspace, True, False,
                    padded=0 if padded == a.in_channels else padded,
                    dense=groups if dense else 0), (workspace, out)
-
-
-def _interleaved_operands(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
-                          channels: int, dense: bool) -> tuple:
-    """The channels_last forward's GEMM operands, as channels_last.forward makes them:
-    ``x``'s positions ``(P, C_in)`` and the reordered weight ``(G, C_in / G, K C_out / G)``,
-    zero-padded to ``channels`` input channels where that is more
-    (channels_last.padded_channels), or, ``dense``, one block-diagonal weight for all groups
-    whose columns are an ungrouped layer's (channels_last.dense_weight)."""
-    x_rows, w = cl._positions(x).reshape(-1, a.in_channels), cl._weight(weight, a)
-    if dense:
-        return x_rows, cl.dense_weight(w, a.out_channels // a.groups)
-    if channels == a.in_channels:
-        return x_rows, w
-    return cl._padded(x_rows, channels), cl._padded(w, channels, dim=-2)
 
 
 def _forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
