@@ -539,6 +539,11 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
 SMALL_OUTPUT = 1 << 26
 SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
+# The float32 fused backward of a channels_last call reads the output gradient's rows as
+# they lie, channels innermost: a 32-bit tile the tensor cores cannot take from shared
+# memory as it lies, whose cost grows with the channels (backward_unavailable).
+CHANNELS_LAST_FLOAT32_ROWS = 256   # bytes of output channels a position
+
 
 # 3-D forwards on channels_last tensors whose output channels fill a 128-byte chunk of the
 # kernel's tile go to the fused route too. The planar 3-D routes take the outer dim's taps
@@ -1202,7 +1207,8 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     where the kernels can take its forward (:func:`unavailable`, the cost model aside) and
     the cost model sends it (:func:`backward_preferred`), at stride 1, with output channels
     in whole 16-byte rows too (the output gradient's rows are the kernels' input); in
-    float32, 2-D planar calls only; on channels_last tensors, 2-D 16-bit calls only; where
+    float32, 2-D calls only, and on channels_last tensors only where the output channels'
+    rows take at most ``CHANNELS_LAST_FLOAT32_ROWS`` bytes; where
     one sample's copies fit in ``limit`` bytes, if given (the workspace limit:
     :func:`backward` takes whole samples, the column routes split further)."""
     why = _unable(a, x, weight)
@@ -1219,13 +1225,13 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         # float32, the forward fused too: the column routes' step ran 1.1-1.5x faster,
         # results/s29/D.)
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
-    if interleaved and (x.dtype == torch.float32 or a.geometry.nd != 2):
-        # 16-bit 2-D only: bfloat16's 2d-3x7-512 step ran 0.50x torch's on the column routes
-        # (s57 G), its NCHW one 1.37x on these kernels. float32's weight gradient would read
-        # the output gradient's rows, not its copies moved along W; neither it nor 3-D has
-        # been measured against the column routes.
-        which = "float32" if x.dtype == torch.float32 else f"{a.geometry.nd}-D"
-        return f"channels_last {which} (measured on the column routes only)"
+    if interleaved and x.dtype == torch.float32 and a.out_channels * 4 > CHANNELS_LAST_FLOAT32_ROWS:
+        # float32's weight gradient reads the output gradient's rows here, not copies moved
+        # along W. The five stride-1 2-D cases' channels_last training steps against the
+        # column routes' (H200, results/s58/B): 10-31% faster at 32 and 64 output channels,
+        # 37% slower at 128 (2d-64to128).
+        return (f"channels_last float32 of {a.out_channels} output channels (over "
+                f"{CHANNELS_LAST_FLOAT32_ROWS // 4}: the column routes' backward is faster)")
     if any(s != 1 for s in a.geometry.stride):
         return "stride > 1"
     if a.out_channels * x.element_size() % 16:
@@ -1300,8 +1306,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     the gradients to write into where given (None for those not asked; the input's in any
     layout), as a CUDA graph of the call needs; the bias's only where it is summed here.
 
-    A channels_last ``x`` (:func:`backward_unavailable` sends 16-bit ones) is read as it
-    lies, and so is a channels_last ``grad_out``: its rows take the copy's place (float32
+    A channels_last ``x`` (:func:`backward_unavailable` sends 16-bit ones, and float32 2-D
+    ones of few output channels) is read as it lies, and so is a channels_last ``grad_out``: its rows take the copy's place (float32
     rounded in the kernels' registers; the bias gradient the caller's). The input gradient
     then comes channels_last, and float32's weight gradient reads those rows, not copies
     moved along W."""

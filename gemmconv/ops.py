@@ -914,7 +914,7 @@ class _FusedBackward(NamedTuple):
     one is kept, as _BackwardReplay.graphed: the fused backward's host time (its copies,
     launches, partials' sum and casts: 1.6 ms of 3d-3x5x7's bfloat16 step on the H200's
     host, whose kernels took 1.3; benches/NOTES.md, session 30) is where such steps wait."""
-    interleaved: bool = False   # (channels_last: 16-bit 2-D calls, fused.backward_unavailable)
+    interleaved: bool = False   # channels_last (which calls: fused.backward_unavailable)
 
     def run(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool],

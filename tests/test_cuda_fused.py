@@ -335,23 +335,27 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", [c for c in _PLANAR_STRIDE_ONE if c.nd == 2 and c.batch][:10] + [
     cases.Case("cl-few-out", 2, 16, 8, (3, 5), (20, 30), padding=(1, 2)),   # 16-bit: W's taps folded
-    cases.Case("cl-dilated", 3, 24, 16, (3, 3), (17, 29), padding=(2, 1), dilation=(2, 1))],
-    ids=lambda c: c.name)
+    cases.Case("cl-dilated", 3, 24, 16, (3, 3), (17, 29), padding=(2, 1), dilation=(2, 1)),
+    cases.Case("cl-wide-out", 2, 16, 72, (3, 3), (12, 14), padding=(1, 1))]   # float32: columns
+    + [c for c in _PLANAR_STRIDE_ONE if c.nd == 3 and c.batch][:4], ids=lambda c: c.name)
 def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches, case, mode):
-    """A channels_last call's backward through the fused kernels in 16-bit types (reading the
-    input's and the output gradient's rows as they lie, no copy of either), the column
-    routes' in float32; both against float64, the input's gradient channels_last, into
-    poisoned memory, bitwise repeatable."""
+    """A channels_last call's backward through the fused kernels (reading the input's and
+    the output gradient's rows as they lie, no copy of either) in 16-bit types, and in
+    float32 for 2-D calls of at most 64 output channels; else the column routes'. Both
+    against float64, the input's gradient channels_last, into poisoned memory, bitwise
+    repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     weight_grads = _counted(monkeypatch, "weight_gradient")
     copies = _counted(monkeypatch, "_channels_innermost")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = _tensors(case, "cl-backward" + mode, dtype, True)
-    grad_out = _grad_out(case, "gcl").contiguous(memory_format=torch.channels_last)
+    layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+    grad_out = _grad_out(case, "gcl").contiguous(memory_format=layout)
     mine, again = _gradients_twice(case, (x, w, b), precision, grad_out)
-    assert weight_grads[0] == (0 if dtype == torch.float32 else 2) and copies[0] == 0
-    if x.is_contiguous(memory_format=torch.channels_last):
-        assert mine[0].is_contiguous(memory_format=torch.channels_last)
+    columns = dtype == torch.float32 and (case.nd != 2 or case.out_channels > 64)
+    assert weight_grads[0] == (0 if columns else 2) and copies[0] == 0
+    if x.is_contiguous(memory_format=layout):
+        assert mine[0].is_contiguous(memory_format=layout)
     assert all(torch.equal(m, g) for m, g in zip(mine, again))
     refs = reference64(case, x, w, b, grad_out)
     for m, t in zip(mine, refs[1:]):

@@ -582,7 +582,7 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
 @interpreted
 @pytest.mark.parametrize("folded", [False, True])
 @pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
-@pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.nd == 2 and c.batch],
+@pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.nd > 1 and c.batch],
                          ids=lambda c: c.name)
 def test_fused_backward_reads_channels_last_tensors_as_they_lie(case, grad_layout, folded):
     """fused.backward on a channels_last input: the weight gradient reads its rows, and a
@@ -593,19 +593,20 @@ def test_fused_backward_reads_channels_last_tensors_as_they_lie(case, grad_layou
     if folded and case.kernel_size[-1] == 1:
         pytest.skip("one tap along W: nothing to fold")
     x, w, a, grad_out, ref = _tf32_backward_problem(case, "cl-backward", "gcl")
-    x = x.contiguous(memory_format=torch.channels_last)
+    layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+    x = x.contiguous(memory_format=layout)
     if grad_layout == "channels_last":
-        grad_out = grad_out.contiguous(memory_format=torch.channels_last)
+        grad_out = grad_out.contiguous(memory_format=layout)
     if fused._channels_last_rows(x) is None:
         pytest.skip("one position: planar and channels_last alike")
     got = fused.backward(grad_out, x, w, a, (True, True, True),
                          fold=case.kernel_size[-1] if folded else 1)
     assert rel_error(got[0], ref[0]) < 1e-6 and rel_error(got[1], ref[1]) < 1e-6
-    assert got[0].is_contiguous(memory_format=torch.channels_last)
+    assert got[0].is_contiguous(memory_format=layout)
     if grad_layout == "channels_last":
         assert got[2] is None
     else:
-        assert rel_error(got[2], grad_out.double().sum((0, 2, 3))) < 1e-6
+        assert rel_error(got[2], grad_out.double().sum((0, *range(2, grad_out.dim())))) < 1e-6
 
 
 @interpreted
@@ -1004,11 +1005,16 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         half = _meta(8, 64, 1024, 1024, **bf16), _meta(64, 64, 3, 3, **bf16)
         assert fused.backward_unavailable(a, *half) is None
         assert fused.backward_unavailable(a, *half, interleaved=True) is None   # rows as they lie
-        assert "channels_last float32" in fused.backward_unavailable(a, *large, interleaved=True)
+        assert fused.backward_unavailable(a, *large, interleaved=True) is None   # 64 channels
+        wide = _meta(64, 64, 128, 256), _meta(64, 128, 3, 5)
+        aw = conv_transpose_args("conv_transpose2d", 2, *wide, None, 1, 0, 0, 1, 1)
+        assert fused.backward_unavailable(aw, *wide) is None
+        assert "channels_last float32 of 128" in fused.backward_unavailable(aw, *wide, interleaved=True)
+        assert fused.backward_unavailable(aw, *(t.to(torch.bfloat16) for t in wide), interleaved=True) is None
         cube = _meta(8, 64, 64, 64, 64, **bf16), _meta(64, 64, 3, 3, 3, **bf16)
         a3 = conv_transpose_args("conv_transpose3d", 3, *cube, None, 1, 0, 0, 1, 1)
         assert fused.backward_unavailable(a3, *cube) is None
-        assert "channels_last 3-D" in fused.backward_unavailable(a3, *cube, interleaved=True)
+        assert fused.backward_unavailable(a3, *cube, interleaved=True) is None
         odd = _meta(32, 64, 1024, 1024, **bf16), _meta(64, 4, 3, 3, **bf16)
         a = conv_transpose_args("conv_transpose2d", 2, *odd, None, 1, 0, 0, 1, 1)
         assert "4 output channels" in fused.backward_unavailable(a, *odd)
