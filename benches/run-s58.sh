@@ -28,5 +28,5 @@ C) gpu   # 157 (channels_last 16-bit 3-D and float32 2-D backwards fused): its t
   for f in "" --channels-last; do layer "ConvTranspose2d(64, 64, 3)" --input 8,64,1024,1024 --backward $f; done ;;
 D) gpu
   node
-  zoo_model vae-decoder 250; zoo_model unet2d 300 ;;
+  zoo_model vae-decoder 170; zoo_model unet2d 250 ;;
 esac
