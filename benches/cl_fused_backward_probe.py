@@ -1,7 +1,8 @@
-"""Whether the fused backward should take more channels_last calls (session 57's lever): 156
-sends 2-D 16-bit channels_last stride-1 calls there; float32 ones (whose weight gradient
-then reads the output gradient's rows, not its copies moved along W) and 3-D ones keep the
-column routes, untimed against the fused kernels.
+"""Whether the fused backward should take more channels_last calls. Written in session 57,
+when 156 sent only 2-D 16-bit channels_last stride-1 calls there; its run in session 58
+(results/s58/B) set 157's rule: 16-bit 3-D calls too, and float32 2-D ones of at most 64
+output channels (whose weight gradient reads the output gradient's rows, not its copies
+moved along W). Rerun it after a change to either kernel.
 
 Per case and dtype, the channels_last training step (forward + backward) of torch and of
 ours in turns (measure.speedups), first as the cost model sends it, then with
