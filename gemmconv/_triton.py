@@ -301,27 +301,36 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w, BR: tl.constexpr, BW: t
 
 @triton.jit
 def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, channels, planes, width, pitch,
-                 rows_pitch, tiles_w, BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr):
+                 rows_pitch, tiles_w, BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr,
+                 ROWS_LAST: tl.constexpr = False):
     """``out (copies, N, planes, channels, pitch)``: copy ``i`` is ``x (N, channels, planes,
     width)``, contiguous (``rows`` rows of ``width``), its channels moved next to W and its
     rows moved ``shifts[i]`` elements (``out[i, n, p, c, w] = x[n, c, p, w - shifts[i]]``),
     zero where that falls outside ``x``: every element written, since a descriptor over the
     pitch reads them all. Rounded to TF32 where ``ROUND``. A program writes its tile of every
-    copy, so the copies after the first read ``x`` from the caches."""
+    copy, so the copies after the first read ``x`` from the caches. Where ``ROWS_LAST``,
+    ``x`` is channels_last, ``(N, planes, width, channels)`` contiguous: a program's rows
+    are then consecutive channels of one plane, so each position's read is one run of them."""
     pid = tl.program_id(0)
     r = (pid // tiles_w) * BR + tl.arange(0, BR)
     c = (pid % tiles_w) * BW + tl.arange(0, BW)
-    sample = r // (channels * planes)
-    channel = r // planes % channels
-    plane = r % planes
-    moved = ((sample * planes + plane).to(tl.int64) * channels + channel) * pitch
-    where = moved[:, None] + c[None, :]
+    if ROWS_LAST:   # r in the copies' order: (sample, plane, channel)
+        where = r.to(tl.int64)[:, None] * pitch + c[None, :]
+        start = (r // channels).to(tl.int64) * width * channels + r % channels
+        step = channels
+    else:           # r in x's order: (sample, channel, plane)
+        sample = r // (channels * planes)
+        channel = r // planes % channels
+        plane = r % planes
+        moved = ((sample * planes + plane).to(tl.int64) * channels + channel) * pitch
+        where = moved[:, None] + c[None, :]
+        start = r.to(tl.int64) * width
+        step = 1
     keep = (r < rows)[:, None] & (c < pitch)[None, :]
     for i in range(copies):
         src = c - tl.load(shifts_ptr + i)
         inside = (r < rows)[:, None] & ((src >= 0) & (src < width))[None, :]
-        tile = tl.load(x_ptr + r.to(tl.int64)[:, None] * width + src[None, :], mask=inside,
-                       other=0.0)
+        tile = tl.load(x_ptr + start[:, None] + src[None, :] * step, mask=inside, other=0.0)
         if ROUND:
             tile = round_tf32(tile)
         tl.store(out_ptr + where, tile, mask=keep)
@@ -383,17 +392,21 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
 def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
              B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
              BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
-             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr):
+             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr,
+             X_LAST: tl.constexpr):
     """``acc`` plus tap ``tap``'s product of its own tile, the tensor cores' A operand, and
     the ``shared`` one (weight_gradient): the output gradient's shifted box, through
     registers, or where ``MOVED`` a box of the moved copies (the input's where
-    ``MOVED_X``; the two swap places where ``SWAP``)."""
+    ``MOVED_X``; the two swap places where ``SWAP``, or where the output gradient's are
+    moved and the input's rows ``X_LAST``)."""
     if MOVED_X:
         a = _moved_box(x_desc, offsets_ptr, tap, batch, n, ci, q0, q1, q2, B0, B1, B2, BN)
         if SWAP:
             a, shared = shared.T, a.T
     elif MOVED:
         a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
+        if X_LAST:   # the input's rows lie channels innermost: its tile is A, in registers
+            a, shared = shared.T, a.T
     else:
         o0 = tl.load(offsets_ptr + tap * 3)
         o1 = tl.load(offsets_ptr + tap * 3 + 1)
@@ -451,14 +464,20 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       give the tensor cores an M of ``BN`` 32, too few for wgmma (mma.sync), so the output
       gradient's is A, through registers, for wgmma: 2d-3x7-padded's weight gradient 5.308
       -> 4.558 ms, its training step 8.395 -> 7.526 (H100, benches/results/s47/G; at 64 x
-      64 the swap took 164 registers against 127, three taps)."""
+      64 the swap took 164 registers against 127, three taps).
+    - Where ``MOVED`` and ``X_LAST`` (a channels_last input in float32): the output
+      gradient's moved copies as above, the input's rows as they lie; those lie channels
+      innermost, which the tensor cores do not take from shared memory in 32-bit types, so
+      the input's tile is A, through registers, and the moved tile B."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    ROWS: tl.constexpr = BN if MOVED_X and not SWAP else BM   # the accumulators' shape
-    COLS: tl.constexpr = BM if MOVED_X and not SWAP else BN
+    # The input's tile is the A operand: the accumulators hold the transposed product.
+    X_FIRST: tl.constexpr = (MOVED_X and not SWAP) or (MOVED and X_LAST and not MOVED_X)
+    ROWS: tl.constexpr = BN if X_FIRST else BM   # the accumulators' shape
+    COLS: tl.constexpr = BM if X_FIRST else BN
     acc0 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc1 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc2 = tl.zeros((ROWS, COLS), dtype=tl.float32)
@@ -468,20 +487,21 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
         shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X, X_LAST)
         acc0 = _tap_dot(acc0, shared, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
-                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP)
+                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP,
+                        X_LAST)
         if TP > 1:
             acc1 = _tap_dot(acc1, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 1, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X, SWAP)
+                            MOVED, MOVED_X, SWAP, X_LAST)
         if TP > 2:
             acc2 = _tap_dot(acc2, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 2, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X, SWAP)
+                            MOVED, MOVED_X, SWAP, X_LAST)
         if TP > 3:
             acc3 = _tap_dot(acc3, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X, SWAP)
-    if MOVED_X and not SWAP:
+                            MOVED, MOVED_X, SWAP, X_LAST)
+    if X_FIRST:
         acc0, acc1, acc2, acc3 = acc0.T, acc1.T, acc2.T, acc3.T
     if TP == 1:
         # Its own store, not _store_partial's: that one's mask for taps past the last took

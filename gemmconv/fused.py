@@ -988,12 +988,14 @@ def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool) ->
 
 
 def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
-    """``grad (N, C, *spatial)``, contiguous, copied once per shift ``m`` in ``shifts`` moved
-    ``m`` elements along W, zero-filled, rounded to TF32 where ``tf32``, with its channels
-    next to W: ``(tensor, shape, strides)`` of 5 dims ``(S N, D, H, C, W'')``, spatial padded
-    to D, H, W, rows ``W''`` elements apart: whole 16-byte units that hold the moved rows.
-    (With channels next to W, a box of one row of W is a tile the tensor cores read from
-    shared memory as it lies: _triton._moved_tile.)"""
+    """``grad (N, C, *spatial)``, contiguous or channels_last, copied once per shift ``m`` in
+    ``shifts`` moved ``m`` elements along W, zero-filled, rounded to TF32 where ``tf32``,
+    with its channels next to W: ``(tensor, shape, strides)`` of 5 dims ``(S N, D, H, C,
+    W'')``, spatial padded to D, H, W, rows ``W''`` elements apart: whole 16-byte units that
+    hold the moved rows. (With channels next to W, a box of one row of W is a tile the
+    tensor cores read from shared memory as it lies: _triton._moved_tile.)"""
+    rows_last = _channels_last_rows(grad) is not None
+    grad = grad if rows_last else grad.contiguous()
     batch, channels, *spatial = [grad.shape[0], grad.shape[1], *_padded(grad.shape[2:], 1)]
     width, granule = spatial[-1], 16 // grad.element_size()
     pitch = -(-(width + max(shifts)) // granule) * granule
@@ -1002,21 +1004,22 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     if rows:
         shifts = tuple(shifts)
         _shifted_launch(shifts, rows, channels, spatial[0] * spatial[1], width, pitch, tf32,
-                        grad.device)(grad, out, _int_tensor(shifts, grad.device))
+                        rows_last, grad.device)(grad, out, _int_tensor(shifts, grad.device))
     full = [len(shifts) * batch, *spatial[:-1], channels, pitch]
     return out, full, _dense(full)
 
 
 @functools.lru_cache(maxsize=256)
 def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width: int,
-                    pitch: int, tf32: bool, device: torch.device):
+                    pitch: int, tf32: bool, rows_last: bool, device: torch.device):
     from . import _triton
     bw = min(128, _pow2(pitch))
     tiles_w = -(-pitch // bw)
     # 16 rows a program: 32 took 236 registers a thread (benches/ttgir_check.py)
     return _triton.Launch(_triton.shifted_rows, (-(-rows // 16) * tiles_w,),
                           (len(shifts), rows, channels, planes, width, pitch, rows * pitch,
-                           tiles_w), BR=16, BW=bw, ROUND=tf32, num_warps=4)
+                           tiles_w), BR=16, BW=bw, ROUND=tf32, ROWS_LAST=rows_last,
+                          num_warps=4)
 
 
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
@@ -1025,7 +1028,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
                     planes: bool = False, moved_input: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, or
-    channels_last (its rows read as they lie; not with ``shifted`` or ``moved_input``), and
+    channels_last (its rows read as they lie; not with ``moved_input``), and
     its output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q +
     k d - p]^T``, with no columns in memory. The
     reduction over samples and positions is split across programs into float32 partials,
@@ -1034,9 +1037,10 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
       cores from registers, the 16-bit layout; or
     - where ``planes``, a strided call's :func:`phase_planes` ``(N, P, *image / stride,
       C_out)``, read at :func:`plane_taps` (any stride, one or two spatial dims); or
-    - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous, read from its copies
-      moved along W (:func:`shifted_taps`): both operands then lie along positions, the
-      reduction dim, as the tensor cores take 32-bit types from shared memory. Where
+    - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous or channels_last,
+      read from its copies moved along W (:func:`shifted_taps`): both operands then lie
+      along positions, the reduction dim, as the tensor cores take 32-bit types from shared
+      memory (a channels_last input's tiles go to them through registers instead). Where
       ``moved_input`` too, the input's copies are moved instead, and the output gradient
       read as it lies (:func:`moves_input`).
     float32 runs in TF32: the output gradient rounded to nearest, in its copies where
@@ -1049,7 +1053,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    rows = None if shifted or moved_input else _channels_last_rows(x)
+    rows = None if moved_input else _channels_last_rows(x)
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
                       shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.

@@ -417,6 +417,32 @@ def test_float32_weight_gradient_moving_either_operand(monkeypatch, case, moved_
         assert rel_error(m, t) < 5e-3
 
 
+@pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
+@pytest.mark.parametrize("case", [c for c in BACKWARD if c.nd > 1 and c.batch][:8], ids=lambda c: c.name)
+def test_float32_weight_gradient_of_channels_last_rows_from_moved_copies(case, grad_layout):
+    """fused.weight_gradient(shifted=True) on a channels_last float32 input (its rows the
+    tensor cores' A operand, through registers) and an output gradient channels_last (its
+    moved copies made from its rows) or planar: against float64 on the TF32-rounded output
+    gradient, bitwise repeatable. (Not yet a route: benches/cl_wgrad_probe.py times it.)"""
+    x, w, _ = (t.detach() for t in _tensors(case, "cl-moved", torch.float32, True))
+    if fused._channels_last_rows(x) is None:
+        pytest.skip("one position: planar and channels_last alike")
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+    grad_out = _grad_out(case, "gcm")
+    grad = grad_out.float().contiguous(
+        memory_format=layout if grad_layout == "channels_last" else torch.contiguous_format)
+    with gemmconv.float32_precision("tf32"):
+        mine = fused.weight_gradient(x, grad, g, shifted=True)
+        again = fused.weight_gradient(x, grad, g, shifted=True)
+    assert torch.equal(mine, again)
+    wd = w.double().requires_grad_()
+    conv = F.conv_transpose2d if case.nd == 2 else F.conv_transpose3d
+    out = conv(x.double(), wd, None, **case.kwargs)
+    ref, = torch.autograd.grad(out, wd, fused.round_tf32(grad_out.float()).double())
+    assert rel_error(mine, ref) < 5e-3
+
+
 def test_fused_weight_gradient_of_long_reductions_on_positive_data(monkeypatch):
     """A weight gradient summed over 4M positions of positive data (bfloat16, 49 taps):
     split into programs of at most fused.CHAIN positions, it errs as cuBLAS's columns do

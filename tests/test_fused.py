@@ -440,6 +440,26 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
 
 
 @interpreted
+@pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
+@pytest.mark.parametrize("case", [c for c in STRIDE_ONE[::3] if c.nd > 1 and c.batch],
+                         ids=lambda c: c.name)
+def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, grad_layout):
+    """The 32-bit layout on a channels_last input: its rows as they lie (the tensor cores'
+    A operand), the output gradient from its copies moved along W, made from its rows where
+    it is channels_last too. (Input channels in whole 16-byte rows, as the fused route asks.)"""
+    case = dataclasses.replace(case, in_channels=-(-case.in_channels // 4) * 4)
+    case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad-cl-shifted", "gwc")
+    layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
+    x = x.float().contiguous(memory_format=layout)
+    if fused._channels_last_rows(x) is None:
+        pytest.skip("one position: planar and channels_last alike")
+    grad_out = grad_out.float().contiguous(
+        memory_format=layout if grad_layout == "channels_last" else torch.contiguous_format)
+    got = fused.weight_gradient(x, grad_out, _geometry(case), "ieee", shifted=True)
+    assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
+
+
+@interpreted
 @pytest.mark.parametrize("taps", [1, 2, 3, 4])
 @pytest.mark.parametrize("case", STRIDE_ONE[1::7], ids=lambda c: c.name)
 def test_weight_gradient_of_several_taps_a_program_matches_float64(case, taps):
@@ -542,6 +562,19 @@ def test_shifted_copies_move_rows_and_fill_zeros():
         assert not view[i, ..., :m].any() and not view[i, ..., m + 7:].any()
     rounded, *_ = fused.shifted_copies(grad, (2,), tf32=True)
     assert torch.equal(rounded.view(2, 5, 3, 12).transpose(1, 2)[..., 2:9], fused.round_tf32(grad))
+
+
+@interpreted
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (3, 20, 2, 4, 9), (1, 17, 1, 33)])
+def test_shifted_copies_of_a_channels_last_tensor_equal_its_planar_copies(shape):
+    """A channels_last source (read a run of channels a position) gives the very copies its
+    planar twin gives, whatever the channels against the program's 16 rows, 1-3 planes."""
+    grad = torch.randn(shape, generator=generator(str(shape), "shifted-cl"))
+    layout = torch.channels_last if grad.dim() == 4 else torch.channels_last_3d
+    for shifts, tf32 in (((0, 1, 3), False), ((2,), True)):
+        planar = fused.shifted_copies(grad, shifts, tf32)
+        rows = fused.shifted_copies(grad.contiguous(memory_format=layout), shifts, tf32)
+        assert torch.equal(rows[0], planar[0]) and rows[1:] == planar[1:]
 
 
 def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False) -> tuple:
@@ -1230,7 +1263,7 @@ def test_forget_plans_forgets_every_kept_launch_plan():
     kept = [
         (fused._transpose_launch, ((2, 16, 5, 7), 4, True, False, cpu)),
         (fused._pitched_launch, (10, 5, 8, cpu)),
-        (fused._shifted_launch, ((0, 3), 10, 16, 1, 5, 12, True, cpu)),
+        (fused._shifted_launch, ((0, 3), 10, 16, 1, 5, 12, True, False, cpu)),
         (fused._gemm_plan, ((2, 1, 5, 7, 16), (9, 16, 16), (2, 1, 5, 7, 16), (560, 560, 112, 16, 1),
                             torch.float32, fused.transposed_taps(g), "tf32", True, True, None, cpu)),
         (fused._grad_plan, ((2, 16, 5, 7), (2, 16, 5, 7), g, torch.bfloat16, "tf32", None, False,
