@@ -539,10 +539,11 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
 SMALL_OUTPUT = 1 << 26
 SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
-# The float32 fused backward of a channels_last call reads the output gradient's rows as
-# they lie, channels innermost: a 32-bit tile the tensor cores cannot take from shared
-# memory as it lies, whose cost grows with the channels (backward_unavailable).
-CHANNELS_LAST_FLOAT32_ROWS = 256   # bytes of output channels a position
+# The float32 fused backward of a channels_last call: its weight gradient reads the input's
+# rows as they lie, channels innermost, a 32-bit tile the tensor cores do not take from
+# shared memory (they take it along the reduction, the positions). Above this many bytes of
+# output channels a position the column routes' backward ran faster (backward_unavailable).
+CHANNELS_LAST_FLOAT32_ROWS = 256
 
 
 # 3-D forwards on channels_last tensors whose output channels fill a 128-byte chunk of the
@@ -1229,11 +1230,13 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         # float32, the forward fused too: the column routes' step ran 1.1-1.5x faster,
         # results/s29/D.)
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
-    if interleaved and x.dtype == torch.float32 and a.out_channels * 4 > CHANNELS_LAST_FLOAT32_ROWS:
-        # float32's weight gradient reads the output gradient's rows here, not copies moved
-        # along W. The five stride-1 2-D cases' channels_last training steps against the
-        # column routes' (H200, results/s58/B): 10-31% faster at 32 and 64 output channels,
-        # 37% slower at 128 (2d-64to128).
+    if (interleaved and x.dtype == torch.float32
+            and a.out_channels * 4 > CHANNELS_LAST_FLOAT32_ROWS):
+        # float32's weight gradient reads rows here, not copies moved along W. The five
+        # stride-1 2-D cases' channels_last training steps against the column routes'
+        # (H200, results/s58/B): 10-31% faster at 32 and 64 output channels, 37% slower at
+        # 128 (2d-64to128; the weight gradient's kernel alone: 2d-1024 10.9 ms on rows,
+        # 5.8 on the planar moved copies).
         return (f"channels_last float32 of {a.out_channels} output channels (over "
                 f"{CHANNELS_LAST_FLOAT32_ROWS // 4}: the column routes' backward is faster)")
     if any(s != 1 for s in a.geometry.stride):
@@ -1311,10 +1314,11 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     layout), as a CUDA graph of the call needs; the bias's only where it is summed here.
 
     A channels_last ``x`` (:func:`backward_unavailable` sends 16-bit ones, and float32 2-D
-    ones of few output channels) is read as it lies, and so is a channels_last ``grad_out``: its rows take the copy's place (float32
-    rounded in the kernels' registers; the bias gradient the caller's). The input gradient
-    then comes channels_last, and float32's weight gradient reads those rows, not copies
-    moved along W."""
+    ones of few output channels) is read as it lies, and so is a channels_last
+    ``grad_out``: its rows take the copy's place (float32 rounded in the kernels'
+    registers; the bias gradient the caller's). The input gradient then comes
+    channels_last, and float32's weight gradient reads those rows, not copies moved along
+    W."""
     interleaved = _channels_last_rows(x) is not None
     x = x if interleaved else x.contiguous()
     grad_rows = grad_out.movedim(1, -1) if interleaved else None
