@@ -84,15 +84,35 @@ def main() -> None:
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=True,
                                       X_LAST=False, SWAP=bn < bm), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
+                if dt != "fp32":
+                    continue
+                # A channels_last input's rows (X_LAST), with the output gradient's rows
+                # (rounded in registers) or its moved copies (the input's tile then A).
+                x_last = ("x_desc", (dt, (1, *box, bn)))
+                for form, g_block in (("rows", (1, *box, bm)), ("moved", _moved_block(box, bm))):
+                    kernel = compile_(_triton.weight_gradient,
+                                      dict([("g_desc", (dt, g_block)), x_last]),
+                                      dict(out_ptr="fp32", offsets_ptr="i32"),
+                                      dict(common, TP=taps, ROUND=form == "rows",
+                                           MOVED=form == "moved", MOVED_X=False, X_LAST=True,
+                                           SWAP=False), warps, stages)
+                    report(f"weight_gradient {form} {dt} {bm}x{bn} {taps} taps, channels_last "
+                           "input", kernel)
         for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),
-                                 (_triton.channels_innermost, ("x_ptr", "out_ptr")),
+                                 (_triton.channels_innermost, ("x_ptr", "out_ptr", "sums_ptr")),
                                  (_triton.pitched, ("x_ptr", "out_ptr"))):
-            types = {name: ("i32" if name == "shifts_ptr" else dt) for name in pointers}
+            types = {name: {"shifts_ptr": "i32", "sums_ptr": "fp32"}.get(name, dt)
+                     for name in pointers}
             rows = 16 if kernel is _triton.shifted_rows else 32      # as fused.py launches them
             blocks = dict(BR=rows, BW=128) if "BW" in kernel.arg_names else dict(BC=64, BP=64)
             rounds = dict(ROUND=dt == "fp32") if "ROUND" in kernel.arg_names else {}
+            if "SUMS" in kernel.arg_names:
+                rounds["SUMS"] = False
             copy = compile_(kernel, {}, types, dict(blocks, **rounds), 4, 1)
             report(f"{kernel.__name__} {dt}", copy)
+            if kernel is _triton.shifted_rows:
+                copy = compile_(kernel, {}, types, dict(blocks, ROWS_LAST=True, **rounds), 4, 1)
+                report(f"{kernel.__name__} {dt}, channels_last source", copy)
         for bn in (64, 128):
             forward = compile_(_triton.implicit_gemm,
                                dict(x_desc=(dt, (1, 1, 1, 128, bk)), w_desc=(dt, (1, bn, bk))),
