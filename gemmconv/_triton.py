@@ -405,7 +405,7 @@ def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0
             a, shared = shared.T, a.T
     elif MOVED:
         a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
-        if X_LAST:   # the input's rows lie channels innermost: its tile is A, in registers
+        if X_LAST:   # the input's rows lie channels innermost: its tile is A, turned on chip
             a, shared = shared.T, a.T
     else:
         o0 = tl.load(offsets_ptr + tap * 3)
@@ -468,7 +468,8 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     - Where ``MOVED`` and ``X_LAST`` (a channels_last input in float32): the output
       gradient's moved copies as above, the input's rows as they lie; those lie channels
       innermost, which the tensor cores do not take from shared memory in 32-bit types, so
-      the input's tile is A, through registers, and the moved tile B."""
+      the input's tile is A, turned once a box through registers for all the taps (sm_90:
+      one shared-memory load a box, benches/ttgir_check.py), and the moved tile B."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP

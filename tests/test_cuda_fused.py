@@ -421,7 +421,7 @@ def test_float32_weight_gradient_moving_either_operand(monkeypatch, case, moved_
 @pytest.mark.parametrize("case", [c for c in BACKWARD if c.nd > 1 and c.batch][:8], ids=lambda c: c.name)
 def test_float32_weight_gradient_of_channels_last_rows_from_moved_copies(case, grad_layout):
     """fused.weight_gradient(shifted=True) on a channels_last float32 input (its rows the
-    tensor cores' A operand, through registers) and an output gradient channels_last (its
+    tensor cores' A operand, turned on chip) and an output gradient channels_last (its
     moved copies made from its rows) or planar: against float64 on the TF32-rounded output
     gradient, bitwise repeatable. (Not yet a route: benches/cl_wgrad_probe.py times it.)"""
     x, w, _ = (t.detach() for t in _tensors(case, "cl-moved", torch.float32, True))
