@@ -105,13 +105,12 @@ def main() -> None:
                      for name in pointers}
             rows = 16 if kernel is _triton.shifted_rows else 32      # as fused.py launches them
             blocks = dict(BR=rows, BW=128) if "BW" in kernel.arg_names else dict(BC=64, BP=64)
-            rounds = dict(ROUND=dt == "fp32") if "ROUND" in kernel.arg_names else {}
-            if "SUMS" in kernel.arg_names:
-                rounds["SUMS"] = False
-            copy = compile_(kernel, {}, types, dict(blocks, **rounds), 4, 1)
+            flags = {name: value for name, value in (("ROUND", dt == "fp32"), ("SUMS", False))
+                     if name in kernel.arg_names}
+            copy = compile_(kernel, {}, types, dict(blocks, **flags), 4, 1)
             report(f"{kernel.__name__} {dt}", copy)
             if kernel is _triton.shifted_rows:
-                copy = compile_(kernel, {}, types, dict(blocks, ROWS_LAST=True, **rounds), 4, 1)
+                copy = compile_(kernel, {}, types, dict(blocks, ROWS_LAST=True, **flags), 4, 1)
                 report(f"{kernel.__name__} {dt}, channels_last source", copy)
         for bn in (64, 128):
             forward = compile_(_triton.implicit_gemm,
