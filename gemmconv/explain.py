@@ -69,6 +69,7 @@ BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel
 
 
 BACKWARD_MOVED = ", in float32 from copies of the {} moved along W"
+BACKWARD_ROWS = ", in float32 on both operands' channels_last rows as they lie"
 
 
 BACKWARD_DEPTHWISE = ("the depthwise kernel: per input position and tap, the output gradient "
@@ -354,14 +355,17 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             backward = -(-depthwise.backward_workspace(a, interleaved) // size)
             backward_route = BACKWARD_DEPTHWISE
         elif why_not_back is None:
-            backward = fused.backward_workspace(a, size, fused.backward_samples(a, size, limit))
+            backward = fused.backward_workspace(
+                a, size, fused.backward_samples(a, size, limit, interleaved), interleaved)
             backward_route = BACKWARD_FUSED
             fold = fused.folded_taps(a.geometry, a.out_channels, size)
             if fold > 1:
                 backward_route += BACKWARD_FOLDED.format(fold)
             elif size == 4:
-                backward_route += BACKWARD_MOVED.format(
-                    "input" if fused.moves_input(a, size) else "output gradient")
+                form = fused.float32_weight_form(a, interleaved)
+                moved = form == "planar" and fused.moves_input(a, size)
+                backward_route += BACKWARD_ROWS if form == "rows" else BACKWARD_MOVED.format(
+                    "input" if moved else "output gradient")
         else:
             why = f"not the fused kernels: {why_not_back}"
             if direct:

@@ -915,9 +915,16 @@ def taps_a_program(count: int, element_size: int = 4) -> int:
 
 
 def _planar(t: torch.Tensor) -> tuple:
-    """``t (N, C, *spatial)`` contiguous, as the copy engine can read it: ``(tensor, shape,
-    strides)`` of 5 dims (spatial padded to D, H, W). Rows of W must start on 16-byte
-    boundaries; where they do not, a copy with rows ``pitch`` elements apart."""
+    """``t (N, C, *spatial)`` contiguous or channels_last, as the copy engine can read it
+    along W: ``(tensor, shape, strides)`` of 5 dims ``(N, C, D, H, W)`` (spatial padded).
+    Rows of W must start on 16-byte boundaries; where they do not, a copy with rows
+    ``pitch`` elements apart. A channels_last ``t`` has no rows of W: its copy with the
+    channels next to W (:func:`shifted_copies`, moved by 0), whose strides the descriptor
+    takes in planar order."""
+    if _channels_last_rows(t) is not None:
+        copy, (n, d, h, c, pitch), _ = shifted_copies(t, (0,), False)
+        return copy, [n, c, d, h, _padded(t.shape[2:], 1)[-1]], \
+            [d * h * c * pitch, pitch, h * c * pitch, c * pitch, 1]
     shape = [t.shape[0], t.shape[1], *_padded(t.shape[2:], 1)]
     width, granule = shape[-1], 16 // t.element_size()
     if width % granule == 0 and t.data_ptr() % 16 == 0:
@@ -971,11 +978,13 @@ def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
     return _moved_copies(a, element_size, True) <= _moved_copies(a, element_size, False)
 
 
-def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool) -> int:
+def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool,
+                  copied: bool = False) -> int:
     """Elements a sample of the float32 weight gradient's copies: one per shift of
     :func:`shifted_taps`, moved along W, of the input where ``moved_input``, else of the
     output gradient, rows padded to whole 16-byte units; and a pitched copy of the other
-    operand where its rows do not start on 16 bytes."""
+    operand where its rows do not start on 16 bytes, or where ``copied`` (channels_last:
+    :func:`_planar`)."""
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
 
@@ -985,7 +994,8 @@ def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool) ->
     if not moved_input:
         moved, other = other, moved
     shifts, _ = shifted_taps(a.geometry, element_size, moved_input)
-    return len(shifts) * rows(*moved, max(shifts)) + (rows(*other) if other[1][-1] % granule else 0)
+    return len(shifts) * rows(*moved, max(shifts)) + \
+        (rows(*other) if copied or other[1][-1] % granule else 0)
 
 
 def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
@@ -1026,10 +1036,11 @@ def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width:
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
                     shifted: bool = False, dtype: Optional[torch.dtype] = None,
-                    planes: bool = False, moved_input: bool = False) -> torch.Tensor:
+                    planes: bool = False, moved_input: bool = False,
+                    planar_copy: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, or
-    channels_last (its rows read as they lie; not with ``moved_input``), and
+    channels_last (its rows read as they lie, unless ``moved_input`` or ``planar_copy``), and
     its output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q +
     k d - p]^T``, with no columns in memory. The
     reduction over samples and positions is split across programs into float32 partials,
@@ -1043,7 +1054,9 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
       along positions, the reduction dim, as the tensor cores take 32-bit types from shared
       memory (a channels_last input's tiles go to them through registers instead). Where
       ``moved_input`` too, the input's copies are moved instead, and the output gradient
-      read as it lies (:func:`moves_input`).
+      read as it lies (:func:`moves_input`). Where ``planar_copy``, the operand that is not
+      moved is read as a planar one, from one copy where it is channels_last
+      (:func:`_planar`): both tiles then reach the tensor cores from shared memory.
     float32 runs in TF32: the output gradient rounded to nearest, in its copies where
     ``shifted``, else in registers unless ``rounded`` already; the input as it lies, which
     the tensor cores truncate (where ``moved_input``, the other way round: the input rounded
@@ -1054,7 +1067,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    rows = None if moved_input else _channels_last_rows(x)
+    rows = None if moved_input or planar_copy else _channels_last_rows(x)
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
                       shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
@@ -1206,6 +1219,21 @@ def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
     return out.view(c_in, c_out, *g.kernel_size).to(dtype)
 
 
+def float32_weight_form(a: ConvTransposeArgs, interleaved: bool) -> str:
+    """How the float32 weight gradient of :func:`backward` (taps not folded) reads its
+    operands:
+
+    - ``"planar"``: from the copies moved along W of one operand (:func:`moves_input`
+      picks which) and the other as it lies planar, or where it is channels_last from one
+      copy of it (:func:`_planar`): both tiles reach the tensor cores from shared memory;
+    - ``"moved"``: a channels_last input's rows as they lie, turned on chip into the
+      tensor cores' A operand, and the output gradient's moved copies;
+    - ``"rows"``: both channels_last operands' rows as they lie, no copies.
+
+    Planar calls take ``"planar"``; channels_last ones ``"rows"``."""
+    return "rows" if interleaved else "planar"
+
+
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                          interleaved: bool = False, limit: Optional[int] = None) -> Optional[str]:
     """Why the backward of a call does not take the fused kernels, or None where it does:
@@ -1243,21 +1271,22 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return "stride > 1"
     if a.out_channels * x.element_size() % 16:
         return f"{a.out_channels} output channels of {x.element_size()} bytes: rows not whole 16-byte units"
-    if limit is not None and backward_samples(a, x.element_size(), limit) == 0:
-        one = backward_workspace(a, x.element_size(), 1) * x.element_size()
+    if limit is not None and backward_samples(a, x.element_size(), limit, interleaved) == 0:
+        one = backward_workspace(a, x.element_size(), 1, interleaved) * x.element_size()
         return (f"the workspace limit: one sample's copies take {one / 2**20:.0f} MB, over "
                 f"{limit / 2**20:.0f} MB")
     return None
 
 
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
-                       samples: Optional[int] = None) -> int:
+                       samples: Optional[int] = None, interleaved: bool = False) -> int:
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
     (all by default): the output gradient channels innermost (and its rows folded,
     :func:`folded_rows`), in float32 its copies moved along W too, and the input's where
     its rows do not start on 16 bytes (or where :func:`moves_input`, the input's moved
-    copies, and the output gradient's where its rows do not). (The bias's partial sums, at
-    most a 64th of the first copy, are not counted.)"""
+    copies, and the output gradient's where its rows do not; or on ``interleaved``
+    (channels_last) tensors as :func:`float32_weight_form` reads them). (The bias's partial
+    sums, at most a 64th of the first copy, are not counted.)"""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
@@ -1266,31 +1295,41 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
     if element_size == 4:   # (no fold) the moved copies, and the other's pitched one
-        return rows + n * _moved_copies(a, element_size, moves_input(a, element_size))
+        form = float32_weight_form(a, interleaved)
+        if form == "rows":
+            return rows
+        moved_input = form == "planar" and moves_input(a, element_size)
+        return rows + n * _moved_copies(a, element_size, moved_input,
+                                        interleaved and form == "planar")
     pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
     return rows + (pitched if grid[-1] % granule else 0)
 
 
-def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int) -> int:
+def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int,
+                     interleaved: bool = False) -> int:
     """Samples :func:`backward` takes at a time so that its copies fit in ``limit`` bytes:
     all of them where they fit, 0 where one sample's do not."""
-    return min(a.batch, limit // (backward_workspace(a, element_size, 1) * element_size))
+    one = backward_workspace(a, element_size, 1, interleaved)
+    return min(a.batch, limit // (one * element_size))
 
 
-def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int] = None) -> int:
+def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int] = None,
+                   interleaved: bool = False) -> int:
     """The memory :func:`backward` allocates beyond the gradients it writes into, at most:
     a chunk's copies (:func:`backward_workspace`) and the bias's partial sums of them (a
     16th counted), the weight gradient's float32 partials of a chunk, its sum, its unfolded
     copy and its sum over the chunks, its cast and the weights' reorder."""
-    step = max(1, a.batch if limit is None else backward_samples(a, element_size, limit))
+    step = max(1, a.batch if limit is None
+               else backward_samples(a, element_size, limit, interleaved))
     fold = folded_taps(a.geometry, a.out_channels, element_size)
-    shifted = element_size == 4 and fold == 1
-    grid = a.image if shifted and moves_input(a, element_size) else a.grid   # the sum's
+    form = float32_weight_form(a, interleaved) if element_size == 4 and fold == 1 else None
+    shifted = form in ("planar", "moved")
+    grid = a.image if form == "planar" and moves_input(a, element_size) else a.grid   # the sum's
     taps = math.prod(a.geometry.kernel_size)
     splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
                          taps // fold, element_size, shifted).splits
     weight = a.in_channels * a.out_channels * taps
-    copies = backward_workspace(a, element_size, step) * element_size
+    copies = backward_workspace(a, element_size, step, interleaved) * element_size
     return copies + copies // 16 + 4 * weight * (max(splits, 1) + 3) + 2 * weight * element_size
 
 
@@ -1330,9 +1369,11 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     if fold is None:
         fold = folded_taps(a.geometry, a.out_channels, x.element_size())
     geometry = narrowed(a.geometry) if fold > 1 else a.geometry
-    shifted = wide and fold == 1 and not interleaved
-    moved_input = shifted and moves_input(a, x.element_size())
-    step = max(1, a.batch if limit is None else backward_samples(a, x.element_size(), limit))
+    form = float32_weight_form(a, interleaved) if wide and fold == 1 else None
+    shifted = form in ("planar", "moved")
+    moved_input = form == "planar" and moves_input(a, x.element_size())
+    step = max(1, a.batch if limit is None
+               else backward_samples(a, x.element_size(), limit, interleaved))
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None
@@ -1357,7 +1398,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
                               round_input=grad_rows is not None)
             if need[1]:
                 part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32,
-                                       moved_input=moved_input) \
+                                       moved_input=moved_input, planar_copy=form == "planar") \
                     if shifted else weight_gradient(xs, rows, geometry,
                                                     rounded=grad_rows is None,
                                                     dtype=torch.float32)

@@ -939,7 +939,7 @@ class _FusedBackward(NamedTuple):
         contiguous copies of the output gradient and the input, and the bias gradient's
         sums where that is not summed from a copy."""
         copies = sum(t.numel() for t in (grad_out, x) if not t.is_contiguous())
-        return fused.backward_bytes(a, x.element_size(), _workspace_limit) + \
+        return fused.backward_bytes(a, x.element_size(), _workspace_limit, self.interleaved) + \
             copies * x.element_size() + 4 * a.batch * a.out_channels
 
 

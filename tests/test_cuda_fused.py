@@ -362,6 +362,47 @@ def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches,
         assert rel_error(m, t) < tolerance
 
 
+@pytest.mark.parametrize("form", ["rows", "moved", "planar"])
+@pytest.mark.parametrize("case", [c for c in _PLANAR_STRIDE_ONE
+                                  if c.nd == 2 and c.batch and c.in_channels % 4 == 0][:6]
+                         + [cases.Case("cl-odd-width", 2, 16, 8, (3, 5), (9, 13), padding=(1, 2))],
+                         ids=lambda c: c.name)
+def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, form):
+    """fused.backward on channels_last float32 tensors with each fused.float32_weight_form
+    (forced): the gradients against float64, bitwise repeatable, into given gradients
+    allocating no more than fused.backward_bytes on channels_last tensors, with and without
+    a workspace limit of two samples' copies."""
+    monkeypatch.setattr(fused, "float32_weight_form", lambda a, interleaved: form)
+    x, w, b = _tensors(case, "cl-form", torch.float32, True)
+    grad_out = _grad_out(case, "gcf").float().contiguous(memory_format=torch.channels_last)
+    refs = reference64(case, x, w, b, grad_out)[1:3]   # the input's and the weight's
+    x, w, b = (None if t is None else t.detach() for t in (x, w, b))
+    if fused._channels_last_rows(x) is None:
+        pytest.skip("one position: planar and channels_last alike")
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    one = fused.backward_workspace(a, 4, 1, interleaved=True) * 4
+    for limit in (None, 2 * one):
+        runs = []
+        for _ in range(2):
+            out = [torch.empty_like(x), torch.empty_like(w), None]
+            poison_allocator(x.numel() * 4)
+            with gemmconv.float32_precision("tf32"):
+                fused.backward(grad_out, x, w, a, (True, True), limit, out=out)
+                torch.cuda.synchronize()
+                before = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+                got = fused.backward(grad_out, x, w, a, (True, True), limit, out=out)[:2]
+                torch.cuda.synchronize()
+            taken = torch.cuda.max_memory_allocated() - before
+            assert taken <= fused.backward_bytes(a, 4, limit, interleaved=True) + ROUNDING
+            runs.append(got)
+        assert runs[0][0].is_contiguous(memory_format=torch.channels_last)
+        assert all(torch.equal(m, g) for m, g in zip(*runs))
+        for m, t in zip(runs[0], refs):
+            assert rel_error(m, t) < 5e-3
+
+
 # The stride-1 cases of the table at a size where the caching allocator's rounding (every
 # block a multiple of 512 bytes; ROUNDING allows for 16 of them) is small beside the copies.
 BYTES_CASES = [c.scaled(1 << 16) for c in cases.BENCH if set(c.stride) == {1} and c.groups == 1]
@@ -417,13 +458,21 @@ def test_float32_weight_gradient_moving_either_operand(monkeypatch, case, moved_
         assert rel_error(m, t) < 5e-3
 
 
+CHANNELS_LAST_FORMS = {"rows-as-A": {}, "planar-copy": {"planar_copy": True},
+                       "moved-input": {"moved_input": True}}
+
+
+@pytest.mark.parametrize("form", CHANNELS_LAST_FORMS)
 @pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
 @pytest.mark.parametrize("case", [c for c in BACKWARD if c.nd > 1 and c.batch][:8], ids=lambda c: c.name)
-def test_float32_weight_gradient_of_channels_last_rows_from_moved_copies(case, grad_layout):
-    """fused.weight_gradient(shifted=True) on a channels_last float32 input (its rows the
-    tensor cores' A operand, turned on chip) and an output gradient channels_last (its
-    moved copies made from its rows) or planar: against float64 on the TF32-rounded output
-    gradient, bitwise repeatable. (Not yet a route: benches/cl_wgrad_probe.py times it.)"""
+def test_float32_weight_gradient_of_channels_last_rows_from_moved_copies(case, grad_layout, form):
+    """fused.weight_gradient(shifted=True) on a channels_last float32 input and an output
+    gradient channels_last or planar, in each form: the input's rows the tensor cores' A
+    operand (turned on chip), or one planar copy of it, with the output gradient's moved
+    copies (made from its rows where it is channels_last); or the input's moved copies
+    (made from its rows) with the output gradient as it lies, copied planar where it is
+    channels_last (fused._planar's strides in planar order). Against float64 on TF32-rounded
+    operands, bitwise repeatable."""
     x, w, _ = (t.detach() for t in _tensors(case, "cl-moved", torch.float32, True))
     if fused._channels_last_rows(x) is None:
         pytest.skip("one position: planar and channels_last alike")
@@ -433,8 +482,8 @@ def test_float32_weight_gradient_of_channels_last_rows_from_moved_copies(case, g
     grad = grad_out.float().contiguous(
         memory_format=layout if grad_layout == "channels_last" else torch.contiguous_format)
     with gemmconv.float32_precision("tf32"):
-        mine = fused.weight_gradient(x, grad, g, shifted=True)
-        again = fused.weight_gradient(x, grad, g, shifted=True)
+        mine = fused.weight_gradient(x, grad, g, shifted=True, **CHANNELS_LAST_FORMS[form])
+        again = fused.weight_gradient(x, grad, g, shifted=True, **CHANNELS_LAST_FORMS[form])
     assert torch.equal(mine, again)
     wd = w.double().requires_grad_()
     conv = F.conv_transpose2d if case.nd == 2 else F.conv_transpose3d

@@ -439,14 +439,23 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
+CHANNELS_LAST_FORMS = {"rows-as-A": {}, "planar-copy": {"planar_copy": True},
+                       "moved-input": {"moved_input": True}}
+
+
 @interpreted
+@pytest.mark.parametrize("form", CHANNELS_LAST_FORMS)
 @pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
 @pytest.mark.parametrize("case", [c for c in STRIDE_ONE[::3] if c.nd > 1 and c.batch],
                          ids=lambda c: c.name)
-def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, grad_layout):
-    """The 32-bit layout on a channels_last input: its rows as they lie (the tensor cores'
-    A operand), the output gradient from its copies moved along W, made from its rows where
-    it is channels_last too. (Input channels in whole 16-byte rows, as the fused route asks.)"""
+def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, grad_layout,
+                                                                         form):
+    """The 32-bit layout on a channels_last input, from the output gradient's copies moved
+    along W (made from its rows where it is channels_last too) and the input's rows as they
+    lie (the tensor cores' A operand), or one planar copy of the input (fused._planar); or
+    from the input's moved copies, made from its rows, and the output gradient as it lies,
+    copied planar where it is channels_last. (Input channels in whole 16-byte rows, as the
+    fused route asks.)"""
     case = dataclasses.replace(case, in_channels=-(-case.in_channels // 4) * 4)
     case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad-cl-shifted", "gwc")
     layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
@@ -455,8 +464,24 @@ def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, g
         pytest.skip("one position: planar and channels_last alike")
     grad_out = grad_out.float().contiguous(
         memory_format=layout if grad_layout == "channels_last" else torch.contiguous_format)
-    got = fused.weight_gradient(x, grad_out, _geometry(case), "ieee", shifted=True)
+    got = fused.weight_gradient(x, grad_out, _geometry(case), "ieee", shifted=True,
+                                **CHANNELS_LAST_FORMS[form])
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
+
+
+@interpreted
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 4, 2, 3, 8), (3, 2, 1, 6)])
+def test_planar_descriptor_of_a_channels_last_tensor_reads_the_tensor(shape):
+    """fused._planar: a channels_last tensor's copy, channels next to W, described to the copy
+    engine in planar order (N, C, D, H, W): read through that description it is the tensor."""
+    t = torch.randn(shape)
+    layout = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+    t = t.contiguous(memory_format=layout)
+    copy, dims, strides = fused._planar(t)
+    assert copy.data_ptr() != t.data_ptr()   # (a copy, so this can fail)
+    assert all(s * 4 % 16 == 0 for s in strides[:-1]) and strides[-1] == 1
+    read = torch.as_strided(copy, dims, strides)
+    assert torch.equal(read, t.reshape(dims))
 
 
 @interpreted
