@@ -3,9 +3,9 @@
 #   A: change 158 first seen on a GPU: its CUDA test, then cl_wgrad_probe (the float32
 #      channels_last weight gradient, rows against moved copies, kernel and training step),
 #      and the float32 training steps of the stride-1 2-D cases in both formats in turns.
-#   B: cl_wgrad_probe again, now with a third form (the planar form on one planar copy of
-#      the operand it reads as it lies), then the 17-case float32 NCHW training table (158
-#      changed the planar float32 kernels' source: no regression?).
+#   B: the CUDA tests of the three float32 channels_last weight-gradient forms, then
+#      cl_wgrad_probe again, now with the third form (the planar form on one planar copy of
+#      the operand it reads as it lies).
 #   C: every CUDA test file on the session's final code, then the float32 layouts table.
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 layouts() { TB=130 table train-f32-layouts --layouts --backward --case 2d-1024 --case 2d-3x7 --case 2d-64to128 --case 2d-512x1024; }
@@ -18,8 +18,9 @@ A) gpu
   layouts ;;
 B) gpu
   node
-  probe 240 cl-wgrad cl_wgrad_probe.py
-  TB=250 table train-f32 --backward ;;
+  timeout 150 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_fused.py \
+    -k "channels_last_rows_from_moved_copies or in_each_weight_form" > $O/tests.log 2>&1; count $O/tests.log
+  probe 240 cl-wgrad cl_wgrad_probe.py ;;
 C) gpu
   node
   all_tests
