@@ -1,11 +1,10 @@
 """The float32 weight gradient of a channels_last stride-1 call: on the H200 it read the
 output gradient's rows as they lie ("rows") and took 10.89 ms of 2d-1024's 17.9-ms
 training step, where the planar form (moved copies 2.46 + kernel 5.79) and cuDNN's
-(5.86) take about half. Two other forms (fused.float32_weight_form): "moved", the output
-gradient's copies moved along W made from its rows, the input's rows as the tensor cores'
-A operand through registers (session 58, change 158); "planar", the planar form on one
-planar copy of the operand the planar form reads as it lies (fused._planar), the other's
-moved copies made from its rows (session 59).
+(5.86) take about half. The other form (fused.float32_weight_form's "planar"): the
+moved copies of one operand made from its rows, and one planar copy of the other
+(fused._planar). Session 58's third form, the input's rows turned on chip into the
+tensor cores' A operand, lost to it on every case (results/s59/B) and is gone.
 
 Per case (the stride-1 2-D cases of the table, float32, TF32), weight gradient alone in
 ms (the copies inside; CUDA events in turns): cuDNN's forward + weight gradient on
@@ -63,14 +62,13 @@ for name in NAMES:
     wg = fused.weight_gradient
     fns = {"cudnn fwd+wgrad": cudnn,
            "rows": lambda: wg(xc, rows, g, shifted=False),
-           "moved": lambda: wg(xc, gyc, g, shifted=True),
-           "copied": lambda: wg(xc, gyc, g, shifted=True, moved_input=mi, planar_copy=True),
+           "copied": lambda: wg(xc, gyc, g, shifted=True, moved_input=mi),
            "planar": lambda: wg(x, gy, g, shifted=True, moved_input=mi)}
     ms = timers(device, fns, 3 if smoke else 15)
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         exact = cudnn()
-    errs = {k: error(fns[k](), exact) for k in ("rows", "moved", "copied", "planar")}
-    print(f"{name:14s} (input moved: {mi}) weight gradient ms: " + ", ".join(
+    errs = {k: error(fns[k](), exact) for k in ("rows", "copied", "planar")}
+    print(f"{name:14s} (input moved: {mi}; the rule's form: {rule(a, True)}) weight gradient ms: " + ", ".join(
         f"{k} {ms[k]:.3f}" + (f" (err {errs[k]:.1e})" if k in errs else "") for k in fns),
         flush=True)
 
@@ -78,7 +76,7 @@ for name in NAMES:
     row = []
     fused.backward_takes = as_planar
     try:
-        for form in ("rows", "moved", "planar"):
+        for form in ("rows", "planar"):
             fused.float32_weight_form = lambda a, interleaved, form=form: \
                 form if interleaved else "planar"
             ops._backward_replays.clear()

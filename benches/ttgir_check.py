@@ -87,17 +87,15 @@ def main() -> None:
                 if dt != "fp32":
                     continue
                 # A channels_last input's rows (X_LAST), with the output gradient's rows
-                # (rounded in registers) or its moved copies (the input's tile then A).
-                x_last = ("x_desc", (dt, (1, *box, bn)))
-                for form, g_block in (("rows", (1, *box, bm)), ("moved", _moved_block(box, bm))):
-                    kernel = compile_(_triton.weight_gradient,
-                                      dict([("g_desc", (dt, g_block)), x_last]),
-                                      dict(out_ptr="fp32", offsets_ptr="i32"),
-                                      dict(common, TP=taps, ROUND=form == "rows",
-                                           MOVED=form == "moved", MOVED_X=False, X_LAST=True,
-                                           SWAP=False), warps, stages)
-                    report(f"weight_gradient {form} {dt} {bm}x{bn} {taps} taps, channels_last "
-                           "input", kernel)
+                # (rounded in registers): fused.float32_weight_form's "rows".
+                kernel = compile_(_triton.weight_gradient,
+                                  dict([("g_desc", (dt, (1, *box, bm))),
+                                        ("x_desc", (dt, (1, *box, bn)))]),
+                                  dict(out_ptr="fp32", offsets_ptr="i32"),
+                                  dict(common, TP=taps, ROUND=True, MOVED=False, MOVED_X=False,
+                                       X_LAST=True, SWAP=False), warps, stages)
+                report(f"weight_gradient rows {dt} {bm}x{bn} {taps} taps, channels_last input",
+                       kernel)
         for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),
                                  (_triton.channels_innermost, ("x_ptr", "out_ptr", "sums_ptr")),
                                  (_triton.pitched, ("x_ptr", "out_ptr"))):
@@ -107,11 +105,11 @@ def main() -> None:
             blocks = dict(BR=rows, BW=128) if "BW" in kernel.arg_names else dict(BC=64, BP=64)
             flags = {name: value for name, value in (("ROUND", dt == "fp32"), ("SUMS", False))
                      if name in kernel.arg_names}
-            copy = compile_(kernel, {}, types, dict(blocks, **flags), 4, 1)
-            report(f"{kernel.__name__} {dt}", copy)
-            if kernel is _triton.shifted_rows:
-                copy = compile_(kernel, {}, types, dict(blocks, ROWS_LAST=True, **flags), 4, 1)
-                report(f"{kernel.__name__} {dt}, channels_last source", copy)
+            for rows_last in ((False, True) if kernel is _triton.shifted_rows else (None,)):
+                more = {} if rows_last is None else dict(ROWS_LAST=rows_last)
+                copy = compile_(kernel, {}, types, dict(blocks, **more, **flags), 4, 1)
+                report(f"{kernel.__name__} {dt}" + (", channels_last source" if rows_last else ""),
+                       copy)
         for bn in (64, 128):
             forward = compile_(_triton.implicit_gemm,
                                dict(x_desc=(dt, (1, 1, 1, 128, bk)), w_desc=(dt, (1, bn, bk))),

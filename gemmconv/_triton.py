@@ -302,7 +302,7 @@ def pitched(x_ptr, out_ptr, rows, width, pitch, tiles_w, BR: tl.constexpr, BW: t
 @triton.jit
 def shifted_rows(x_ptr, out_ptr, shifts_ptr, copies, rows, channels, planes, width, pitch,
                  rows_pitch, tiles_w, BR: tl.constexpr, BW: tl.constexpr, ROUND: tl.constexpr,
-                 ROWS_LAST: tl.constexpr = False):
+                 ROWS_LAST: tl.constexpr):
     """``out (copies, N, planes, channels, pitch)``: copy ``i`` is ``x (N, channels, planes,
     width)``, contiguous (``rows`` rows of ``width``), its channels moved next to W and its
     rows moved ``shifts[i]`` elements (``out[i, n, p, c, w] = x[n, c, p, w - shifts[i]]``),
@@ -392,21 +392,17 @@ def _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0: tl.conste
 def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0, q1, q2,
              B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
              BN: tl.constexpr, ROUND: tl.constexpr, PRECISION: tl.constexpr,
-             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr,
-             X_LAST: tl.constexpr):
+             MOVED: tl.constexpr, MOVED_X: tl.constexpr, SWAP: tl.constexpr):
     """``acc`` plus tap ``tap``'s product of its own tile, the tensor cores' A operand, and
     the ``shared`` one (weight_gradient): the output gradient's shifted box, through
     registers, or where ``MOVED`` a box of the moved copies (the input's where
-    ``MOVED_X``; the two swap places where ``SWAP``, or where the output gradient's are
-    moved and the input's rows ``X_LAST``)."""
+    ``MOVED_X``; the two swap places where ``SWAP``)."""
     if MOVED_X:
         a = _moved_box(x_desc, offsets_ptr, tap, batch, n, ci, q0, q1, q2, B0, B1, B2, BN)
         if SWAP:
             a, shared = shared.T, a.T
     elif MOVED:
         a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
-        if X_LAST:   # the input's rows lie channels innermost: its tile is A, turned on chip
-            a, shared = shared.T, a.T
     else:
         o0 = tl.load(offsets_ptr + tap * 3)
         o1 = tl.load(offsets_ptr + tap * 3 + 1)
@@ -464,21 +460,17 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       give the tensor cores an M of ``BN`` 32, too few for wgmma (mma.sync), so the output
       gradient's is A, through registers, for wgmma: 2d-3x7-padded's weight gradient 5.308
       -> 4.558 ms, its training step 8.395 -> 7.526 (H100, benches/results/s47/G; at 64 x
-      64 the swap took 164 registers against 127, three taps).
-    - Where ``MOVED`` and ``X_LAST`` (a channels_last input in float32): the output
-      gradient's moved copies as above, the input's rows as they lie; those lie channels
-      innermost, which the tensor cores do not take from shared memory in 32-bit types, so
-      the input's tile is A, turned once a box through registers for all the taps (sm_90:
-      one shared-memory load a box, benches/ttgir_check.py), and the moved tile B."""
+      64 the swap took 164 registers against 127, three taps). A channels_last operand
+      comes to these forms as its moved copies, made from its rows, or as one planar copy
+      (fused._planar): in 32-bit types the tensor cores take no tile channels innermost
+      from shared memory."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    # The input's tile is the A operand: the accumulators hold the transposed product.
-    X_FIRST: tl.constexpr = (MOVED_X and not SWAP) or (MOVED and X_LAST and not MOVED_X)
-    ROWS: tl.constexpr = BN if X_FIRST else BM   # the accumulators' shape
-    COLS: tl.constexpr = BM if X_FIRST else BN
+    ROWS: tl.constexpr = BN if MOVED_X and not SWAP else BM   # the accumulators' shape
+    COLS: tl.constexpr = BM if MOVED_X and not SWAP else BN
     acc0 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc1 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc2 = tl.zeros((ROWS, COLS), dtype=tl.float32)
@@ -488,21 +480,20 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
         shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X, X_LAST)
         acc0 = _tap_dot(acc0, shared, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
-                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP,
-                        X_LAST)
+                        q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP)
         if TP > 1:
             acc1 = _tap_dot(acc1, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 1, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X, SWAP, X_LAST)
+                            MOVED, MOVED_X, SWAP)
         if TP > 2:
             acc2 = _tap_dot(acc2, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 2, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X, SWAP, X_LAST)
+                            MOVED, MOVED_X, SWAP)
         if TP > 3:
             acc3 = _tap_dot(acc3, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
-                            MOVED, MOVED_X, SWAP, X_LAST)
-    if X_FIRST:
+                            MOVED, MOVED_X, SWAP)
+    if MOVED_X and not SWAP:
         acc0, acc1, acc2, acc3 = acc0.T, acc1.T, acc2.T, acc3.T
     if TP == 1:
         # Its own store, not _store_partial's: that one's mask for taps past the last took

@@ -539,11 +539,22 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
 SMALL_OUTPUT = 1 << 26
 SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
-# The float32 fused backward of a channels_last call: its weight gradient reads the input's
-# rows as they lie, channels innermost, a 32-bit tile the tensor cores do not take from
-# shared memory (they take it along the reduction, the positions). Above this many bytes of
-# output channels a position the column routes' backward ran faster (backward_unavailable).
+# The float32 fused backward of a channels_last call: above this many bytes of output
+# channels a position the column routes' backward ran faster (backward_unavailable).
 CHANNELS_LAST_FLOAT32_ROWS = 256
+
+# Its weight gradient (float32_weight_form): on the operands' rows as they lie, channels
+# innermost, no copies, but 32-bit tiles the tensor cores do not take from shared memory
+# that way (they take them along the reduction, the positions), so they run through
+# registers; or the planar form, on the moved copies of one operand and one planar copy of
+# the other. The planar form pays those copies once a position and gains on every product
+# of every tap: from this many products a position (taps x input x output channels) it
+# ran faster. Kernel ms and training step against torch channels_last, rows -> planar (H200,
+# benches/cl_wgrad_probe.py, results/s59/B): 2d-512x1024 (9 x 32 x 32 = 9,216) 2.48 ->
+# 2.75 ms, step 1.21x -> 1.13x; 2d-3x7-padded (21,504) 5.37 -> 4.54, 1.48x -> 1.65x;
+# 2d-1024 (36,864) 10.12 -> 8.90, 0.81x -> 0.84x; 2d-3x7-512 (86,016) 6.24 -> 3.57,
+# 0.77x -> 1.08x.
+CHANNELS_LAST_PLANAR_PRODUCTS = 16384
 
 
 # 3-D forwards on channels_last tensors whose output channels fill a 128-byte chunk of the
@@ -1036,11 +1047,10 @@ def _shifted_launch(shifts: tuple, rows: int, channels: int, planes: int, width:
 def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision: str = "tf32",
                     cfg: Optional[GradConfig] = None, rounded: bool = False,
                     shifted: bool = False, dtype: Optional[torch.dtype] = None,
-                    planes: bool = False, moved_input: bool = False,
-                    planar_copy: bool = False) -> torch.Tensor:
+                    planes: bool = False, moved_input: bool = False) -> torch.Tensor:
     """The weight gradient ``(C_in, C_out, *kernel)`` of a stride-1 transposed convolution of
     geometry ``g`` from its input ``x (N, C_in, *grid)``, planar and contiguous, or
-    channels_last (its rows read as they lie, unless ``moved_input`` or ``planar_copy``), and
+    channels_last (its rows read as they lie, unless ``shifted``), and
     its output gradient ``grad``: per tap, ``sum over n, q of x[n, :, q] grad_out[n, :, q +
     k d - p]^T``, with no columns in memory. The
     reduction over samples and positions is split across programs into float32 partials,
@@ -1052,11 +1062,10 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     - where ``shifted``, ``(N, C_out, *image)``, planar and contiguous or channels_last,
       read from its copies moved along W (:func:`shifted_taps`): both operands then lie
       along positions, the reduction dim, as the tensor cores take 32-bit types from shared
-      memory (a channels_last input's tiles go to them through registers instead). Where
-      ``moved_input`` too, the input's copies are moved instead, and the output gradient
-      read as it lies (:func:`moves_input`). Where ``planar_copy``, the operand that is not
-      moved is read as a planar one, from one copy where it is channels_last
-      (:func:`_planar`): both tiles then reach the tensor cores from shared memory.
+      memory. Where ``moved_input`` too, the input's copies are moved instead, and the
+      output gradient read as it lies (:func:`moves_input`). A channels_last operand's
+      copies are made from its rows, and the one read as it lies is read from one planar
+      copy (:func:`_planar`).
     float32 runs in TF32: the output gradient rounded to nearest, in its copies where
     ``shifted``, else in registers unless ``rounded`` already; the input as it lies, which
     the tensor cores truncate (where ``moved_input``, the other way round: the input rounded
@@ -1067,7 +1076,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    rows = None if moved_input or planar_copy else _channels_last_rows(x)
+    rows = None if shifted else _channels_last_rows(x)
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
                       shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
@@ -1221,17 +1230,18 @@ def _summed(partial: torch.Tensor, c_in: int, c_out: int, g: Geometry,
 
 def float32_weight_form(a: ConvTransposeArgs, interleaved: bool) -> str:
     """How the float32 weight gradient of :func:`backward` (taps not folded) reads its
-    operands:
+    operands: ``"planar"``, from the copies moved along W of one operand
+    (:func:`moves_input` picks which) and the other as it lies planar, or where it is
+    channels_last from one copy of it (:func:`_planar`), so that both tiles reach the
+    tensor cores from shared memory along positions; or ``"rows"``, both channels_last
+    operands' rows as they lie, no copies, their 32-bit tiles then through registers.
 
-    - ``"planar"``: from the copies moved along W of one operand (:func:`moves_input`
-      picks which) and the other as it lies planar, or where it is channels_last from one
-      copy of it (:func:`_planar`): both tiles reach the tensor cores from shared memory;
-    - ``"moved"``: a channels_last input's rows as they lie, turned on chip into the
-      tensor cores' A operand, and the output gradient's moved copies;
-    - ``"rows"``: both channels_last operands' rows as they lie, no copies.
-
-    Planar calls take ``"planar"``; channels_last ones ``"rows"``."""
-    return "rows" if interleaved else "planar"
+    Planar calls take ``"planar"``; channels_last ones where the taps' products a position
+    (taps x input x output channels) reach :data:`CHANNELS_LAST_PLANAR_PRODUCTS`."""
+    if not interleaved:
+        return "planar"
+    products = math.prod(a.geometry.kernel_size) * a.in_channels * a.out_channels
+    return "planar" if products >= CHANNELS_LAST_PLANAR_PRODUCTS else "rows"
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -1260,11 +1270,11 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
     if (interleaved and x.dtype == torch.float32
             and a.out_channels * 4 > CHANNELS_LAST_FLOAT32_ROWS):
-        # float32's weight gradient reads rows here, not copies moved along W. The five
-        # stride-1 2-D cases' channels_last training steps against the column routes'
-        # (H200, results/s58/B): 10-31% faster at 32 and 64 output channels, 37% slower at
-        # 128 (2d-64to128; the weight gradient's kernel alone: 2d-1024 10.9 ms on rows,
-        # 5.8 on the planar moved copies).
+        # The five stride-1 2-D cases' channels_last training steps against the column
+        # routes' (H200, results/s58/B): 10-31% faster at 32 and 64 output channels, 37%
+        # slower at 128 (2d-64to128, its weight gradient on rows). With the planar form
+        # of float32_weight_form, 2d-64to128's fused step read 0.88x against torch
+        # (results/s59/B), where its column routes' read 0.96x (results/s59/A).
         return (f"channels_last float32 of {a.out_channels} output channels (over "
                 f"{CHANNELS_LAST_FLOAT32_ROWS // 4}: the column routes' backward is faster)")
     if any(s != 1 for s in a.geometry.stride):
@@ -1295,12 +1305,10 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
     if element_size == 4:   # (no fold) the moved copies, and the other's pitched one
-        form = float32_weight_form(a, interleaved)
-        if form == "rows":
+        if float32_weight_form(a, interleaved) == "rows":
             return rows
-        moved_input = form == "planar" and moves_input(a, element_size)
-        return rows + n * _moved_copies(a, element_size, moved_input,
-                                        interleaved and form == "planar")
+        return rows + n * _moved_copies(a, element_size, moves_input(a, element_size),
+                                        interleaved)
     pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
     return rows + (pitched if grid[-1] % granule else 0)
 
@@ -1322,9 +1330,8 @@ def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int]
     step = max(1, a.batch if limit is None
                else backward_samples(a, element_size, limit, interleaved))
     fold = folded_taps(a.geometry, a.out_channels, element_size)
-    form = float32_weight_form(a, interleaved) if element_size == 4 and fold == 1 else None
-    shifted = form in ("planar", "moved")
-    grid = a.image if form == "planar" and moves_input(a, element_size) else a.grid   # the sum's
+    shifted = element_size == 4 and fold == 1 and float32_weight_form(a, interleaved) == "planar"
+    grid = a.image if shifted and moves_input(a, element_size) else a.grid   # the sum's
     taps = math.prod(a.geometry.kernel_size)
     splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
                          taps // fold, element_size, shifted).splits
@@ -1356,8 +1363,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     ones of few output channels) is read as it lies, and so is a channels_last
     ``grad_out``: its rows take the copy's place (float32 rounded in the kernels'
     registers; the bias gradient the caller's). The input gradient then comes
-    channels_last, and float32's weight gradient reads those rows, not copies moved along
-    W."""
+    channels_last; float32's weight gradient reads those rows, or copies made from them,
+    as :func:`float32_weight_form` says."""
     interleaved = _channels_last_rows(x) is not None
     x = x if interleaved else x.contiguous()
     grad_rows = grad_out.movedim(1, -1) if interleaved else None
@@ -1370,8 +1377,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
         fold = folded_taps(a.geometry, a.out_channels, x.element_size())
     geometry = narrowed(a.geometry) if fold > 1 else a.geometry
     form = float32_weight_form(a, interleaved) if wide and fold == 1 else None
-    shifted = form in ("planar", "moved")
-    moved_input = form == "planar" and moves_input(a, x.element_size())
+    shifted = form == "planar"
+    moved_input = shifted and moves_input(a, x.element_size())
     step = max(1, a.batch if limit is None
                else backward_samples(a, x.element_size(), limit, interleaved))
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
@@ -1398,7 +1405,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
                               round_input=grad_rows is not None)
             if need[1]:
                 part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32,
-                                       moved_input=moved_input, planar_copy=form == "planar") \
+                                       moved_input=moved_input) \
                     if shifted else weight_gradient(xs, rows, geometry,
                                                     rounded=grad_rows is None,
                                                     dtype=torch.float32)

@@ -439,8 +439,7 @@ def test_weight_gradient_from_shifted_copies_matches_float64(case):
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
-CHANNELS_LAST_FORMS = {"rows-as-A": {}, "planar-copy": {"planar_copy": True},
-                       "moved-input": {"moved_input": True}}
+CHANNELS_LAST_FORMS = {"grad-moved": {}, "input-moved": {"moved_input": True}}
 
 
 @interpreted
@@ -450,12 +449,11 @@ CHANNELS_LAST_FORMS = {"rows-as-A": {}, "planar-copy": {"planar_copy": True},
                          ids=lambda c: c.name)
 def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, grad_layout,
                                                                          form):
-    """The 32-bit layout on a channels_last input, from the output gradient's copies moved
-    along W (made from its rows where it is channels_last too) and the input's rows as they
-    lie (the tensor cores' A operand), or one planar copy of the input (fused._planar); or
-    from the input's moved copies, made from its rows, and the output gradient as it lies,
-    copied planar where it is channels_last. (Input channels in whole 16-byte rows, as the
-    fused route asks.)"""
+    """The 32-bit layout on a channels_last input: the output gradient's copies moved along
+    W (made from its rows where it is channels_last too) and one planar copy of the input
+    (fused._planar); or the input's moved copies, made from its rows, and the output
+    gradient as it lies, copied planar where it is channels_last. (Input channels in whole
+    16-byte rows, as the fused route asks.)"""
     case = dataclasses.replace(case, in_channels=-(-case.in_channels // 4) * 4)
     case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad-cl-shifted", "gwc")
     layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
@@ -1076,6 +1074,30 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         odd = _meta(32, 64, 1024, 1024, **bf16), _meta(64, 4, 3, 3, **bf16)
         a = conv_transpose_args("conv_transpose2d", 2, *odd, None, 1, 0, 0, 1, 1)
         assert "4 output channels" in fused.backward_unavailable(a, *odd)
+
+
+def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_many():
+    """fused.float32_weight_form: planar calls from copies; channels_last ones from copies
+    where the taps' products a position reach CHANNELS_LAST_PLANAR_PRODUCTS (the cases that
+    ran faster so on the H200), else on their rows. The workspace counts the copies of the
+    form taken: none for rows, and on channels_last tensors one planar copy of the operand
+    that is not moved (the planar form on planar tensors copies it only where its rows are
+    not whole 16-byte units)."""
+    def form(x_shape, w_shape, padding=0, interleaved=True):
+        a = conv_transpose_args("conv_transpose2d", 2, _meta(*x_shape), _meta(*w_shape), None,
+                                1, padding, 0, 1, 1)
+        return fused.float32_weight_form(a, interleaved), a
+    assert form((8, 32, 512, 1024), (32, 32, 3, 3))[0] == "rows"        # 9,216
+    assert form((8, 32, 512, 1024), (32, 32, 3, 3), interleaved=False)[0] == "planar"
+    assert form((8, 32, 512, 1024), (32, 32, 3, 7), (1, 3))[0] == "planar"   # 21,504
+    assert form((8, 64, 1024, 1024), (64, 64, 3, 3))[0] == "planar"
+    assert form((8, 64, 512, 512), (64, 64, 3, 7))[0] == "planar"
+    rows, a_rows = form((2, 32, 16, 32), (32, 32, 3, 3))
+    assert rows == "rows"
+    assert fused.backward_workspace(a_rows, 4, 1, interleaved=True) == 32 * 18 * 34
+    _, a = form((2, 64, 16, 32), (64, 64, 3, 3))       # the output gradient's moved copies
+    planar = fused.backward_workspace(a, 4, 1)
+    assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 64 * 16 * 32
 
 
 def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
