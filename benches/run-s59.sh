@@ -26,3 +26,8 @@ C) gpu
   all_tests
   layouts ;;
 esac
+# D and E ran as one-line commands (run's limit cut C's table; the machine was still warm):
+#   D: source benches/run-lib.sh D; gpu; node; the layouts table as C's; TB=230 table train-f32 --backward
+#   E: the four small cases of the float32 training table, this code against session 58's
+#      final package (git archive 956bbf3 gemmconv, unpacked in _old/, untracked), in turns:
+#      for r in 1 2; do table new$r --backward --case ...; (cd _old && python3 -m gemmconv bench ...); done

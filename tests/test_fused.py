@@ -600,13 +600,15 @@ def test_shifted_copies_of_a_channels_last_tensor_equal_its_planar_copies(shape)
         assert torch.equal(rows[0], planar[0]) and rows[1:] == planar[1:]
 
 
-def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False) -> tuple:
+def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False,
+                           interleaved: bool = False) -> tuple:
     """``(x, w, a, grad_out, ref)``: the case aligned for the fused backward, fresh float32
     input, weight and output gradient drawn under these keys, its checked arguments, and
     the input and weight gradients in float64 on the weight and output gradient rounded to
     TF32 (as fused.backward rounds them) and the input as it lies; where ``moved`` and the
-    weight gradient moves the input (fused.moves_input), that one on the input rounded and
-    the output gradient as it lies."""
+    weight gradient moves the input (its planar form, fused.float32_weight_form, on
+    ``interleaved`` tensors or not, and fused.moves_input), that one on the input rounded
+    and the output gradient as it lies."""
     case = dataclasses.replace(_aligned(case), out_channels=-(-case.out_channels // 4) * 4)
     x, w = (t.float() for t in case.tensors(generator=generator(case.name, key))[:2])
     x = _batched(case, x)
@@ -615,7 +617,7 @@ def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False) -
     grad_out = torch.randn(out.shape, generator=generator(case.name, grad_key)).float()
     ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
     a = case_args(case, x, w, None)
-    if moved and fused.moves_input(a, 4):
+    if moved and fused.float32_weight_form(a, interleaved) == "planar" and fused.moves_input(a, 4):
         out = reference(case, fused.round_tf32(x).double(), wr, None)
         ref = (ref[0], *torch.autograd.grad(out, wr, grad_out.double()))
     return x, w, a, grad_out, ref
@@ -641,14 +643,16 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
 @pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.nd > 1 and c.batch],
                          ids=lambda c: c.name)
 def test_fused_backward_reads_channels_last_tensors_as_they_lie(case, grad_layout, folded):
-    """fused.backward on a channels_last input: the weight gradient reads its rows, and a
-    channels_last output gradient's rows stand for the copy (rounded to TF32 in the kernels'
-    registers; the bias gradient then the caller's), a planar one is copied as for a planar
-    call; both gradients equal float64's on TF32 operands, the input's channels_last. Also
-    with W's taps folded into the channels (the 16-bit form for few output channels)."""
+    """fused.backward on a channels_last input: the weight gradient reads its rows, or
+    copies made from them (fused.float32_weight_form), and a channels_last output
+    gradient's rows stand for the copy (rounded to TF32 in the kernels' registers; the bias
+    gradient then the caller's), a planar one is copied as for a planar call; both
+    gradients equal float64's on TF32 operands, the input's channels_last. Also with W's
+    taps folded into the channels (the 16-bit form for few output channels)."""
     if folded and case.kernel_size[-1] == 1:
         pytest.skip("one tap along W: nothing to fold")
-    x, w, a, grad_out, ref = _tf32_backward_problem(case, "cl-backward", "gcl")
+    x, w, a, grad_out, ref = _tf32_backward_problem(case, "cl-backward", "gcl",
+                                                    moved=not folded, interleaved=True)
     layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
     x = x.contiguous(memory_format=layout)
     if grad_layout == "channels_last":
