@@ -462,6 +462,9 @@ def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, g
         pytest.skip("one position: planar and channels_last alike")
     grad_out = grad_out.float().contiguous(
         memory_format=layout if grad_layout == "channels_last" else torch.contiguous_format)
+    if form == "input-moved" and grad_layout == "planar":
+        pytest.skip("covered: the input's copies from its rows with a channels_last output "
+                    "gradient, a planar one read as it lies by the planar tests")
     got = fused.weight_gradient(x, grad_out, _geometry(case), "ieee", shifted=True,
                                 **CHANNELS_LAST_FORMS[form])
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
