@@ -362,10 +362,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             if fold > 1:
                 backward_route += BACKWARD_FOLDED.format(fold)
             elif size == 4:
-                form = fused.float32_weight_form(a, interleaved)
-                moved = form == "planar" and fused.moves_input(a, size)
-                backward_route += BACKWARD_ROWS if form == "rows" else BACKWARD_MOVED.format(
-                    "input" if moved else "output gradient")
+                moved = fused.moved_operand(a, size, interleaved)
+                backward_route += BACKWARD_ROWS if moved is None else BACKWARD_MOVED.format(
+                    "input" if moved == "input" else "output gradient")
         else:
             why = f"not the fused kernels: {why_not_back}"
             if direct:

@@ -1017,7 +1017,9 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     hold the moved rows. (With channels next to W, a box of one row of W is a tile the
     tensor cores read from shared memory as it lies: _triton._moved_tile.)"""
     rows_last = _channels_last_rows(grad) is not None
-    grad = grad if rows_last else grad.contiguous()
+    if not rows_last and not grad.is_contiguous():   # its callers make the one copy they need
+        raise ValueError(f"shifted_copies takes a contiguous or channels_last tensor, not one "
+                         f"of strides {grad.stride()}")
     batch, channels, *spatial = [grad.shape[0], grad.shape[1], *_padded(grad.shape[2:], 1)]
     width, granule = spatial[-1], 16 // grad.element_size()
     pitch = -(-(width + max(shifts)) // granule) * granule
@@ -1244,6 +1246,18 @@ def float32_weight_form(a: ConvTransposeArgs, interleaved: bool) -> str:
     return "planar" if products >= CHANNELS_LAST_PLANAR_PRODUCTS else "rows"
 
 
+def moved_operand(a: ConvTransposeArgs, element_size: int, interleaved: bool,
+                  fold: int = 1) -> Optional[str]:
+    """Which operand of :func:`backward`'s weight gradient is copied moved along W:
+    ``"input"`` or ``"grad"`` (the output gradient) in float32's planar form
+    (:func:`float32_weight_form`, :func:`moves_input`), None where no copy is moved (16-bit
+    types, W's taps folded into the channels, float32's rows form). The one place that
+    decides it, for :func:`backward` and for what counts its memory and explains it."""
+    if element_size != 4 or fold > 1 or float32_weight_form(a, interleaved) != "planar":
+        return None
+    return "input" if moves_input(a, element_size) else "grad"
+
+
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                          interleaved: bool = False, limit: Optional[int] = None) -> Optional[str]:
     """Why the backward of a call does not take the fused kernels, or None where it does:
@@ -1305,10 +1319,9 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
     if element_size == 4:   # (no fold) the moved copies, and the other's pitched one
-        if float32_weight_form(a, interleaved) == "rows":
-            return rows
-        return rows + n * _moved_copies(a, element_size, moves_input(a, element_size),
-                                        interleaved)
+        moved = moved_operand(a, element_size, interleaved, fold)
+        return rows if moved is None else \
+            rows + n * _moved_copies(a, element_size, moved == "input", interleaved)
     pitched = n * a.in_channels * math.prod(grid[:-1]) * (-(-grid[-1] // granule) * granule)
     return rows + (pitched if grid[-1] % granule else 0)
 
@@ -1330,8 +1343,9 @@ def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int]
     step = max(1, a.batch if limit is None
                else backward_samples(a, element_size, limit, interleaved))
     fold = folded_taps(a.geometry, a.out_channels, element_size)
-    shifted = element_size == 4 and fold == 1 and float32_weight_form(a, interleaved) == "planar"
-    grid = a.image if shifted and moves_input(a, element_size) else a.grid   # the sum's
+    moved = moved_operand(a, element_size, interleaved, fold)
+    shifted = moved is not None
+    grid = a.image if moved == "input" else a.grid   # the sum's
     taps = math.prod(a.geometry.kernel_size)
     splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
                          taps // fold, element_size, shifted).splits
@@ -1376,9 +1390,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     if fold is None:
         fold = folded_taps(a.geometry, a.out_channels, x.element_size())
     geometry = narrowed(a.geometry) if fold > 1 else a.geometry
-    form = float32_weight_form(a, interleaved) if wide and fold == 1 else None
-    shifted = form == "planar"
-    moved_input = shifted and moves_input(a, x.element_size())
+    moved = moved_operand(a, x.element_size(), interleaved, fold)
+    shifted, moved_input = moved is not None, moved == "input"
     step = max(1, a.batch if limit is None
                else backward_samples(a, x.element_size(), limit, interleaved))
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)

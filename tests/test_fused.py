@@ -605,6 +605,15 @@ def test_shifted_copies_of_a_channels_last_tensor_equal_its_planar_copies(shape)
         assert torch.equal(rows[0], planar[0]) and rows[1:] == planar[1:]
 
 
+def test_shifted_copies_refuse_a_layout_they_would_have_to_copy_first():
+    """No hidden copy: a tensor neither contiguous nor channels_last is the caller's error."""
+    grad = torch.randn(2, 8, 5, 6, generator=generator("shifted-strided"))
+    with pytest.raises(ValueError, match="contiguous or channels_last"):
+        fused.shifted_copies(grad.transpose(2, 3), (0,), False)
+    with pytest.raises(ValueError, match="contiguous or channels_last"):
+        fused.shifted_copies(grad[:, :, :, ::2], (0, 1), False)
+
+
 def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False,
                            interleaved: bool = False) -> tuple:
     """``(x, w, a, grad_out, ref)``: the case aligned for the fused backward, fresh float32
@@ -622,7 +631,7 @@ def _tf32_backward_problem(case, key: str, grad_key: str, moved: bool = False,
     grad_out = torch.randn(out.shape, generator=generator(case.name, grad_key)).float()
     ref = torch.autograd.grad(out, (xd, wr), fused.round_tf32(grad_out).double())
     a = case_args(case, x, w, None)
-    if moved and fused.float32_weight_form(a, interleaved) == "planar" and fused.moves_input(a, 4):
+    if moved and fused.moved_operand(a, 4, interleaved) == "input":
         out = reference(case, fused.round_tf32(x).double(), wr, None)
         ref = (ref[0], *torch.autograd.grad(out, wr, grad_out.double()))
     return x, w, a, grad_out, ref
@@ -1107,6 +1116,27 @@ def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_m
     _, a = form((2, 64, 16, 32), (64, 64, 3, 3))       # the output gradient's moved copies
     planar = fused.backward_workspace(a, 4, 1)
     assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 64 * 16 * 32
+
+
+def test_one_rule_names_the_operand_the_weight_gradient_moves():
+    """fused.moved_operand, which backward, its memory counts and explain all follow: the
+    float32 planar form moves the input or the output gradient (fused.moves_input: the
+    fewer elements), nothing else moves a copy."""
+    def args(x_shape, w_shape, padding=0):
+        return conv_transpose_args("conv_transpose2d", 2, _meta(*x_shape), _meta(*w_shape),
+                                   None, 1, padding, 0, 1, 1)
+    wide = args((2, 64, 16, 32), (64, 128, 3, 5))        # 2d-64to128: the input's half as many
+    even = args((2, 64, 16, 32), (64, 64, 3, 3))
+    few = args((2, 32, 16, 32), (32, 32, 3, 3))          # 9,216 products: rows on channels_last
+    assert fused.moved_operand(wide, 4, False) == "input" and fused.moves_input(wide, 4)
+    assert fused.moved_operand(even, 4, False) == "grad" and not fused.moves_input(even, 4)
+    assert fused.moved_operand(even, 4, True) == "grad"
+    assert fused.moved_operand(few, 4, False) == "grad"
+    assert fused.moved_operand(few, 4, True) is None     # its rows as they lie
+    assert fused.moved_operand(even, 2, False) is None   # 16-bit tiles through registers
+    assert fused.moved_operand(even, 4, False, fold=3) is None
+    # Its workspace: the output gradient channels innermost, then the input's moved copies.
+    assert fused.backward_workspace(wide, 4, 1) == 128 * 18 * 36 + fused._moved_copies(wide, 4, True)
 
 
 def test_cost_model_sends_what_won_on_the_h200_to_the_fused_route():
