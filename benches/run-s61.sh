@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Session 60's device calls, written in session 59 (outputs under $OUT/<call>).
+# Session 61's device calls (outputs under $OUT/<call>): written in session 59 for session 60,
+# which was lent no device, and T added there.
+#   T: every CUDA test file: session 60 changed fused.py (fused.moved_operand, the one rule
+#      for the float32 weight gradient's moved operand; shifted_copies refuses layouts it
+#      would copy) and ran only the CPU tests on it.
 #   A: the zoo models whose float32 channels_last training steps 159 may move (the planar
 #      form of the weight gradient now takes channels_last stride-1 2-D calls of at least
 #      16,384 taps' products a position): the VAE decoder and the 2-D U-Net; DCGAN's
@@ -10,6 +14,8 @@
 #      by kernel (0.97x on the column routes; 0.88x fused in session 59 B).
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 case "$1" in
+T) gpu
+  all_tests ;;
 A) gpu
   node
   zoo_model vae-decoder 170; zoo_model unet2d 250
