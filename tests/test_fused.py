@@ -651,11 +651,17 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     assert got[2] is None and fused.backward(grad_out, x, w, a, (False, True))[0] is None
 
 
+# The 2-D cases, and of the 3-D ones (whose float32 backward takes the column routes:
+# fused.backward_unavailable) one, for the index math of three dims; test_cuda_fused
+# takes four 3-D cases.
+CHANNELS_LAST_BACKWARD = [c for c in STRIDE_ONE if c.nd == 2 and c.batch] + \
+    [c for c in STRIDE_ONE if c.name == "3d-64cube-small"]
+
+
 @interpreted
 @pytest.mark.parametrize("folded", [False, True])
 @pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
-@pytest.mark.parametrize("case", [c for c in STRIDE_ONE if c.nd > 1 and c.batch],
-                         ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CHANNELS_LAST_BACKWARD, ids=lambda c: c.name)
 def test_fused_backward_reads_channels_last_tensors_as_they_lie(case, grad_layout, folded):
     """fused.backward on a channels_last input: the weight gradient reads its rows, or
     copies made from them (fused.float32_weight_form), and a channels_last output
