@@ -2,13 +2,15 @@
 (1-3-D, stride, padding, output_padding, dilation, groups, bias), dtypes (float64; float32
 and bfloat16 within their tolerance, torch on the same rounded operands), input layouts
 (contiguous, channels_last, strided views, unbatched, empty batches), ConvTranspose modules
-with and without output_size, Conv modules with every padding mode, Fold and Unfold, and
+with and without output_size, Conv modules with every padding mode, Fold and Unfold,
+im2col against a one-hot convolution and col2im as its adjoint in 1-3 dims, and
 invalid arguments (where torch raises, ours must raise a Python exception too, before any
 work; where torch does not, ours must not). Forward and the three gradients are compared.
 
     python benches/fuzz_cpu.py [DRAWS] [SEED]
 
 Prints each mismatch and a count per kind; exits 1 if any."""
+import math
 import random
 import sys
 import traceback
@@ -158,6 +160,47 @@ def _compare_plain(ref_module, mine, x: torch.Tensor, valid: bool) -> str:
     return ""
 
 
+def _columns_reference(x: torch.Tensor, kernel, dilation, padding, stride) -> torch.Tensor:
+    """im2col in 1-3 dims as a grouped convolution with one-hot weights: row ``c K + k`` of
+    the columns is channel ``c`` read at tap ``k``."""
+    nd, channels = len(kernel), x.shape[1]
+    taps = math.prod(kernel)
+    weight = torch.eye(taps, dtype=x.dtype).reshape(taps, 1, *kernel).repeat(channels, 1, *(1,) * nd)
+    conv = (torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d)[nd - 1]
+    return conv(x, weight, None, stride, padding, dilation, channels).flatten(2)
+
+
+def _columns_draw(rng: random.Random, valid: bool) -> str:
+    """gemmconv.im2col in 1-3 dims against _columns_reference, and col2im as its adjoint:
+    <im2col(x), c> = <x, col2im(c)>."""
+    nd = rng.randint(1, 3)
+    g = _geometry(rng, nd, True)
+    kernel, dilation, padding, stride = (g[k] if isinstance(g[k], tuple) else (g[k],) * nd
+                                         for k in ("kernel_size", "dilation", "padding", "stride"))
+    batch, channels = rng.choice([0, 1, 2]), rng.randint(1, 3)
+    size = tuple(rng.randint(1, 6 if nd == 3 else 9) for _ in range(nd))
+    x = torch.randn(batch, channels, *size, dtype=torch.float64)
+    args = (kernel, dilation, padding, stride)
+    try:
+        ref = _columns_reference(x, *args)
+    except Exception:   # no block fits: ours must refuse
+        try:
+            gemmconv.im2col(x, *args)
+        except (ValueError, RuntimeError):
+            return ""
+        return "torch found no block; ours returned columns"
+    cols = gemmconv.im2col(x, *args)
+    if cols.shape != ref.shape or not torch.allclose(cols, ref, rtol=0, atol=0):
+        return f"im2col differs: {tuple(cols.shape)} against {tuple(ref.shape)}"
+    c = torch.randn_like(cols)
+    image = gemmconv.col2im(c, size, *args)
+    lhs, rhs = (cols * c).sum().item(), (x * image).sum().item()
+    scale = (cols.abs() * c.abs()).sum().item()
+    if image.shape != x.shape or abs(lhs - rhs) > 1e-12 * max(scale, 1e-300):
+        return f"col2im is not im2col's adjoint: {lhs} against {rhs}"
+    return ""
+
+
 def draw(rng: random.Random) -> tuple:
     """(kind, text, result) of one random draw."""
     nd = rng.randint(1, 3)
@@ -187,6 +230,8 @@ def draw(rng: random.Random) -> tuple:
         result = _compare(lambda: TORCH_T[nd](c_in, c_out, **dict(kwargs, dtype=torch.float64)),
                           lambda: OURS_T[nd](c_in, c_out, **kwargs), x, call, valid)
         return "conv_transpose", text, result
+    if rng.random() < 0.1:
+        return "columns", "im2col/col2im", _columns_draw(rng, valid)
     if rng.random() < 0.2:   # Unfold, or Fold of columns that some image size takes
         g = _geometry(rng, 2, valid)
         g.pop("output_padding")
