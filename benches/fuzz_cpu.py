@@ -66,7 +66,7 @@ def _close(a: torch.Tensor, b: torch.Tensor, bound: torch.Tensor) -> bool:
 
 def _compare(make_torch, make_ours, x: torch.Tensor, call_kwargs: dict, valid: bool) -> str:
     """'' where ours agrees with torch in float64 on the same rounded operands (values,
-    gradients, or both refusing), else what differs. torch's float64 module is the
+    the input's and the parameters' gradients, or both refusing), else what differs. torch's float64 module is the
     reference: its CPU float32 and bfloat16 paths differ from it in what they refuse (an
     output size of 0 along a dim) and once gave a bfloat16 weight gradient off by 1e37 on a
     channels_last_3d input (seed 64). On invalid arguments ours may refuse where torch
@@ -84,12 +84,10 @@ def _compare(make_torch, make_ours, x: torch.Tensor, call_kwargs: dict, valid: b
     except Exception as error:
         return "" if not valid and isinstance(error, ValueError) else \
             f"ours refused the module: {error!r}"
-    with torch.no_grad():   # the reference takes the weights as ours rounds them
-        mine.weight.copy_(ref_module.weight)
-        ref_module.weight.copy_(mine.weight)
-        if ref_module.bias is not None:
-            mine.bias.copy_(ref_module.bias)
-            ref_module.bias.copy_(mine.bias)
+    with torch.no_grad():   # the reference takes the parameters as ours rounds them
+        for p, q in zip(mine.parameters(), ref_module.parameters()):
+            p.copy_(q)
+            q.copy_(p)
     xr, xm = x.double().requires_grad_(), x.clone().requires_grad_()
     try:
         ref = ref_module(xr, **call_kwargs)
@@ -116,12 +114,11 @@ def _compare(make_torch, make_ours, x: torch.Tensor, call_kwargs: dict, valid: b
     bound = abs_module(xa, **call_kwargs)
     if not _close(out, ref, bound):
         return f"output differs by {(out.double() - ref).abs().max().item():.3g}"
-    params_r = [p for p in (xr, ref_module.weight, ref_module.bias) if p is not None]
-    params_m = [p for p in (xm, mine.weight, mine.bias) if p is not None]
-    params_a = [p for p in (xa, abs_module.weight, abs_module.bias) if p is not None]
-    got_r = torch.autograd.grad(ref, params_r, grad.double(), allow_unused=True)
-    got_m = torch.autograd.grad(out, params_m, grad, allow_unused=True)
-    bounds = torch.autograd.grad(bound, params_a, grad.double().abs(), allow_unused=True)
+    got_r = torch.autograd.grad(ref, [xr, *ref_module.parameters()], grad.double(),
+                                allow_unused=True)
+    got_m = torch.autograd.grad(out, [xm, *mine.parameters()], grad, allow_unused=True)
+    bounds = torch.autograd.grad(bound, [xa, *abs_module.parameters()], grad.double().abs(),
+                                 allow_unused=True)
     for name, a, b, c in zip(("input", "weight", "bias"), got_m, got_r, bounds):
         if a is None and b is None:
             continue
@@ -130,33 +127,6 @@ def _compare(make_torch, make_ours, x: torch.Tensor, call_kwargs: dict, valid: b
         c = torch.zeros_like(b) if c is None else c
         if not _close(a, b, c):
             return f"{name} gradient differs by {(a.double() - b).abs().max().item():.3g}"
-    return ""
-
-
-def _compare_plain(ref_module, mine, x: torch.Tensor, valid: bool) -> str:
-    """_compare for modules without parameters (Fold, Unfold)."""
-    xr, xm = x.clone().requires_grad_(), x.clone().requires_grad_()
-    try:
-        ref = ref_module(xr)
-    except Exception as error:
-        try:
-            mine(xm)
-        except (ValueError, TypeError, RuntimeError, IndexError):
-            return ""
-        return f"torch raised {error!r}; ours returned"
-    try:
-        out = mine(xm)
-    except Exception as error:
-        return "" if not valid and isinstance(error, ValueError) else \
-            f"ours raised {type(error).__name__}: {error}"
-    if out.shape != ref.shape:
-        return f"shape {tuple(out.shape)} against {tuple(ref.shape)}"
-    if not torch.allclose(out, ref, rtol=1e-10, atol=1e-10):
-        return f"output differs by {(out - ref).abs().max().item():.3g}"
-    grad = torch.randn_like(ref)
-    if not torch.allclose(torch.autograd.grad(out, xm, grad)[0],
-                          torch.autograd.grad(ref, xr, grad)[0], rtol=1e-9, atol=1e-9):
-        return "input gradient differs"
     return ""
 
 
@@ -239,14 +209,15 @@ def draw(rng: random.Random) -> tuple:
         image = torch.randn(batch, channels, *size, dtype=torch.float64)
         if rng.random() < 0.5:
             text = f"Unfold({g}) on {tuple(image.shape)}"
-            return "unfold", text, _compare_plain(torch.nn.Unfold(**g), gnn.Unfold(**g), image, valid)
+            return "unfold", text, _compare(lambda: torch.nn.Unfold(**g), lambda: gnn.Unfold(**g),
+                                            image, {}, valid)
         try:
             columns = torch.nn.Unfold(**g)(image)
         except Exception:
             columns = torch.randn(batch, channels * 4, 3, dtype=torch.float64)
         text = f"Fold({size}, {g}) on {tuple(columns.shape)}"
-        return "fold", text, _compare_plain(torch.nn.Fold(size, **g), gnn.Fold(size, **g),
-                                            torch.randn_like(columns), valid)
+        return "fold", text, _compare(lambda: torch.nn.Fold(size, **g), lambda: gnn.Fold(size, **g),
+                                      torch.randn_like(columns), {}, valid)
     mode = rng.choice(["zeros", "reflect", "replicate", "circular"])
     padding = rng.choice([g["padding"], "same", "valid"])
     kwargs = dict(kernel_size=g["kernel_size"], stride=g["stride"] if padding != "same" else 1,
