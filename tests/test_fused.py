@@ -530,6 +530,82 @@ def test_weight_gradient_from_the_inputs_moved_copies_matches_float64(case, taps
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
+TILE_FORMS = {"taps": dict(stacked_column=lambda g, c_in, moved_input: 0,
+                           shared_as_a=lambda moved_input, cfg: False),
+              "a-shared": dict(stacked_column=lambda g, c_in, moved_input: 0,
+                               shared_as_a=lambda moved_input, cfg: True),
+              "columns": dict(stacked_column=fused.stacked_column,
+                              shared_as_a=lambda moved_input, cfg: False)}
+
+
+@interpreted
+@pytest.mark.parametrize("form", TILE_FORMS)
+@pytest.mark.parametrize("moved_input", [False, True], ids=["grad-moved", "input-moved"])
+@pytest.mark.parametrize("kernel,padding,dilation,c_in,c_out", [
+    ((3, 2), (1, 0), (1, 3), 64, 32), ((5, 3), (2, 1), (1, 1), 40, 64)])
+def test_weight_gradient_in_each_tile_form_matches_float64(monkeypatch, kernel, padding,
+                                                           dilation, c_in, c_out, moved_input,
+                                                           form):
+    """The float32 moved form feeding the tensor cores each way (fused.shared_as_a,
+    fused.stacked_column; benches/wgrad_forms_probe.py): each tap's moved tile as A, the
+    shared tile as A, or a column of taps side by side as one B, four rows a box where the
+    column has three or five (the rows past it dropped). Rows of W of 33, boxes one row."""
+    for name, rule in TILE_FORMS[form].items():
+        monkeypatch.setattr(fused, name, rule)
+    fused.forget_plans()
+    g = Geometry(kernel, (1, 1), padding, dilation)
+    gen = generator("tile-forms", str(kernel), form)
+    x = torch.randn(2, c_in, 3, 33, generator=gen, dtype=torch.float64)
+    w = torch.zeros(c_in, c_out, *kernel, dtype=torch.float64, requires_grad=True)
+    out = torch.nn.functional.conv_transpose2d(x, w, None, 1, padding, 0, 1, dilation)
+    grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    ref, = torch.autograd.grad(out, w, grad_out)
+    plan = fused._grad_plan(tuple(x.shape), tuple(out.shape), g, torch.float32, "ieee", None,
+                            False, True, x.device, moved_input=moved_input)
+    assert (plan.launch.constants.get("TH") is not None) == (form == "columns")
+    got = fused.weight_gradient(x.float(), grad_out.float(), g, "ieee", shifted=True,
+                                moved_input=moved_input)
+    fused.forget_plans()
+    assert rel_error(got, ref) < 1e-5
+
+
+@pytest.mark.parametrize("rows", [2, 4])
+@pytest.mark.parametrize("moved_input", [False, True])
+@pytest.mark.parametrize("kernel,padding,dilation", [
+    ((3, 3), (1, 1), (1, 1)), ((5, 2), (0, 1), (1, 3)), ((2, 7, 3), (1, 3, 0), (2, 1, 2)),
+    ((7,), (3,), (1,)), ((4, 1), (2, 0), (1, 1))])
+def test_kernel_columns_hold_every_tap_once_at_its_own_offsets(kernel, padding, dilation,
+                                                               moved_input, rows):
+    """Row ``t`` of a group of fused.kernel_columns is tap ``tap + t step``, which
+    shifted_taps reads from the same copy at the same offsets but ``t`` rows further along
+    H; the stored rows hold every tap of the kernel once."""
+    g = Geometry(kernel, (1,) * len(kernel), padding, dilation)
+    _, table = fused.shifted_taps(g, 4, moved_input)
+    seen = []
+    for o0, o1, o2, copy, tap, step, count in fused.kernel_columns(g, 4, moved_input, rows):
+        assert 1 <= count <= rows
+        for t in range(count):
+            assert table[tap + t * step] == (o0, o1 + t, o2, copy)
+            seen.append(tap + t * step)
+    assert sorted(seen) == list(range(math.prod(kernel)))
+
+
+@pytest.mark.parametrize("c_in,dilation,moved_input,column", [
+    (64, 1, False, 3), (40, 1, False, 3), (32, 1, False, 0), (32, 1, True, 3),
+    (64, 2, False, 0), (64, 2, True, 0)])
+def test_columns_of_taps_stack_where_the_shared_tile_fills_a_wgmma(c_in, dilation, moved_input,
+                                                                   column):
+    """fused.stacked_column: a column's taps one row apart (dilation 1 along H), and a
+    shared tile of 64 rows, as wgmma's M takes: the output gradient's where the input
+    moves, else the input's, which has 32 at 32 channels. A kernel one tap high has no
+    column to stack."""
+    g = Geometry((3, 3), (1, 1), (1, 1), (dilation, 1))
+    assert fused.stacked_column(g, c_in, moved_input) == column
+    assert fused.stacked_column(Geometry((1, 3), (1, 1), (0, 1), (1, 1)), 64, moved_input) == 0
+    cfg = fused.grad_config((1, 40, 64), c_in, 64, 4, 9, column)   # (three taps a program)
+    assert (cfg.column, cfg.taps) == ((3, 4) if column else (0, 3))   # (four rows a box)
+
+
 @pytest.mark.parametrize("element_size", [2, 4])
 @pytest.mark.parametrize("grid", [(1, 64, 2), (1, 1, 3), (4, 64, 1), (1, 16, 5), (8, 8, 8), (1, 1, 1024)])
 def test_weight_gradient_boxes_start_rows_on_16_bytes(grid, element_size):
@@ -1028,10 +1104,14 @@ def test_float32_weight_gradient_compiles_on_tiles_of_fewer_input_channels():
 
 
 @pytest.mark.parametrize("c_in,swap", [(32, True), (64, False)])
-def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_tiles(c_in, swap):
+def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_tiles(
+        monkeypatch, c_in, swap):
     """The launch's SWAP: the output gradient's tile first where the input's moved tile has
-    fewer channels (32) than the output gradient's (64), for wgmma (s47/G)."""
+    fewer channels (32) than the output gradient's (64), for wgmma (s47/G). (In the form of
+    taps a program: no column of taps side by side.)"""
     pytest.importorskip("triton")
+    monkeypatch.setattr(fused, "stacked_column", lambda g, c_in, moved_input: 0)
+    fused.forget_plans()
     g = Geometry((3, 3), (1, 1), (0, 0), (1, 1))
     plan = fused._grad_plan((2, c_in, 8, 40), (2, 64, 10, 42), g, torch.float32, "tf32", None,
                             False, True, torch.device("cpu"), moved_input=True)
@@ -1040,6 +1120,7 @@ def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_til
     moved_g = fused._grad_plan((2, c_in, 8, 40), (2, 64, 10, 42), g, torch.float32, "tf32", None,
                                False, True, torch.device("cpu"))
     assert not moved_g.launch.constants["SWAP"]   # the output gradient moved: its tile is A
+    fused.forget_plans()
 
 
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
