@@ -10,7 +10,8 @@ session 59), and the kernel ran at about a quarter of the TF32 rate. The forms:
 - "columns": the taps of a column of the kernel side by side as one B operand, a box of
   rows of H of one moved copy (_triton.weight_gradient_columns), four rows a box (Triton's
   blocks are powers of two, so a 3-tap column reads and multiplies a fourth row it
-  drops).
+  drops); "columns-2" the same two rows a box (a 3-tap column in two programs, the
+  second's box half dropped).
 
 Per case, the weight gradient alone in ms (the copies inside; CUDA events, in turns) on
 planar and on channels_last tensors, with cuDNN's forward + weight gradient beside it, each
@@ -34,14 +35,23 @@ from gemmconv.shapes import Geometry, conv_transpose_args
 NAMES = sys.argv[1:] or ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
 smoke = os.environ.get("SMOKE") == "1"
 device = torch.device("cpu" if smoke else "cuda")
-takes, column, shared = fused.backward_takes, fused.stacked_column, fused.shared_as_a
-FORMS = {"taps": (lambda g, c_in, moved_input: 0, shared),
-         "a-shared": (lambda g, c_in, moved_input: 0, lambda moved_input, cfg: True),
-         "columns": (column, shared)}
+takes, column, shared, config = (fused.backward_takes, fused.stacked_column, fused.shared_as_a,
+                                 fused.grad_config)
+
+
+def two_rows(*args, **kwargs):
+    cfg = config(*args, **kwargs)
+    return cfg._replace(taps=2) if cfg.column else cfg
+
+
+FORMS = {"taps": (lambda g, c_in, moved_input: 0, shared, config),
+         "a-shared": (lambda g, c_in, moved_input: 0, lambda moved_input, cfg: True, config),
+         "columns": (column, shared, config),
+         "columns-2": (column, shared, two_rows)}
 
 
 def form(name: str) -> None:
-    fused.stacked_column, fused.shared_as_a = FORMS[name]
+    fused.stacked_column, fused.shared_as_a, fused.grad_config = FORMS[name]
     fused.forget_plans()
     ops._backward_replays.clear()
 
@@ -97,4 +107,5 @@ try:
             print(f"{name:14s} {'channels_last' if interleaved else 'planar':13s} step: torch "
                   f"{med['torch']:7.3f} ms; " + "; ".join(row), flush=True)
 finally:
-    fused.backward_takes, fused.stacked_column, fused.shared_as_a = takes, column, shared
+    fused.backward_takes, fused.stacked_column, fused.shared_as_a, fused.grad_config = \
+        takes, column, shared, config
