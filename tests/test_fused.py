@@ -1028,20 +1028,26 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
 from gemmconv import _triton
-form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows"
+form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows";
+                     # "columns-shifted", "columns-input": four taps of a column side by side
 bn = int(sys.argv[2])   # input channels of the tile (64 output channels)
-fn = _triton.weight_gradient
-g_moved, x_moved, g_planar, x_planar = ((1, 1, 1, 64, 32), (1, 1, 1, bn, 32), (1, 64, 1, 1, 32),
-                                        (1, bn, 1, 1, 32))
+columns = form.startswith("columns")
+fn = _triton.weight_gradient_columns if columns else _triton.weight_gradient
+rows = 4 if columns else 1
+g_moved, x_moved, g_planar, x_planar = ((1, 1, rows, 64, 32), (1, 1, rows, bn, 32),
+                                        (1, 64, 1, 1, 32), (1, bn, 1, 1, 32))
 g_block, x_block = {"shifted": (g_moved, x_planar), "input": (g_planar, x_moved),
-                    "rows": ((1, 1, 1, 32, 64), x_planar)}[form]
+                    "rows": ((1, 1, 1, 32, 64), x_planar)}[form.replace("columns-", "")]
 sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
        "x_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, x_block)),
-       "out_ptr": "*fp32", "offsets_ptr": "*i32"}
-constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
-                 **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
-                    dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", X_LAST=False,
-                 SWAP=form == "input" and bn < 64)   # as fused._grad_plan launches it
+       "out_ptr": "*fp32", "columns_ptr" if columns else "offsets_ptr": "*i32"}
+if columns:
+    constants = dict(B2=32, BM=64, BN=bn, PRECISION="tf32", TH=rows, MOVED_X=form.endswith("input"))
+else:
+    constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
+                     **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
+                        dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input",
+                     X_LAST=False, SWAP=form == "input" and bn < 64)   # as fused._grad_plan launches it
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:
@@ -1054,17 +1060,20 @@ except Exception as e:   # no compiler for sm_90 here
     print(json.dumps({"skip": repr(e)[:200]}))
     sys.exit()
 calls = re.findall(r"wgmma\\.mma_async[^;]*;", kernel.asm["ptx"])
-print(json.dumps({"a": [re.sub(r"\\s+", "", c).split("},", 1)[1][0] for c in calls]}))
+print(json.dumps({"a": [re.sub(r"\\s+", "", c).split("},", 1)[1][0] for c in calls],
+                  "shapes": sorted(set(re.findall(r"wgmma\\.mma_async\\.sync\\.aligned\\.(m\\d+n\\d+k\\d+)",
+                                                  kernel.asm["ptx"])))}))
 """
 
 
-def _a_operands_of_wgmma(form: str, bn: int = 64) -> list:
+def _a_operands_of_wgmma(form: str, bn: int = 64, shapes: bool = False) -> list:
     """The A operand of each wgmma in the float32 weight-gradient kernel compiled for sm_90
     (tiles of 64 output by ``bn`` input channels, one row of 32 positions a step): a
     shared-memory descriptor (``%``) or a register list (``{``). ``form``: "shifted" (the
     output gradient's moved copies), "input" (the input's) or "rows" (the channels-innermost
-    form). Compiled in a process of its own: this module runs Triton's interpreter, which
-    compiles nothing."""
+    form); "columns-shifted" and "columns-input" for weight_gradient_columns, four rows a
+    box. Where ``shapes``, the wgmma instruction shapes instead. Compiled in a process of
+    its own: this module runs Triton's interpreter, which compiles nothing."""
     import json
     import subprocess
     import sys
@@ -1078,7 +1087,18 @@ def _a_operands_of_wgmma(form: str, bn: int = 64) -> list:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if "skip" in result:
         pytest.skip(f"Triton cannot compile for sm_90 here: {result['skip']}")
-    return result["a"]
+    return result["shapes" if shapes else "a"]
+
+
+@pytest.mark.parametrize("moved,bn,shape", [("shifted", 64, "m64n256k8"),
+                                            ("input", 64, "m64n256k8"),
+                                            ("input", 32, "m64n128k8")])
+def test_a_column_of_taps_reaches_the_tensor_cores_as_one_wide_operand(moved, bn, shape):
+    """weight_gradient_columns: the four rows of a column's box are one B operand of N = 4
+    tiles' channels, each wgmma as wide as four of the taps form's; the shared tile is A
+    (through registers, loaded once a step)."""
+    assert _a_operands_of_wgmma(f"columns-{moved}", bn, shapes=True) == [shape]
+    assert set(_a_operands_of_wgmma(f"columns-{moved}", bn)) == {"{"}
 
 
 def test_float32_weight_gradient_reads_its_tiles_from_shared_memory():
