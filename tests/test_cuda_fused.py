@@ -381,7 +381,8 @@ def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, f
         pytest.skip("one position: planar and channels_last alike")
     a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
                             case.output_padding, case.groups, case.dilation)
-    one = fused.backward_workspace(a, 4, 1, interleaved=True) * 4
+    assert fused.reads_grad_rows(grad_out, x)   # (its rows read as they lie: no copy counted)
+    one = fused.backward_workspace(a, 4, 1, interleaved=True, grad_rows=True) * 4
     for limit in (None, 2 * one):
         runs = []
         for _ in range(2):
@@ -395,7 +396,7 @@ def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, f
                 got = fused.backward(grad_out, x, w, a, (True, True), limit, out=out)[:2]
                 torch.cuda.synchronize()
             taken = torch.cuda.max_memory_allocated() - before
-            assert taken <= fused.backward_bytes(a, 4, limit, interleaved=True) + ROUNDING
+            assert taken <= fused.backward_bytes(a, 4, limit, True, grad_rows=True) + ROUNDING
             runs.append(got)
         assert runs[0][0].is_contiguous(memory_format=torch.channels_last)
         assert all(torch.equal(m, g) for m, g in zip(*runs))
