@@ -12,15 +12,12 @@
 #   B: the bfloat16 training table in both formats (3d-3x5x7's channels_last step: 0.97x
 #      in session 58 C, 1.17x in B), then 2d-64to128's float32 channels_last backward kernel
 #      by kernel (0.97x on the column routes; 0.88x fused in session 59 B).
-#   P: (session 61) the float32 weight gradient's three ways of feeding the tensor cores
-#      (benches/wgrad_forms_probe.py), then test_cuda_fused's weight-gradient and backward
-#      tests, the new tile-form test among them.
+#   P: (session 61) the float32 weight gradient's ways of feeding the tensor cores
+#      (benches/wgrad_forms_probe.py); T right after it, on the warm machine.
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 case "$1" in
 P) gpu
-  probe 330 wgrad-forms wgrad_forms_probe.py
-  TT=200 t fused-wgrad tests/test_cuda_fused.py -k "tile_form or weight_gradient or backward"
-  count $O/fused-wgrad.log ;;
+  probe 500 wgrad-forms wgrad_forms_probe.py ;;
 T) gpu
   all_tests ;;
 A) gpu
