@@ -12,13 +12,14 @@
 #   B: the bfloat16 training table in both formats (3d-3x5x7's channels_last step: 0.97x
 #      in session 58 C, 1.17x in B), then 2d-64to128's float32 channels_last backward kernel
 #      by kernel (0.97x on the column routes; 0.88x fused in session 59 B).
-#   P: (session 61) the float32 weight gradient's ways of feeding the tensor cores
-#      (benches/wgrad_forms_probe.py); T right after it, on the warm machine.
+#   P: (session 61, ran on an H100) the float32 weight gradient's ways of feeding the tensor
+#      cores (benches/wgrad_forms_probe.py, removed with the forms after it: see commit
+#      36fe18c); T right after it. Then U: T again, on the code with those forms removed.
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 case "$1" in
 P) gpu
   probe 500 wgrad-forms wgrad_forms_probe.py ;;
-T) gpu
+T|U) gpu
   all_tests ;;
 A) gpu
   node

@@ -86,29 +86,6 @@ def main() -> None:
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
                 if dt != "fp32":
                     continue
-                for moved_x in (False, True):   # the shared tile as A (fused.shared_as_a)
-                    blocks = ((1, bm, *box), _moved_block(box, bn)) if moved_x else \
-                        (_moved_block(box, bm), (1, bn, *box))
-                    kernel = compile_(_triton.weight_gradient,
-                                      dict(g_desc=(dt, blocks[0]), x_desc=(dt, blocks[1])),
-                                      dict(out_ptr="fp32", offsets_ptr="i32"),
-                                      dict(common, TP=taps, ROUND=False, MOVED=True,
-                                           MOVED_X=moved_x, X_LAST=False, SWAP=True), warps,
-                                      stages)
-                    report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, shared tile as A"
-                           + (", the input moved" if moved_x else ""), kernel)
-                if bm == 64 and taps > 1:   # a column's taps side by side (rows: a power of 2)
-                    rows = 2 if taps == 3 else taps
-                    for moved_x in (False, True):
-                        column = (1, 1, rows, bn if moved_x else bm, box[2])
-                        blocks = ((1, bm, *box), column) if moved_x else (column, (1, bn, *box))
-                        kernel = compile_(_triton.weight_gradient_columns,
-                                          dict(g_desc=(dt, blocks[0]), x_desc=(dt, blocks[1])),
-                                          dict(out_ptr="fp32", columns_ptr="i32"),
-                                          dict(B2=box[2], BM=bm, BN=bn, PRECISION="tf32",
-                                               TH=rows, MOVED_X=moved_x), warps, stages)
-                        report(f"weight_gradient_columns {dt} {bm}x{bn} {rows} rows"
-                               + (", the input moved" if moved_x else ""), kernel)
                 # A channels_last input's rows (X_LAST), with the output gradient's rows
                 # (rounded in registers): fused.float32_weight_form's "rows".
                 kernel = compile_(_triton.weight_gradient,

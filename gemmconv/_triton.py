@@ -403,8 +403,6 @@ def _tap_dot(acc, shared, g_desc, x_desc, offsets_ptr, tap, batch, n, co, ci, q0
             a, shared = shared.T, a.T
     elif MOVED:
         a = _moved_box(g_desc, offsets_ptr, tap, batch, n, co, q0, q1, q2, B0, B1, B2, BM)
-        if SWAP:
-            a, shared = shared.T, a.T
     else:
         o0 = tl.load(offsets_ptr + tap * 3)
         o1 = tl.load(offsets_ptr + tap * 3 + 1)
@@ -471,10 +469,8 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     tap0 = group * TP
     last = taps - 1
     co, ci = m_block * BM, n_block * BN
-    # The accumulators hold the product transposed where the input's tile is A.
-    TURNED: tl.constexpr = MOVED and (MOVED_X != SWAP)
-    ROWS: tl.constexpr = BN if TURNED else BM
-    COLS: tl.constexpr = BM if TURNED else BN
+    ROWS: tl.constexpr = BN if MOVED_X and not SWAP else BM   # the accumulators' shape
+    COLS: tl.constexpr = BM if MOVED_X and not SWAP else BN
     acc0 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc1 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     acc2 = tl.zeros((ROWS, COLS), dtype=tl.float32)
@@ -497,7 +493,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
             acc3 = _tap_dot(acc3, shared, g_desc, x_desc, offsets_ptr, tl.minimum(tap0 + 3, last),
                             batch, n, co, ci, q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION,
                             MOVED, MOVED_X, SWAP)
-    if TURNED:
+    if MOVED_X and not SWAP:
         acc0, acc1, acc2, acc3 = acc0.T, acc1.T, acc2.T, acc3.T
     if TP == 1:
         # Its own store, not _store_partial's: that one's mask for taps past the last took
@@ -513,50 +509,6 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
             _store_partial(out_ptr, acc2, split, tap0 + 2, taps, c_out, c_in, co, ci, BM, BN)
         if TP > 3:
             _store_partial(out_ptr, acc3, split, tap0 + 3, taps, c_out, c_in, co, ci, BM, BN)
-
-
-@triton.jit
-def weight_gradient_columns(g_desc, x_desc, out_ptr, columns_ptr, batch, c_in, c_out, taps,
-                            boxes0, boxes1, boxes2, boxes, per_split, tiles_m, tiles_n, groups,
-                            B2: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                            TH: tl.constexpr, PRECISION: tl.constexpr, MOVED_X: tl.constexpr):
-    """weight_gradient's float32 form of moved copies (MOVED, and MOVED_X where the input's
-    copies move), its boxes one row of W, with the ``TH`` taps of a column of the kernel
-    (one kd and kw, consecutive kh) side by side. Their boxes are ``TH`` consecutive rows of
-    H of one moved copy, so the copy engine loads them as one ``(1, 1, TH, S, B2)`` box,
-    whose rows stand in shared memory as a ``(TH S, B2)`` tile: one B operand ``TH`` times
-    as wide as a tap's. The shared box (the input's, or the output gradient's where the
-    input moves) is the A operand, read once a step for all ``TH`` taps, where one product
-    a tap reads it ``TH`` times: at 64 x 64 tiles a tap's wgmma reads as many bytes of
-    shared memory as the tensor cores take cycles (benches/NOTES.md, session 59).
-    ``columns_ptr (G, 7)``: per group its first row's offsets (D, H, W within its copy),
-    its copy, the tap of that row, the step from row to row in taps, and its taps (rows
-    past them are read and not stored). ``out (splits, T, C_out, C_in)`` float32."""
-    split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
-    co, ci = m_block * BM, n_block * BN
-    column = columns_ptr + group * 7
-    o0, o1, o2, copy = tl.load(column), tl.load(column + 1), tl.load(column + 2), tl.load(column + 3)
-    tap0, step, count = tl.load(column + 4), tl.load(column + 5), tl.load(column + 6)
-    R: tl.constexpr = BM if MOVED_X else BN   # the shared box's channels: A's rows
-    S: tl.constexpr = BN if MOVED_X else BM   # a tap's channels in the moved box
-    acc = tl.zeros((R, TH * S), dtype=tl.float32)
-    first = split * per_split
-    for j in range(first, tl.minimum(first + per_split, boxes)):
-        n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, 1, 1, B2)
-        if MOVED_X:
-            a = g_desc.load([n, co, q0, q1, q2]).reshape(R, B2)
-            b = x_desc.load([copy * batch + n, q0 + o0, q1 + o1, ci, q2 + o2])
-        else:
-            a = x_desc.load([n, ci, q0, q1, q2]).reshape(R, B2)
-            b = g_desc.load([copy * batch + n, q0 + o0, q1 + o1, co, q2 + o2])
-        acc = tl.dot(a, b.reshape(TH * S, B2).T, acc, input_precision=PRECISION)
-    rows = tl.arange(0, R)[:, None]
-    cols = tl.arange(0, TH * S)[None, :]
-    row_of_box, s = cols // S, cols % S
-    outs, ins = (co + rows, ci + s) if MOVED_X else (co + s, ci + rows)
-    tap = tap0 + row_of_box * step
-    where = ((split * taps + tap) * c_out + outs).to(tl.int64) * c_in + ins
-    tl.store(out_ptr + where, acc, mask=(row_of_box < count) & (outs < c_out) & (ins < c_in))
 
 
 @triton.jit

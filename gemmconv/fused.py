@@ -868,29 +868,23 @@ def forward_bytes(x: torch.Tensor, weight: torch.Tensor, c_out: int) -> int:
 class GradConfig(NamedTuple):
     """Tile of a weight-gradient launch: ``box`` (D, H, W) input positions a step (their
     product the reduction's tile), ``bm`` output and ``bn`` input channels, warps, stages;
-    ``taps`` a program (1 to 4: :func:`taps_a_program`); ``column`` the kernel's taps
-    along H where a program's taps are rows of one column of the kernel side by side
-    (:func:`kernel_columns`, ``taps`` of them a program), else 0."""
+    ``taps`` a program (1 to 4: :func:`taps_a_program`)."""
     box: tuple
     bm: int
     bn: int
     warps: int
     stages: int
     taps: int = 1
-    column: int = 0
 
 
 def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
-                taps: int = 1, column: int = 0) -> GradConfig:
+                taps: int = 1) -> GradConfig:
     """128 bytes of positions a step (W first in 32-bit types); 128 x 128 channels, eight
     warps, where both sides have that many, else 64 output by 32-64 input channels, four
     warps. The best of six tiles on the H200 in bfloat16 (results/s23/G/wgrad.log). A
     kernel of ``taps`` taps takes :func:`taps_a_program` of them a program on the 64-row
     tiles, one on 128 x 128 (two took 250 registers a thread there in the float32 moved
-    form, four spilled: sm_90, benches/ttgir_check.py). Where ``column`` (the kernel's
-    taps along H, where :func:`stacked_column` allows), the 64-row tiles of a box one row
-    of W take the taps of a column of the kernel side by side instead: at most four a
-    program, in as few programs as the column needs."""
+    form, four spilled: sm_90, benches/ttgir_check.py)."""
     bk = 128 // element_size
     # A 32-bit tile stays in shared memory only where its box is one row of W (_moved_box);
     # a 16-bit one takes any box, so its box pads the grid least (3d-96cube: 33% in rows of 64).
@@ -904,10 +898,8 @@ def grad_config(grid: Sequence[int], c_in: int, c_out: int, element_size: int,
             box[d], wider = box[d] // taken, wider // taken
     if c_in >= 128 and c_out >= 128:
         return GradConfig(tuple(box), 128, 128, 8, 3)
-    bn = min(64, max(32, _pow2(c_in)))
-    if column > 1 and box[:2] == [1, 1]:
-        return GradConfig(tuple(box), 64, bn, 4, 4, _pow2(-(-column // -(-column // 4))), column)
-    return GradConfig(tuple(box), 64, bn, 4, 4, taps_a_program(taps, element_size))
+    return GradConfig(tuple(box), 64, min(64, max(32, _pow2(c_in))), 4, 4,
+                      taps_a_program(taps, element_size))
 
 
 def taps_a_program(count: int, element_size: int = 4) -> int:
@@ -984,40 +976,6 @@ def shifted_taps(g: Geometry, element_size: int, moved_input: bool = False) -> t
     moves = [-o[2] % granule for o in offsets]
     shifts = tuple(sorted(set(moves)))
     return shifts, tuple((o0, o1, o2 + m, shifts.index(m)) for (o0, o1, o2), m in zip(offsets, moves))
-
-
-def stacked_column(g: Geometry, c_in: int, moved_input: bool) -> int:
-    """The kernel's taps along H where the float32 weight gradient's moved form can take
-    the taps of a column of the kernel side by side (:func:`kernel_columns`), else 0: more
-    than one, one row apart (dilation 1 along H), and a shared tile of at least 64
-    channels, as wgmma takes it (the output gradient's 64-row tile where the input moves,
-    else the input's, of at most 64 channels a tile)."""
-    rows, dilation = _padded(g.kernel_size, 1)[1], _padded(g.dilation, 1)[1]
-    return rows if rows > 1 and dilation == 1 and (moved_input or c_in > 32) else 0
-
-
-@functools.lru_cache(maxsize=256)
-def kernel_columns(g: Geometry, element_size: int, moved_input: bool, rows: int) -> tuple:
-    """The float32 weight gradient's taps in groups of ``rows`` of one column of the kernel
-    (_triton.weight_gradient_columns): each group's taps are consecutive rows of H of one
-    moved copy (:func:`shifted_taps`), read as one box that starts at its first row. Per
-    group ``(o0, o1, o2, copy, tap, step, count)``: that row's offsets and copy, its tap,
-    the step in taps from row to row (a row down the box is a tap down the kernel, or up
-    it where the input moves, its offsets opposite), and the taps it holds. A column of
-    more than ``rows`` taps takes several groups, the last one's box running past the
-    column (those rows not stored)."""
-    kernel = _padded(g.kernel_size, 1)
-    _, table = shifted_taps(g, element_size, moved_input)
-    step = -kernel[2] if moved_input else kernel[2]
-    groups = []
-    for j0 in range(kernel[0]):
-        for j2 in range(kernel[2]):
-            for start in range(0, kernel[1], rows):
-                count = min(rows, kernel[1] - start)
-                j1 = start + count - 1 if moved_input else start
-                tap = (j0 * kernel[1] + j1) * kernel[2] + j2
-                groups.append((*table[tap], tap, step, count))
-    return tuple(groups)
 
 
 def moves_input(a: ConvTransposeArgs, element_size: int) -> bool:
@@ -1187,44 +1145,25 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
         shifts, table = shifted_taps(g, element_size, moved_input)
     else:   # one phase
         shifts, table = (), (plane_taps(g) if planes else convolution_taps(g)).offsets[0]
-    column = stacked_column(g, c_in, moved_input) if shifted else 0
     cfg, boxes_per_dim, boxes, tiles_m, tiles_n, groups, per_split, splits = grad_splits(
-        batch, grid, c_in, c_out, count, element_size, shifted, cfg, column)
-    if cfg.column:
-        table = kernel_columns(g, element_size, moved_input, cfg.taps)
+        batch, grid, c_in, c_out, count, element_size, shifted, cfg)
     tiles = groups * tiles_m * tiles_n
-    # A box of the moved copies: a column's rows where its taps stand side by side.
-    moved = [1, cfg.box[0], cfg.taps if cfg.column else cfg.box[1]]
-    g_block = [*moved, cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
+    g_block = [1, *cfg.box[:2], cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
     x_block = [1, *cfg.box, cfg.bn] if x_last else [1, cfg.bn, *cfg.box]
     if moved_input:   # the same blocks, the operands' layouts swapped
-        g_block, x_block = [1, cfg.bm, *cfg.box], [*moved, cfg.bn, cfg.box[2]]
+        g_block, x_block = [1, cfg.bm, *cfg.box], [1, *cfg.box[:2], cfg.bn, cfg.box[2]]
     launch = None
     if splits:
-        sizes = (batch, c_in, c_out, count, *boxes_per_dim, boxes, per_split, tiles_m, tiles_n,
-                 groups)
-        common = dict(B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn,
+        sizes = (batch, c_in, c_out, count, *boxes_per_dim, boxes, per_split, tiles_m, tiles_n)
+        common = dict(B0=cfg.box[0], B1=cfg.box[1], B2=cfg.box[2], BM=cfg.bm, BN=cfg.bn,
                       PRECISION="ieee" if dtype == torch.float32 and not tf32 else "tf32",
-                      MOVED_X=moved_input, num_warps=cfg.warps, num_stages=cfg.stages)
-        if cfg.column:
-            launch = _triton.Launch(_triton.weight_gradient_columns, (splits * tiles,), sizes,
-                                    TH=cfg.taps, **common)
-        else:
-            launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), sizes,
-                                    B0=cfg.box[0], B1=cfg.box[1], TP=cfg.taps,
-                                    ROUND=tf32 and not rounded and not shifted, MOVED=shifted,
-                                    X_LAST=x_last, SWAP=shared_as_a(moved_input, cfg),
-                                    **common)
+                      num_warps=cfg.warps, num_stages=cfg.stages)
+        launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
+                                TP=cfg.taps, ROUND=tf32 and not rounded and not shifted,
+                                MOVED=shifted, MOVED_X=moved_input, X_LAST=x_last,
+                                SWAP=moved_input and cfg.bn < cfg.bm, **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
-
-
-def shared_as_a(moved_input: bool, cfg: GradConfig) -> bool:
-    """Whether the float32 moved form's tile shared by a program's taps is the tensor cores'
-    A operand, through registers (_triton.weight_gradient's SWAP), rather than each tap's
-    moved tile from shared memory: where the input moves and its tiles are of fewer
-    channels than the output gradient's (an M of 32 is too few for wgmma)."""
-    return moved_input and cfg.bn < cfg.bm
 
 
 class GradSplits(NamedTuple):
@@ -1242,24 +1181,18 @@ class GradSplits(NamedTuple):
 
 
 def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: int,
-                element_size: int, shifted: bool, cfg: Optional[GradConfig] = None,
-                column: int = 0) -> GradSplits:
+                element_size: int, shifted: bool, cfg: Optional[GradConfig] = None) -> GradSplits:
     """The :class:`GradSplits` of a weight gradient of ``count`` taps summed over ``batch``
     samples of ``grid`` positions (three dims), ``c_in`` by ``c_out`` channels, on ``cfg``
-    (:func:`grad_config`'s by default; ``shifted``: the float32 form's moved copies;
-    ``column``: :func:`stacked_column`'s)."""
+    (:func:`grad_config`'s by default; ``shifted``: the float32 form's moved copies)."""
     cfg = cfg or grad_config(grid, c_in, c_out, element_size,
-                             count if shifted or element_size < 4 else 1, column)
+                             count if shifted or element_size < 4 else 1)
     if not 1 <= cfg.taps <= 4:
         raise ValueError(f"taps a program must be 1 to 4, got {cfg.taps}")
-    if cfg.column and (count % cfg.column or cfg.box[:2] != (1, 1)):
-        raise ValueError(f"a column of {cfg.column} taps a group takes a kernel of whole "
-                         f"columns ({count} taps) and boxes one row of W, not {cfg.box}")
     boxes_per_dim = [-(-n // b) for n, b in zip(grid, cfg.box)]
     boxes = batch * math.prod(boxes_per_dim)
     tiles_m, tiles_n = -(-c_out // cfg.bm), -(-c_in // cfg.bn)
-    groups = (count // cfg.column * -(-cfg.column // cfg.taps) if cfg.column
-              else -(-count // cfg.taps))
+    groups = -(-count // cfg.taps)
     per_split, splits = split_boxes(boxes, groups * tiles_m * tiles_n, math.prod(cfg.box),
                                     count * c_out * c_in * 4)
     return GradSplits(cfg, boxes_per_dim, boxes, tiles_m, tiles_n, groups, per_split, splits)
@@ -1369,27 +1302,19 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     return None
 
 
-def reads_grad_rows(grad_out: torch.Tensor, x: torch.Tensor) -> bool:
-    """Whether :func:`backward` reads the output gradient's rows as they lie, with no copy
-    of it channels innermost: where ``x`` and ``grad_out`` are both channels_last."""
-    return _channels_last_rows(x) is not None and grad_out.movedim(1, -1).is_contiguous()
-
-
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
-                       samples: Optional[int] = None, interleaved: bool = False,
-                       grad_rows: bool = False) -> int:
+                       samples: Optional[int] = None, interleaved: bool = False) -> int:
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
-    (all by default): the output gradient channels innermost (none where ``grad_rows``:
-    :func:`reads_grad_rows`), its rows folded (:func:`folded_rows`), in float32 its copies
-    moved along W too, and the input's where its rows do not start on 16 bytes (or where
-    :func:`moves_input`, the input's moved copies, and the output gradient's where its rows
-    do not; or on ``interleaved`` (channels_last) tensors as :func:`float32_weight_form`
-    reads them). (The bias's partial sums, at most a 64th of the first copy, are not
-    counted.)"""
+    (all by default): the output gradient channels innermost (and its rows folded,
+    :func:`folded_rows`), in float32 its copies moved along W too, and the input's where
+    its rows do not start on 16 bytes (or where :func:`moves_input`, the input's moved
+    copies, and the output gradient's where its rows do not; or on ``interleaved``
+    (channels_last) tensors as :func:`float32_weight_form` reads them). (The bias's partial
+    sums, at most a 64th of the first copy, are not counted.)"""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
-    rows = 0 if grad_rows else n * a.out_channels * math.prod(image)
+    rows = n * a.out_channels * math.prod(image)
     fold = folded_taps(a.geometry, a.out_channels, element_size)
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
@@ -1402,31 +1327,30 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
 
 
 def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int,
-                     interleaved: bool = False, grad_rows: bool = False) -> int:
+                     interleaved: bool = False) -> int:
     """Samples :func:`backward` takes at a time so that its copies fit in ``limit`` bytes:
-    all of them where they fit (where it copies nothing too), 0 where one sample's do not."""
-    one = backward_workspace(a, element_size, 1, interleaved, grad_rows)
-    return min(a.batch, limit // (one * element_size)) if one else a.batch
+    all of them where they fit, 0 where one sample's do not."""
+    one = backward_workspace(a, element_size, 1, interleaved)
+    return min(a.batch, limit // (one * element_size))
 
 
 def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int] = None,
-                   interleaved: bool = False, grad_rows: bool = False) -> int:
+                   interleaved: bool = False) -> int:
     """The memory :func:`backward` allocates beyond the gradients it writes into, at most:
     a chunk's copies (:func:`backward_workspace`) and the bias's partial sums of them (a
     16th counted), the weight gradient's float32 partials of a chunk, its sum, its unfolded
     copy and its sum over the chunks, its cast and the weights' reorder."""
     step = max(1, a.batch if limit is None
-               else backward_samples(a, element_size, limit, interleaved, grad_rows))
+               else backward_samples(a, element_size, limit, interleaved))
     fold = folded_taps(a.geometry, a.out_channels, element_size)
     moved = moved_operand(a, element_size, interleaved, fold)
     shifted = moved is not None
     grid = a.image if moved == "input" else a.grid   # the sum's
     taps = math.prod(a.geometry.kernel_size)
-    column = stacked_column(a.geometry, a.in_channels, moved == "input") if shifted else 0
     splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
-                         taps // fold, element_size, shifted, column=column).splits
+                         taps // fold, element_size, shifted).splits
     weight = a.in_channels * a.out_channels * taps
-    copies = backward_workspace(a, element_size, step, interleaved, grad_rows) * element_size
+    copies = backward_workspace(a, element_size, step, interleaved) * element_size
     return copies + copies // 16 + 4 * weight * (max(splits, 1) + 3) + 2 * weight * element_size
 
 
@@ -1457,7 +1381,9 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     as :func:`float32_weight_form` says."""
     interleaved = _channels_last_rows(x) is not None
     x = x if interleaved else x.contiguous()
-    grad_rows = grad_out.movedim(1, -1) if reads_grad_rows(grad_out, x) else None
+    grad_rows = grad_out.movedim(1, -1) if interleaved else None
+    if grad_rows is not None and not grad_rows.is_contiguous():
+        grad_rows = None
     if grad_rows is None:
         grad_out = grad_out.contiguous()
     wide = x.dtype == torch.float32
@@ -1467,8 +1393,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     moved = moved_operand(a, x.element_size(), interleaved, fold)
     shifted, moved_input = moved is not None, moved == "input"
     step = max(1, a.batch if limit is None
-               else backward_samples(a, x.element_size(), limit, interleaved,
-                                     grad_rows is not None))
+               else backward_samples(a, x.element_size(), limit, interleaved))
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None

@@ -381,8 +381,7 @@ def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, f
         pytest.skip("one position: planar and channels_last alike")
     a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
                             case.output_padding, case.groups, case.dilation)
-    assert fused.reads_grad_rows(grad_out, x)   # (its rows read as they lie: no copy counted)
-    one = fused.backward_workspace(a, 4, 1, interleaved=True, grad_rows=True) * 4
+    one = fused.backward_workspace(a, 4, 1, interleaved=True) * 4
     for limit in (None, 2 * one):
         runs = []
         for _ in range(2):
@@ -396,7 +395,7 @@ def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, f
                 got = fused.backward(grad_out, x, w, a, (True, True), limit, out=out)[:2]
                 torch.cuda.synchronize()
             taken = torch.cuda.max_memory_allocated() - before
-            assert taken <= fused.backward_bytes(a, 4, limit, True, grad_rows=True) + ROUNDING
+            assert taken <= fused.backward_bytes(a, 4, limit, interleaved=True) + ROUNDING
             runs.append(got)
         assert runs[0][0].is_contiguous(memory_format=torch.channels_last)
         assert all(torch.equal(m, g) for m, g in zip(*runs))
@@ -488,57 +487,6 @@ def test_float32_weight_gradient_of_channels_last_rows_from_moved_copies(case, g
     conv = F.conv_transpose2d if case.nd == 2 else F.conv_transpose3d
     out = conv(x.double(), wd, None, **case.kwargs)
     ref, = torch.autograd.grad(out, wd, fused.round_tf32(grad_out.float()).double())
-    assert rel_error(mine, ref) < 5e-3
-
-
-# How the float32 moved form feeds the tensor cores (benches/wgrad_forms_probe.py): each
-# tap's moved tile as A; the shared tile as A, through registers (fused.shared_as_a); a
-# column of the kernel's taps side by side as one B (fused.stacked_column).
-TILE_FORMS = {"taps": dict(stacked_column=lambda g, c_in, moved_input: 0,
-                           shared_as_a=lambda moved_input, cfg: False),
-              "a-shared": dict(stacked_column=lambda g, c_in, moved_input: 0,
-                               shared_as_a=lambda moved_input, cfg: True),
-              "columns": {}}
-
-
-@pytest.mark.parametrize("form", TILE_FORMS)
-@pytest.mark.parametrize("moved_input", [False, True], ids=["grad-moved", "input-moved"])
-@pytest.mark.parametrize("kernel,padding,dilation,c_in,c_out", [
-    ((3, 3), (1, 1), (1, 1), 64, 64), ((5, 3), (2, 0), (1, 2), 64, 32),
-    ((7, 2), (0, 1), (1, 1), 96, 64), ((2, 5), (1, 2), (1, 1), 48, 64),
-    ((3, 7), (1, 3), (1, 1), 64, 128)])
-def test_float32_weight_gradient_in_each_tile_form(monkeypatch, kernel, padding, dilation,
-                                                   c_in, c_out, moved_input, form):
-    """fused.weight_gradient(shifted=True) in each way of feeding the tensor cores, on rows
-    of W long enough for boxes one row high (the columns' form needs them), columns of 2-7
-    taps (groups of two or four rows, rows past the column dropped), dilation along W:
-    against float64 on the rounded operand, into poisoned memory, bitwise repeatable."""
-    from gemmconv import _triton
-    for name, rule in TILE_FORMS[form].items():
-        monkeypatch.setattr(fused, name, rule)
-    fused.forget_plans()
-    g = Geometry(kernel, (1, 1), padding, dilation)
-    gen = generator("tile-forms", str(kernel), form)
-    x = torch.randn(2, c_in, 9, 70, generator=gen, dtype=torch.float64).to(CUDA)
-    w = torch.zeros(c_in, c_out, *kernel, dtype=torch.float64, device=CUDA, requires_grad=True)
-    out = F.conv_transpose2d(x, w, None, 1, padding, 0, 1, dilation)
-    grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(CUDA)
-    plan = fused._grad_plan((2, c_in, 9, 70), tuple(out.shape), g, torch.float32, "tf32", None,
-                            False, True, x.device, moved_input=moved_input)
-    columns = plan.launch.kernel is _triton.weight_gradient_columns
-    assert columns == (form == "columns")
-    poison_allocator(plan.partial[0] * plan.partial[1] * c_out * c_in * 4)
-    with gemmconv.float32_precision("tf32"):
-        mine = fused.weight_gradient(x.float(), grad_out.float(), g, shifted=True,
-                                     moved_input=moved_input)
-        again = fused.weight_gradient(x.float(), grad_out.float(), g, shifted=True,
-                                      moved_input=moved_input)
-    fused.forget_plans()
-    assert torch.equal(mine, again)
-    rounded = (x, fused.round_tf32(grad_out.float()).double()) if not moved_input else \
-        (fused.round_tf32(x.float()).double(), grad_out)
-    ref, = torch.autograd.grad(F.conv_transpose2d(rounded[0], w, None, 1, padding, 0, 1, dilation),
-                               w, rounded[1])
     assert rel_error(mine, ref) < 5e-3
 
 

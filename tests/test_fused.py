@@ -530,82 +530,6 @@ def test_weight_gradient_from_the_inputs_moved_copies_matches_float64(case, taps
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
-TILE_FORMS = {"taps": dict(stacked_column=lambda g, c_in, moved_input: 0,
-                           shared_as_a=lambda moved_input, cfg: False),
-              "a-shared": dict(stacked_column=lambda g, c_in, moved_input: 0,
-                               shared_as_a=lambda moved_input, cfg: True),
-              "columns": dict(stacked_column=fused.stacked_column,
-                              shared_as_a=lambda moved_input, cfg: False)}
-
-
-@interpreted
-@pytest.mark.parametrize("form", TILE_FORMS)
-@pytest.mark.parametrize("moved_input", [False, True], ids=["grad-moved", "input-moved"])
-@pytest.mark.parametrize("kernel,padding,dilation,c_in,c_out", [
-    ((3, 2), (1, 0), (1, 3), 64, 32), ((5, 3), (2, 1), (1, 1), 40, 64)])
-def test_weight_gradient_in_each_tile_form_matches_float64(monkeypatch, kernel, padding,
-                                                           dilation, c_in, c_out, moved_input,
-                                                           form):
-    """The float32 moved form feeding the tensor cores each way (fused.shared_as_a,
-    fused.stacked_column; benches/wgrad_forms_probe.py): each tap's moved tile as A, the
-    shared tile as A, or a column of taps side by side as one B, four rows a box where the
-    column has three or five (the rows past it dropped). Rows of W of 33, boxes one row."""
-    for name, rule in TILE_FORMS[form].items():
-        monkeypatch.setattr(fused, name, rule)
-    fused.forget_plans()
-    g = Geometry(kernel, (1, 1), padding, dilation)
-    gen = generator("tile-forms", str(kernel), form)
-    x = torch.randn(2, c_in, 3, 33, generator=gen, dtype=torch.float64)
-    w = torch.zeros(c_in, c_out, *kernel, dtype=torch.float64, requires_grad=True)
-    out = torch.nn.functional.conv_transpose2d(x, w, None, 1, padding, 0, 1, dilation)
-    grad_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
-    ref, = torch.autograd.grad(out, w, grad_out)
-    plan = fused._grad_plan(tuple(x.shape), tuple(out.shape), g, torch.float32, "ieee", None,
-                            False, True, x.device, moved_input=moved_input)
-    assert (plan.launch.constants.get("TH") is not None) == (form == "columns")
-    got = fused.weight_gradient(x.float(), grad_out.float(), g, "ieee", shifted=True,
-                                moved_input=moved_input)
-    fused.forget_plans()
-    assert rel_error(got, ref) < 1e-5
-
-
-@pytest.mark.parametrize("rows", [2, 4])
-@pytest.mark.parametrize("moved_input", [False, True])
-@pytest.mark.parametrize("kernel,padding,dilation", [
-    ((3, 3), (1, 1), (1, 1)), ((5, 2), (0, 1), (1, 3)), ((2, 7, 3), (1, 3, 0), (2, 1, 2)),
-    ((7,), (3,), (1,)), ((4, 1), (2, 0), (1, 1))])
-def test_kernel_columns_hold_every_tap_once_at_its_own_offsets(kernel, padding, dilation,
-                                                               moved_input, rows):
-    """Row ``t`` of a group of fused.kernel_columns is tap ``tap + t step``, which
-    shifted_taps reads from the same copy at the same offsets but ``t`` rows further along
-    H; the stored rows hold every tap of the kernel once."""
-    g = Geometry(kernel, (1,) * len(kernel), padding, dilation)
-    _, table = fused.shifted_taps(g, 4, moved_input)
-    seen = []
-    for o0, o1, o2, copy, tap, step, count in fused.kernel_columns(g, 4, moved_input, rows):
-        assert 1 <= count <= rows
-        for t in range(count):
-            assert table[tap + t * step] == (o0, o1 + t, o2, copy)
-            seen.append(tap + t * step)
-    assert sorted(seen) == list(range(math.prod(kernel)))
-
-
-@pytest.mark.parametrize("c_in,dilation,moved_input,column", [
-    (64, 1, False, 3), (40, 1, False, 3), (32, 1, False, 0), (32, 1, True, 3),
-    (64, 2, False, 0), (64, 2, True, 0)])
-def test_columns_of_taps_stack_where_the_shared_tile_fills_a_wgmma(c_in, dilation, moved_input,
-                                                                   column):
-    """fused.stacked_column: a column's taps one row apart (dilation 1 along H), and a
-    shared tile of 64 rows, as wgmma's M takes: the output gradient's where the input
-    moves, else the input's, which has 32 at 32 channels. A kernel one tap high has no
-    column to stack."""
-    g = Geometry((3, 3), (1, 1), (1, 1), (dilation, 1))
-    assert fused.stacked_column(g, c_in, moved_input) == column
-    assert fused.stacked_column(Geometry((1, 3), (1, 1), (0, 1), (1, 1)), 64, moved_input) == 0
-    cfg = fused.grad_config((1, 40, 64), c_in, 64, 4, 9, column)   # (three taps a program)
-    assert (cfg.column, cfg.taps) == ((3, 4) if column else (0, 3))   # (four rows a box)
-
-
 @pytest.mark.parametrize("element_size", [2, 4])
 @pytest.mark.parametrize("grid", [(1, 64, 2), (1, 1, 3), (4, 64, 1), (1, 16, 5), (8, 8, 8), (1, 1, 1024)])
 def test_weight_gradient_boxes_start_rows_on_16_bytes(grid, element_size):
@@ -957,44 +881,6 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
 
 
-@interpreted
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_channels_last_backward_counts_no_copy_of_output_gradient_rows_it_reads(monkeypatch,
-                                                                                dtype):
-    """A channels_last output gradient's rows are read as they lie (fused.reads_grad_rows):
-    the workspace counts no copy of it channels innermost, so a limit of two samples' real
-    copies takes chunks of two, where the count with that copy took one; a planar output
-    gradient is copied, and chunked by the larger count. float32 of few taps' products
-    reads both tensors' rows (the rows form): with a channels_last output gradient it
-    copies nothing, so any limit takes every sample at once."""
-    case = cases._c("cl-rows", 4, 8, 8, (3, 2), (4, 6), padding=(1, 0), dilation=(1, 2))
-    x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "cl-rows")))
-    x = x.contiguous(memory_format=torch.channels_last)
-    a = case_args(case, x, w, None)
-    grad_out = torch.randn(4, 8, *a.image, generator=generator(case.name, "gr")).to(dtype)
-    size = x.element_size()
-    copied = fused.backward_workspace(a, size, 1, True) * size
-    read = fused.backward_workspace(a, size, 1, True, grad_rows=True) * size
-    assert copied - read == 8 * math.prod(a.image) * size   # the copy channels innermost
-    limit = 2 * read
-    calls = []
-    inner = fused.weight_gradient
-    monkeypatch.setattr(fused, "weight_gradient",
-                        lambda x, *rest, **kw: calls.append(x.shape[0]) or inner(x, *rest, **kw))
-    whole = fused.backward(grad_out, x, w, a, (True, True))
-    for layout, chunks in ((torch.channels_last, [2, 2] if read else [4]),
-                           (torch.contiguous_format, [1, 1, 1, 1])):
-        g = grad_out.contiguous(memory_format=layout)
-        assert fused.reads_grad_rows(g, x) == (layout == torch.channels_last)
-        calls.clear()
-        chunked = fused.backward(g, x, w, a, (True, True), limit=limit or 1)
-        assert calls == chunks
-        assert torch.equal(chunked[0], whole[0])
-        tolerance = 1e-6 if dtype == torch.float32 else 1e-2
-        assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
-    assert (read == 0) == (dtype == torch.float32)
-
-
 @pytest.mark.parametrize("count,taps,half", [(1, 1, 1), (2, 2, 2), (3, 3, 3), (5, 1, 3),
                                              (7, 4, 4), (9, 3, 3), (10, 2, 4), (13, 2, 3),
                                              (15, 4, 4), (17, 3, 4), (21, 4, 4), (27, 4, 4)])
@@ -1066,26 +952,20 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
 from gemmconv import _triton
-form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows";
-                     # "columns-shifted", "columns-input": four taps of a column side by side
+form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows"
 bn = int(sys.argv[2])   # input channels of the tile (64 output channels)
-columns = form.startswith("columns")
-fn = _triton.weight_gradient_columns if columns else _triton.weight_gradient
-rows = 4 if columns else 1
-g_moved, x_moved, g_planar, x_planar = ((1, 1, rows, 64, 32), (1, 1, rows, bn, 32),
-                                        (1, 64, 1, 1, 32), (1, bn, 1, 1, 32))
+fn = _triton.weight_gradient
+g_moved, x_moved, g_planar, x_planar = ((1, 1, 1, 64, 32), (1, 1, 1, bn, 32), (1, 64, 1, 1, 32),
+                                        (1, bn, 1, 1, 32))
 g_block, x_block = {"shifted": (g_moved, x_planar), "input": (g_planar, x_moved),
-                    "rows": ((1, 1, 1, 32, 64), x_planar)}[form.replace("columns-", "")]
+                    "rows": ((1, 1, 1, 32, 64), x_planar)}[form]
 sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
        "x_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, x_block)),
-       "out_ptr": "*fp32", "columns_ptr" if columns else "offsets_ptr": "*i32"}
-if columns:
-    constants = dict(B2=32, BM=64, BN=bn, PRECISION="tf32", TH=rows, MOVED_X=form.endswith("input"))
-else:
-    constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
-                     **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
-                        dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input",
-                     X_LAST=False, SWAP=form == "input" and bn < 64)   # as fused._grad_plan launches it
+       "out_ptr": "*fp32", "offsets_ptr": "*i32"}
+constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
+                 **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
+                    dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", X_LAST=False,
+                 SWAP=form == "input" and bn < 64)   # as fused._grad_plan launches it
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:
@@ -1098,20 +978,17 @@ except Exception as e:   # no compiler for sm_90 here
     print(json.dumps({"skip": repr(e)[:200]}))
     sys.exit()
 calls = re.findall(r"wgmma\\.mma_async[^;]*;", kernel.asm["ptx"])
-print(json.dumps({"a": [re.sub(r"\\s+", "", c).split("},", 1)[1][0] for c in calls],
-                  "shapes": sorted(set(re.findall(r"wgmma\\.mma_async\\.sync\\.aligned\\.(m\\d+n\\d+k\\d+)",
-                                                  kernel.asm["ptx"])))}))
+print(json.dumps({"a": [re.sub(r"\\s+", "", c).split("},", 1)[1][0] for c in calls]}))
 """
 
 
-def _a_operands_of_wgmma(form: str, bn: int = 64, shapes: bool = False) -> list:
+def _a_operands_of_wgmma(form: str, bn: int = 64) -> list:
     """The A operand of each wgmma in the float32 weight-gradient kernel compiled for sm_90
     (tiles of 64 output by ``bn`` input channels, one row of 32 positions a step): a
     shared-memory descriptor (``%``) or a register list (``{``). ``form``: "shifted" (the
     output gradient's moved copies), "input" (the input's) or "rows" (the channels-innermost
-    form); "columns-shifted" and "columns-input" for weight_gradient_columns, four rows a
-    box. Where ``shapes``, the wgmma instruction shapes instead. Compiled in a process of
-    its own: this module runs Triton's interpreter, which compiles nothing."""
+    form). Compiled in a process of its own: this module runs Triton's interpreter, which
+    compiles nothing."""
     import json
     import subprocess
     import sys
@@ -1125,18 +1002,7 @@ def _a_operands_of_wgmma(form: str, bn: int = 64, shapes: bool = False) -> list:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if "skip" in result:
         pytest.skip(f"Triton cannot compile for sm_90 here: {result['skip']}")
-    return result["shapes" if shapes else "a"]
-
-
-@pytest.mark.parametrize("moved,bn,shape", [("shifted", 64, "m64n256k8"),
-                                            ("input", 64, "m64n256k8"),
-                                            ("input", 32, "m64n128k8")])
-def test_a_column_of_taps_reaches_the_tensor_cores_as_one_wide_operand(moved, bn, shape):
-    """weight_gradient_columns: the four rows of a column's box are one B operand of N = 4
-    tiles' channels, each wgmma as wide as four of the taps form's; the shared tile is A
-    (through registers, loaded once a step)."""
-    assert _a_operands_of_wgmma(f"columns-{moved}", bn, shapes=True) == [shape]
-    assert set(_a_operands_of_wgmma(f"columns-{moved}", bn)) == {"{"}
+    return result["a"]
 
 
 def test_float32_weight_gradient_reads_its_tiles_from_shared_memory():
@@ -1162,14 +1028,10 @@ def test_float32_weight_gradient_compiles_on_tiles_of_fewer_input_channels():
 
 
 @pytest.mark.parametrize("c_in,swap", [(32, True), (64, False)])
-def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_tiles(
-        monkeypatch, c_in, swap):
+def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_tiles(c_in, swap):
     """The launch's SWAP: the output gradient's tile first where the input's moved tile has
-    fewer channels (32) than the output gradient's (64), for wgmma (s47/G). (In the form of
-    taps a program: no column of taps side by side.)"""
+    fewer channels (32) than the output gradient's (64), for wgmma (s47/G)."""
     pytest.importorskip("triton")
-    monkeypatch.setattr(fused, "stacked_column", lambda g, c_in, moved_input: 0)
-    fused.forget_plans()
     g = Geometry((3, 3), (1, 1), (0, 0), (1, 1))
     plan = fused._grad_plan((2, c_in, 8, 40), (2, 64, 10, 42), g, torch.float32, "tf32", None,
                             False, True, torch.device("cpu"), moved_input=True)
@@ -1178,7 +1040,6 @@ def test_weight_gradient_with_the_input_moved_swaps_operands_on_narrow_input_til
     moved_g = fused._grad_plan((2, c_in, 8, 40), (2, 64, 10, 42), g, torch.float32, "tf32", None,
                                False, True, torch.device("cpu"))
     assert not moved_g.launch.constants["SWAP"]   # the output gradient moved: its tile is A
-    fused.forget_plans()
 
 
 def test_round_tf32_keeps_ten_mantissa_bits_to_nearest_ties_away():
