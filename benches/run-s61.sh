@@ -14,13 +14,16 @@
 #      by kernel (0.97x on the column routes; 0.88x fused in session 59 B).
 #   P: (session 61, ran on an H100) the float32 weight gradient's ways of feeding the tensor
 #      cores (benches/wgrad_forms_probe.py, removed with the forms after it: see commit
-#      36fe18c); T right after it. Then U: T again, on the code with those forms removed.
+#      36fe18c); T right after it. Then U: test_cuda_fused again, on the code with those
+#      forms removed (what the budget left allowed).
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 case "$1" in
 P) gpu
   probe 500 wgrad-forms wgrad_forms_probe.py ;;
-T|U) gpu
+T) gpu
   all_tests ;;
+U) gpu
+  TT=${TT:-270} t fused tests/test_cuda_fused.py; count $O/fused.log; tail -1 $O/fused.log ;;
 A) gpu
   node
   zoo_model vae-decoder 170; zoo_model unet2d 250
