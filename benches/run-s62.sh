@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Session 62's device calls (outputs under $OUT/<call>), written in session 61, which got
+# only an H100 for its last 1,000 s of device time (results/s61):
+#   T: every CUDA test file on an H200 (session 61 ran them on an H100: T on code whose
+#      defaults it then reverted, U test_cuda_fused on the final code, cut at 90%).
+#   N: the two leads of session 61 (benches/NOTES.md): ncu on 2d-1024's float32 weight
+#      gradient kernel (the taps form; its limit is not shared-memory bandwidth), both
+#      formats; and what the channels_last float32 backward allocates beyond its count
+#      (backward_alloc_probe.py, the allocator's record).
+#   A, B: session 59's plan for session 60 (run-s61.sh A and B), not yet run by any session.
+source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
+case "$1" in
+T) gpu
+  all_tests ;;
+N) gpu
+  probe 120 alloc backward_alloc_probe.py
+  for f in "" --channels-last; do
+    timeout 200 ncu --clock-control none --kernel-name regex:weight_gradient --launch-skip 2 \
+      --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+      --section LaunchStats python3 benches/wgrad_ncu.py 2d-1024 $f > $O/ncu$f.txt 2>&1
+  done
+  grep -h "weight_gradient\|Duration\|Throughput\|Pipe\|Stall\|Registers Per\|Occupancy\|Shared Memory\|L2 Hit\|Issue" $O/ncu*.txt | head -80 ;;
+A|B) bash benches/run-s61.sh "$1" ;;
+esac
