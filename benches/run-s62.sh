@@ -3,6 +3,10 @@
 # only an H100 for its last 1,000 s of device time (results/s61):
 #   T: every CUDA test file on an H200 (session 61 ran them on an H100: T on code whose
 #      defaults it then reverted, U test_cuda_fused on the final code, cut at 90%).
+#   O: the weight gradient's boxes walked H first against W first (wgrad_order_probe.py):
+#      session 61's model of its memory traffic says the reads of its copies could fall to
+#      a third. If H first wins, fused.BOXES_DOWN_H = True, then test_cuda_fused, the
+#      training tables (float32 and bfloat16, both formats) and the zoo.
 #   N: the two leads of session 61 (benches/NOTES.md): ncu on 2d-1024's float32 weight
 #      gradient kernel (the taps form; its limit is not shared-memory bandwidth), both
 #      formats; and what the channels_last float32 backward allocates beyond its count
@@ -12,6 +16,9 @@ source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_te
 case "$1" in
 T) gpu
   all_tests ;;
+O) gpu
+  node
+  probe 560 wgrad-order wgrad_order_probe.py ;;
 N) gpu
   probe 120 alloc backward_alloc_probe.py
   for f in "" --channels-last; do

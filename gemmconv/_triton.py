@@ -347,8 +347,13 @@ def _grad_program(tiles_m, tiles_n, groups):
 
 
 @triton.jit
-def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr):
-    """``(sample, q0, q1, q2)``: where the ``j``-th box of positions starts, W fastest."""
+def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
+            DOWN_H: tl.constexpr):
+    """``(sample, q0, q1, q2)``: where the ``j``-th box of positions starts, W fastest, or
+    where ``DOWN_H`` H fastest, then W (then D, then the sample)."""
+    if DOWN_H:
+        return (j // (boxes2 * boxes1 * boxes0), (j // (boxes2 * boxes1) % boxes0) * B0,
+                (j % boxes1) * B1, (j // boxes1 % boxes2) * B2)
     return (j // (boxes2 * boxes1 * boxes0), (j // (boxes2 * boxes1) % boxes0) * B0,
             (j // boxes2 % boxes1) * B1, (j % boxes2) * B2)
 
@@ -429,7 +434,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
                     BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
                     PRECISION: tl.constexpr, MOVED: tl.constexpr, MOVED_X: tl.constexpr,
-                    X_LAST: tl.constexpr, SWAP: tl.constexpr):
+                    X_LAST: tl.constexpr, SWAP: tl.constexpr, DOWN_H: tl.constexpr):
     """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
     samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
     gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
@@ -463,7 +468,12 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       64 the swap took 164 registers against 127, three taps). A channels_last operand
       comes to these forms as its moved copies, made from its rows, or as one planar copy
       (fused._planar): in 32-bit types the tensor cores take no tile channels innermost
-      from shared memory."""
+      from shared memory.
+
+    A split walks its boxes W first, or where ``DOWN_H`` H first (fused.BOXES_DOWN_H): then
+    the groups of taps one row of the kernel apart, which run side by side, read the same
+    rows of the output gradient one step apart, so the rows can come from L2 rather than
+    from memory again."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP
@@ -477,7 +487,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     acc3 = tl.zeros((ROWS, COLS), dtype=tl.float32)
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
-        n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2)
+        n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2, DOWN_H)
         shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X, X_LAST)
         acc0 = _tap_dot(acc0, shared, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
                         q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP)

@@ -1161,7 +1161,8 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
         launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
                                 TP=cfg.taps, ROUND=tf32 and not rounded and not shifted,
                                 MOVED=shifted, MOVED_X=moved_input, X_LAST=x_last,
-                                SWAP=moved_input and cfg.bn < cfg.bm, **common)
+                                SWAP=moved_input and cfg.bn < cfg.bm, DOWN_H=BOXES_DOWN_H,
+                                **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,
                     _int_tensor(table, device), tf32, launch)
 
@@ -1197,6 +1198,18 @@ def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: i
                                     count * c_out * c_in * 4)
     return GradSplits(cfg, boxes_per_dim, boxes, tiles_m, tiles_n, groups, per_split, splits)
 
+
+# Whether a split of the weight gradient walks its boxes down H first rather than along W
+# (_triton.weight_gradient's DOWN_H). Its groups of taps, one row of the kernel apart, run
+# side by side, and read the same rows of the output gradient: W first, one row of boxes
+# apart (2d-1024: 32 steps of every program in flight, about 135 MB between the reads, more
+# than L2 holds); H first, one step apart. A model of the float32 moved form's memory
+# traffic, every tap's reads from memory (2d-1024: 25.8 GB) plus the copies (8.7 GB), is
+# within 4% of the weight gradient's time on both cards at their copy rates (H200 7.9 ms,
+# session 59; H100 11.2 ms, session 61): it is bound by memory, and down H its reads of the
+# output gradient's copies could fall to a third. Not yet timed on a GPU, so off
+# (benches/wgrad_order_probe.py, benches/NOTES.md, session 61).
+BOXES_DOWN_H = False
 
 # Positions one program of the weight gradient sums on the tensor cores. Their float32
 # accumulators do not round each addition to nearest: on positive data the sum drifts low

@@ -530,6 +530,37 @@ def test_weight_gradient_from_the_inputs_moved_copies_matches_float64(case, taps
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
 
 
+@interpreted
+@pytest.mark.parametrize("form", ["grad-moved", "input-moved", "rows"])
+@pytest.mark.parametrize("case", [
+    cases._c("down-h-2d", 2, 16, 8, (3, 2), (5, 70), padding=(1, 0), dilation=(1, 2)),
+    cases._c("down-h-3d", 2, 8, 12, (2, 3, 3), (3, 4, 40), padding=(0, 1, 1)),
+    cases._c("down-h-1d", 3, 8, 8, (5,), (100,), padding=(2,))], ids=lambda c: c.name)
+def test_weight_gradient_walking_boxes_down_h_first_matches_float64(monkeypatch, case, form):
+    """fused.BOXES_DOWN_H: a split's boxes H first, then W, D and the sample, in each form
+    (the moved copies of either operand; the output gradient's rows through registers, on
+    16-bit boxes of several rows): every box still summed once, on grids of several boxes
+    along each dim."""
+    monkeypatch.setattr(fused, "BOXES_DOWN_H", True)
+    fused.forget_plans()
+    plans, plan = [], fused._grad_plan
+    monkeypatch.setattr(fused, "_grad_plan", lambda *args: plans.append(plan(*args)) or plans[-1])
+    case, x, grad_out, ref = _weight_gradient_problem(case, "down-h", "gdh")
+    g = _geometry(case)
+    if form == "rows":
+        cfg = fused.grad_config(fused._padded(case.size, 1), case.in_channels,
+                                case.out_channels, 2)
+        got = fused.weight_gradient(x.float(), grad_out.float().movedim(1, -1).contiguous(), g,
+                                    "ieee", cfg)
+    else:
+        got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), g, "ieee",
+                                    shifted=True, moved_input=form == "input-moved")
+    monkeypatch.undo()
+    fused.forget_plans()   # (none kept that walks down H)
+    assert plans and all(p.launch.constants["DOWN_H"] for p in plans)
+    assert rel_error(got, ref) < 1e-5
+
+
 @pytest.mark.parametrize("element_size", [2, 4])
 @pytest.mark.parametrize("grid", [(1, 64, 2), (1, 1, 3), (4, 64, 1), (1, 16, 5), (8, 8, 8), (1, 1, 1024)])
 def test_weight_gradient_boxes_start_rows_on_16_bytes(grid, element_size):
@@ -965,7 +996,7 @@ sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
 constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
                  **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
                     dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", X_LAST=False,
-                 SWAP=form == "input" and bn < 64)   # as fused._grad_plan launches it
+                 SWAP=form == "input" and bn < 64, DOWN_H=False)   # as fused._grad_plan launches it
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:

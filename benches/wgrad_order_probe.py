@@ -1,0 +1,111 @@
+"""The weight gradient's boxes walked W first (as the package does) or H first
+(fused.BOXES_DOWN_H), on the stride-1 2-D cases of the table.
+
+Why (benches/NOTES.md, session 61): the weight gradient of 2d-1024 reads about 25.8 GB in
+its kernel, with 8.7 GB more in its copies. That traffic, at each card's copy rate, gives
+its time on the H200 and on the H100 within 4%. The groups of taps one row of the kernel
+apart run side by side and read the same rows of the output gradient (or of the input,
+where the input moves):
+- walking W first, those reads are a row of boxes apart (2d-1024: 32 steps of every
+  program in flight), more than L2 holds;
+- walking H first, they are one step apart.
+Prediction: 2d-1024's float32 weight gradient from 7.9 ms toward 5 on the H200 (its
+copies' reads from memory down to a third), less on the cases with fewer rows of taps or
+less time in memory (2d-3x7-padded ran as fast on the H100 as on the H200).
+
+Per case: the weight gradient alone in ms (copies inside; CUDA events, in turns), float32
+NCHW and channels_last and bfloat16 channels-innermost, each order, its error against
+cuDNN in full float32 (float32) or float64 (bfloat16). Then the training step, torch
+against ours, each order (measure.speedups): float32 in both formats, bfloat16 NCHW.
+Every case's backward is sent to the fused kernels.
+
+    PYTHONPATH=. python benches/wgrad_order_probe.py [CASE ...]
+    (SMOKE=1: on the CPU, the cases scaled down to SMOKE_ELEMENTS (4096).)
+"""
+import os
+import sys
+
+import torch
+
+from gemmconv import cases, fused, ops
+from gemmconv.bench import Workload
+from gemmconv.measure import samples, speedups, timers
+from gemmconv.shapes import Geometry, conv_transpose_args
+
+NAMES = sys.argv[1:] or ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
+smoke = os.environ.get("SMOKE") == "1"
+device = torch.device("cpu" if smoke else "cuda")
+takes, default = fused.backward_takes, fused.BOXES_DOWN_H
+ORDERS = {"W first": False, "H first": True}
+
+
+def order(down_h: bool) -> None:
+    fused.BOXES_DOWN_H = down_h
+    fused.forget_plans()
+    ops._backward_replays.clear()
+
+
+def as_planar(a, x, weight, interleaved=False, limit=None):
+    return takes(a, x, weight, False, limit)
+
+
+def error(got, exact):
+    return ((got.double() - exact.double()).norm() / exact.double().norm()).item()
+
+
+def weight_gradient_row(name, case, label, x, gy, g, fn, exact):
+    ms, errs = {}, {}
+    for key, down_h in ORDERS.items():
+        order(down_h)
+        errs[key] = error(fn(), exact)
+        ms.update(timers(device, {key: fn}, 3 if smoke else 15))
+    print(f"{name:14s} {label:16s} weight gradient ms: " + ", ".join(
+        f"{k} {ms[k]:.3f} (err {errs[k]:.1e})" for k in ms)
+        + f"; H first / W first {ms['H first'] / ms['W first']:.3f}", flush=True)
+
+
+try:
+    fused.backward_takes = as_planar
+    for name in NAMES:
+        case = next(c for c in cases.BENCH if c.name == name)
+        case = case.scaled(int(os.environ.get("SMOKE_ELEMENTS", 4096))) if smoke else case
+        x, w, _ = case.tensors(torch.float32, device)
+        g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+        y = torch.nn.functional.conv_transpose2d(x, w, **case.kwargs)
+        gy = torch.randn_like(y)
+        a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
+                                case.output_padding, case.groups, case.dilation)
+        mi = fused.moves_input(a, 4)
+        wr = w.detach().requires_grad_()
+        for label, fmt in (("float32 NCHW", torch.contiguous_format),
+                           ("float32 CL", torch.channels_last)):
+            xs, gys = (t.contiguous(memory_format=fmt) for t in (x, gy))
+            with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+                out = torch.nn.functional.conv_transpose2d(xs, wr, **case.kwargs)
+                exact = torch.autograd.grad(out, wr, gys)[0]
+            weight_gradient_row(name, case, label, xs, gys, g, lambda: fused.weight_gradient(
+                xs, gys, g, shifted=True, moved_input=mi), exact)
+        xb, gb = x.bfloat16(), gy.bfloat16()
+        out = torch.nn.functional.conv_transpose2d(xb.double(), wr.double(), **case.kwargs)
+        exact = torch.autograd.grad(out, wr, gb.double())[0]
+        rows = gb.movedim(1, -1).contiguous()
+        weight_gradient_row(name, case, "bfloat16 rows", xb, rows, g, lambda: fused.weight_gradient(
+            xb, rows, g, dtype=torch.float32), exact)
+        for dtype, interleaved in ((torch.float32, False), (torch.float32, True),
+                                   (torch.bfloat16, False)):
+            work = Workload(case, dtype, device, backward=True, interleaved=interleaved)
+            row = []
+            for key, down_h in ORDERS.items():
+                order(down_h)
+                steps = {"torch": work.runner("torch"), "ours": work.runner("gemmconv")}
+                err = work.error(steps["ours"]())
+                taken = samples(device, steps, 3 if smoke else 15)
+                med = {k: sorted(t for kk, t in taken if kk == k)[len(taken) // 4] for k in steps}
+                row.append(f"{key} {med['ours']:7.3f} ms {speedups(taken, 'torch')['ours']:5.2f}x"
+                           f" (err {err:.1e})")
+            label = f"{str(dtype)[6:]} {'CL' if interleaved else 'NCHW'}"
+            print(f"{name:14s} {label:16s} step: torch {med['torch']:7.3f} ms; " + "; ".join(row),
+                  flush=True)
+finally:
+    fused.backward_takes = takes
+    order(default)
