@@ -472,8 +472,8 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
 
     A split walks its boxes W first, or where ``DOWN_H`` H first (fused.BOXES_DOWN_H): then
     the groups of taps one row of the kernel apart, which run side by side, read the same
-    rows of the output gradient one step apart, so the rows can come from L2 rather than
-    from memory again."""
+    rows of the operand they read at their offsets one step apart, so the rows can come
+    from L2 rather than from memory again."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP

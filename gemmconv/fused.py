@@ -1201,13 +1201,14 @@ def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: i
 
 # Whether a split of the weight gradient walks its boxes down H first rather than along W
 # (_triton.weight_gradient's DOWN_H). Its groups of taps, one row of the kernel apart, run
-# side by side, and read the same rows of the output gradient: W first, one row of boxes
-# apart (2d-1024: 32 steps of every program in flight, about 135 MB between the reads, more
-# than L2 holds); H first, one step apart. A model of the float32 moved form's memory
+# side by side, and read the same rows of the operand they read at their offsets (the
+# output gradient, or the input where it moves): W first, one row of boxes apart
+# (2d-1024: 32 steps of every program in flight, about 135 MB between the reads, more than
+# L2 holds); H first, one step apart. A model of the float32 moved form's memory
 # traffic, every tap's reads from memory (2d-1024: 25.8 GB) plus the copies (8.7 GB), is
 # within 4% of the weight gradient's time on both cards at their copy rates (H200 7.9 ms,
 # session 59; H100 11.2 ms, session 61): it is bound by memory, and down H its reads of the
-# output gradient's copies could fall to a third. Not yet timed on a GPU, so off
+# moved copies could fall to a third. Not yet timed on a GPU, so off
 # (benches/wgrad_order_probe.py, benches/NOTES.md, session 61).
 BOXES_DOWN_H = False
 
