@@ -20,7 +20,9 @@ against ours, each order (measure.speedups): float32 in both formats, bfloat16 N
 Every case's backward is sent to the fused kernels.
 
     PYTHONPATH=. python benches/wgrad_order_probe.py [CASE ...]
-    (SMOKE=1: on the CPU, the cases scaled down to SMOKE_ELEMENTS (4096).)
+    (SMOKE=1: on the CPU, the cases scaled down to SMOKE_ELEMENTS (4096); the bfloat16
+    figures mean nothing there: Triton's interpreter multiplies bfloat16 bit patterns in
+    tl.dot, triton-lang/triton#11584.)
 """
 import os
 import sys
