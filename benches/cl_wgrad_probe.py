@@ -23,32 +23,22 @@ import sys
 
 import torch
 
-from gemmconv import cases, fused, ops
+from gemmconv import fused, ops
 from gemmconv.bench import Workload
 from gemmconv.measure import samples, speedups, timers
-from gemmconv.shapes import Geometry, conv_transpose_args
+
+sys.path.insert(0, "benches")
+from probe_lib import backward_as_planar, relative_error as error, weight_gradient_problem  # noqa: E402
 
 NAMES = sys.argv[1:] or ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
 smoke = os.environ.get("SMOKE") == "1"
 device = torch.device("cpu" if smoke else "cuda")
 takes, rule = fused.backward_takes, fused.float32_weight_form
-
-
-def as_planar(a, x, weight, interleaved=False, limit=None):
-    return takes(a, x, weight, False, limit)
-
-
-def error(got, exact):
-    return ((got.double() - exact.double()).norm() / exact.double().norm()).item()
+as_planar = backward_as_planar(takes)
 
 
 for name in NAMES:
-    case = next(c for c in cases.BENCH if c.name == name)
-    case = case.scaled(int(os.environ.get("SMOKE_ELEMENTS", 4096))) if smoke else case
-    x, w, _ = case.tensors(torch.float32, device)
-    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
-    y = torch.nn.functional.conv_transpose2d(x, w, **case.kwargs)
-    gy = torch.randn_like(y)
+    case, x, w, g, gy, a = weight_gradient_problem(name, device, smoke)
     xc, gyc = (t.contiguous(memory_format=torch.channels_last) for t in (x, gy))
     rows = gyc.movedim(1, -1)
     wr = w.detach().requires_grad_()
@@ -56,8 +46,6 @@ for name in NAMES:
     def cudnn():
         out = torch.nn.functional.conv_transpose2d(xc, wr, **case.kwargs)
         return torch.autograd.grad(out, wr, gyc)[0]
-    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
-                            case.output_padding, case.groups, case.dilation)
     mi = fused.moves_input(a, 4)
     wg = fused.weight_gradient
     fns = {"cudnn fwd+wgrad": cudnn,

@@ -1,6 +1,8 @@
 """What session 48's probes share: a zoo model's step in one configuration, a small layer
 as torch's and gemmconv's module in one layout, graphs.launch's outcomes counted, and a
-cProfile's table by own time."""
+cProfile's table by own time; and what the weight-gradient probes share (session 61): a
+stride-1 2-D case's float32 problem, the fused backward asked as for a planar call, the
+relative error."""
 import collections
 import contextlib
 import pstats
@@ -9,9 +11,10 @@ from typing import Callable, Iterator
 
 import torch
 
-from gemmconv import graphs, zoo
+from gemmconv import cases, graphs, zoo
 from gemmconv import nn as gnn
 from gemmconv.bench import ModelSetup, model_setup, model_step
+from gemmconv.shapes import ConvTransposeArgs, Geometry, conv_transpose_args
 from sync_probe import busy_profile   # (benches/, as the probes' own imports)
 
 LAYERS = {   # (module arguments, input shape): DCGAN's second up-conv, the VAE decoder's third
@@ -159,3 +162,30 @@ def paired_variants(args: list[str], configs: list[str],
                 print(f"  {k:18s} {timed.ms[k]:.3f} ms {timed.speedup[k]:.3f}x", flush=True)
         print(after(), end="", flush=True)
 
+
+
+def weight_gradient_problem(name: str, device: torch.device, smoke: bool) -> tuple:
+    """Case ``name`` of the table (a stride-1 2-D one; where ``smoke``, scaled down to
+    SMOKE_ELEMENTS, 4096 by default) in float32: ``(case, x, w, geometry, grad_out, args)``,
+    the output gradient drawn at random."""
+    import os
+    case = next(c for c in cases.BENCH if c.name == name)
+    case = case.scaled(int(os.environ.get("SMOKE_ELEMENTS", 4096))) if smoke else case
+    x, w, _ = case.tensors(torch.float32, device)
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    grad_out = torch.randn_like(torch.nn.functional.conv_transpose2d(x, w, **case.kwargs))
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    return case, x, w, g, grad_out, a
+
+
+def backward_as_planar(takes: Callable) -> Callable:
+    """``takes`` (fused.backward_takes) asked as for a planar call, so that channels_last
+    calls take the fused backward where their planar twins would."""
+    def as_planar(a: ConvTransposeArgs, x, weight, interleaved=False, limit=None) -> bool:
+        return takes(a, x, weight, False, limit)
+    return as_planar
+
+
+def relative_error(got: torch.Tensor, exact: torch.Tensor) -> float:
+    return ((got.double() - exact.double()).norm() / exact.double().norm()).item()

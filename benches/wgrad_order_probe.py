@@ -13,9 +13,9 @@ Prediction: 2d-1024's float32 weight gradient from 7.9 ms toward 5 on the H200 (
 copies' reads from memory down to a third), less on the cases with fewer rows of taps or
 less time in memory (2d-3x7-padded ran as fast on the H100 as on the H200).
 
-Per case: the weight gradient alone in ms (copies inside; CUDA events, in turns), float32
-NCHW and channels_last and bfloat16 channels-innermost, each order, its error against
-cuDNN in full float32 (float32) or float64 (bfloat16). Then the training step, torch
+Per case: the weight gradient alone in ms (copies inside; CUDA events; each order twice,
+alternating), float32 NCHW and channels_last and bfloat16 channels-innermost, its error
+against cuDNN in full float32 (float32) or float64 (bfloat16). Then the training step, torch
 against ours, each order (measure.speedups): float32 in both formats, bfloat16 NCHW.
 Every case's backward is sent to the fused kernels.
 
@@ -29,10 +29,12 @@ import sys
 
 import torch
 
-from gemmconv import cases, fused, ops
+from gemmconv import fused, ops
 from gemmconv.bench import Workload
 from gemmconv.measure import samples, speedups, timers
-from gemmconv.shapes import Geometry, conv_transpose_args
+
+sys.path.insert(0, "benches")
+from probe_lib import backward_as_planar, relative_error as error, weight_gradient_problem  # noqa: E402
 
 NAMES = sys.argv[1:] or ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
 smoke = os.environ.get("SMOKE") == "1"
@@ -47,36 +49,25 @@ def order(down_h: bool) -> None:
     ops._backward_replays.clear()
 
 
-def as_planar(a, x, weight, interleaved=False, limit=None):
-    return takes(a, x, weight, False, limit)
-
-
-def error(got, exact):
-    return ((got.double() - exact.double()).norm() / exact.double().norm()).item()
-
-
-def weight_gradient_row(name, case, label, x, gy, g, fn, exact):
-    ms, errs = {}, {}
-    for key, down_h in ORDERS.items():
-        order(down_h)
-        errs[key] = error(fn(), exact)
-        ms.update(timers(device, {key: fn}, 3 if smoke else 15))
+def weight_gradient_row(name, label, fn, exact):
+    """``fn`` in each order, the orders alternating twice (switching one forgets the plans,
+    so the two cannot share a timer's turns)."""
+    ms, errs = {key: [] for key in ORDERS}, {}
+    for _ in range(2):
+        for key, down_h in ORDERS.items():
+            order(down_h)
+            errs[key] = error(fn(), exact)
+            ms[key].append(timers(device, {key: fn}, 3 if smoke else 15)[key])
+    ratio = min(ms["H first"]) / min(ms["W first"])
     print(f"{name:14s} {label:16s} weight gradient ms: " + ", ".join(
-        f"{k} {ms[k]:.3f} (err {errs[k]:.1e})" for k in ms)
-        + f"; H first / W first {ms['H first'] / ms['W first']:.3f}", flush=True)
+        f"{k} {t[0]:.3f} {t[1]:.3f} (err {errs[k]:.1e})" for k, t in ms.items())
+        + f"; H first / W first {ratio:.3f}", flush=True)
 
 
 try:
-    fused.backward_takes = as_planar
+    fused.backward_takes = backward_as_planar(takes)
     for name in NAMES:
-        case = next(c for c in cases.BENCH if c.name == name)
-        case = case.scaled(int(os.environ.get("SMOKE_ELEMENTS", 4096))) if smoke else case
-        x, w, _ = case.tensors(torch.float32, device)
-        g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
-        y = torch.nn.functional.conv_transpose2d(x, w, **case.kwargs)
-        gy = torch.randn_like(y)
-        a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
-                                case.output_padding, case.groups, case.dilation)
+        case, x, w, g, gy, a = weight_gradient_problem(name, device, smoke)
         mi = fused.moves_input(a, 4)
         wr = w.detach().requires_grad_()
         for label, fmt in (("float32 NCHW", torch.contiguous_format),
@@ -85,13 +76,13 @@ try:
             with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
                 out = torch.nn.functional.conv_transpose2d(xs, wr, **case.kwargs)
                 exact = torch.autograd.grad(out, wr, gys)[0]
-            weight_gradient_row(name, case, label, xs, gys, g, lambda: fused.weight_gradient(
+            weight_gradient_row(name, label, lambda: fused.weight_gradient(
                 xs, gys, g, shifted=True, moved_input=mi), exact)
         xb, gb = x.bfloat16(), gy.bfloat16()
         out = torch.nn.functional.conv_transpose2d(xb.double(), wr.double(), **case.kwargs)
         exact = torch.autograd.grad(out, wr, gb.double())[0]
         rows = gb.movedim(1, -1).contiguous()
-        weight_gradient_row(name, case, "bfloat16 rows", xb, rows, g, lambda: fused.weight_gradient(
+        weight_gradient_row(name, "bfloat16 rows", lambda: fused.weight_gradient(
             xb, rows, g, dtype=torch.float32), exact)
         for dtype, interleaved in ((torch.float32, False), (torch.float32, True),
                                    (torch.bfloat16, False)):
