@@ -189,3 +189,14 @@ def backward_as_planar(takes: Callable) -> Callable:
 
 def relative_error(got: torch.Tensor, exact: torch.Tensor) -> float:
     return ((got.double() - exact.double()).norm() / exact.double().norm()).item()
+
+
+def step_against_torch(work, device: torch.device, repeats: int) -> tuple:
+    """A bench.Workload's step, torch's and ours in turns (measure.samples): ``(torch ms,
+    ours ms, ours' speedup, ours' error)``, the times the lower quartiles of the samples."""
+    from gemmconv.measure import samples, speedups
+    steps = {"torch": work.runner("torch"), "ours": work.runner("gemmconv")}
+    err = work.error(steps["ours"]())
+    taken = samples(device, steps, repeats)
+    ms = {k: sorted(t for key, t in taken if key == k)[len(taken) // 4] for k in steps}
+    return ms["torch"], ms["ours"], speedups(taken, "torch")["ours"], err

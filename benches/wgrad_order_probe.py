@@ -31,10 +31,11 @@ import torch
 
 from gemmconv import fused, ops
 from gemmconv.bench import Workload
-from gemmconv.measure import samples, speedups, timers
+from gemmconv.measure import timers
 
 sys.path.insert(0, "benches")
-from probe_lib import backward_as_planar, relative_error as error, weight_gradient_problem  # noqa: E402
+from probe_lib import (backward_as_planar, relative_error as error,  # noqa: E402
+                       step_against_torch, weight_gradient_problem)
 
 NAMES = sys.argv[1:] or ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
 smoke = os.environ.get("SMOKE") == "1"
@@ -90,14 +91,10 @@ try:
             row = []
             for key, down_h in ORDERS.items():
                 order(down_h)
-                steps = {"torch": work.runner("torch"), "ours": work.runner("gemmconv")}
-                err = work.error(steps["ours"]())
-                taken = samples(device, steps, 3 if smoke else 15)
-                med = {k: sorted(t for kk, t in taken if kk == k)[len(taken) // 4] for k in steps}
-                row.append(f"{key} {med['ours']:7.3f} ms {speedups(taken, 'torch')['ours']:5.2f}x"
-                           f" (err {err:.1e})")
+                theirs, ours, speedup, err = step_against_torch(work, device, 3 if smoke else 15)
+                row.append(f"{key} {ours:7.3f} ms {speedup:5.2f}x (err {err:.1e})")
             label = f"{str(dtype)[6:]} {'CL' if interleaved else 'NCHW'}"
-            print(f"{name:14s} {label:16s} step: torch {med['torch']:7.3f} ms; " + "; ".join(row),
+            print(f"{name:14s} {label:16s} step: torch {theirs:7.3f} ms; " + "; ".join(row),
                   flush=True)
 finally:
     fused.backward_takes = takes
