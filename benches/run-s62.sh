@@ -9,7 +9,7 @@
 #      training tables (float32 and bfloat16, both formats) and the zoo.
 #   N: the two leads of session 61 (benches/NOTES.md): ncu on 2d-1024's float32 weight
 #      gradient kernel (the taps form; its limit is not shared-memory bandwidth), both
-#      formats; and what the channels_last float32 backward allocates beyond its count
+#      formats, and its boxes walked H first (DRAM bytes against the traffic model); and what the channels_last float32 backward allocates beyond its count
 #      (backward_alloc_probe.py, the allocator's record).
 #   A, B: session 59's plan for session 60 (run-s61.sh A and B), not yet run by any session.
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
@@ -21,12 +21,12 @@ O) gpu
   probe 560 wgrad-order wgrad_order_probe.py ;;
 N) gpu
   probe 120 alloc backward_alloc_probe.py
-  for f in "" --channels-last; do
+  for f in "" --channels-last --down-h; do
     timeout 200 ncu --clock-control none --kernel-name regex:weight_gradient --launch-skip 2 \
       --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
       --section LaunchStats python3 benches/wgrad_ncu.py 2d-1024 $f > $O/ncu$f.txt 2>&1
   done
-  grep -h "weight_gradient\|Duration\|Throughput\|Pipe\|Stall\|Registers Per\|Occupancy\|Shared Memory\|L2 Hit\|Issue" $O/ncu*.txt | head -80 ;;
+  grep -h "weight_gradient\|Duration\|Throughput\|Pipe\|Stall\|Registers Per\|Occupancy\|Shared Memory\|L2 Hit\|Issue\|DRAM" $O/ncu*.txt | head -100 ;;
 A|B) bash benches/run-s61.sh "$1" ;;
 esac

@@ -3,7 +3,9 @@ fused.weight_gradient in its moved form, as the fused backward calls it (a few c
 first plans and compiles), for ncu on its kernel:
 
     ncu --clock-control none --kernel-name regex:weight_gradient --launch-skip 2 \\
-        --launch-count 1 ... python benches/wgrad_ncu.py [CASE] [--channels-last]
+        --launch-count 1 ... python benches/wgrad_ncu.py [CASE] [--channels-last] [--down-h]
+
+(``--down-h``: fused.BOXES_DOWN_H, a split's boxes walked H first.)
 """
 import sys
 
@@ -24,6 +26,7 @@ def main() -> None:
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
                             case.output_padding, case.groups, case.dilation)
     moved = fused.moves_input(a, 4)
+    fused.BOXES_DOWN_H = "--down-h" in sys.argv
     for _ in range(4):
         fused.weight_gradient(x, grad, g, shifted=True, moved_input=moved)
     torch.cuda.synchronize()
