@@ -25,8 +25,9 @@ N) gpu
     timeout 200 ncu --clock-control none --kernel-name regex:weight_gradient --launch-skip 2 \
       --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
-      --section LaunchStats python3 benches/wgrad_ncu.py 2d-1024 $f > $O/ncu$f.txt 2>&1
+      --section LaunchStats --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
+      python3 benches/wgrad_ncu.py 2d-1024 $f > $O/ncu$f.txt 2>&1
   done
-  grep -h "weight_gradient\|Duration\|Throughput\|Pipe\|Stall\|Registers Per\|Occupancy\|Shared Memory\|L2 Hit\|Issue\|DRAM" $O/ncu*.txt | head -100 ;;
+  grep -h "weight_gradient\|Duration\|Throughput\|Pipe\|Stall\|Registers Per\|Occupancy\|Shared Memory\|L2 Hit\|Issue\|DRAM\|dram__\|lts__" $O/ncu*.txt | head -100 ;;
 A|B) bash benches/run-s61.sh "$1" ;;
 esac
