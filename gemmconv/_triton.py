@@ -351,11 +351,10 @@ def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: t
             DOWN_H: tl.constexpr):
     """``(sample, q0, q1, q2)``: where the ``j``-th box of positions starts, W fastest, or
     where ``DOWN_H`` H fastest, then W (then D, then the sample)."""
+    n, q0 = j // (boxes2 * boxes1 * boxes0), (j // (boxes2 * boxes1) % boxes0) * B0
     if DOWN_H:
-        return (j // (boxes2 * boxes1 * boxes0), (j // (boxes2 * boxes1) % boxes0) * B0,
-                (j % boxes1) * B1, (j // boxes1 % boxes2) * B2)
-    return (j // (boxes2 * boxes1 * boxes0), (j // (boxes2 * boxes1) % boxes0) * B0,
-            (j // boxes2 % boxes1) * B1, (j % boxes2) * B2)
+        return n, q0, (j % boxes1) * B1, (j // boxes1 % boxes2) * B2
+    return n, q0, (j // boxes2 % boxes1) * B1, (j % boxes2) * B2
 
 
 @triton.jit
