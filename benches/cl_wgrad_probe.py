@@ -28,10 +28,10 @@ from gemmconv.bench import Workload
 from gemmconv.measure import timers
 
 sys.path.insert(0, "benches")
-from probe_lib import (backward_as_planar, relative_error as error,  # noqa: E402
+from probe_lib import (STRIDE_ONE_2D, backward_as_planar, relative_error as error,  # noqa: E402
                        step_against_torch, weight_gradient_problem)
 
-NAMES = sys.argv[1:] or ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
+NAMES = sys.argv[1:] or STRIDE_ONE_2D
 smoke = os.environ.get("SMOKE") == "1"
 device = torch.device("cpu" if smoke else "cuda")
 takes, rule = fused.backward_takes, fused.float32_weight_form

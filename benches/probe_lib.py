@@ -164,6 +164,10 @@ def paired_variants(args: list[str], configs: list[str],
 
 
 
+# The stride-1 2-D cases of the table: the fused backward's, in float32 in both formats.
+STRIDE_ONE_2D = ["2d-1024", "2d-3x7-512", "2d-64to128", "2d-512x1024", "2d-3x7-padded"]
+
+
 def weight_gradient_problem(name: str, device: torch.device, smoke: bool) -> tuple:
     """Case ``name`` of the table (a stride-1 2-D one; where ``smoke``, scaled down to
     SMOKE_ELEMENTS, 4096 by default) in float32: ``(case, x, w, geometry, grad_out, args)``,
