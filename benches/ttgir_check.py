@@ -18,7 +18,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from gemmconv import _triton
+from gemmconv import _triton, fused
 
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -69,20 +69,20 @@ def main() -> None:
                                 dict([("g_desc", (dt, (1, *box, bm))), x]),
                                 dict(out_ptr="fp32", offsets_ptr="i32"),
                                 dict(common, TP=taps, ROUND=dt == "fp32", MOVED=False,
-                                     MOVED_X=False, X_LAST=False, SWAP=False, DOWN_H=False), warps, stages)
+                                     MOVED_X=False, X_LAST=False, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient {dt} {bm}x{bn} {taps} taps, rows", rows)
                 moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, _moved_block(box, bm))), x]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=False,
-                                      X_LAST=False, SWAP=False, DOWN_H=False), warps, stages)
+                                      X_LAST=False, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps", moved)
                 moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, (1, bm, *box))),
                                        ("x_desc", (dt, _moved_block(box, bn)))]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=True,
-                                      X_LAST=False, SWAP=bn < bm, DOWN_H=False), warps, stages)
+                                      X_LAST=False, SWAP=bn < bm, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
                 if dt != "fp32":
                     continue
@@ -93,7 +93,7 @@ def main() -> None:
                                         ("x_desc", (dt, (1, *box, bn)))]),
                                   dict(out_ptr="fp32", offsets_ptr="i32"),
                                   dict(common, TP=taps, ROUND=True, MOVED=False, MOVED_X=False,
-                                       X_LAST=True, SWAP=False, DOWN_H=False), warps, stages)
+                                       X_LAST=True, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient rows {dt} {bm}x{bn} {taps} taps, channels_last input",
                        kernel)
         for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),

@@ -3,9 +3,10 @@ fused.weight_gradient in its moved form, as the fused backward calls it (a few c
 first plans and compiles), for ncu on its kernel:
 
     ncu --clock-control none --kernel-name regex:weight_gradient --launch-skip 2 \\
-        --launch-count 1 ... python benches/wgrad_ncu.py [CASE] [--channels-last] [--down-h]
+        --launch-count 1 ... python benches/wgrad_ncu.py [CASE] [--channels-last] [--along-w]
 
-(``--down-h``: fused.BOXES_DOWN_H, a split's boxes walked H first.)
+(``--along-w``: a split's boxes walked W first, not H first as the package walks them,
+fused.BOXES_DOWN_H. Session 62 ran it with ``--down-h`` for H first, then not the default.)
 """
 import sys
 
@@ -26,7 +27,7 @@ def main() -> None:
     a = conv_transpose_args("conv_transpose2d", 2, x, w, None, case.stride, case.padding,
                             case.output_padding, case.groups, case.dilation)
     moved = fused.moves_input(a, 4)
-    fused.BOXES_DOWN_H = "--down-h" in sys.argv
+    fused.BOXES_DOWN_H = "--along-w" not in sys.argv
     for _ in range(4):
         fused.weight_gradient(x, grad, g, shifted=True, moved_input=moved)
     torch.cuda.synchronize()

@@ -1,5 +1,6 @@
-"""The weight gradient's boxes walked W first (as the package does) or H first
-(fused.BOXES_DOWN_H), on the stride-1 2-D cases of the table.
+"""The weight gradient's boxes walked W first or H first (fused.BOXES_DOWN_H; the package's
+walk since session 62, on this probe's figures: results/s62/O), on the stride-1 2-D cases
+of the table.
 
 Why (benches/NOTES.md, session 61): the weight gradient of 2d-1024 reads about 25.8 GB in
 its kernel, with 8.7 GB more in its copies. That traffic, at each card's copy rate, gives

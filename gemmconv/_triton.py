@@ -469,10 +469,10 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       (fused._planar): in 32-bit types the tensor cores take no tile channels innermost
       from shared memory.
 
-    A split walks its boxes W first, or where ``DOWN_H`` H first (fused.BOXES_DOWN_H): then
-    the groups of taps one row of the kernel apart, which run side by side, read the same
-    rows of the operand they read at their offsets one step apart, so the rows can come
-    from L2 rather than from memory again."""
+    A split walks its boxes W first, or where ``DOWN_H`` H first (fused.BOXES_DOWN_H, the
+    package's walk): then the groups of taps one row of the kernel apart, which run side by
+    side, read the same rows of the operand they read at their offsets one step apart, so
+    the rows come from L2 rather than from memory again."""
     BK: tl.constexpr = B0 * B1 * B2
     split, group, m_block, n_block = _grad_program(tiles_m, tiles_n, groups)
     tap0 = group * TP

@@ -1204,13 +1204,15 @@ def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: i
 # side by side, and read the same rows of the operand they read at their offsets (the
 # output gradient, or the input where it moves): W first, one row of boxes apart
 # (2d-1024: 32 steps of every program in flight, about 135 MB between the reads, more than
-# L2 holds); H first, one step apart. A model of the float32 moved form's memory
-# traffic, every tap's reads from memory (2d-1024: 25.8 GB) plus the copies (8.7 GB), is
-# within 4% of the weight gradient's time on both cards at their copy rates (H200 7.9 ms,
-# session 59; H100 11.2 ms, session 61): it is bound by memory, and down H its reads of the
-# moved copies could fall to a third. Not yet timed on a GPU, so off
-# (benches/wgrad_order_probe.py, benches/NOTES.md, session 61).
-BOXES_DOWN_H = False
+# L2 holds); H first, one step apart, so from L2. The float32 moved form is bound by
+# memory: on 2d-1024 (H100, ncu) its kernel read 22.0 GB from memory W first and 12.8 GB
+# H first, 7.69 -> 4.99 ms. Its weight gradient, copies included, 11.18 -> 8.10 ms NCHW
+# and 12.75 -> 9.85 channels_last, 2d-512x1024 0.91x; the other stride-1 2-D cases
+# 1.0-1.03x, bfloat16's rows form 0.98-1.01x. Training steps of the case table: 2d-1024
+# 1.17x -> 1.33x NCHW, 0.73x -> 0.83x channels_last, 3d-stride2-dil2 7% faster;
+# 2d-3x7-512 2.5% slower, 2d-stride5-dil2 3-5% (benches/wgrad_order_probe.py; NOTES.md,
+# session 62).
+BOXES_DOWN_H = True
 
 # Positions one program of the weight gradient sums on the tensor cores. Their float32
 # accumulators do not round each addition to nearest: on positive data the sum drifts low

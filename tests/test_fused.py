@@ -531,17 +531,19 @@ def test_weight_gradient_from_the_inputs_moved_copies_matches_float64(case, taps
 
 
 @interpreted
+@pytest.mark.parametrize("down_h", [True, False], ids=["down-h", "along-w"])
 @pytest.mark.parametrize("form", ["grad-moved", "input-moved", "rows"])
 @pytest.mark.parametrize("case", [
     cases._c("down-h-2d", 2, 16, 8, (3, 2), (5, 70), padding=(1, 0), dilation=(1, 2)),
     cases._c("down-h-3d", 2, 8, 12, (2, 3, 3), (3, 4, 40), padding=(0, 1, 1)),
     cases._c("down-h-1d", 3, 8, 8, (5,), (100,), padding=(2,))], ids=lambda c: c.name)
-def test_weight_gradient_walking_boxes_down_h_first_matches_float64(monkeypatch, case, form):
-    """fused.BOXES_DOWN_H: a split's boxes H first, then W, D and the sample, in each form
-    (the moved copies of either operand; the output gradient's rows through registers, on
-    16-bit boxes of several rows): every box still summed once, on grids of several boxes
-    along each dim."""
-    monkeypatch.setattr(fused, "BOXES_DOWN_H", True)
+def test_weight_gradient_walking_boxes_in_either_order_matches_float64(monkeypatch, case, form,
+                                                                      down_h):
+    """fused.BOXES_DOWN_H: a split's boxes H first (the package's walk) or W first, then
+    the other dims and the sample, in each form (the moved copies of either operand; the
+    output gradient's rows through registers, on 16-bit boxes of several rows): every box
+    summed once, on grids of several boxes along each dim."""
+    monkeypatch.setattr(fused, "BOXES_DOWN_H", down_h)
     fused.forget_plans()
     plans, plan = [], fused._grad_plan
     monkeypatch.setattr(fused, "_grad_plan", lambda *args: plans.append(plan(*args)) or plans[-1])
@@ -556,8 +558,8 @@ def test_weight_gradient_walking_boxes_down_h_first_matches_float64(monkeypatch,
         got = fused.weight_gradient(x.float(), grad_out.float().contiguous(), g, "ieee",
                                     shifted=True, moved_input=form == "input-moved")
     monkeypatch.undo()
-    fused.forget_plans()   # (none kept that walks down H)
-    assert plans and all(p.launch.constants["DOWN_H"] for p in plans)
+    fused.forget_plans()   # (none kept that walks otherwise than the package)
+    assert plans and all(p.launch.constants["DOWN_H"] == down_h for p in plans)
     assert rel_error(got, ref) < 1e-5
 
 
@@ -988,7 +990,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
-from gemmconv import _triton
+from gemmconv import _triton, fused
 form = sys.argv[1]   # "shifted" (the output gradient's moved copies), "input" or "rows"
 bn = int(sys.argv[2])   # input channels of the tile (64 output channels)
 fn = _triton.weight_gradient
@@ -1002,7 +1004,8 @@ sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
 constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
                  **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
                     dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", X_LAST=False,
-                 SWAP=form == "input" and bn < 64, DOWN_H=False)   # as fused._grad_plan launches it
+                 SWAP=form == "input" and bn < 64,
+                 DOWN_H=fused.BOXES_DOWN_H)   # as fused._grad_plan launches it
 sig.update({name: "constexpr" for name in constants})
 sig = {name: sig.get(name, "i32") for name in fn.arg_names}
 try:
