@@ -1318,19 +1318,27 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     return None
 
 
+def reads_grad_rows(grad_out: torch.Tensor, x: torch.Tensor) -> bool:
+    """Whether :func:`backward` reads the output gradient's rows as they lie, with no copy
+    of it channels innermost: where ``x`` and ``grad_out`` are both channels_last."""
+    return _channels_last_rows(x) is not None and grad_out.movedim(1, -1).is_contiguous()
+
+
 def backward_workspace(a: ConvTransposeArgs, element_size: int,
-                       samples: Optional[int] = None, interleaved: bool = False) -> int:
+                       samples: Optional[int] = None, interleaved: bool = False,
+                       grad_rows: bool = False) -> int:
     """Elements :func:`backward` copies into beyond the gradients, for ``samples`` at a time
-    (all by default): the output gradient channels innermost (and its rows folded,
-    :func:`folded_rows`), in float32 its copies moved along W too, and the input's where
-    its rows do not start on 16 bytes (or where :func:`moves_input`, the input's moved
-    copies, and the output gradient's where its rows do not; or on ``interleaved``
-    (channels_last) tensors as :func:`float32_weight_form` reads them). (The bias's partial
-    sums, at most a 64th of the first copy, are not counted.)"""
+    (all by default): the output gradient channels innermost (none where ``grad_rows``:
+    :func:`reads_grad_rows`), its rows folded (:func:`folded_rows`), in float32 its copies
+    moved along W too, and the input's where its rows do not start on 16 bytes (or where
+    :func:`moves_input`, the input's moved copies, and the output gradient's where its rows
+    do not; or on ``interleaved`` (channels_last) tensors as :func:`float32_weight_form`
+    reads them). (The bias's partial sums, at most a 64th of the first copy, are not
+    counted.)"""
     n = a.batch if samples is None else samples
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
-    rows = n * a.out_channels * math.prod(image)
+    rows = 0 if grad_rows else n * a.out_channels * math.prod(image)
     fold = folded_taps(a.geometry, a.out_channels, element_size)
     if fold > 1:   # the copy channels innermost, then its rows folded
         rows += n * a.out_channels * math.prod(image[:-1]) * fold * grid[-1]
@@ -1343,21 +1351,21 @@ def backward_workspace(a: ConvTransposeArgs, element_size: int,
 
 
 def backward_samples(a: ConvTransposeArgs, element_size: int, limit: int,
-                     interleaved: bool = False) -> int:
+                     interleaved: bool = False, grad_rows: bool = False) -> int:
     """Samples :func:`backward` takes at a time so that its copies fit in ``limit`` bytes:
-    all of them where they fit, 0 where one sample's do not."""
-    one = backward_workspace(a, element_size, 1, interleaved)
-    return min(a.batch, limit // (one * element_size))
+    all of them where they fit (where it copies nothing too), 0 where one sample's do not."""
+    one = backward_workspace(a, element_size, 1, interleaved, grad_rows)
+    return min(a.batch, limit // (one * element_size)) if one else a.batch
 
 
 def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int] = None,
-                   interleaved: bool = False) -> int:
+                   interleaved: bool = False, grad_rows: bool = False) -> int:
     """The memory :func:`backward` allocates beyond the gradients it writes into, at most:
     a chunk's copies (:func:`backward_workspace`) and the bias's partial sums of them (a
     16th counted), the weight gradient's float32 partials of a chunk, its sum, its unfolded
     copy and its sum over the chunks, its cast and the weights' reorder."""
     step = max(1, a.batch if limit is None
-               else backward_samples(a, element_size, limit, interleaved))
+               else backward_samples(a, element_size, limit, interleaved, grad_rows))
     fold = folded_taps(a.geometry, a.out_channels, element_size)
     moved = moved_operand(a, element_size, interleaved, fold)
     shifted = moved is not None
@@ -1366,7 +1374,7 @@ def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int]
     splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
                          taps // fold, element_size, shifted).splits
     weight = a.in_channels * a.out_channels * taps
-    copies = backward_workspace(a, element_size, step, interleaved) * element_size
+    copies = backward_workspace(a, element_size, step, interleaved, grad_rows) * element_size
     return copies + copies // 16 + 4 * weight * (max(splits, 1) + 3) + 2 * weight * element_size
 
 
@@ -1397,9 +1405,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     as :func:`float32_weight_form` says."""
     interleaved = _channels_last_rows(x) is not None
     x = x if interleaved else x.contiguous()
-    grad_rows = grad_out.movedim(1, -1) if interleaved else None
-    if grad_rows is not None and not grad_rows.is_contiguous():
-        grad_rows = None
+    grad_rows = grad_out.movedim(1, -1) if reads_grad_rows(grad_out, x) else None
     if grad_rows is None:
         grad_out = grad_out.contiguous()
     wide = x.dtype == torch.float32
@@ -1409,7 +1415,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     moved = moved_operand(a, x.element_size(), interleaved, fold)
     shifted, moved_input = moved is not None, moved == "input"
     step = max(1, a.batch if limit is None
-               else backward_samples(a, x.element_size(), limit, interleaved))
+               else backward_samples(a, x.element_size(), limit, interleaved,
+                                     grad_rows is not None))
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None

@@ -936,11 +936,15 @@ class _FusedBackward(NamedTuple):
     def graph_bytes(self, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                     a: ConvTransposeArgs) -> int:
         """The memory a graph of this call takes while it runs, at most: fused.backward's,
-        contiguous copies of the output gradient and the input, and the bias gradient's
-        sums where that is not summed from a copy."""
-        copies = sum(t.numel() for t in (grad_out, x) if not t.is_contiguous())
-        return fused.backward_bytes(a, x.element_size(), _workspace_limit, self.interleaved) + \
-            copies * x.element_size() + 4 * a.batch * a.out_channels
+        the contiguous copies it makes of the output gradient and the input (none of a
+        channels_last one: it reads their rows), and the bias gradient's sums where that is
+        not summed from a copy."""
+        rows = fused.reads_grad_rows(grad_out, x)
+        x_rows = fused._channels_last_rows(x) is not None
+        copies = (0 if x_rows or x.is_contiguous() else x.numel()) + \
+            (0 if rows or grad_out.is_contiguous() else grad_out.numel())
+        return fused.backward_bytes(a, x.element_size(), _workspace_limit, self.interleaved,
+                                    rows) + copies * x.element_size() + 4 * a.batch * a.out_channels
 
 
 class _DepthwiseBackward(NamedTuple):

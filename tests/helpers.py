@@ -55,6 +55,21 @@ def poison_allocator(nbytes: int, device="cuda") -> None:
     torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device).fill_(0xFF)
 
 
+def requested_during(run) -> tuple:
+    """``(bytes, result)``: the most memory ``run()`` held at once beyond what was held
+    before it, as asked of torch's caching allocator, and what it returned. Counted in
+    requested bytes, the sizes asked for: the allocated bytes count a cached block handed
+    out whole where the rest is too small to split off (under 1 MiB in the large pool), so
+    after a poison_allocator they ran up to 1.4 MB over what the same call asks for (H100,
+    benches/NOTES.md, session 62)."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["requested_bytes.all.current"]
+    torch.cuda.reset_peak_memory_stats()
+    result = run()
+    torch.cuda.synchronize()
+    return torch.cuda.memory_stats()["requested_bytes.all.peak"] - before, result
+
+
 def layout_tensors(case, layout: str, dtype, device, *keys):
     """Fresh ``(x, w, b)`` of ``case``, seeded from its name, ``layout`` ("planar" or
     "channels_last"), dtype and ``keys``; x and w channels_last where the layout says."""

@@ -12,7 +12,8 @@ import gemmconv
 from gemmconv import bench, cases, fused, graphs, ops, zoo
 from gemmconv.shapes import conv_transpose_args
 from gemmconv.bench import reference as reference64
-from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
+from helpers import (OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error,
+                     requested_during)
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -192,12 +193,7 @@ def _memory_against_bounds(monkeypatch, case, layout, dtype) -> list:
     taken = []
 
     def measured(owner, addresses, run, nbytes, device, stream):
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        run()
-        torch.cuda.synchronize()
-        taken.append((type(owner).__name__, torch.cuda.max_memory_allocated() - base, nbytes()))
+        taken.append((type(owner).__name__, requested_during(run)[0], nbytes()))
         return True
     monkeypatch.setattr(graphs, "launch", measured)
     for _ in range(3):

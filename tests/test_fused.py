@@ -920,6 +920,44 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     assert all(rel_error(got, ref) < 1e-3 for got, ref in zip(whole, refs))   # TF32, float16
 
 
+@interpreted
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])   # (not bfloat16: #11584)
+def test_channels_last_backward_counts_no_copy_of_output_gradient_rows_it_reads(monkeypatch,
+                                                                                dtype):
+    """A channels_last output gradient's rows are read as they lie (fused.reads_grad_rows):
+    the workspace counts no copy of it channels innermost, so a limit of two samples' real
+    copies takes chunks of two, where the count with that copy took one; a planar output
+    gradient is copied, and chunked by the larger count. float32 of few taps' products
+    reads both tensors' rows (the rows form): with a channels_last output gradient it
+    copies nothing, so any limit takes every sample at once."""
+    case = cases._c("cl-rows", 4, 8, 8, (3, 2), (4, 6), padding=(1, 0), dilation=(1, 2))
+    x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "cl-rows")))
+    x = x.contiguous(memory_format=torch.channels_last)
+    a = case_args(case, x, w, None)
+    grad_out = torch.randn(4, 8, *a.image, generator=generator(case.name, "gr")).to(dtype)
+    size = x.element_size()
+    copied = fused.backward_workspace(a, size, 1, True) * size
+    read = fused.backward_workspace(a, size, 1, True, grad_rows=True) * size
+    assert copied - read == 8 * math.prod(a.image) * size   # the copy channels innermost
+    limit = 2 * read
+    calls = []
+    inner = fused.weight_gradient
+    monkeypatch.setattr(fused, "weight_gradient",
+                        lambda x, *rest, **kw: calls.append(x.shape[0]) or inner(x, *rest, **kw))
+    whole = fused.backward(grad_out, x, w, a, (True, True))
+    for layout, chunks in ((torch.channels_last, [2, 2] if read else [4]),
+                           (torch.contiguous_format, [1, 1, 1, 1])):
+        g = grad_out.contiguous(memory_format=layout)
+        assert fused.reads_grad_rows(g, x) == (layout == torch.channels_last)
+        calls.clear()
+        chunked = fused.backward(g, x, w, a, (True, True), limit=limit or 1)
+        assert calls == chunks
+        assert torch.equal(chunked[0], whole[0])
+        tolerance = 1e-6 if dtype == torch.float32 else 1e-2
+        assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
+    assert (read == 0) == (dtype == torch.float32)
+
+
 @pytest.mark.parametrize("count,taps,half", [(1, 1, 1), (2, 2, 2), (3, 3, 3), (5, 1, 3),
                                              (7, 4, 4), (9, 3, 3), (10, 2, 4), (13, 2, 3),
                                              (15, 4, 4), (17, 3, 4), (21, 4, 4), (27, 4, 4)])
