@@ -5,7 +5,11 @@ The PTX is compared without its debug sections and line directives (they hold fi
 and line numbers).
 
     PYTHONPATH=. python benches/ptx_unchanged.py REV NAME=VALUE ...
-    e.g. benches/ptx_unchanged.py bbaa2bd DOWN_H=False      (session 61)
+    e.g. benches/ptx_unchanged.py bbaa2bd DOWN_H=False      (session 61, DOWN_H off)
+         benches/ptx_unchanged.py 8b8969d                   (session 62: X_LAST renamed)
+
+A constexpr renamed since (RENAMED: its name now, and before) goes to the kernel at REV
+under its old name; one added since (DOWN_H before session 61) is left out there.
 
 (With the Triton the device runs: ``pip install --no-deps --target DIR triton==3.6.0`` and
 ``PYTHONPATH=DIR:.``.)
@@ -23,21 +27,23 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+RENAMED = {"SHARED_LAST": "X_LAST"}   # session 62
+
 # (name, descriptors {name: (dtype, block)}, constexprs, warps, stages): the forms as
 # fused._grad_plan launches them.
 CONFIGS = [
     ("float32 moved copies, 3 taps", dict(g_desc=("fp32", (1, 1, 1, 64, 32)), x_desc=("fp32", (1, 64, 1, 1, 32))),
      dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32", TP=3, ROUND=False, MOVED=True,
-          MOVED_X=False, X_LAST=False, SWAP=False), 4, 4),
+          MOVED_X=False, SHARED_LAST=False, SWAP=False, DOWN_H=True), 4, 4),
     ("float32 input moved, swapped", dict(g_desc=("fp32", (1, 64, 1, 1, 32)), x_desc=("fp32", (1, 1, 1, 32, 32))),
      dict(B0=1, B1=1, B2=32, BM=64, BN=32, PRECISION="tf32", TP=4, ROUND=False, MOVED=True,
-          MOVED_X=True, X_LAST=False, SWAP=True), 4, 4),
+          MOVED_X=True, SHARED_LAST=False, SWAP=True, DOWN_H=True), 4, 4),
     ("bfloat16 rows, 128 x 128", dict(g_desc=("bf16", (1, 1, 2, 32, 128)), x_desc=("bf16", (1, 128, 1, 2, 32))),
      dict(B0=1, B1=2, B2=32, BM=128, BN=128, PRECISION="tf32", TP=1, ROUND=False, MOVED=False,
-          MOVED_X=False, X_LAST=False, SWAP=False), 8, 3),
+          MOVED_X=False, SHARED_LAST=False, SWAP=False, DOWN_H=True), 8, 3),
     ("float32 rows, channels_last input", dict(g_desc=("fp32", (1, 1, 1, 32, 64)), x_desc=("fp32", (1, 1, 1, 32, 64))),
      dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32", TP=2, ROUND=True, MOVED=False,
-          MOVED_X=False, X_LAST=True, SWAP=False), 4, 4),
+          MOVED_X=False, SHARED_LAST=True, SWAP=False, DOWN_H=True), 4, 4),
 ]
 
 
@@ -51,6 +57,8 @@ def kernels(path: str, name: str):
 def ptx(fn, descriptors: dict, constants: dict, warps: int, stages: int) -> list:
     sig = {n: f"tensordesc<{dt}[{','.join(map(str, block))}]>" for n, (dt, block) in descriptors.items()}
     sig.update({"out_ptr": "*fp32", "offsets_ptr": "*i32"})
+    constants = {RENAMED.get(n, n) if n not in fn.arg_names else n: v for n, v in constants.items()}
+    constants = {n: v for n, v in constants.items() if n in fn.arg_names}   # (added since REV)
     sig.update({n: "constexpr" for n in constants})
     sig = {n: sig.get(n, "i32") for n in fn.arg_names}
     const = {(fn.arg_names.index(k),): v for k, v in constants.items()}
