@@ -18,7 +18,7 @@ T) gpu
   all_tests ;;
 O) gpu
   node
-  probe 560 wgrad-order wgrad_order_probe.py ;;
+  probe 560 wgrad-order wgrad_ab_probe.py BOXES_DOWN_H ;;   # (run as wgrad_order_probe.py)
 N) gpu
   probe 120 alloc backward_alloc_probe.py
   for f in "" --channels-last --down-h; do
