@@ -1126,7 +1126,7 @@ def _channels_last_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
 # (_triton.weight_gradient's SHARED_LAST), rather than from a planar copy of the whole
 # tensor made first (_planar). The copy takes the tensor through memory twice (2d-1024's
 # input: 2.1 GB each way, about 1 ms at the H200's copy rate, 1.5 on an H100, whose
-# channels_last weight gradient took 9.85 ms against planar 8.10, with the same kernel
+# channels_last weight gradient took 9.78 ms against planar 8.10, with the same kernel
 # time: ncu, boxes along W, 7.64 against 7.69 ms; results/s62/O, N).
 # The turn costs registers (sm_90, three taps at 64 x 64: 164 with the input's rows, 194
 # with the output gradient's, against 128; benches/ttgir_check.py) and shared-memory
@@ -1241,8 +1241,8 @@ def grad_splits(batch: int, grid: Sequence[int], c_in: int, c_out: int, count: i
 # (2d-1024: 32 steps of every program in flight, about 135 MB between the reads, more than
 # L2 holds); H first, one step apart, so from L2. The float32 moved form is bound by
 # memory: on 2d-1024 (H100, ncu) its kernel read 22.0 GB from memory W first and 12.8 GB
-# H first, 7.69 -> 4.99 ms. Its weight gradient, copies included, 11.18 -> 8.10 ms NCHW
-# and 12.75 -> 9.85 channels_last, 2d-512x1024 0.91x; the other stride-1 2-D cases
+# H first, 7.69 -> 4.99 ms. Its weight gradient, copies included, 11.09 -> 8.10 ms NCHW
+# and 12.67 -> 9.78 channels_last, 2d-512x1024 0.91x; the other stride-1 2-D cases
 # 1.0-1.03x, bfloat16's rows form 0.98-1.01x. Training steps of the case table: 2d-1024
 # 1.17x -> 1.33x NCHW, 0.73x -> 0.83x channels_last, 3d-stride2-dil2 7% faster;
 # 2d-3x7-512 2.5% slower, 2d-stride5-dil2 3-5% (benches/wgrad_ab_probe.py; NOTES.md,
