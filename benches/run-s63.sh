@@ -6,9 +6,14 @@
 #      gradient read as it lies, and the CUDA memory tests counting requested bytes
 #      (tests/helpers.requested_during); the channels_last float32 backward test's third
 #      form, "planar-shared-rows" (fused.SHARED_ROWS forced on). None of them ran on a GPU.
-#   S: the decision on fused.SHARED_ROWS (wgrad_ab_probe.py): the moved forms reading the
-#      shared operand's channels_last rows rather than a planar copy of it. If on wins the
-#      channels_last weight gradients (and loses no step), set it on, then F.
+#   S: the decision on fused.SHARED_ROWS (cl_wgrad_probe.py: the channels_last float32
+#      weight gradient alone and in the step, rows / planar / planar with shared rows):
+#      the moved forms reading the shared operand's channels_last rows rather than a
+#      planar copy of it. If it wins, set it on, then F. The same run re-measures the rows
+#      form against the planar one now that the boxes walk down H
+#      (CHANNELS_LAST_PLANAR_PRODUCTS was set with them along W).
+#   Budget (30 minutes, starts included): T about 330 s, S about 300, G about 600, Z1 and
+#   Z2 about 500 each; take T and S first, then G, then the zoo.
 #   F: after a change of default: test_cuda_fused, and the float32 training table in both
 #      formats.
 #   G: the tables on the H200 for the issues' notes: forward (both formats, float32 and
@@ -20,7 +25,7 @@ T) gpu
   all_tests ;;
 S) gpu
   node
-  probe 560 shared-rows wgrad_ab_probe.py SHARED_ROWS ;;
+  probe 560 cl-wgrad cl_wgrad_probe.py ;;
 F) gpu
   node
   TT=300 t fused tests/test_cuda_fused.py; count $O/fused.log; tail -1 $O/fused.log
