@@ -1092,24 +1092,16 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
                       shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
-    if plan.launch:
-        if rows is None:
-            st, s_shape, s_strides = _planar(shared)
-        else:
-            st, s_shape = rows, [rows.shape[0], *_padded(rows.shape[1:-1], 1), rows.shape[-1]]
-            s_strides = _dense(s_shape)
+    if plan.launch:   # each operand as (tensor, shape, strides) for the copy engine
+        as_it_lies = _planar(shared) if rows is None else _described_rows(rows)
         if moved_input:   # the input's moved copies, the output gradient as it lies
-            gt, g_shape, g_strides = st, s_shape, s_strides
-            xt, x_shape, x_strides = shifted_copies(x, plan.shifts, plan.tf32)
+            g_held, x_held = as_it_lies, shifted_copies(x, plan.shifts, plan.tf32)
         else:
-            if shifted:
-                gt, g_shape, g_strides = shifted_copies(grad, plan.shifts, plan.tf32)
-            else:
-                gt, g_shape = grad, [x.shape[0], *_padded(grad.shape[1:-1], 1), c_out]
-                g_strides = _dense(g_shape)
-            xt, x_shape, x_strides = st, s_shape, s_strides
-        plan.launch(TensorDescriptor(gt, g_shape, g_strides, plan.g_block),
-                    TensorDescriptor(xt, x_shape, x_strides, plan.x_block), partial, plan.table)
+            g_held = shifted_copies(grad, plan.shifts, plan.tf32) if shifted \
+                else _described_rows(grad)
+            x_held = as_it_lies
+        plan.launch(TensorDescriptor(*g_held, plan.g_block),
+                    TensorDescriptor(*x_held, plan.x_block), partial, plan.table)
     return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
 
 
@@ -1133,6 +1125,14 @@ def _channels_last_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
 # traffic, which that kernel does not wait on (results/s61). Not yet timed on a GPU, so
 # off (benches/NOTES.md, session 62).
 SHARED_ROWS = False
+
+
+def _described_rows(rows: torch.Tensor) -> tuple:
+    """Contiguous rows ``(N, *spatial, C)`` as the copy engine reads them: ``(tensor, shape,
+    strides)`` of 5 dims ``(N, D, H, W, C)``, spatial padded (as :func:`_planar` gives a
+    planar tensor)."""
+    shape = [rows.shape[0], *_padded(rows.shape[1:-1], 1), rows.shape[-1]]
+    return rows, shape, _dense(shape)
 
 
 def _aligned_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
