@@ -9,8 +9,10 @@ tensor cores' A operand, lost to it on every case (results/s59/B) and is gone.
 Session 62 (run-s63.sh S): the boxes now walk down H (fused.BOXES_DOWN_H), which cut the
 planar form's kernel by a third on 2d-1024 (reads of rows one kernel row apart from L2);
 the rows form reads the output gradient at the taps' offsets too, so CHANNELS_LAST_PLANAR_
-PRODUCTS may move. And "shared rows": the planar form with fused.SHARED_ROWS, the operand
-the taps share read as its rows (no planar copy of it), its box turned in shared memory.
+PRODUCTS may move. Its third form then, "shared rows" (the planar form with the operand
+the taps share read as its rows, its box turned in shared memory: fused.SHARED_ROWS),
+lost to planar on all five cases, alone by 3-20% and in the step by 0.04-0.10x (H100,
+results/s63/S), and is gone (commit 689d30b has it).
 
 Per case (the stride-1 2-D cases of the table, float32, TF32), weight gradient alone in
 ms (the copies inside; CUDA events in turns): cuDNN's forward + weight gradient on
@@ -40,7 +42,7 @@ from probe_lib import (STRIDE_ONE_2D, backward_as_planar, relative_error as erro
 NAMES = sys.argv[1:] or STRIDE_ONE_2D
 smoke = os.environ.get("SMOKE") == "1"
 device = torch.device("cpu" if smoke else "cuda")
-takes, rule, shared_default = fused.backward_takes, fused.float32_weight_form, fused.SHARED_ROWS
+takes, rule = fused.backward_takes, fused.float32_weight_form
 as_planar = backward_as_planar(takes)
 
 
@@ -55,22 +57,14 @@ for name in NAMES:
         return torch.autograd.grad(out, wr, gyc)[0]
     mi = fused.moves_input(a, 4)
     wg = fused.weight_gradient
-
-    def shared_rows():
-        fused.SHARED_ROWS = True
-        try:
-            return wg(xc, gyc, g, shifted=True, moved_input=mi)
-        finally:
-            fused.SHARED_ROWS = shared_default
     fns = {"cudnn fwd+wgrad": cudnn,
            "rows": lambda: wg(xc, rows, g, shifted=False),
            "copied": lambda: wg(xc, gyc, g, shifted=True, moved_input=mi),
-           "shared rows": shared_rows,
            "planar": lambda: wg(x, gy, g, shifted=True, moved_input=mi)}
     ms = timers(device, fns, 3 if smoke else 15)
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         exact = cudnn()
-    errs = {k: error(fns[k](), exact) for k in ("rows", "copied", "shared rows", "planar")}
+    errs = {k: error(fns[k](), exact) for k in ("rows", "copied", "planar")}
     print(f"{name:14s} (input moved: {mi}; the rule's form: {rule(a, True)}) weight gradient ms: " + ", ".join(
         f"{k} {ms[k]:.3f}" + (f" (err {errs[k]:.1e})" if k in errs else "") for k in fns),
         flush=True)
@@ -79,16 +73,13 @@ for name in NAMES:
     row = []
     fused.backward_takes = as_planar
     try:
-        for form, shared in (("rows", False), ("planar", False), ("planar", True)):
+        for form in ("rows", "planar"):
             fused.float32_weight_form = lambda a, interleaved, form=form: \
                 form if interleaved else "planar"
-            fused.SHARED_ROWS = shared
             ops._backward_replays.clear()
             theirs, ours, speedup, err = step_against_torch(work, device, 3 if smoke else 15)
-            label = "planar, shared rows" if shared else form
-            row.append(f"{label}: ours {ours:7.3f} ms {speedup:5.2f}x (err {err:.1e})")
+            row.append(f"{form}: ours {ours:7.3f} ms {speedup:5.2f}x (err {err:.1e})")
     finally:
         fused.float32_weight_form, fused.backward_takes = rule, takes
-        fused.SHARED_ROWS = shared_default
     print(f"{name:14s} channels_last step: torch {theirs:7.3f} ms; " + "; ".join(row),
           flush=True)

@@ -27,23 +27,24 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-RENAMED = {"SHARED_LAST": "X_LAST"}   # session 62
+# X_LAST was called SHARED_LAST from 689d30b to 38d4b86 (session 62), with SHARED_ROWS.
+RENAMED = {"X_LAST": "SHARED_LAST", "SHARED_LAST": "X_LAST"}
 
 # (name, descriptors {name: (dtype, block)}, constexprs, warps, stages): the forms as
 # fused._grad_plan launches them.
 CONFIGS = [
     ("float32 moved copies, 3 taps", dict(g_desc=("fp32", (1, 1, 1, 64, 32)), x_desc=("fp32", (1, 64, 1, 1, 32))),
      dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32", TP=3, ROUND=False, MOVED=True,
-          MOVED_X=False, SHARED_LAST=False, SWAP=False, DOWN_H=True), 4, 4),
+          MOVED_X=False, X_LAST=False, SWAP=False, DOWN_H=True), 4, 4),
     ("float32 input moved, swapped", dict(g_desc=("fp32", (1, 64, 1, 1, 32)), x_desc=("fp32", (1, 1, 1, 32, 32))),
      dict(B0=1, B1=1, B2=32, BM=64, BN=32, PRECISION="tf32", TP=4, ROUND=False, MOVED=True,
-          MOVED_X=True, SHARED_LAST=False, SWAP=True, DOWN_H=True), 4, 4),
+          MOVED_X=True, X_LAST=False, SWAP=True, DOWN_H=True), 4, 4),
     ("bfloat16 rows, 128 x 128", dict(g_desc=("bf16", (1, 1, 2, 32, 128)), x_desc=("bf16", (1, 128, 1, 2, 32))),
      dict(B0=1, B1=2, B2=32, BM=128, BN=128, PRECISION="tf32", TP=1, ROUND=False, MOVED=False,
-          MOVED_X=False, SHARED_LAST=False, SWAP=False, DOWN_H=True), 8, 3),
+          MOVED_X=False, X_LAST=False, SWAP=False, DOWN_H=True), 8, 3),
     ("float32 rows, channels_last input", dict(g_desc=("fp32", (1, 1, 1, 32, 64)), x_desc=("fp32", (1, 1, 1, 32, 64))),
      dict(B0=1, B1=1, B2=32, BM=64, BN=64, PRECISION="tf32", TP=2, ROUND=True, MOVED=False,
-          MOVED_X=False, SHARED_LAST=True, SWAP=False, DOWN_H=True), 4, 4),
+          MOVED_X=False, X_LAST=True, SWAP=False, DOWN_H=True), 4, 4),
 ]
 
 

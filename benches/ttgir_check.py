@@ -69,54 +69,33 @@ def main() -> None:
                                 dict([("g_desc", (dt, (1, *box, bm))), x]),
                                 dict(out_ptr="fp32", offsets_ptr="i32"),
                                 dict(common, TP=taps, ROUND=dt == "fp32", MOVED=False,
-                                     MOVED_X=False, SHARED_LAST=False, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
+                                     MOVED_X=False, X_LAST=False, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient {dt} {bm}x{bn} {taps} taps, rows", rows)
                 moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, _moved_block(box, bm))), x]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=False,
-                                      SHARED_LAST=False, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
+                                      X_LAST=False, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps", moved)
                 moved = compile_(_triton.weight_gradient,
                                  dict([("g_desc", (dt, (1, bm, *box))),
                                        ("x_desc", (dt, _moved_block(box, bn)))]),
                                  dict(out_ptr="fp32", offsets_ptr="i32"),
                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=True,
-                                      SHARED_LAST=False, SWAP=bn < bm, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
+                                      X_LAST=False, SWAP=bn < bm, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, the input moved", moved)
                 if dt != "fp32":
                     continue
-                # A channels_last input's rows (SHARED_LAST), with the output gradient's rows
+                # A channels_last input's rows (X_LAST), with the output gradient's rows
                 # (rounded in registers): fused.float32_weight_form's "rows".
                 kernel = compile_(_triton.weight_gradient,
                                   dict([("g_desc", (dt, (1, *box, bm))),
                                         ("x_desc", (dt, (1, *box, bn)))]),
                                   dict(out_ptr="fp32", offsets_ptr="i32"),
                                   dict(common, TP=taps, ROUND=True, MOVED=False, MOVED_X=False,
-                                       SHARED_LAST=True, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
+                                       X_LAST=True, SWAP=False, DOWN_H=fused.BOXES_DOWN_H), warps, stages)
                 report(f"weight_gradient rows {dt} {bm}x{bn} {taps} taps, channels_last input",
                        kernel)
-                # The operand the moved forms share, read as its channels_last rows: the
-                # compiler turns its box in shared memory through registers (session 62).
-                kernel = compile_(_triton.weight_gradient,
-                                  dict([("g_desc", (dt, _moved_block(box, bm))),
-                                        ("x_desc", (dt, (1, *box, bn)))]),
-                                  dict(out_ptr="fp32", offsets_ptr="i32"),
-                                  dict(common, TP=taps, ROUND=False, MOVED=True, MOVED_X=False,
-                                       SHARED_LAST=True, SWAP=False, DOWN_H=fused.BOXES_DOWN_H),
-                                  warps, stages)
-                report(f"weight_gradient moved {dt} {bm}x{bn} {taps} taps, channels_last input",
-                       kernel)
-                for n in (bn, bn // 2):   # (SWAP with fewer input channels)
-                    kernel = compile_(_triton.weight_gradient,
-                                      dict([("g_desc", (dt, (1, *box, bm))),
-                                            ("x_desc", (dt, _moved_block(box, n)))]),
-                                      dict(out_ptr="fp32", offsets_ptr="i32"),
-                                      dict(common, BN=n, TP=taps, ROUND=False, MOVED=True,
-                                           MOVED_X=True, SHARED_LAST=True, SWAP=n < bm,
-                                           DOWN_H=fused.BOXES_DOWN_H), warps, stages)
-                    report(f"weight_gradient moved {dt} {bm}x{n} {taps} taps, the input moved, "
-                           f"channels_last output gradient", kernel)
         for kernel, pointers in ((_triton.shifted_rows, ("x_ptr", "out_ptr", "shifts_ptr")),
                                  (_triton.channels_innermost, ("x_ptr", "out_ptr", "sums_ptr")),
                                  (_triton.pitched, ("x_ptr", "out_ptr"))):

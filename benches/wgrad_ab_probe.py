@@ -1,13 +1,10 @@
-"""The weight gradient with one of fused's switches off and on (BOXES_DOWN_H, SHARED_ROWS),
+"""The weight gradient with one of fused's switches off and on (BOXES_DOWN_H),
 on the stride-1 2-D cases of the table.
 
 - BOXES_DOWN_H (session 61's lead; on since session 62 on its figures, results/s62/O, then
   run as wgrad_order_probe.py): a split's boxes walked H first rather than W first, so the
   groups of taps one row of the kernel apart read the same rows one step apart, from L2.
-- SHARED_ROWS (session 62's lead, off until timed): the float32 moved forms read the
-  operand their taps share as its channels_last rows rather than from a planar copy of the
-  whole tensor (2d-1024: the input's copy, 2.1 GB each way). Only the
-  channels_last rows of the figures can move.
+- SHARED_ROWS (session 62; lost in every case in session 63, results/s63/S, and gone).
 
 Per case: the weight gradient alone in ms (copies inside; CUDA events; each setting twice,
 alternating), float32 NCHW and channels_last and bfloat16 channels-innermost, its error
@@ -35,7 +32,7 @@ from probe_lib import (STRIDE_ONE_2D, backward_as_planar, relative_error as erro
 
 SWITCH = sys.argv[1]
 if not isinstance(getattr(fused, SWITCH, None), bool):
-    sys.exit(f"fused.{SWITCH} is no switch of fused (BOXES_DOWN_H, SHARED_ROWS)")
+    sys.exit(f"fused.{SWITCH} is no switch of fused (BOXES_DOWN_H)")
 NAMES = sys.argv[2:] or STRIDE_ONE_2D
 smoke = os.environ.get("SMOKE") == "1"
 device = torch.device("cpu" if smoke else "cuda")

@@ -359,17 +359,13 @@ def _box_at(j, boxes0, boxes1, boxes2, B0: tl.constexpr, B1: tl.constexpr, B2: t
 
 @triton.jit
 def _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK: tl.constexpr, BM: tl.constexpr,
-                 BN: tl.constexpr, MOVED_X: tl.constexpr, SHARED_LAST: tl.constexpr):
+                 BN: tl.constexpr, MOVED_X: tl.constexpr, X_LAST: tl.constexpr):
     """The box a step's taps share, as the tensor cores' B operand: the input's ``(BK, BN)``,
-    or where ``MOVED_X`` the output gradient's ``(BK, BM)``, from a planar box or where
-    ``SHARED_LAST`` a box channels innermost (weight_gradient)."""
+    or where ``MOVED_X`` the output gradient's ``(BK, BM)`` (weight_gradient)."""
     # One return: Triton checks every return's type, those of branches not taken too.
     if MOVED_X:
-        if SHARED_LAST:
-            tile = g_desc.load([n, q0, q1, q2, co]).reshape(BK, BM)
-        else:
-            tile = g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
-    elif SHARED_LAST:
+        tile = g_desc.load([n, co, q0, q1, q2]).reshape(BM, BK).T
+    elif X_LAST:
         tile = x_desc.load([n, q0, q1, q2, ci]).reshape(BK, BN)
     else:
         tile = x_desc.load([n, ci, q0, q1, q2]).reshape(BN, BK).T
@@ -437,7 +433,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
                     B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, BM: tl.constexpr,
                     BN: tl.constexpr, TP: tl.constexpr, ROUND: tl.constexpr,
                     PRECISION: tl.constexpr, MOVED: tl.constexpr, MOVED_X: tl.constexpr,
-                    SHARED_LAST: tl.constexpr, SWAP: tl.constexpr, DOWN_H: tl.constexpr):
+                    X_LAST: tl.constexpr, SWAP: tl.constexpr, DOWN_H: tl.constexpr):
     """One split's share of the ``(BM, BN)`` tiles of ``TP`` taps (1 to 4) of ``sum over
     samples n and input positions q of g[n, q + offset, :]^T x[n, :, q]^T`` (the weight
     gradient, output channels by input channels): taps ``TP group`` to ``TP group + TP - 1``,
@@ -449,8 +445,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       outside, in shifted boxes ``(1, B0, B1, B2, BM)``, its tile through registers (the
       16-bit form: its layout is then free); ``offsets_ptr (T, 3)`` the taps' offsets. The
       input ``x_desc`` planar ``(N, C_in, D, H, W)``, boxes ``(1, BN, B0, B1, B2)``, or where
-      ``SHARED_LAST`` channels innermost ``(N, D, H, W, C_in)``, boxes ``(1, B0, B1, B2,
-      BN)``.
+      ``X_LAST`` channels innermost ``(N, D, H, W, C_in)``, boxes ``(1, B0, B1, B2, BN)``.
     - Where ``MOVED``, for 32-bit types, whose tiles must reach the tensor cores from shared
       memory along the reduction dim: the output gradient from its copies moved along W
       ``(S N, D', H', C_out, W'')``, zero outside, boxes ``(1, B0, B1, BM, B2)``. A box must
@@ -470,13 +465,9 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
       gradient's is A, through registers, for wgmma: 2d-3x7-padded's weight gradient 5.308
       -> 4.558 ms, its training step 8.395 -> 7.526 (H100, benches/results/s47/G; at 64 x
       64 the swap took 164 registers against 127, three taps). A channels_last operand
-      comes to these forms as its moved copies, made from its rows; the shared one, where
-      ``SHARED_LAST``, as its rows ``(N, D, H, W, C)`` in boxes ``(1, B0, B1, B2, BN or
-      BM)``: in 32-bit types the tensor cores take no tile channels innermost from shared
-      memory, so the compiler turns the box in shared memory through registers, once a step
-      for all its taps (sm_90: 164 registers at 64 x 64, three taps; ttgir_check.py), where
-      the package made a planar copy of the whole tensor first (fused._planar) up to
-      session 62.
+      comes to these forms as its moved copies, made from its rows, or as one planar copy
+      (fused._planar): in 32-bit types the tensor cores take no tile channels innermost
+      from shared memory.
 
     A split walks its boxes W first, or where ``DOWN_H`` H first (fused.BOXES_DOWN_H, the
     package's walk): then the groups of taps one row of the kernel apart, which run side by
@@ -496,8 +487,7 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
     first = split * per_split
     for j in range(first, tl.minimum(first + per_split, boxes)):
         n, q0, q1, q2 = _box_at(j, boxes0, boxes1, boxes2, B0, B1, B2, DOWN_H)
-        shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X,
-                              SHARED_LAST)
+        shared = _shared_tile(g_desc, x_desc, n, co, ci, q0, q1, q2, BK, BM, BN, MOVED_X, X_LAST)
         acc0 = _tap_dot(acc0, shared, g_desc, x_desc, offsets_ptr, tap0, batch, n, co, ci,
                         q0, q1, q2, B0, B1, B2, BM, BN, ROUND, PRECISION, MOVED, MOVED_X, SWAP)
         if TP > 1:

@@ -993,9 +993,9 @@ def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool,
                   copied: bool = False) -> int:
     """Elements a sample of the float32 weight gradient's copies: one per shift of
     :func:`shifted_taps`, moved along W, of the input where ``moved_input``, else of the
-    output gradient, rows padded to whole 16-byte units; and a copy of the other operand
-    where its rows of W do not start on 16 bytes, or where ``copied`` (channels_last) unless
-    :data:`SHARED_ROWS` reads its rows of channels (whole 16-byte units: :func:`_planar`)."""
+    output gradient, rows padded to whole 16-byte units; and a pitched copy of the other
+    operand where its rows do not start on 16 bytes, or where ``copied`` (channels_last:
+    :func:`_planar`)."""
     granule = 16 // element_size
     grid, image = _padded(a.grid, 1), _padded(a.image, 1)
 
@@ -1005,9 +1005,8 @@ def _moved_copies(a: ConvTransposeArgs, element_size: int, moved_input: bool,
     if not moved_input:
         moved, other = other, moved
     shifts, _ = shifted_taps(a.geometry, element_size, moved_input)
-    rows_read = SHARED_ROWS and other[0] % granule == 0   # (_aligned_rows)
     return len(shifts) * rows(*moved, max(shifts)) + \
-        (rows(*other) if (copied and not rows_read) or other[1][-1] % granule else 0)
+        (rows(*other) if copied or other[1][-1] % granule else 0)
 
 
 def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tuple:
@@ -1068,8 +1067,7 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
       memory. Where ``moved_input`` too, the input's copies are moved instead, and the
       output gradient read as it lies (:func:`moves_input`). A channels_last operand's
       copies are made from its rows, and the one read as it lies is read from one planar
-      copy (:func:`_planar`), or with :data:`SHARED_ROWS` as its rows where they start on
-      16 bytes (_triton.weight_gradient's SHARED_LAST).
+      copy (:func:`_planar`).
     float32 runs in TF32: the output gradient rounded to nearest, in its copies where
     ``shifted``, else in registers unless ``rounded`` already; the input as it lies, which
     the tensor cores truncate (where ``moved_input``, the other way round: the input rounded
@@ -1080,51 +1078,21 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     ``cfg`` is for experiments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     c_out = grad.shape[1] if shifted else grad.shape[-1]
-    # The operand the taps share, read as it lies: the input, or the output gradient where
-    # the input moves; its rows where it is channels_last (where shifted, with SHARED_ROWS,
-    # rows that start on 16 bytes, else the planar copy).
-    shared = grad if moved_input else x
-    if shifted:
-        rows = _aligned_rows(shared) if SHARED_ROWS else None
-    else:
-        rows = _channels_last_rows(x)
+    rows = None if shifted else _channels_last_rows(x)
     plan = _grad_plan(tuple(x.shape), tuple(grad.shape), g, x.dtype, precision, cfg, rounded,
                       shifted, x.device, planes, rows is not None, moved_input)
     # Every program stores its whole tile: only an empty batch leaves a partial to zero.
     partial = (x.new_empty if plan.launch else x.new_zeros)(plan.partial, dtype=torch.float32)
     if plan.launch:   # each operand as (tensor, shape, strides) for the copy engine
-        as_it_lies = _planar(shared) if rows is None else _described_rows(rows)
         if moved_input:   # the input's moved copies, the output gradient as it lies
-            g_held, x_held = as_it_lies, shifted_copies(x, plan.shifts, plan.tf32)
+            g_held, x_held = _planar(grad), shifted_copies(x, plan.shifts, plan.tf32)
         else:
             g_held = shifted_copies(grad, plan.shifts, plan.tf32) if shifted \
                 else _described_rows(grad)
-            x_held = as_it_lies
+            x_held = _planar(x) if rows is None else _described_rows(rows)
         plan.launch(TensorDescriptor(*g_held, plan.g_block),
                     TensorDescriptor(*x_held, plan.x_block), partial, plan.table)
     return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
-
-
-def _channels_last_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
-    """``x (N, C, *grid)`` as its contiguous rows ``(N, *grid, C)`` where it is channels_last
-    and not also planar (where both, as with one position, planar serves), else None."""
-    rows = x.movedim(1, -1)
-    return rows if x.dim() > 3 and rows.is_contiguous() and not x.is_contiguous() else None
-
-
-# Whether the float32 weight gradient's moved forms read the operand their taps share (the
-# input, or the output gradient where the input moves) as its channels_last rows, where the
-# compiler turns each box in shared memory through registers, once a step for all its taps
-# (_triton.weight_gradient's SHARED_LAST), rather than from a planar copy of the whole
-# tensor made first (_planar). The copy takes the tensor through memory twice (2d-1024's
-# input: 2.1 GB each way, about 1 ms at the H200's copy rate, 1.5 on an H100, whose
-# channels_last weight gradient took 9.78 ms against planar 8.10, with the same kernel
-# time: ncu, boxes along W, 7.64 against 7.69 ms; results/s62/O, N).
-# The turn costs registers (sm_90, three taps at 64 x 64: 164 with the input's rows, 194
-# with the output gradient's, against 128; benches/ttgir_check.py) and shared-memory
-# traffic, which that kernel does not wait on (results/s61). Not yet timed on a GPU, so
-# off (benches/NOTES.md, session 62).
-SHARED_ROWS = False
 
 
 def _described_rows(rows: torch.Tensor) -> tuple:
@@ -1135,13 +1103,11 @@ def _described_rows(rows: torch.Tensor) -> tuple:
     return rows, shape, _dense(shape)
 
 
-def _aligned_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
-    """:func:`_channels_last_rows` of ``x`` where the copy engine can read them: rows of whole
-    16-byte units, from a 16-byte boundary."""
-    rows = _channels_last_rows(x)
-    aligned = rows is not None and (rows.shape[-1] * rows.element_size()) % 16 == 0 \
-        and rows.data_ptr() % 16 == 0
-    return rows if aligned else None
+def _channels_last_rows(x: torch.Tensor) -> Optional[torch.Tensor]:
+    """``x (N, C, *grid)`` as its contiguous rows ``(N, *grid, C)`` where it is channels_last
+    and not also planar (where both, as with one position, planar serves), else None."""
+    rows = x.movedim(1, -1)
+    return rows if x.dim() > 3 and rows.is_contiguous() and not x.is_contiguous() else None
 
 
 class GradPlan(NamedTuple):
@@ -1161,7 +1127,7 @@ class GradPlan(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtype,
                precision: str, cfg: Optional[GradConfig], rounded: bool, shifted: bool,
-               device: torch.device, planes: bool = False, shared_last: bool = False,
+               device: torch.device, planes: bool = False, x_last: bool = False,
                moved_input: bool = False) -> GradPlan:
     """(The output gradient's shape in the key: its descriptor's shape, made per call, must
     be the same for every launch of the plan.)"""
@@ -1183,10 +1149,9 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
         batch, grid, c_in, c_out, count, element_size, shifted, cfg)
     tiles = groups * tiles_m * tiles_n
     g_block = [1, *cfg.box[:2], cfg.bm, cfg.box[2]] if shifted else [1, *cfg.box, cfg.bm]
-    x_block = [1, *cfg.box, cfg.bn] if shared_last else [1, cfg.bn, *cfg.box]
+    x_block = [1, *cfg.box, cfg.bn] if x_last else [1, cfg.bn, *cfg.box]
     if moved_input:   # the same blocks, the operands' layouts swapped
-        g_block = [1, *cfg.box, cfg.bm] if shared_last else [1, cfg.bm, *cfg.box]
-        x_block = [1, *cfg.box[:2], cfg.bn, cfg.box[2]]
+        g_block, x_block = [1, cfg.bm, *cfg.box], [1, *cfg.box[:2], cfg.bn, cfg.box[2]]
     launch = None
     if splits:
         sizes = (batch, c_in, c_out, count, *boxes_per_dim, boxes, per_split, tiles_m, tiles_n)
@@ -1195,7 +1160,7 @@ def _grad_plan(x_shape: tuple, grad_shape: tuple, g: Geometry, dtype: torch.dtyp
                       num_warps=cfg.warps, num_stages=cfg.stages)
         launch = _triton.Launch(_triton.weight_gradient, (splits * tiles,), (*sizes, groups),
                                 TP=cfg.taps, ROUND=tf32 and not rounded and not shifted,
-                                MOVED=shifted, MOVED_X=moved_input, SHARED_LAST=shared_last,
+                                MOVED=shifted, MOVED_X=moved_input, X_LAST=x_last,
                                 SWAP=moved_input and cfg.bn < cfg.bm, DOWN_H=BOXES_DOWN_H,
                                 **common)
     return GradPlan((max(splits, 1), count, c_out, c_in), g_block, x_block, shifts,

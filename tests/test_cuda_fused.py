@@ -363,19 +363,16 @@ def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches,
         assert rel_error(m, t) < tolerance
 
 
-@pytest.mark.parametrize("form", ["rows", "planar", "planar-shared-rows"])
+@pytest.mark.parametrize("form", ["rows", "planar"])
 @pytest.mark.parametrize("case", [c for c in _PLANAR_STRIDE_ONE
                                   if c.nd == 2 and c.batch and c.in_channels % 4 == 0][:6]
                          + [cases.Case("cl-odd-width", 2, 16, 8, (3, 5), (9, 13), padding=(1, 2))],
                          ids=lambda c: c.name)
 def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, form):
     """fused.backward on channels_last float32 tensors with each fused.float32_weight_form
-    (forced; "planar-shared-rows": planar with fused.SHARED_ROWS, the operand the taps share
-    read as its rows): the gradients against float64, bitwise repeatable, into given
-    gradients allocating no more than fused.backward_bytes on channels_last tensors, with
-    and without a workspace limit of two samples' copies."""
-    monkeypatch.setattr(fused, "SHARED_ROWS", form == "planar-shared-rows")
-    form = form.replace("-shared-rows", "")
+    (forced): the gradients against float64, bitwise repeatable, into given gradients
+    allocating no more than fused.backward_bytes on channels_last tensors, with and without
+    a workspace limit of two samples' copies."""
     monkeypatch.setattr(fused, "float32_weight_form", lambda a, interleaved: form)
     x, w, b = _tensors(case, "cl-form", torch.float32, True)
     grad_out = _grad_out(case, "gcf").float().contiguous(memory_format=torch.channels_last)

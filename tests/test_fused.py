@@ -445,28 +445,18 @@ CHANNELS_LAST_FORMS = {"grad-moved": {}, "input-moved": {"moved_input": True}}
 
 
 @interpreted
-@pytest.mark.parametrize("shared_rows", [True, False], ids=["shared-rows", "planar-copy"])
-@pytest.mark.parametrize("rows", ["aligned", "odd"])
 @pytest.mark.parametrize("form", CHANNELS_LAST_FORMS)
 @pytest.mark.parametrize("grad_layout", ["channels_last", "planar"])
 @pytest.mark.parametrize("case", [c for c in STRIDE_ONE[::3] if c.nd > 1 and c.batch],
                          ids=lambda c: c.name)
-def test_channels_last_weight_gradient_from_moved_copies_matches_float64(monkeypatch, case,
-                                                                         grad_layout, form,
-                                                                         rows, shared_rows):
+def test_channels_last_weight_gradient_from_moved_copies_matches_float64(case, grad_layout,
+                                                                         form):
     """The 32-bit layout on a channels_last input: the output gradient's copies moved along
-    W (made from its rows where it is channels_last too) and the input as it lies; or the
-    input's moved copies, made from its rows, and the output gradient as it lies. The
-    operand read as it lies is read from a planar copy (fused._planar) where it is
-    channels_last, or with fused.SHARED_ROWS from its rows, copied only where they are not
-    whole 16-byte units ("odd": 4 k + 2 input channels)."""
-    monkeypatch.setattr(fused, "SHARED_ROWS", shared_rows)
-    moved = form == "input-moved"
-    if moved and rows == "odd":
-        pytest.skip("the shared operand is the output gradient, whose channels fill whole "
-                    "16-byte rows wherever the fused backward runs (backward_unavailable)")
-    odd = 2 if rows == "odd" else 0
-    case = dataclasses.replace(case, in_channels=-(-case.in_channels // 4) * 4 + odd)
+    W (made from its rows where it is channels_last too) and one planar copy of the input
+    (fused._planar); or the input's moved copies, made from its rows, and the output
+    gradient as it lies, copied planar where it is channels_last. (Input channels in whole
+    16-byte rows, as the fused route asks.)"""
+    case = dataclasses.replace(case, in_channels=-(-case.in_channels // 4) * 4)
     case, x, grad_out, ref = _weight_gradient_problem(case, "weight-grad-cl-shifted", "gwc")
     layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
     x = x.float().contiguous(memory_format=layout)
@@ -477,14 +467,9 @@ def test_channels_last_weight_gradient_from_moved_copies_matches_float64(monkeyp
     if form == "input-moved" and grad_layout == "planar":
         pytest.skip("covered: the input's copies from its rows with a channels_last output "
                     "gradient, a planar one read as it lies by the planar tests")
-    planar, copied = fused._planar, []
-    monkeypatch.setattr(fused, "_planar", lambda t: copied.append(t.shape) or planar(t))
     got = fused.weight_gradient(x, grad_out, _geometry(case), "ieee", shifted=True,
                                 **CHANNELS_LAST_FORMS[form])
     assert got.dtype == torch.float32 and rel_error(got, ref) < 1e-5
-    shared = grad_out if moved else x
-    read = shared.is_contiguous() or (shared_rows and rows == "aligned")
-    assert copied == ([] if read else [shared.shape])
 
 
 @interpreted
@@ -1056,7 +1041,7 @@ sig = {"g_desc": "tensordesc<fp32[%s]>" % ",".join(map(str, g_block)),
        "out_ptr": "*fp32", "offsets_ptr": "*i32"}
 constants = dict(B0=1, B1=1, B2=32, BM=64, BN=bn, PRECISION="tf32",
                  **(dict(TP=1, ROUND=True, MOVED=False) if form == "rows" else
-                    dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", SHARED_LAST=False,
+                    dict(TP=3, ROUND=False, MOVED=True)), MOVED_X=form == "input", X_LAST=False,
                  SWAP=form == "input" and bn < 64,
                  DOWN_H=fused.BOXES_DOWN_H)   # as fused._grad_plan launches it
 sig.update({name: "constexpr" for name in constants})
@@ -1193,17 +1178,13 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         assert "4 output channels" in fused.backward_unavailable(a, *odd)
 
 
-@pytest.mark.parametrize("shared_rows", [True, False], ids=["shared-rows", "planar-copy"])
-def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_many(
-        monkeypatch, shared_rows):
+def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_many():
     """fused.float32_weight_form: planar calls from copies; channels_last ones from copies
     where the taps' products a position reach CHANNELS_LAST_PLANAR_PRODUCTS (the cases that
     ran faster so on the H200), else on their rows. The workspace counts the copies of the
-    form taken: none for rows; for planar ones the moved copies, and a planar copy of the
-    operand that is not moved where its rows of W are not whole 16-byte units, and on
-    channels_last tensors, unless fused.SHARED_ROWS reads its rows of channels, whole
-    16-byte units."""
-    monkeypatch.setattr(fused, "SHARED_ROWS", shared_rows)
+    form taken: none for rows, and on channels_last tensors one planar copy of the operand
+    that is not moved (the planar form on planar tensors copies it only where its rows are
+    not whole 16-byte units)."""
     def form(x_shape, w_shape, padding=0, interleaved=True):
         a = conv_transpose_args("conv_transpose2d", 2, _meta(*x_shape), _meta(*w_shape), None,
                                 1, padding, 0, 1, 1)
@@ -1217,13 +1198,8 @@ def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_m
     assert rows == "rows"
     assert fused.backward_workspace(a_rows, 4, 1, interleaved=True) == 32 * 18 * 34
     _, a = form((2, 64, 16, 32), (64, 64, 3, 3))       # the output gradient's moved copies
-    copy = 0 if shared_rows else 64 * 16 * 32
-    assert fused.backward_workspace(a, 4, 1, interleaved=True) == \
-        fused.backward_workspace(a, 4, 1) + copy
-    _, odd = form((2, 66, 16, 32), (66, 64, 3, 3))     # the input's rows: 264 bytes
-    assert fused.moved_operand(odd, 4, True) == "grad"
-    assert fused.backward_workspace(odd, 4, 1, interleaved=True) == \
-        fused.backward_workspace(odd, 4, 1) + 66 * 16 * 32
+    planar = fused.backward_workspace(a, 4, 1)
+    assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 64 * 16 * 32
 
 
 def test_one_rule_names_the_operand_the_weight_gradient_moves():
