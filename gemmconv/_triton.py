@@ -591,6 +591,89 @@ def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
 
 
 @triton.jit
+def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
+                       multiplier, taps, kernel1, kernel2,
+                       grid0, grid1, grid2, image0, image1, image2,
+                       stride0, stride1, stride2, step0, step1, step2, delta0, delta1, delta2,
+                       x_sn, x_sc, x_s0, x_s1, x_s2, o_sn, o_sc, o_s0, o_s1, o_s2,
+                       column_blocks, row_blocks, channel_blocks, groups,
+                       J: tl.constexpr, BR: tl.constexpr, BW: tl.constexpr,
+                       BC: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """A block of ``BR`` output rows by ``BW`` positions along W of one stride phase, by
+    ``BC`` of one group's ``multiplier`` output channels, of one sample, of a transposed
+    convolution with ``J`` input channels a group (gemmconv/depthwise.py): the output ``(g,
+    m)`` at ``y = s q + r`` sums, over the taps that reach phase ``r`` and the group's
+    channels ``j``, ``w[g J + j, m, tap]`` times that input channel at ``q + offset``.
+    ``reach_ptr`` as :func:`depthwise_transposed`'s. J is unrolled, so that a tap's loads
+    of every channel are in flight together.
+    One phase a program, so every tap it visits reaches all of its outputs: each input
+    element loaded serves the block's BC channels, and each weight its BR x BW positions
+    (the depthwise kernel loads both per output, its taps differing by phase). The phases
+    of a block are neighbouring programs: they write the interleaved outputs of the same
+    rows and read the same input rows."""
+    phases = stride0 * stride1 * stride2
+    pid = tl.program_id(0)
+    phase = pid % phases
+    rest = pid // phases
+    w_block = rest % column_blocks
+    rest = rest // column_blocks
+    r_block = rest % row_blocks
+    rest = rest // row_blocks
+    m = (rest % channel_blocks) * BC + tl.arange(0, BC)
+    rest = rest // channel_blocks
+    group = rest % groups
+    n = (rest // groups).to(tl.int64)
+    r2 = phase % stride2
+    r1 = (phase // stride2) % stride1
+    r0 = phase // (stride2 * stride1)
+    # The phase's outputs along each dim, y = s q + r for q below its extent.
+    extent0 = (image0 - r0 + stride0 - 1) // stride0
+    extent1 = (image1 - r1 + stride1 - 1) // stride1
+    extent2 = (image2 - r2 + stride2 - 1) // stride2
+    row = r_block * BR + tl.arange(0, BR)
+    q2 = w_block * BW + tl.arange(0, BW)
+    q1, q0 = row % tl.maximum(extent1, 1), row // tl.maximum(extent1, 1)
+    row_ok, col_ok, m_ok = row < extent0 * extent1, q2 < extent2, m < multiplier
+    e0 = reach_ptr + 3 * r0
+    e1 = reach_ptr + 3 * (stride0 + r1)
+    e2 = reach_ptr + 3 * (stride0 + stride1 + r2)
+    first0, count0, offset0 = tl.load(e0), tl.load(e0 + 1), tl.load(e0 + 2)
+    first1, count1, offset1 = tl.load(e1), tl.load(e1 + 1), tl.load(e1 + 2)
+    first2, count2, offset2 = tl.load(e2), tl.load(e2 + 1), tl.load(e2 + 2)
+    x_group = x_ptr + n * x_sn + (group * J).to(tl.int64) * x_sc
+    w_group = w_ptr + ((group * J) * multiplier + m) * taps
+    acc = tl.zeros((BR, BW, BC), dtype=tl.float32)
+    for m0 in range(0, count0):
+        i0 = q0 + offset0 - m0 * delta0
+        ok0 = row_ok & (i0 >= 0) & (i0 < grid0)
+        for m1 in range(0, count1):
+            i1 = q1 + offset1 - m1 * delta1
+            ok1 = ok0 & (i1 >= 0) & (i1 < grid1)
+            at1 = i0.to(tl.int64) * x_s0 + i1.to(tl.int64) * x_s1
+            tap1 = ((first0 + m0 * step0) * kernel1 + first1 + m1 * step1) * kernel2
+            for m2 in range(0, count2):
+                i2 = q2 + offset2 - m2 * delta2
+                ok = ok1[:, None] & (col_ok & (i2 >= 0) & (i2 < grid2))[None, :]
+                x_j = x_group + at1[:, None] + (i2.to(tl.int64) * x_s2)[None, :]
+                w_j = w_group + tap1 + first2 + m2 * step2
+                for j in tl.static_range(J):   # (pointers step, so offsets stay small)
+                    xv = tl.load(x_j, mask=ok, other=0.0)
+                    wv = tl.load(w_j, mask=m_ok, other=0.0)
+                    acc += xv.to(tl.float32)[:, :, None] * wv.to(tl.float32)[None, None, :]
+                    x_j += x_sc
+                    w_j += multiplier * taps
+    c = group * multiplier + m
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + c, mask=m_ok, other=0.0).to(tl.float32)[None, None, :]
+    y0, y1, y2 = q0 * stride0 + r0, q1 * stride1 + r1, q2 * stride2 + r2
+    at = (y0.to(tl.int64) * o_s0 + y1.to(tl.int64) * o_s1)[:, None, None] + \
+        (y2.to(tl.int64) * o_s2)[None, :, None]
+    out = out_ptr + n * o_sn + c.to(tl.int64)[None, None, :] * o_sc + at
+    ok = row_ok[:, None, None] & col_ok[None, :, None] & m_ok[None, None, :]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
 def _depthwise_pairs(w_ptr, t0, j, j_ok, multiplier, taps, kernel1, kernel2,
                      dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT: tl.constexpr):
     """The (m, k) pairs ``t0 + [0, BT)`` of channels ``j``, for

@@ -218,6 +218,14 @@ def depthwise_of(case: Case, multiplier: int = 1, channels: int = 3) -> Case:
                                groups=channels)
 
 
+def grouped_of(case: Case, inputs: int, multiplier: int, groups: int = 2) -> Case:
+    """``case``'s geometry as ``groups`` groups of ``inputs`` input channels and
+    ``multiplier`` output channels each: the grouped direct kernel's calls."""
+    return dataclasses.replace(case, name=f"{case.name}-grouped-{inputs}x{multiplier}",
+                               in_channels=groups * inputs, out_channels=groups * multiplier,
+                               groups=groups)
+
+
 # Calls of one input channel a group (gemmconv/depthwise.py): the geometries of the tables
 # above made depthwise, with one and two outputs an input channel, and the zoo's depthwise
 # decoder's layer (kernel 4, stride 2) at test size, planar 2-D of 2^20 outputs included.
@@ -233,3 +241,10 @@ DEPTHWISE = [depthwise_of(c, m) for c in EDGE + LARGE_KERNELS + random_cases(24,
     _c("depthwise-100-channels", 2, 100, 100, (3, 3), (6, 5), stride=2, padding=1, groups=100),
     _c("depthwise-x3-3d", 1, 24, 72, (2, 3, 3), (3, 4, 5), stride=(1, 2, 2), groups=24),
 ]
+
+# Calls of a few input channels a group (depthwise.GROUPED_MAX_INPUTS; the grouped direct
+# kernel): the edge and large-kernel geometries and random ones, two to eight input
+# channels a group, and the table's grouped cases at test size.
+GROUPED = [grouped_of(c, (2, 3, 8)[i % 3], (1, 3, 8)[i // 3 % 3], 2 + i % 2)
+           for i, c in enumerate(EDGE + LARGE_KERNELS + random_cases(9, seed=22))] + [
+    c.scaled(2048) for c in BENCH if c.groups > 1 and c.in_channels // c.groups > 1]

@@ -1,5 +1,6 @@
 """Transposed convolution with one input channel a group (depthwise, and any call of one
-input channel), computed straight from the input: no GEMM, no columns.
+input channel), or a few (grouped layers of at most GROUPED_MAX_INPUTS), computed straight
+from the input: no GEMM, no columns.
 
 With one input channel a group, each group's GEMM has an inner dimension of one: the
 column routes write ``C_out x taps`` column values per input position (four times the
@@ -16,7 +17,16 @@ position ``q + offset`` where the next reads ``delta = step d / s`` positions ba
 So a call reads its input and writes its output once (the taps' re-reads hit the cache),
 and visits ceil(k / step) taps per dim, never k. Deterministic: a fixed order of the taps,
 float32 accumulation. :func:`reference` is the same decomposition in plain PyTorch, which
-CI checks against torch and against the Triton kernel (through ``TRITON_INTERPRET=1``).
+CI checks against torch and against the Triton kernels (through ``TRITON_INTERPRET=1``).
+
+With ``J = C_in / groups`` input channels a group, each output sums the taps' products
+over its group's J channels too::
+
+    out[n, g M + m, s q + r] = bias + sum over taps k reaching r, j < J:  weight[g J + j, m, k] x[n, g J + j, q + offset_k]
+
+Their GEMMs would have an inner dimension of J: the column routes' traffic for a few
+multiply-adds an output. A program of that kernel takes one stride phase, so that its taps
+and their weights are the same for all of its outputs (_triton.grouped_transposed).
 
 The backward is a gather too. Input position ``i`` fed the output at ``i s - p + k d`` through
 tap ``k``, so, with ``g`` the output gradient::
@@ -78,12 +88,26 @@ def reach(g: Geometry) -> Reach:
                  tuple(max(c) for c in count))
 
 
+# Input channels a group up to which a grouped layer (groups > 1) takes the direct kernel.
+# Per output and reaching tap it does J multiply-adds on the CUDA cores, where the column
+# routes write and read a column element (2 x 2 or 4 bytes) for tensor cores that would
+# idle: at about half the H100's 33.5 T float32 multiply-adds a second against its 3 TB/s,
+# the direct kernel is ahead up to about J = 22 in 16-bit types and 44 in float32. The
+# table's grouped cases have J = 8; 3d-strided-grouped's bfloat16 forward ran 0.72-0.87x
+# torch's on the column routes (H100, benches/results/s63/G), at their floor of about 0.5
+# ms (0.74 GB of columns each way). Not yet timed on a GPU.
+GROUPED_MAX_INPUTS = 8
+
+
 def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
-    """Why call ``a`` does not take the depthwise kernel, or None where it does: CUDA tensors
-    of 16- or 32-bit floats with one input channel a group, Triton importable."""
+    """Why call ``a`` does not take the direct kernels, or None where it does: CUDA tensors
+    of 16- or 32-bit floats with one input channel a group, or groups of at most
+    GROUPED_MAX_INPUTS, Triton importable."""
     from . import fused
-    if a.in_channels != a.groups:
-        return f"{a.in_channels // a.groups} input channels a group (the kernel takes one)"
+    inputs = a.in_channels // a.groups
+    if inputs > 1 and (a.groups == 1 or inputs > GROUPED_MAX_INPUTS):
+        return (f"{inputs} input channels a group (the kernels take one, or up to "
+                f"{GROUPED_MAX_INPUTS} where groups > 1)")
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.dtype not in DTYPES:
@@ -94,24 +118,25 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> 
 
 
 def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether call ``a`` takes the depthwise kernel (:func:`unavailable` is None)."""
+    """Whether call ``a`` takes the direct kernels (:func:`unavailable` is None)."""
     return unavailable(a, x, weight) is None
 
 
 def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
               a: ConvTransposeArgs) -> torch.Tensor:
-    """The kernel's decomposition in plain PyTorch: per phase and reaching tap, the input's
-    shifted box times the tap's weight per channel, summed into the phase's outputs.
-    ``x (N, C_in, *grid)``, ``weight (C_in, M, *kernel)``; returns ``(N, C_out, *image)``."""
+    """The kernels' decomposition in plain PyTorch: per phase and reaching tap, the input's
+    shifted box times the tap's weights, summed over each group's input channels into the
+    phase's outputs. ``x (N, C_in, *grid)``, ``weight (C_in, M, *kernel)``; returns ``(N,
+    C_out, *image)``."""
     from .fused import shifted_box
     g, r = a.geometry, reach(a.geometry)
-    n, multiplier, pad = x.shape[0], a.out_channels // a.groups, DIMS - g.nd
+    n, groups, pad = x.shape[0], a.groups, DIMS - g.nd
+    inputs, multiplier = a.in_channels // groups, a.out_channels // groups
     grid, image = (1,) * pad + tuple(x.shape[2:]), (1,) * pad + tuple(a.image)
     kernel, stride = (1,) * pad + g.kernel_size, (1,) * pad + g.stride
-    # Channels innermost, each output channel's input channel beside it: (N, D, H, W, C_out).
-    x = x.reshape(n, a.in_channels, *grid).movedim(1, -1).repeat_interleave(multiplier, -1)
-    w = weight.reshape(a.out_channels, *kernel)
-    out = x.new_zeros(n, *image, a.out_channels)
+    x = x.reshape(n, a.in_channels, *grid).movedim(1, -1)              # (N, D, H, W, C_in)
+    w = weight.reshape(groups, inputs, multiplier, *kernel)
+    out = x.new_zeros(n, *image, groups, multiplier)
     for r0 in range(stride[0]):
         for r1 in range(stride[1]):
             for r2 in range(stride[2]):
@@ -126,7 +151,9 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
                             m = (m0, m1, m2)
                             tap = [r.first[d][phase[d]] + m[d] * r.step[d] for d in range(DIMS)]
                             offset = [r.offset[d][phase[d]] - m[d] * r.delta[d] for d in range(DIMS)]
-                            view += shifted_box(x, offset, extent) * w[(slice(None), *tap)]
+                            box = shifted_box(x, offset, extent).unflatten(-1, (groups, inputs))
+                            view += torch.einsum("...gj,gjm->...gm", box, w[(..., *tap)])
+    out = out.flatten(-2)
     if bias is not None:
         out += bias
     return out.movedim(-1, 1).reshape(n, a.out_channels, *a.image)
@@ -163,6 +190,22 @@ def blocks(channels: int, rows: int, width: int, interleaved: bool) -> tuple:
     return min(elements // bc // bw, _pow2(rows)), bw, bc
 
 
+def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
+    """``(BR, BW, BC)`` of the grouped kernel: rows, positions along W (of one phase) and
+    output channels of one group a program computes, their product GROUPED_ELEMENTS but
+    where the phase has fewer rows. Its channels are a group's in either layout: each input
+    element a program loads serves them all."""
+    bc = min(_pow2(multiplier), MAX_CHANNEL_BLOCK)
+    bw = min(_pow2(width), max(1, GROUPED_ELEMENTS // bc))
+    return min(max(1, GROUPED_ELEMENTS // bc // bw), _pow2(rows)), bw, bc
+
+
+# Outputs a grouped program computes: its input loads are shared by its channels, its
+# weight loads by its positions, so a larger block than the depthwise kernel's. (Not yet
+# timed on a GPU.)
+GROUPED_ELEMENTS = 2048
+
+
 class Plan(NamedTuple):
     """A call's launch (_triton.Launch; None where it has no outputs) and its reach table
     on the device."""
@@ -174,31 +217,47 @@ def plan(a: ConvTransposeArgs, x: torch.Tensor, out: torch.Tensor, has_bias: boo
     """The launch of call ``a`` on ``x`` into ``out`` (their shapes, strides and device), for
     :func:`launch`."""
     return _plan(a.geometry, x.shape[0], a.out_channels, a.out_channels // a.groups,
-                 tuple(x.shape[2:]), a.image, x.stride(), out.stride(), has_bias, x.device)
+                 tuple(x.shape[2:]), a.image, x.stride(), out.stride(), has_bias, x.device,
+                 a.in_channels // a.groups)
 
 
 @functools.lru_cache(maxsize=256)
 def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, image: tuple,
-          x_strides: tuple, out_strides: tuple, has_bias: bool, device: torch.device) -> Plan:
+          x_strides: tuple, out_strides: tuple, has_bias: bool, device: torch.device,
+          inputs: int = 1) -> Plan:
     from . import _triton
     if batch * channels * math.prod(image) == 0:
         return Plan(None, None)
     r = reach(g)
     pad = DIMS - g.nd
     image3 = (1,) * pad + image
+    table = torch.tensor([v for d in range(DIMS) for row in zip(r.first[d], r.count[d], r.offset[d])
+                          for v in row], dtype=torch.int32, device=device)
+    kernel = (1,) * pad + g.kernel_size
+    spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
+    if inputs > 1:   # a phase a program: blocks of phase 0's outputs, the most of any phase
+        stride3 = (1,) * pad + g.stride
+        extent = [-(-i // s) for i, s in zip(image3, stride3)]
+        br, bw, bc = grouped_blocks(multiplier, extent[0] * extent[1], extent[2])
+        counts = (-(-extent[2] // bw), -(-(extent[0] * extent[1]) // br), -(-multiplier // bc))
+        groups = channels // multiplier
+        sizes = (multiplier, math.prod(kernel), kernel[1], kernel[2],
+                 *((1,) * pad + grid), *image3, *stride3, *r.step, *r.delta,
+                 x_strides[0], x_strides[1], *spatial(x_strides),
+                 out_strides[0], out_strides[1], *spatial(out_strides), *counts, groups)
+        programs = batch * groups * math.prod(counts) * math.prod(stride3)
+        return Plan(_triton.Launch(_triton.grouped_transposed, (programs,), sizes, J=inputs,
+                                   BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias,
+                                   num_warps=PROGRAM_WARPS), table)
     rows = image3[0] * image3[1]
     br, bw, bc = blocks(channels, rows, image3[2], out_strides[1] == 1 and channels > 1)
     column_blocks, row_blocks = -(-image3[2] // bw), -(-rows // br)
     channel_blocks = -(-channels // bc)
-    kernel = (1,) * pad + g.kernel_size
-    spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
     sizes = (channels, multiplier, math.prod(kernel), kernel[1], kernel[2],
              *((1,) * pad + grid), *image3, *((1,) * pad + g.stride),
              *r.step, *r.delta, *r.most, x_strides[0], x_strides[1], *spatial(x_strides),
              out_strides[0], out_strides[1], *spatial(out_strides), column_blocks, row_blocks,
              channel_blocks)
-    table = torch.tensor([v for d in range(DIMS) for row in zip(r.first[d], r.count[d], r.offset[d])
-                          for v in row], dtype=torch.int32, device=device)
     launch = _triton.Launch(_triton.depthwise_transposed,
                             (batch * channel_blocks * row_blocks * column_blocks,), sizes,
                             BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias, num_warps=PROGRAM_WARPS)
@@ -208,8 +267,9 @@ def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, 
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
     """The transposed convolution ``a`` of ``x (N, C_in, *grid)`` into ``out (N, C_out,
-    *image)``, both in any layout (the kernel reads and writes them through their strides),
-    by the kernel :func:`reference` describes; on the CPU only under Triton's interpreter."""
+    *image)``, both in any layout (the kernels read and write them through their strides),
+    by the kernel :func:`reference` describes (the depthwise one, or the grouped one for
+    more input channels a group); on the CPU only under Triton's interpreter."""
     return launch(plan(a, x, out, bias is not None), x, weight, bias, a, out)
 
 
@@ -219,8 +279,8 @@ def launch(p: Plan, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
     one: its lookup, on every call, costs host time a small layer waits for)."""
     from . import fused
     if p.launch is not None:
-        # (C_out, taps) rows, contiguous: a reshape may give a strided view (channels_last
-        # weights of one input channel), and the kernel steps rows by taps, taps by one.
+        # (C_out, taps) rows (C_in, M, taps in memory), contiguous: a reshape may give a
+        # strided view (channels_last weights), and the kernels step rows by taps, taps by one.
         w = weight.reshape(a.out_channels, -1).contiguous()
         b = w if bias is None else bias.contiguous()   # (the kernel steps the bias by one)
         with fused._on(x.device):
@@ -270,8 +330,11 @@ BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are inn
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                          interleaved: bool = False) -> Optional[str]:
     """Why the backward of call ``a`` does not take the depthwise kernel, or None where it
-    does: where its forward does (:func:`unavailable`), but for channels_last calls
-    (``interleaved``) of more (m, k) pairs an input channel than MAX_PAIRS."""
+    does: where its forward does (:func:`unavailable`) with one input channel a group, but
+    for channels_last calls (``interleaved``) of more (m, k) pairs an input channel than
+    MAX_PAIRS."""
+    if a.in_channels != a.groups:   # (the grouped kernel's backward: the column routes)
+        return f"{a.in_channels // a.groups} input channels a group (the backward kernel takes one)"
     why = unavailable(a, x, weight)
     pairs = a.out_channels // a.groups * a.geometry.taps
     if why is None and interleaved and pairs > MAX_PAIRS:

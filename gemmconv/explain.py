@@ -55,8 +55,12 @@ class Explanation:
 
 
 DEPTHWISE_PRECISION = "; the depthwise kernels multiply in float32 (no GEMM)"
+GROUPED_PRECISION = "; the forward's grouped direct kernel multiplies in float32 (no GEMM)"
 DEPTHWISE_STEP = ("one Triton kernel: each output sums, over the taps that reach its phase, "
                   "the tap's weight times its group's input channel{bias}")
+GROUPED_STEP = ("one Triton kernel, a stride phase a program: each output sums, over the taps "
+                "that reach its phase and its group's {inputs} input channels, the tap's "
+                "weight times the channel{bias}")
 FUSED_STEP = ("one Triton kernel over {phases} stride phase(s): per output tile, the taps "
               "that reach it times the input's shifted boxes, accumulated on chip{bias}{rows}")
 ROWS = ("; {} output rows a program, each box loaded once for every row's taps (columns of "
@@ -304,9 +308,11 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     copy = 0
     if direct:
         plan = None
-        steps = [DEPTHWISE_STEP.format(bias=", + bias" if bias is not None else "")]
+        inputs, with_bias = a.in_channels // a.groups, ", + bias" if bias is not None else ""
+        steps = [DEPTHWISE_STEP.format(bias=with_bias) if inputs == 1 else
+                 GROUPED_STEP.format(inputs=inputs, bias=with_bias)]
         candidates = [(c, cost, False) for c, cost, _ in candidates]
-        candidates.insert(0, (ops.DEPTHWISE_ROUTE, 0, True))
+        candidates.insert(0, (ops.DEPTHWISE_ROUTE if inputs == 1 else ops.GROUPED_ROUTE, 0, True))
         backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
             _planar_backward_workspace(a, size, limit)
     elif why_not is None:
@@ -370,7 +376,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             if direct:
                 why += f"; not the depthwise kernel: {why_not_depthwise}"
             backward_route = f"the column routes ({why})"
-            if not interleaved and not direct:
+            if not interleaved and not (direct and a.in_channels == a.groups):
                 backward_route += _planar_backward_launch(a, input, weight, size, limit)
     shape = a.output_shape[1:] if a.unbatched else a.output_shape
     return Explanation(_call_text(nd, input, weight, bias, a), tuple(shape),
@@ -379,5 +385,6 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                        ops.describe_route(a, interleaved, why_not is None, direct, size), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
-                       _precision(input.dtype, on_cuda) + (DEPTHWISE_PRECISION if direct else ""),
+                       _precision(input.dtype, on_cuda) + ("" if not direct else DEPTHWISE_PRECISION
+                                                          if a.in_channels == a.groups else GROUPED_PRECISION),
                        backward_route)

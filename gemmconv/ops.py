@@ -141,8 +141,8 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     """The output of ``a`` along the route that gathers the taps of the ``gathered`` dims
     before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows).
     By default the fused route (fused.py: no columns in memory) where the call can take it
-    (fused.unavailable), or the depthwise kernel (depthwise.py: no GEMM either) for one input
-    channel a group, else the route that moves the fewest bytes (ConvTransposeArgs.route). On
+    (fused.unavailable), or the depthwise kernels (depthwise.py: no GEMM either) for one
+    input channel a group or a few, else the route that moves the fewest bytes (ConvTransposeArgs.route). On
     channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
     weight is channels_last, as torch decides its output's memory format."""
     if 0 in a.image:   # (an empty batch whose output sizes reach 0: no route plans for it)
@@ -557,9 +557,12 @@ def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: boo
     GEMM + col2im"``, ``"im2col W, GEMM"``); on channels_last tensors where ``interleaved``
     (``"channels_last: im2col W, GEMM + col2im"``, ``"channels_last: padded rows W, GEMM +
     col2im"`` for elements of ``element_size`` bytes); the fused route where ``on_chip``, the
-    depthwise kernel where ``direct`` (see _forward)."""
+    depthwise kernel (or the grouped one, for a few input channels a group) where ``direct``
+    (see _forward)."""
     if on_chip or direct:
-        return ("channels_last: " if interleaved else "") + (FUSED_ROUTE if on_chip else DEPTHWISE_ROUTE)
+        name = FUSED_ROUTE if on_chip else \
+            DEPTHWISE_ROUTE if a.in_channels == a.groups else GROUPED_ROUTE
+        return ("channels_last: " if interleaved else "") + name
     if interleaved:
         gathered, rows = cl.route(a, element_size, _workspace_limit)
         if rows is not None:
@@ -578,6 +581,7 @@ def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: boo
 
 FUSED_ROUTE = "fused implicit GEMM (columns on chip)"
 DEPTHWISE_ROUTE = "depthwise kernel (no GEMM, no columns)"
+GROUPED_ROUTE = "grouped direct kernel (no GEMM, no columns)"
 
 
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import gemmconv
-from gemmconv import bench, cases, ops
+from gemmconv import bench, cases, depthwise, ops
 from gemmconv.__main__ import main
 from gemmconv.shapes import ConvArgumentError, conv_transpose_args
 
@@ -263,8 +263,12 @@ def test_explain_chunks_follow_the_workspace_limit():
     assert chunked.workspace_bytes <= whole.workspace_bytes // 3
 
 
-def test_explain_channels_last_and_grouped():
+def test_explain_channels_last_and_grouped(monkeypatch):
     x = _meta(2, 32, 32, 64, 128, fmt=torch.channels_last_3d)
+    e = gemmconv.explain(x, _meta(32, 8, 3, 3, 3), stride=2, padding=1, groups=4)
+    # 8 input channels a group: the grouped direct kernel, no workspace; without it, columns.
+    assert e.route == "channels_last: " + ops.GROUPED_ROUTE and e.workspace_bytes == 0
+    monkeypatch.setattr(depthwise, "GROUPED_MAX_INPUTS", 1)
     e = gemmconv.explain(x, _meta(32, 8, 3, 3, 3), stride=2, padding=1, groups=4)
     assert e.layout.startswith("channels_last") and e.route == "channels_last: GEMM + col2im"
     assert any("col2im" in step for step in e.steps)

@@ -1,7 +1,8 @@
-"""GPU: the depthwise kernels (gemmconv/depthwise.py: forward and backward) on the shared
-table's depthwise cases (cases.DEPTHWISE), against float64, into poisoned outputs, planar
-and channels_last; that calls of one input channel a group take them and others do not;
-determinism, streams, and outputs past 2^31 elements. Marked ``cuda``."""
+"""GPU: the depthwise kernels (gemmconv/depthwise.py: forward and backward) and the grouped
+direct kernel (forward) on the shared table's depthwise and grouped cases (cases.DEPTHWISE,
+cases.GROUPED), against float64, into poisoned outputs, planar and channels_last; that
+calls of one input channel a group, or a few, take them and others do not; determinism,
+streams, and outputs past 2^31 elements. Marked ``cuda``."""
 
 import pytest
 import torch
@@ -52,11 +53,12 @@ def _tensors(case, key, dtype, channels_last):
 
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", cases.DEPTHWISE + cases.GROUPED, ids=lambda c: c.name)
 def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
     """The forward and the gradients by the kernels (once a call each, bitwise the same run
     to run, in the input's layout; the FCN-like cases' pairs in chunks, and their
-    channels_last backward on the column routes), all against float64 torch."""
+    channels_last backward on the column routes; the grouped cases' forward by the grouped
+    kernel, their backward on the column routes), all against float64 torch."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
@@ -69,10 +71,11 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
                           one_backward_launch, gradient_in_layout=True)
 
 
-@pytest.mark.parametrize("why", ["two-a-group", "float64"])
+@pytest.mark.parametrize("why", ["many-a-group", "float64"])
 def test_calls_the_depthwise_kernel_cannot_take_go_elsewhere(launches, why):
-    case = cases._c("grouped", 2, 8, 8, (4, 4), (9, 9), stride=2, padding=1,
-                    groups=4 if why == "two-a-group" else 8)
+    inputs = depthwise.GROUPED_MAX_INPUTS + 1 if why == "many-a-group" else 1
+    case = cases._c("grouped", 2, 2 * inputs, 8, (4, 4), (9, 9), stride=2, padding=1,
+                    groups=2)
     dtype = torch.float64 if why == "float64" else torch.float32
     x, w, b = case.tensors(dtype, CUDA, generator("elsewhere", why))
     with gemmconv.float32_precision("ieee"):

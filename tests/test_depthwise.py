@@ -1,8 +1,9 @@
-"""The depthwise kernels (gemmconv/depthwise.py), forward and backward: the tap table, the
-decompositions in plain PyTorch against torch in float64, the Triton kernels on the CPU
-through Triton's interpreter, their blocks and grids, and which calls take them, on the
-shared table's depthwise cases (cases.DEPTHWISE). tests/test_cuda_depthwise.py runs the
-kernels on the GPU."""
+"""The depthwise kernels (gemmconv/depthwise.py), forward and backward, and the grouped
+direct kernel (forward): the tap table, the decompositions in plain PyTorch against torch
+in float64, the Triton kernels on the CPU through Triton's interpreter, their blocks and
+grids, and which calls take them, on the shared table's depthwise and grouped cases
+(cases.DEPTHWISE, cases.GROUPED). tests/test_cuda_depthwise.py runs the kernels on the
+GPU."""
 import math
 
 import pytest
@@ -16,7 +17,9 @@ from helpers import case_args, generator, interpreted, reference, rel_error
 from gemmconv.bench import reference as reference_with_grads
 
 # The interpreter runs a program at a time in numpy: the cases up to 2^16 outputs.
-SMALL = [c for c in cases.DEPTHWISE if c.batch * c.out_channels * math.prod(c.output_size) <= 1 << 16]
+SMALL = [c for c in cases.DEPTHWISE + cases.GROUPED
+         if c.batch * c.out_channels * math.prod(c.output_size) <= 1 << 16]
+SMALL_DEPTHWISE = [c for c in SMALL if c.in_channels == c.groups]   # (the backward kernel's)
 
 
 def _batched(case, t):
@@ -45,7 +48,7 @@ def test_reach_lists_each_tap_once_for_the_one_phase_it_reaches(case):
         assert r.most[pad + d] == -(-k // r.step[pad + d]) or r.most[pad + d] < k
 
 
-@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", cases.DEPTHWISE + cases.GROUPED, ids=lambda c: c.name)
 def test_decomposition_matches_torch_in_float64(case):
     x, w, b = case.tensors(generator=generator(case.name, "decomposition"))
     a = case_args(case, x, w, b)
@@ -58,7 +61,8 @@ def test_decomposition_matches_torch_in_float64(case):
 @pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
 def test_kernel_matches_float64_through_the_interpreter(case, layout):
     """Into a NaN-filled output, planar or channels_last (the input, weight and output
-    alike; 1-D and unbatched calls have none), from float32 inputs."""
+    alike; 1-D and unbatched calls have none), from float32 inputs: the depthwise kernel,
+    or the grouped one for more input channels a group."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     x, w, b = case.tensors(generator=generator(case.name, "kernel", layout))
@@ -115,7 +119,7 @@ def test_backward_decomposition_matches_torch_in_float64(case):
 @interpreted
 @pytest.mark.parametrize("need", ["both", "input", "weight"])
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
-@pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", SMALL_DEPTHWISE, ids=lambda c: c.name)
 def test_backward_kernel_matches_float64_through_the_interpreter(case, layout, need):
     """The gradients asked for, the input's into a NaN-filled tensor, planar or
     channels_last (x, the weight, the output gradient and the input gradient alike), from
@@ -218,6 +222,14 @@ def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(l
         assert gemmconv.explain(x, w, b, **c.kwargs).backward == BACKWARD_DEPTHWISE
 
 
+def _meta_call(case, channels_last=False):
+    x, w, b = case.tensors(torch.float32, "meta")
+    if channels_last:
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        x, w = (t.contiguous(memory_format=fmt) for t in (x, w))
+    return x, w, b, case_args(case, x, w, b)
+
+
 def test_unavailable_names_what_keeps_a_call_off_the_kernel():
     case = cases.DEPTHWISE[0]
     x, w, b = case.tensors(torch.float32, "meta")
@@ -226,9 +238,16 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
     assert depthwise.unavailable(a, x, w) is None            # meta: described as on a GPU
     assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w)
     assert "float64" in depthwise.unavailable(a, x.double(), w.double())
-    grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
-    x, w, b = grouped.tensors(torch.float32, "meta")
-    assert "2 input channels a group" in depthwise.unavailable(case_args(grouped, x, w, b), x, w)
+    most = depthwise.GROUPED_MAX_INPUTS
+    for inputs, groups, taken in ((2, 2, True), (most, 4, True), (most + 1, 2, False),
+                                  (2, 1, False)):
+        x, w, b, a = _meta_call(cases._c("grouped", 2, inputs * groups, 4, (3, 3), (5, 5),
+                                         stride=2, groups=groups))
+        why = depthwise.unavailable(a, x, w)
+        assert (why is None) == taken
+        assert taken or f"{inputs} input channels a group" in why
+        # The backward kernel takes one input channel a group.
+        assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
 
 
 @pytest.mark.parametrize("layout", [False, True])
@@ -248,10 +267,51 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     assert e.route == ("channels_last: " if layout else "") + ops.DEPTHWISE_ROUTE
     assert e.candidates[0] == (ops.DEPTHWISE_ROUTE, 0, True)
     assert "depthwise kernels multiply in float32" in str(e)
-    grouped = cases._c("two-a-group", 2, 4, 4, (3, 3), (5, 5), stride=2, groups=2)
-    x, w, b = grouped.tensors(torch.float32, "meta")
-    assert not isinstance(ops._work_out_replay(x, w, b, case_args(grouped, x, w, b), False)[0],
+    many = cases.grouped_of(case, depthwise.GROUPED_MAX_INPUTS + 1, 2)
+    x, w, b = many.tensors(torch.float32, "meta")
+    assert not isinstance(ops._work_out_replay(x, w, b, case_args(many, x, w, b), False)[0],
                           ops._DepthwiseReplay)
+
+
+@pytest.mark.parametrize("layout", [False, True])
+def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel(layout):
+    """Worked out on meta tensors: a grouped call of up to GROUPED_MAX_INPUTS input channels
+    a group replays the grouped kernel's launch, a program a stride phase (all phases of
+    every block of phase 0's outputs, the most of any phase), whose channels are one
+    group's; its backward stays on the column routes. explain and the route's name say
+    so."""
+    case = next(c for c in cases.GROUPED if c.name == "3d-strided-grouped-small")
+    from gemmconv import _triton
+    x, w, b, a = _meta_call(case, layout)
+    replay, _ = ops._work_out_replay(x, w, b, a, layout)
+    assert isinstance(replay, ops._DepthwiseReplay) and replay.interleaved == layout
+    launch = replay.plan.launch
+    assert launch.kernel is _triton.grouped_transposed
+    br, bw, bc = (launch.constants[k] for k in ("BR", "BW", "BC"))
+    extent = [-(-i // s) for i, s in zip(a.image, case.stride)]
+    multiplier = case.out_channels // case.groups
+    assert bc == multiplier and br * bw * bc <= depthwise.GROUPED_ELEMENTS
+    assert launch.grid == (case.batch * case.groups * math.prod(case.stride) *
+                           -(-extent[0] * extent[1] // br) * -(-extent[2] // bw),)
+    grad_out = torch.empty(a.output_shape, device="meta")
+    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, layout),
+                          ops._DepthwiseBackward)
+    e = gemmconv.explain(x, w, b, **case.kwargs)
+    assert e.route == ("channels_last: " if layout else "") + ops.GROUPED_ROUTE
+    assert e.candidates[0] == (ops.GROUPED_ROUTE, 0, True)
+    assert "8 input channels" in e.steps[0] and "grouped direct kernel multiplies" in str(e)
+    assert "the column routes" in e.backward and e.workspace_bytes == 0
+
+
+@pytest.mark.parametrize("multiplier,rows,width", [(8, 300, 50), (3, 1, 5), (64, 7, 1000),
+                                                   (200, 2, 3)])
+def test_grouped_blocks_cover_rows_along_w_and_a_groups_channels(multiplier, rows, width):
+    br, bw, bc = depthwise.grouped_blocks(multiplier, rows, width)
+    assert bc == min(1 << (multiplier - 1).bit_length(), depthwise.MAX_CHANNEL_BLOCK)
+    assert br * bw * bc <= max(depthwise.GROUPED_ELEMENTS, bc)
+    assert bw <= 1 << (width - 1).bit_length() and br <= 1 << (rows - 1).bit_length()
+    assert br * bw * bc == depthwise.GROUPED_ELEMENTS or br >= rows or \
+        bw == depthwise.GROUPED_ELEMENTS // bc
 
 
 @pytest.mark.parametrize("channels,rows,width,interleaved", [
