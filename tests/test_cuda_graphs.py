@@ -41,11 +41,16 @@ def _layouts(case):
     return ["planar"] + (["channels_last"] if case.nd > 1 else [])
 
 
-# The model layers (column routes), and calls of the depthwise kernels (forward, backward).
+# The model layers (column routes), and calls of the depthwise kernels (forward, backward);
+# forwards of the grouped direct kernel too.
 DEPTHWISE = [c for c in cases.DEPTHWISE if c.name in (
     "depthwise-k4s2", "depthwise-1d-k16s8", "depthwise-3d-k3s2", "depthwise-100-channels")]
+GROUPED = [c for c in cases.GROUPED if c.name in ("3d-strided-grouped-small",
+                                                  "fcn-like-1d-grouped-2x8")]
 PARAMS = [(c, layout) for c in cases.MODEL_LAYERS + DEPTHWISE for layout in _layouts(c)]
 IDS = [f"{c.name}-{layout}" for c, layout in PARAMS]
+FORWARD_PARAMS = PARAMS + [(c, layout) for c in GROUPED for layout in _layouts(c)]
+FORWARD_IDS = [f"{c.name}-{layout}" for c, layout in FORWARD_PARAMS]
 # Backwards too: the planar backward of many positions a sample (ops._GraphedBackward), and
 # the zoo's layers whose graphs take the most memory, at full size.
 LARGE = [(c, layout) for c in cases.LARGE_MODEL_LAYERS for layout in _layouts(c)]
@@ -55,7 +60,7 @@ BACKWARD_IDS = IDS + [f"{c.name}-planar" for c in cases.WIDE_LAYERS] + \
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("case,layout", PARAMS, ids=IDS)
+@pytest.mark.parametrize("case,layout", FORWARD_PARAMS, ids=FORWARD_IDS)
 def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
     x, w, b = layout_tensors(case, layout, dtype, CUDA)
     out_bytes = case.batch * case.out_channels * x.element_size() * \
