@@ -190,6 +190,12 @@ def blocks(channels: int, rows: int, width: int, interleaved: bool) -> tuple:
     return min(elements // bc // bw, _pow2(rows)), bw, bc
 
 
+# Outputs a grouped program computes: its input loads are shared by its channels, its
+# weight loads by its positions, so a larger block than the depthwise kernel's. (Not yet
+# timed on a GPU.)
+GROUPED_ELEMENTS = 2048
+
+
 def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
     """``(BR, BW, BC)`` of the grouped kernel: rows, positions along W (of one phase) and
     output channels of one group a program computes, their product GROUPED_ELEMENTS but
@@ -198,12 +204,6 @@ def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
     bc = min(_pow2(multiplier), MAX_CHANNEL_BLOCK)
     bw = min(_pow2(width), max(1, GROUPED_ELEMENTS // bc))
     return min(max(1, GROUPED_ELEMENTS // bc // bw), _pow2(rows)), bw, bc
-
-
-# Outputs a grouped program computes: its input loads are shared by its channels, its
-# weight loads by its positions, so a larger block than the depthwise kernel's. (Not yet
-# timed on a GPU.)
-GROUPED_ELEMENTS = 2048
 
 
 class Plan(NamedTuple):
