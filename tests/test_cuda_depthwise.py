@@ -121,17 +121,19 @@ def _ones(case):
     return torch.ones(case.batch, case.out_channels, *case.output_size, device=CUDA)
 
 
-def test_depthwise_kernel_past_2_31_elements(launches):
-    """A bfloat16 output of 2^32 elements: the kernel's offsets are 64-bit."""
+@pytest.mark.parametrize("groups", [4, 2], ids=["depthwise", "grouped"])
+def test_depthwise_kernel_past_2_31_elements(launches, groups):
+    """A bfloat16 output of 2^32 elements: the kernels' offsets are 64-bit (the depthwise
+    kernel's, and the grouped one's with two input channels a group)."""
     x = torch.randn(1, 4, 16384, 16384, device=CUDA, dtype=torch.bfloat16)
-    w = torch.randn(4, 1, 2, 2, device=CUDA, dtype=torch.bfloat16)
+    w = torch.randn(4, 4 // groups, 2, 2, device=CUDA, dtype=torch.bfloat16)
     b = torch.randn(4, device=CUDA, dtype=torch.bfloat16)
     poison_allocator(2**33)
-    out = gemmconv.conv_transpose2d(x, w, b, stride=2, groups=4)
+    out = gemmconv.conv_transpose2d(x, w, b, stride=2, groups=groups)
     assert launches[0] == 1 and out.shape == (1, 4, 32768, 32768) and not out.isnan().any()
     for r in (0, 5000, 12000, 16384 - 8):                      # the last rows are past 2^31
         ref = F.conv_transpose2d(x[..., r:r + 8, :].double(), w.double(), b.double(), stride=2,
-                                 groups=4)
+                                 groups=groups)
         assert rel_error(out[..., 2 * r:2 * r + 16, :], ref) < 3e-2
 
 
