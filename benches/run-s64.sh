@@ -10,7 +10,8 @@
 #      size), then fused3d_cl_probe.py (the 3-D channels_last forward forced onto the fused
 #      route: bfloat16 3d-64cube and 3d-96cube, 96 and 48 bytes of output channels, under
 #      WIDE_3D_BYTES, ran channels_last 0.55 and 0.66 of their NCHW speedups in session 63).
-#   G: the four tables (forward and training, float32 and bfloat16, both formats).
+#   G: the four tables (forward and training, float32 and bfloat16, both formats), then the
+#      three 1-D cases, which the tables of both formats leave out (last run in session 59).
 #   Z1, Z2: the zoo (fcn and unet3d with room for their last variant, cut in session 63).
 #   Budget (30 minutes, starts included): T about 340 s, P about 250, G about 450, Z1 about
 #   300, Z2 about 650; T, P and G first.
@@ -27,7 +28,9 @@ G) gpu
   TB=120 table fwd-f32-layouts --layouts
   TB=120 table fwd-bf16-layouts --layouts --dtype bfloat16
   TB=170 table train-f32-layouts --layouts --backward
-  TB=170 table train-bf16-layouts --layouts --backward --dtype bfloat16 ;;
+  TB=170 table train-bf16-layouts --layouts --backward --dtype bfloat16
+  TB=60 table fwd-1d --case 1d- ; TB=60 table fwd-1d-bf16 --case 1d- --dtype bfloat16
+  TB=90 table train-1d --case 1d- --backward ;;
 Z1) gpu
   node
   zoo_model dcgan 120; zoo_model vae-decoder 200; zoo_model unet2d 230 ;;
