@@ -12,9 +12,14 @@
 #      WIDE_3D_BYTES, ran channels_last 0.55 and 0.66 of their NCHW speedups in session 63).
 #   G: the four tables (forward and training, float32 and bfloat16, both formats), then the
 #      three 1-D cases, which the tables of both formats leave out (last run in session 59).
+#   K: kernel by kernel (benches/layer.py), where channels_last lags NCHW most: the bfloat16
+#      channels_last training steps of 2d-1024 and 2d-512x1024 (1.15x and 1.13x against
+#      NCHW's 1.78x and 1.79x in session 63: our backward about 3.8 ms against cuDNN's 3.2
+#      on 2d-1024, our forward 1.5 against 2.9), and 3d-3x5x7's bfloat16 channels_last
+#      forward (0.92x, the column routes).
 #   Z1, Z2: the zoo (fcn and unet3d with room for their last variant, cut in session 63).
-#   Budget (30 minutes, starts included): T about 340 s, P about 250, G about 450, Z1 about
-#   300, Z2 about 650; T, P and G first.
+#   Budget (30 minutes, starts included): T about 340 s, P about 250, G about 550, K about
+#   90, Z1 about 300, Z2 about 650; T, P, G and K first.
 source benches/run-lib.sh "$1"   # $O, and count, t, summary, layer, gpu, all_tests, table, ...
 case "$1" in
 T) gpu
@@ -31,6 +36,11 @@ G) gpu
   TB=170 table train-bf16-layouts --layouts --backward --dtype bfloat16
   TB=60 table fwd-1d --case 1d- ; TB=60 table fwd-1d-bf16 --case 1d- --dtype bfloat16
   TB=90 table train-1d --case 1d- --backward ;;
+K) gpu
+  node
+  layer "ConvTranspose2d(64, 64, 3)" --input 8,64,1024,1024 --backward --channels-last --dtype bfloat16
+  layer "ConvTranspose2d(32, 32, 3)" --input 8,32,512,1024 --backward --channels-last --dtype bfloat16
+  layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --channels-last --dtype bfloat16 ;;
 Z1) gpu
   node
   zoo_model dcgan 120; zoo_model vae-decoder 200; zoo_model unet2d 230 ;;
