@@ -46,7 +46,7 @@ def main() -> int:
     for case in chosen:
         for interleaved in (False, True):
             cells = []
-            for elements in (1024, 2048, 4096):
+            for elements in (2048, 4096, 8192):
                 depthwise._plan.cache_clear()   # (its blocks depend on GROUPED_ELEMENTS)
                 with patched(depthwise, "GROUPED_ELEMENTS", elements):
                     row = bench.measure(case, torch.bfloat16, device, False, ceiling, 10,

@@ -597,15 +597,17 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
                        stride0, stride1, stride2, step0, step1, step2, delta0, delta1, delta2,
                        x_sn, x_sc, x_s0, x_s1, x_s2, o_sn, o_sc, o_s0, o_s1, o_s2,
                        column_blocks, row_blocks, channel_blocks, groups,
-                       J: tl.constexpr, BR: tl.constexpr, BW: tl.constexpr,
-                       BC: tl.constexpr, HAS_BIAS: tl.constexpr):
+                       J: tl.constexpr, MP: tl.constexpr, BR: tl.constexpr,
+                       BW: tl.constexpr, BC: tl.constexpr, HAS_BIAS: tl.constexpr):
     """A block of ``BR`` output rows by ``BW`` positions along W of one stride phase, by
     ``BC`` of one group's ``multiplier`` output channels, of one sample, of a transposed
     convolution with ``J`` input channels a group (gemmconv/depthwise.py): the output ``(g,
     m)`` at ``y = s q + r`` sums, over the taps that reach phase ``r`` and the group's
     channels ``j``, ``w[g J + j, m, tap]`` times that input channel at ``q + offset``.
-    ``reach_ptr`` as :func:`depthwise_transposed`'s. J is unrolled, so that a tap's loads
-    of every channel are in flight together.
+    ``reach_ptr`` as :func:`depthwise_transposed`'s; ``w_ptr`` the weight ``(C_in, taps,
+    MP)``, its M output channels zero-padded to MP (depthwise.grouped_weight), so that a
+    tap's are one unmasked vector. J is unrolled, so that a tap's loads of every channel
+    are in flight together.
     One phase a program, so every tap it visits reaches all of its outputs: each input
     element loaded serves the block's BC channels, and each weight its BR x BW positions
     (the depthwise kernel loads both per output, its taps differing by phase). The phases
@@ -641,7 +643,7 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     first1, count1, offset1 = tl.load(e1), tl.load(e1 + 1), tl.load(e1 + 2)
     first2, count2, offset2 = tl.load(e2), tl.load(e2 + 1), tl.load(e2 + 2)
     x_group = x_ptr + n * x_sn + (group * J).to(tl.int64) * x_sc
-    w_group = w_ptr + ((group * J) * multiplier + m) * taps
+    w_group = w_ptr + (group * J) * (taps * MP) + m
     acc = tl.zeros((BR, BW, BC), dtype=tl.float32)
     for m0 in range(0, count0):
         i0 = q0 + offset0 - m0 * delta0
@@ -653,15 +655,17 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
             tap1 = ((first0 + m0 * step0) * kernel1 + first1 + m1 * step1) * kernel2
             for m2 in range(0, count2):
                 i2 = q2 + offset2 - m2 * delta2
-                ok = ok1[:, None] & (col_ok & (i2 >= 0) & (i2 < grid2))[None, :]
-                x_j = x_group + at1[:, None] + (i2.to(tl.int64) * x_s2)[None, :]
-                w_j = w_group + tap1 + first2 + m2 * step2
+                # (BR, BW, 1), not (BR, BW): loaded in the accumulator's layout, where a 2-D
+                # load would be converted to it, a channel at a time.
+                ok = ok1[:, None, None] & (col_ok & (i2 >= 0) & (i2 < grid2))[None, :, None]
+                x_j = x_group + at1[:, None, None] + (i2.to(tl.int64) * x_s2)[None, :, None]
+                w_j = w_group + (tap1 + first2 + m2 * step2) * MP
                 for j in tl.static_range(J):   # (pointers step, so offsets stay small)
                     xv = tl.load(x_j, mask=ok, other=0.0)
-                    wv = tl.load(w_j, mask=m_ok, other=0.0)
-                    acc += xv.to(tl.float32)[:, :, None] * wv.to(tl.float32)[None, None, :]
+                    wv = tl.load(w_j)
+                    acc += xv.to(tl.float32) * wv.to(tl.float32)[None, None, :]
                     x_j += x_sc
-                    w_j += multiplier * taps
+                    w_j += taps * MP
     c = group * multiplier + m
     if HAS_BIAS:
         acc += tl.load(bias_ptr + c, mask=m_ok, other=0.0).to(tl.float32)[None, None, :]

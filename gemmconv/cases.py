@@ -244,7 +244,10 @@ DEPTHWISE = [depthwise_of(c, m) for c in EDGE + LARGE_KERNELS + random_cases(24,
 
 # Calls of a few input channels a group (depthwise.GROUPED_MAX_INPUTS; the grouped direct
 # kernel): the edge and large-kernel geometries and random ones, two to eight input
-# channels a group, and the table's grouped cases at test size.
+# channels a group; two of more output channels a group than a program takes (12: two
+# blocks of 8, the weight's rows zero-padded to 16); and the table's grouped cases at test
+# size.
 GROUPED = [grouped_of(c, (2, 3, 8)[i % 3], (1, 3, 8)[i // 3 % 3], 2 + i % 2)
            for i, c in enumerate(EDGE + LARGE_KERNELS + random_cases(9, seed=22))] + [
+    grouped_of(EDGE[5], 3, 12), grouped_of(EDGE[8], 2, 12, 3)] + [
     c.scaled(2048) for c in BENCH if c.groups > 1 and c.in_channels // c.groups > 1]

@@ -190,10 +190,14 @@ def blocks(channels: int, rows: int, width: int, interleaved: bool) -> tuple:
     return min(elements // bc // bw, _pow2(rows)), bw, bc
 
 
-# Outputs a grouped program computes: its input loads are shared by its channels, its
-# weight loads by its positions, so a larger block than the depthwise kernel's. (Not yet
-# timed on a GPU.)
-GROUPED_ELEMENTS = 2048
+# Outputs a grouped program computes, and its block of channels. Each thread of the
+# grouped kernel holds P positions by all of the block's BC channels (Triton's layout for
+# it, sm_90), so per tap and input channel it loads P inputs and BC weights for P x BC
+# multiply-adds: at 4096 outputs (four warps, 32 a thread) and BC = 8, 12 loads for 32 FMAs
+# at 128 registers; 2048 took 10 for 16, BC = 16 at 4096 18 for 32, 8192 244 registers
+# (compiled with Triton 3.6 and ptxas; not yet timed on a GPU).
+GROUPED_ELEMENTS = 4096
+GROUPED_CHANNEL_BLOCK = 8
 
 
 def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
@@ -201,16 +205,18 @@ def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
     output channels of one group a program computes, their product GROUPED_ELEMENTS but
     where the phase has fewer rows. Its channels are a group's in either layout: each input
     element a program loads serves them all."""
-    bc = min(_pow2(multiplier), MAX_CHANNEL_BLOCK)
+    bc = min(_pow2(multiplier), GROUPED_CHANNEL_BLOCK)
     bw = min(_pow2(width), max(1, GROUPED_ELEMENTS // bc))
     return min(max(1, GROUPED_ELEMENTS // bc // bw), _pow2(rows)), bw, bc
 
 
 class Plan(NamedTuple):
     """A call's launch (_triton.Launch; None where it has no outputs) and its reach table
-    on the device."""
+    on the device; for the grouped kernel, the output channels its weight rows are padded
+    to (:func:`grouped_weight`), else 0."""
     launch: object
     table: Optional[torch.Tensor]
+    padded_outputs: int = 0
 
 
 def plan(a: ConvTransposeArgs, x: torch.Tensor, out: torch.Tensor, has_bias: bool) -> Plan:
@@ -246,9 +252,10 @@ def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, 
                  x_strides[0], x_strides[1], *spatial(x_strides),
                  out_strides[0], out_strides[1], *spatial(out_strides), *counts, groups)
         programs = batch * groups * math.prod(counts) * math.prod(stride3)
+        padded = counts[2] * bc
         return Plan(_triton.Launch(_triton.grouped_transposed, (programs,), sizes, J=inputs,
-                                   BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias,
-                                   num_warps=PROGRAM_WARPS), table)
+                                   MP=padded, BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias,
+                                   num_warps=PROGRAM_WARPS), table, padded)
     rows = image3[0] * image3[1]
     br, bw, bc = blocks(channels, rows, image3[2], out_strides[1] == 1 and channels > 1)
     column_blocks, row_blocks = -(-image3[2] // bw), -(-rows // br)
@@ -279,13 +286,34 @@ def launch(p: Plan, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
     one: its lookup, on every call, costs host time a small layer waits for)."""
     from . import fused
     if p.launch is not None:
-        # (C_out, taps) rows (C_in, M, taps in memory), contiguous: a reshape may give a
-        # strided view (channels_last weights), and the kernels step rows by taps, taps by one.
-        w = weight.reshape(a.out_channels, -1).contiguous()
+        # (C_out, taps) rows, contiguous: a reshape may give a strided view (channels_last
+        # weights), and the kernel steps rows by taps, taps by one.
+        w = grouped_weight(weight, a, p.padded_outputs) if p.padded_outputs else \
+            weight.reshape(a.out_channels, -1).contiguous()
         b = w if bias is None else bias.contiguous()   # (the kernel steps the bias by one)
         with fused._on(x.device):
             p.launch(x, w, b, out, p.table)
     return out
+
+
+def grouped_weight(weight: torch.Tensor, a: ConvTransposeArgs, padded: int) -> torch.Tensor:
+    """``weight (C_in, M, *kernel)`` as the grouped kernel reads it: ``(C_in, taps,
+    padded)``, contiguous, a tap's M output channels side by side and zero up to
+    ``padded`` (a multiple of the kernel's channel block), so that a program loads a tap's
+    weights as whole vectors with no mask."""
+    multiplier = a.out_channels // a.groups
+    rows = weight.reshape(a.in_channels, multiplier, -1).transpose(1, 2)
+    if padded == multiplier:
+        return rows.contiguous()
+    return torch.nn.functional.pad(rows, (0, padded - multiplier))
+
+
+def launch_bytes(p: Plan, a: ConvTransposeArgs, element_size: int) -> int:
+    """Bytes :func:`launch` allocates at most: the weight's copy (grouped_weight's, or a
+    contiguous one) and the bias's."""
+    rows = a.in_channels * a.geometry.taps * p.padded_outputs if p.padded_outputs else \
+        a.in_channels * (a.out_channels // a.groups) * a.geometry.taps
+    return (rows + a.out_channels) * element_size
 
 
 def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,

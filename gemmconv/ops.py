@@ -266,9 +266,9 @@ class _DepthwiseReplay(NamedTuple):
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                 a: ConvTransposeArgs) -> torch.Tensor:
         """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
-        kept. (What run allocates: a contiguous copy of the weight and of the bias, at most.)"""
+        kept. (What run allocates: a copy of the weight and of the bias, at most.)"""
         return _graphed_forward(self, x, weight, bias, a,
-                                lambda: (weight.numel() + a.out_channels) * x.element_size())
+                                lambda: depthwise.launch_bytes(self.plan, a, x.element_size()))
 
 
 class _Replay(NamedTuple):

@@ -290,9 +290,12 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     br, bw, bc = (launch.constants[k] for k in ("BR", "BW", "BC"))
     extent = [-(-i // s) for i, s in zip(a.image, case.stride)]
     multiplier = case.out_channels // case.groups
-    assert bc == multiplier and br * bw * bc <= depthwise.GROUPED_ELEMENTS
-    assert launch.grid == (case.batch * case.groups * math.prod(case.stride) *
+    assert bc == min(multiplier, depthwise.GROUPED_CHANNEL_BLOCK)
+    assert br * bw * bc <= depthwise.GROUPED_ELEMENTS
+    channel_blocks = -(-multiplier // bc)
+    assert launch.grid == (case.batch * case.groups * math.prod(case.stride) * channel_blocks *
                            -(-extent[0] * extent[1] // br) * -(-extent[2] // bw),)
+    assert replay.plan.padded_outputs == launch.constants["MP"] == channel_blocks * bc
     grad_out = torch.empty(a.output_shape, device="meta")
     assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, layout),
                           ops._DepthwiseBackward)
@@ -307,7 +310,7 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
                                                    (200, 2, 3)])
 def test_grouped_blocks_cover_rows_along_w_and_a_groups_channels(multiplier, rows, width):
     br, bw, bc = depthwise.grouped_blocks(multiplier, rows, width)
-    assert bc == min(1 << (multiplier - 1).bit_length(), depthwise.MAX_CHANNEL_BLOCK)
+    assert bc == min(1 << (multiplier - 1).bit_length(), depthwise.GROUPED_CHANNEL_BLOCK)
     assert br * bw * bc <= max(depthwise.GROUPED_ELEMENTS, bc)
     assert bw <= 1 << (width - 1).bit_length() and br <= 1 << (rows - 1).bit_length()
     assert br * bw * bc == depthwise.GROUPED_ELEMENTS or br >= rows or \
