@@ -521,6 +521,17 @@ def weight_gradient(g_desc, x_desc, out_ptr, offsets_ptr, batch, c_in, c_out, ta
 
 
 @triton.jit
+def _reach_of(reach_ptr, stride0, stride1, r0, r1, r2):
+    """Per dim, the (first tap, count, offset of the first) of residue ``r`` of its stride,
+    from depthwise.reach's table: each dim's residues' entries, dims back to back."""
+    e0 = reach_ptr + 3 * r0
+    e1 = reach_ptr + 3 * (stride0 + r1)
+    e2 = reach_ptr + 3 * (stride0 + stride1 + r2)
+    return (tl.load(e0), tl.load(e0 + 1), tl.load(e0 + 2), tl.load(e1), tl.load(e1 + 1),
+            tl.load(e1 + 2), tl.load(e2), tl.load(e2 + 1), tl.load(e2 + 2))
+
+
+@triton.jit
 def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
                          channels, multiplier, taps, kernel1, kernel2,
                          grid0, grid1, grid2, image0, image1, image2,
@@ -554,13 +565,8 @@ def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     row_ok, col_ok, c_ok = row < image0 * image1, y2 < image2, c < channels
     r0, r1, r2 = y0 % stride0, y1 % stride1, y2 % stride2
     q0, q1, q2 = y0 // stride0, y1 // stride1, y2 // stride2
-    # Each dim's table: its residues' (first, count, offset), dims back to back.
-    e0 = reach_ptr + 3 * r0
-    e1 = reach_ptr + 3 * (stride0 + r1)
-    e2 = reach_ptr + 3 * (stride0 + stride1 + r2)
-    first0, count0, offset0 = tl.load(e0), tl.load(e0 + 1), tl.load(e0 + 2)
-    first1, count1, offset1 = tl.load(e1), tl.load(e1 + 1), tl.load(e1 + 2)
-    first2, count2, offset2 = tl.load(e2), tl.load(e2 + 1), tl.load(e2 + 2)
+    first0, count0, offset0, first1, count1, offset1, first2, count2, offset2 = \
+        _reach_of(reach_ptr, stride0, stride1, r0, r1, r2)
     x_plane = x_ptr + n * x_sn + (c // multiplier).to(tl.int64)[None, None, :] * x_sc
     w_row = w_ptr + c[None, None, :] * taps
     acc = tl.zeros((BR, BW, BC), dtype=tl.float32)
@@ -613,16 +619,9 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     (the depthwise kernel loads both per output, its taps differing by phase). The phases
     of a block are neighbouring programs: they write the interleaved outputs of the same
     rows and read the same input rows."""
-    phases = stride0 * stride1 * stride2
-    pid = tl.program_id(0)
-    phase = pid % phases
-    rest = pid // phases
-    w_block = rest % column_blocks
-    rest = rest // column_blocks
-    r_block = rest % row_blocks
-    rest = rest // row_blocks
-    m = (rest % channel_blocks) * BC + tl.arange(0, BC)
-    rest = rest // channel_blocks
+    rest, c_block, r_block, w_block, phase = _program_tile(
+        channel_blocks, row_blocks, column_blocks, stride0 * stride1 * stride2)
+    m = c_block * BC + tl.arange(0, BC)
     group = rest % groups
     n = (rest // groups).to(tl.int64)
     r2 = phase % stride2
@@ -636,12 +635,8 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     q2 = w_block * BW + tl.arange(0, BW)
     q1, q0 = row % tl.maximum(extent1, 1), row // tl.maximum(extent1, 1)
     row_ok, col_ok, m_ok = row < extent0 * extent1, q2 < extent2, m < multiplier
-    e0 = reach_ptr + 3 * r0
-    e1 = reach_ptr + 3 * (stride0 + r1)
-    e2 = reach_ptr + 3 * (stride0 + stride1 + r2)
-    first0, count0, offset0 = tl.load(e0), tl.load(e0 + 1), tl.load(e0 + 2)
-    first1, count1, offset1 = tl.load(e1), tl.load(e1 + 1), tl.load(e1 + 2)
-    first2, count2, offset2 = tl.load(e2), tl.load(e2 + 1), tl.load(e2 + 2)
+    first0, count0, offset0, first1, count1, offset1, first2, count2, offset2 = \
+        _reach_of(reach_ptr, stride0, stride1, r0, r1, r2)
     x_group = x_ptr + n * x_sn + (group * J).to(tl.int64) * x_sc
     w_group = w_ptr + (group * J) * (taps * MP) + m
     acc = tl.zeros((BR, BW, BC), dtype=tl.float32)
