@@ -614,6 +614,7 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     MP)``, its M output channels zero-padded to MP (depthwise.grouped_weight), so that a
     tap's are one unmasked vector. J is unrolled, so that a tap's loads of every channel
     are in flight together.
+
     One phase a program, so every tap it visits reaches all of its outputs: each input
     element loaded serves the block's BC channels, and each weight its BR x BW positions
     (the depthwise kernel loads both per output, its taps differing by phase). The phases
