@@ -302,17 +302,18 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                            [], [], 0, 0, 0, _precision(input.dtype, on_cuda))
     why_not = fused.unavailable(a, input, weight, interleaved)
     direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
+    one_input = a.in_channels == a.groups   # (the depthwise kernel's calls, forward and backward)
     route = cl.route(a, size, limit) if interleaved else (None, None)
     gathered, padded = route
     candidates = _candidates(a, interleaved, route)
     copy = 0
     if direct:
         plan = None
-        inputs, with_bias = a.in_channels // a.groups, ", + bias" if bias is not None else ""
-        steps = [DEPTHWISE_STEP.format(bias=with_bias) if inputs == 1 else
-                 GROUPED_STEP.format(inputs=inputs, bias=with_bias)]
+        with_bias = ", + bias" if bias is not None else ""
+        steps = [DEPTHWISE_STEP.format(bias=with_bias) if one_input else
+                 GROUPED_STEP.format(inputs=a.in_channels // a.groups, bias=with_bias)]
         candidates = [(c, cost, False) for c, cost, _ in candidates]
-        candidates.insert(0, (ops.DEPTHWISE_ROUTE if inputs == 1 else ops.GROUPED_ROUTE, 0, True))
+        candidates.insert(0, (ops.direct_route(a), 0, True))
         backward = cl.backward_plan(a, size, limit).workspace if interleaved else \
             _planar_backward_workspace(a, size, limit)
     elif why_not is None:
@@ -376,7 +377,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             if direct:
                 why += f"; not the depthwise kernel: {why_not_depthwise}"
             backward_route = f"the column routes ({why})"
-            if not interleaved and not (direct and a.in_channels == a.groups):
+            if not interleaved and not (direct and one_input):
                 backward_route += _planar_backward_launch(a, input, weight, size, limit)
     shape = a.output_shape[1:] if a.unbatched else a.output_shape
     return Explanation(_call_text(nd, input, weight, bias, a), tuple(shape),
@@ -385,6 +386,6 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                        ops.describe_route(a, interleaved, why_not is None, direct, size), candidates, steps,
                        len(plan.chunks) if plan else 1, plan.workspace * size if plan else copy,
                        backward * size,
-                       _precision(input.dtype, on_cuda) + ("" if not direct else DEPTHWISE_PRECISION
-                                                          if a.in_channels == a.groups else GROUPED_PRECISION),
+                       _precision(input.dtype, on_cuda) + (
+                           "" if not direct else DEPTHWISE_PRECISION if one_input else GROUPED_PRECISION),
                        backward_route)

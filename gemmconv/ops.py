@@ -142,9 +142,10 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     before the GEMM (shapes.Split), by row products where ``by_rows`` (_forward_by_rows).
     By default the fused route (fused.py: no columns in memory) where the call can take it
     (fused.unavailable), or the depthwise kernels (depthwise.py: no GEMM either) for one
-    input channel a group or a few, else the route that moves the fewest bytes (ConvTransposeArgs.route). On
-    channels_last tensors where ``interleaved`` (channels_last.py); None: where the input or
-    weight is channels_last, as torch decides its output's memory format."""
+    input channel a group or a few, else the route that moves the fewest bytes
+    (ConvTransposeArgs.route). On channels_last tensors where ``interleaved``
+    (channels_last.py); None: where the input or weight is channels_last, as torch decides
+    its output's memory format."""
     if 0 in a.image:   # (an empty batch whose output sizes reach 0: no route plans for it)
         return cl.empty(x, a.output_shape,
                         cl.suggested(x, weight) if interleaved is None else interleaved)
@@ -560,9 +561,8 @@ def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: boo
     depthwise kernel (or the grouped one, for a few input channels a group) where ``direct``
     (see _forward)."""
     if on_chip or direct:
-        name = FUSED_ROUTE if on_chip else \
-            DEPTHWISE_ROUTE if a.in_channels == a.groups else GROUPED_ROUTE
-        return ("channels_last: " if interleaved else "") + name
+        return ("channels_last: " if interleaved else "") + \
+            (FUSED_ROUTE if on_chip else direct_route(a))
     if interleaved:
         gathered, rows = cl.route(a, element_size, _workspace_limit)
         if rows is not None:
@@ -582,6 +582,12 @@ def describe_route(a: ConvTransposeArgs, interleaved: bool = False, on_chip: boo
 FUSED_ROUTE = "fused implicit GEMM (columns on chip)"
 DEPTHWISE_ROUTE = "depthwise kernel (no GEMM, no columns)"
 GROUPED_ROUTE = "grouped direct kernel (no GEMM, no columns)"
+
+
+def direct_route(a: ConvTransposeArgs) -> str:
+    """The name of the depthwise module's kernel a call that takes it runs: the depthwise
+    one for one input channel a group, else the grouped one."""
+    return DEPTHWISE_ROUTE if a.in_channels == a.groups else GROUPED_ROUTE
 
 
 def _split_weight(weight: torch.Tensor, a: ConvTransposeArgs, split) -> torch.Tensor:

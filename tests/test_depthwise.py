@@ -190,6 +190,16 @@ def test_backward_grid_covers_every_position_and_pair_in_few_partials(
         assert each == 1
 
 
+def _meta_call(case, channels_last=False):
+    """Float32 ``(x, w, b, args)`` of ``case`` on the meta device (a CUDA call's plans,
+    without a GPU), x and w channels_last where asked."""
+    x, w, b = case.tensors(torch.float32, "meta")
+    if channels_last:
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        x, w = (t.contiguous(memory_format=fmt) for t in (x, w))
+    return x, w, b, case_args(case, x, w, b)
+
+
 @pytest.mark.parametrize("layout", [False, True])
 def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(layout):
     """Worked out on meta tensors: the backward replay of a depthwise call is the depthwise
@@ -200,10 +210,7 @@ def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(l
     case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
     wide = cases._c("wide", 2, 4, 4, (17, 16), (5, 5), stride=8, groups=4)
     for c, launches in ((case, (1, 1, 1)), (wide, (2, 1, 1))):
-        x, w, b = c.tensors(torch.float32, "meta")
-        if layout:
-            x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
-        a = case_args(c, x, w, b)
+        x, w, b, a = _meta_call(c, layout)
         grad_out = torch.empty(a.output_shape, device="meta")
         if c is wide and layout:   # many pairs, channels_last: the column routes, and why
             assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, True),
@@ -220,14 +227,6 @@ def test_cuda_backwards_of_one_input_channel_a_group_take_the_depthwise_kernel(l
             assert any(k["NEED_WEIGHT"] for k in constants) == need[1]
             assert all(k["PAIR_LOOP"] == (c is wide and k["NEED_INPUT"]) for k in constants)
         assert gemmconv.explain(x, w, b, **c.kwargs).backward == BACKWARD_DEPTHWISE
-
-
-def _meta_call(case, channels_last=False):
-    x, w, b = case.tensors(torch.float32, "meta")
-    if channels_last:
-        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
-        x, w = (t.contiguous(memory_format=fmt) for t in (x, w))
-    return x, w, b, case_args(case, x, w, b)
 
 
 def test_unavailable_names_what_keeps_a_call_off_the_kernel():
@@ -256,10 +255,7 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     depthwise call keeps is the depthwise kernel's, in the call's layout; explain and the
     route's name say so."""
     case = next(c for c in cases.DEPTHWISE if c.name == "depthwise-k4s2")
-    x, w, b = case.tensors(torch.float32, "meta")
-    if layout:
-        x, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
-    a = case_args(case, x, w, b)
+    x, w, b, a = _meta_call(case, layout)
     replay, buffers = ops._work_out_replay(x, w, b, a, layout)
     assert isinstance(replay, ops._DepthwiseReplay) and buffers == ()
     assert replay.interleaved == layout and replay.plan.launch is not None
@@ -268,9 +264,8 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     assert e.candidates[0] == (ops.DEPTHWISE_ROUTE, 0, True)
     assert "depthwise kernels multiply in float32" in str(e)
     many = cases.grouped_of(case, depthwise.GROUPED_MAX_INPUTS + 1, 2)
-    x, w, b = many.tensors(torch.float32, "meta")
-    assert not isinstance(ops._work_out_replay(x, w, b, case_args(many, x, w, b), False)[0],
-                          ops._DepthwiseReplay)
+    x, w, b, a = _meta_call(many)
+    assert not isinstance(ops._work_out_replay(x, w, b, a, False)[0], ops._DepthwiseReplay)
 
 
 @pytest.mark.parametrize("layout", [False, True])
