@@ -311,9 +311,8 @@ def grouped_weight(weight: torch.Tensor, a: ConvTransposeArgs, padded: int) -> t
 def launch_bytes(p: Plan, a: ConvTransposeArgs, element_size: int) -> int:
     """Bytes :func:`launch` allocates at most: the weight's copy (grouped_weight's, or a
     contiguous one) and the bias's."""
-    rows = a.in_channels * a.geometry.taps * p.padded_outputs if p.padded_outputs else \
-        a.in_channels * (a.out_channels // a.groups) * a.geometry.taps
-    return (rows + a.out_channels) * element_size
+    outputs = p.padded_outputs or a.out_channels // a.groups   # (a group's, padded or not)
+    return (a.in_channels * a.geometry.taps * outputs + a.out_channels) * element_size
 
 
 def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
