@@ -88,26 +88,34 @@ def reach(g: Geometry) -> Reach:
                  tuple(max(c) for c in count))
 
 
-# Input channels a group up to which a grouped layer (groups > 1) takes the direct kernel.
-# Per output and reaching tap it does J multiply-adds on the CUDA cores, where the column
-# routes write and read a column element (2 x 2 or 4 bytes) for tensor cores that would
-# idle: at about half the H100's 33.5 T float32 multiply-adds a second against its 3 TB/s,
-# the direct kernel is ahead up to about J = 22 in 16-bit types and 44 in float32. The
-# table's grouped cases have J = 8; 3d-strided-grouped's bfloat16 forward ran 0.72-0.87x
-# torch's on the column routes (H100, benches/results/s63/G), at their floor of about 0.5
-# ms (0.74 GB of columns each way). Not yet timed on a GPU.
+# Input channels a group up to which a grouped layer (groups > 1) takes the direct kernel,
+# planar tensors only. Per output and reaching tap it does J multiply-adds on the CUDA
+# cores, where the column routes write and read a column element (2 x 2 or 4 bytes) for
+# tensor cores that would idle: at about half the H100's 33.5 T float32 multiply-adds a
+# second against its 3 TB/s, the direct kernel is ahead up to about J = 22 in 16-bit types
+# and 44 in float32. The table's grouped cases have J = 8. Timed against the column routes
+# (benches/grouped_probe.py, results/s64/P, H100), forward ms, direct / columns: planar
+# float32 2d-strided-grouped 1.19 / 1.34, 3d-strided-grouped 0.59 / 1.19, 3d-stride2-grouped
+# 1.43 / 2.97; bfloat16 0.72 / 0.91, 0.49 / 0.79 (torch 0.65), 1.22 / 1.87. On channels_last
+# tensors it lost every case (float32 2.44 / 1.28, 1.61 / 1.23, 4.10 / 3.12; bfloat16 1.40 /
+# 0.88, 0.88 / 0.87, 2.32 / 1.95): there a program's rows of one group's J channels are
+# J of the C_in channels of each position, so its loads are short strided runs.
 GROUPED_MAX_INPUTS = 8
 
 
-def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
+def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                interleaved: bool) -> Optional[str]:
     """Why call ``a`` does not take the direct kernels, or None where it does: CUDA tensors
-    of 16- or 32-bit floats with one input channel a group, or groups of at most
-    GROUPED_MAX_INPUTS, Triton importable."""
+    of 16- or 32-bit floats with one input channel a group, or planar (not ``interleaved``)
+    ones with groups of at most GROUPED_MAX_INPUTS, Triton importable."""
     from . import fused
     inputs = a.in_channels // a.groups
     if inputs > 1 and (a.groups == 1 or inputs > GROUPED_MAX_INPUTS):
         return (f"{inputs} input channels a group (the kernels take one, or up to "
                 f"{GROUPED_MAX_INPUTS} where groups > 1)")
+    if inputs > 1 and interleaved:
+        return (f"channels_last with {inputs} input channels a group (the grouped kernel "
+                "takes planar tensors)")
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.dtype not in DTYPES:
@@ -117,9 +125,10 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> 
     return None
 
 
-def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
+def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+          interleaved: bool) -> bool:
     """Whether call ``a`` takes the direct kernels (:func:`unavailable` is None)."""
-    return unavailable(a, x, weight) is None
+    return unavailable(a, x, weight, interleaved) is None
 
 
 def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -362,7 +371,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     MAX_PAIRS."""
     if a.in_channels != a.groups:   # (the grouped kernel's backward: the column routes)
         return f"{a.in_channels // a.groups} input channels a group (the backward kernel takes one)"
-    why = unavailable(a, x, weight)
+    why = unavailable(a, x, weight, interleaved)
     pairs = a.out_channels // a.groups * a.geometry.taps
     if why is None and interleaved and pairs > MAX_PAIRS:
         # An FCN-like layer, (8, 21, 16, 16) k64 s32 groups=21, float32: its step 2.66 ms

@@ -301,7 +301,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                            "channels_last" if interleaved else "NCHW-contiguous", EMPTY_ROUTE,
                            [], [], 0, 0, 0, _precision(input.dtype, on_cuda))
     why_not = fused.unavailable(a, input, weight, interleaved)
-    direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight)
+    direct = why_not is not None and on_cuda and depthwise.takes(a, input, weight, interleaved)
     one_input = a.in_channels == a.groups   # (the depthwise kernel's calls, forward and backward)
     route = cl.route(a, size, limit) if interleaved else (None, None)
     gathered, padded = route

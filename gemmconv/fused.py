@@ -557,17 +557,31 @@ CHANNELS_LAST_FLOAT32_ROWS = 256
 CHANNELS_LAST_PLANAR_PRODUCTS = 16384
 
 
-# 3-D forwards on channels_last tensors whose output channels fill a 128-byte chunk of the
-# kernel's tile go to the fused route too. The planar 3-D routes take the outer dim's taps
-# in the GEMM's reduction, over overlapping rows of columns laid out (D, C, H W); with the
-# channels innermost those rows cannot overlap, so the channels_last column routes moved up
-# to 1.7x their bytes (3d-64cube 4.78 against 3.20 ms planar, H200). Forced onto the fused
-# route (benches/fused3d_cl_probe.py, results/s33/F, H200), against torch channels_last:
-# float32 3d-64cube 1.93x -> 2.51x, 3d-32to64 2.48x -> 3.76x, 3d-stride2-dil2 2.01x -> 3.83x,
-# bfloat16 3d-32to64 0.73x -> 1.07x and 3d-stride2-dil2 2.49x -> 4.11x; narrower ones lost
-# or barely won (3d-3x5x7's 16 float32 channels 8.28x -> 4.58x, bfloat16 3d-64cube's 48
-# 1.49x -> 1.37x, float32 3d-96cube's 24 3.02x -> 3.27x).
-WIDE_3D_BYTES = 128
+# 3-D forwards on channels_last tensors go to the fused route too: in 16-bit types all of
+# them, in float32 those whose output channels take at least WIDE_3D_FLOAT32_BYTES. The
+# planar 3-D routes take the outer dim's taps in the GEMM's reduction, over overlapping rows
+# of columns laid out (D, C, H W); with the channels innermost those rows cannot overlap,
+# so the channels_last column routes moved up to 1.7x their bytes (3d-64cube 4.78 against
+# 3.20 ms planar, H200). Forced onto the fused route (benches/fused3d_cl_probe.py,
+# results/s64/P, H100), ms against torch channels_last's: bfloat16 3d-3x5x7 (16 output
+# channels) 0.74 -> 0.62 (torch 0.71), 3d-64cube (48) 2.15 -> 1.28, 3d-96cube (24) 4.75 ->
+# 3.29, 3d-32to64 and 3d-stride2-dil2 even; float32 3d-96cube (24 channels, 96 bytes) 8.19
+# -> 5.38, 3d-64cube, 3d-32to64 and 3d-stride2-dil2 even, and 3d-3x5x7 (16, 64 bytes) lost,
+# 1.06 -> 1.39: the float32 kernel multiplies TF32 at half the 16-bit rate, where the
+# column routes' bytes double, but its tile of few channels does not fill.
+WIDE_3D_FLOAT32_BYTES = 96
+
+
+def wide_3d(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
+    """Whether a 3-D forward goes to the fused route as channels_last (see
+    WIDE_3D_FLOAT32_BYTES): of more than SMALL_OUTPUT output elements, or at least
+    SMALL_FUSED_OUTPUT where two taps or more reach an output on average (3d-3x5x7's 11M
+    outputs; the 3-D U-Net's k2 s2 layers, one tap an output, stay on the column routes)."""
+    g, outputs = a.geometry, a.output_elements
+    large = outputs > SMALL_OUTPUT or (
+        g.taps >= 2 * math.prod(g.stride) and outputs >= SMALL_FUSED_OUTPUT)
+    return g.nd == 3 and interleaved and large and (
+        element_size < 4 or a.out_channels * element_size >= WIDE_3D_FLOAT32_BYTES)
 
 
 # 2-D forwards below SMALL_OUTPUT go to the fused route, launched as a CUDA graph
@@ -619,12 +633,11 @@ def preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
 
 def forward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
     """Whether the cost model sends a call's forward to the fused route: those
-    :func:`preferred` sends, and 3-D calls on channels_last tensors whose output channels
-    take at least WIDE_3D_BYTES, and small 2-D ones (:func:`small_preferred`); their
-    backward stays where :func:`backward_preferred` says."""
-    return preferred(a, interleaved) or small_preferred(a, interleaved) or (
-        a.geometry.nd == 3 and interleaved and a.out_channels * element_size >= WIDE_3D_BYTES
-        and a.output_elements > SMALL_OUTPUT)
+    :func:`preferred` sends, 3-D calls on channels_last tensors (:func:`wide_3d`), and
+    small 2-D ones (:func:`small_preferred`); their backward stays where
+    :func:`backward_preferred` says."""
+    return preferred(a, interleaved) or small_preferred(a, interleaved) or \
+        wide_3d(a, interleaved, element_size)
 
 
 def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -637,8 +650,8 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     on channels_last tensors where ``interleaved``)."""
     why = _unable(a, x, weight)
     if why is None and not forward_preferred(a, interleaved, x.element_size()):
-        return (f"the cost model: 3-D (but channels_last with {WIDE_3D_BYTES} bytes of output "
-                f"channels), strided planar 2-D or strided 1-D, or at most {SMALL_OUTPUT:,} "
+        return (f"the cost model: 3-D (but large channels_last ones in 16-bit types, or float32 "
+                f"with {WIDE_3D_FLOAT32_BYTES} bytes of output channels), strided planar 2-D or strided 1-D, or at most {SMALL_OUTPUT:,} "
                 "output elements (but 2-D calls of two taps an output, "
                 f"{SMALL_FUSED_OUTPUT:,} output elements and {SMALL_FUSED_CHANNELS} output channels)")
     return why

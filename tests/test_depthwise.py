@@ -234,17 +234,21 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
     x, w, b = case.tensors(torch.float32, "meta")
     x = _batched(case, x)
     a = case_args(case, x, w, b)
-    assert depthwise.unavailable(a, x, w) is None            # meta: described as on a GPU
-    assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w)
-    assert "float64" in depthwise.unavailable(a, x.double(), w.double())
+    assert depthwise.unavailable(a, x, w, False) is None     # meta: described as on a GPU
+    assert depthwise.unavailable(a, x, w, True) is None      # channels_last too
+    assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w, False)
+    assert "float64" in depthwise.unavailable(a, x.double(), w.double(), False)
     most = depthwise.GROUPED_MAX_INPUTS
     for inputs, groups, taken in ((2, 2, True), (most, 4, True), (most + 1, 2, False),
                                   (2, 1, False)):
         x, w, b, a = _meta_call(cases._c("grouped", 2, inputs * groups, 4, (3, 3), (5, 5),
                                          stride=2, groups=groups))
-        why = depthwise.unavailable(a, x, w)
+        why = depthwise.unavailable(a, x, w, False)
         assert (why is None) == taken
         assert taken or f"{inputs} input channels a group" in why
+        if taken:   # the grouped kernel takes planar tensors
+            assert f"channels_last with {inputs} input channels a group" in \
+                depthwise.unavailable(a, x, w, True)
         # The backward kernel takes one input channel a group.
         assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
 
@@ -268,18 +272,22 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     assert not isinstance(ops._work_out_replay(x, w, b, a, False)[0], ops._DepthwiseReplay)
 
 
-@pytest.mark.parametrize("layout", [False, True])
-def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel(layout):
-    """Worked out on meta tensors: a grouped call of up to GROUPED_MAX_INPUTS input channels
-    a group replays the grouped kernel's launch, a program a stride phase (all phases of
-    every block of phase 0's outputs, the most of any phase), whose channels are one
-    group's; its backward stays on the column routes. explain and the route's name say
-    so."""
+def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel():
+    """Worked out on meta tensors: a planar grouped call of up to GROUPED_MAX_INPUTS input
+    channels a group replays the grouped kernel's launch, a program a stride phase (all
+    phases of every block of phase 0's outputs, the most of any phase), whose channels are
+    one group's; its backward stays on the column routes. explain and the route's name say
+    so. On channels_last tensors the call stays on the column routes."""
     case = next(c for c in cases.GROUPED if c.name == "3d-strided-grouped-small")
     from gemmconv import _triton
-    x, w, b, a = _meta_call(case, layout)
-    replay, _ = ops._work_out_replay(x, w, b, a, layout)
-    assert isinstance(replay, ops._DepthwiseReplay) and replay.interleaved == layout
+    x, w, b, a = _meta_call(case, True)
+    assert not isinstance(ops._work_out_replay(x, w, b, a, True)[0], ops._DepthwiseReplay)
+    e = gemmconv.explain(x, w, b, **case.kwargs)
+    assert e.route.startswith("channels_last: ") and ops.GROUPED_ROUTE not in e.route
+    assert ops.GROUPED_ROUTE not in [c[0] for c in e.candidates]
+    x, w, b, a = _meta_call(case, False)
+    replay, _ = ops._work_out_replay(x, w, b, a, False)
+    assert isinstance(replay, ops._DepthwiseReplay) and not replay.interleaved
     launch = replay.plan.launch
     assert launch.kernel is _triton.grouped_transposed
     br, bw, bc = (launch.constants[k] for k in ("BR", "BW", "BC"))
@@ -292,10 +300,10 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
                            -(-extent[0] * extent[1] // br) * -(-extent[2] // bw),)
     assert replay.plan.padded_outputs == launch.constants["MP"] == channel_blocks * bc
     grad_out = torch.empty(a.output_shape, device="meta")
-    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, layout),
+    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, False),
                           ops._DepthwiseBackward)
     e = gemmconv.explain(x, w, b, **case.kwargs)
-    assert e.route == ("channels_last: " if layout else "") + ops.GROUPED_ROUTE
+    assert e.route == ops.GROUPED_ROUTE
     assert e.candidates[0] == (ops.GROUPED_ROUTE, 0, True)
     assert "8 input channels" in e.steps[0] and "grouped direct kernel multiplies" in str(e)
     assert "the column routes" in e.backward and e.workspace_bytes == 0

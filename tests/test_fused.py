@@ -1267,15 +1267,15 @@ def test_cost_model_sends_the_forward_of_small_2d_layers_of_many_taps_to_the_fus
 
 @pytest.mark.parametrize("name,dtype,sent", [
     ("3d-64cube", torch.float32, True), ("3d-32to64", torch.float32, True),
-    ("3d-stride2-dil2", torch.float32, True), ("3d-32to64", torch.bfloat16, True),
-    ("3d-stride2-dil2", torch.bfloat16, True),
-    ("3d-96cube", torch.float32, False),      # 24 output channels: 96 bytes
-    ("3d-3x5x7", torch.float32, False),       # 16: 64 bytes
-    ("3d-64cube", torch.bfloat16, False)])    # 48: 96 bytes
-def test_cost_model_sends_the_forward_of_wide_channels_last_3d_calls_to_the_fused_route(name, dtype, sent):
-    """3-D forwards go to the fused route on channels_last tensors whose output channels take
-    128 bytes (the H200 cases that won there, fused.WIDE_3D_BYTES), never on planar ones,
-    and their backward stays where it was."""
+    ("3d-stride2-dil2", torch.float32, True), ("3d-96cube", torch.float32, True),  # 24: 96 bytes
+    ("3d-3x5x7", torch.float32, False),                                         # 16: 64 bytes
+    ("3d-32to64", torch.bfloat16, True), ("3d-stride2-dil2", torch.bfloat16, True),
+    ("3d-64cube", torch.bfloat16, True), ("3d-3x5x7", torch.bfloat16, True),
+    ("3d-96cube", torch.float16, True)])
+def test_cost_model_sends_the_forward_of_channels_last_3d_calls_to_the_fused_route(name, dtype, sent):
+    """3-D forwards go to the fused route on channels_last tensors in 16-bit types, and in
+    float32 where their output channels take 96 bytes (fused.WIDE_3D_FLOAT32_BYTES: the
+    cases that won there), never on planar ones, and their backward stays where it was."""
     case = next(c for c in cases.BENCH if c.name == name)
     x, w = _meta(case.batch, case.in_channels, *case.size, dtype=dtype), \
         _meta(case.in_channels, case.out_channels, *case.kernel_size, dtype=dtype)
@@ -1288,6 +1288,11 @@ def test_cost_model_sends_the_forward_of_wide_channels_last_3d_calls_to_the_fuse
     small = _meta(2, case.in_channels, 8, 8, 8, dtype=dtype)   # the 3-D U-Net's size: columns
     a = conv_transpose_args("conv_transpose3d", 3, small, w, None, **case.kwargs)
     assert not fused.forward_preferred(a, True, small.element_size())
+    # The 3-D U-Net's k2 s2 up-convolution, 16M outputs of one tap each: columns.
+    x, w = _meta(2, 64, 32, 32, 32, dtype=dtype), _meta(64, 32, 2, 2, 2, dtype=dtype)
+    a = conv_transpose_args("conv_transpose3d", 3, x, w, None, 2, 0, 0, 1, 1)
+    assert a.output_elements >= fused.SMALL_FUSED_OUTPUT
+    assert not fused.forward_preferred(a, True, x.element_size())
 
 
 def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_fused_kernels():
