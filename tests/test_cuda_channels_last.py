@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gemmconv
-from gemmconv import _cuda, cases, channels_last, gemm, ops
+from gemmconv import _cuda, cases, channels_last, fused, gemm, ops
 from gemmconv.bench import reference as reference64
 from gemmconv.columns import col2im_interleaved, im2col_interleaved
 from gemmconv.shapes import Geometry
@@ -103,6 +103,7 @@ def test_channels_last_by_padded_rows(monkeypatch, case, mode):
     overlapping rows, the k products and the copy's zero padding on cuBLAS and the kernels."""
     monkeypatch.setattr(ops.ConvTransposeArgs, "interleaved_route", lambda a: (
         (a.padded_rows().split.gathered, True) if a.padded_rows() else (a.gathered_dims(), False)))
+    monkeypatch.setattr(fused, "wide_3d", lambda *args: False)   # (3-D calls: not fused)
     ran, by_rows = [], channels_last.forward_by_rows
     monkeypatch.setattr(channels_last, "forward_by_rows",
                         lambda x, *args: ran.append(x.shape) or by_rows(x, *args))

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import cases, depthwise
+from gemmconv import cases, channels_last, depthwise
 from gemmconv.bench import reference as reference64
 from helpers import OURS, case_args, check_against_float64, generator, poison_allocator, rel_error
 from test_cuda import on_a_busy_stream
@@ -63,9 +63,10 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
     leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
-    # (A grouped call on channels_last tensors takes the column routes: no launch.)
+    # (A grouped call on channels_last tensors takes the column routes: no launch. An empty
+    # batch is both planar and channels_last: the call's layout is channels_last.suggested's.)
     direct = depthwise.takes(case_args(case, *leaves), leaves[0], leaves[1],
-                             layout == "channels_last")
+                             channels_last.suggested(leaves[0], leaves[1]))
 
     def one_forward_launch():
         return 1 if launches[0] == direct else 0

@@ -134,15 +134,16 @@ def test_calls_the_fused_route_cannot_take_go_elsewhere(launches, why):
 
 
 @pytest.mark.parametrize("c_out,dtype,layout,sent", [
-    (32, torch.float32, "channels_last", True), (64, torch.bfloat16, "channels_last", True),
-    (16, torch.float32, "channels_last", False), (48, torch.bfloat16, "channels_last", False),
-    (32, torch.float32, "planar", False)])
+    (32, torch.float32, "channels_last", True), (24, torch.float32, "channels_last", True),
+    (16, torch.float32, "channels_last", False), (16, torch.bfloat16, "channels_last", True),
+    (64, torch.bfloat16, "channels_last", True), (32, torch.float32, "planar", False),
+    (32, torch.bfloat16, "planar", False)])
 def test_wide_channels_last_3d_forwards_take_the_fused_route_by_default(monkeypatch, launches,
                                                                        c_out, dtype, layout, sent):
     """The cost model's 3-D rule (fused.forward_preferred) as calls meet it, at a size the
-    test can check (its floor lowered): channels_last calls whose output channels take 128
-    bytes run the fused kernel, others the column routes, both right against float64, into
-    poisoned memory, in the input's layout."""
+    test can check (its floor lowered): channels_last calls in 16-bit types, or in float32
+    whose output channels take 96 bytes, run the fused kernel, others the column routes,
+    both right against float64, into poisoned memory, in the input's layout."""
     monkeypatch.setattr(fused, "SMALL_OUTPUT", 1 << 12)
     case = cases.Case("wide-3d", 2, 16, c_out, (3, 3, 3), (6, 7, 9), stride=(1, 2, 1), padding=(1,))
     x, w, b = (t.detach() for t in _tensors(case, f"wide-{c_out}", dtype, layout == "channels_last"))
