@@ -7,9 +7,10 @@ puts their floor near 0.5 ms against torch's 0.6-0.7.
 Per grouped case of the table, float32 and bfloat16, planar and channels_last: torch, the
 direct kernel (the default), the column routes (GROUPED_MAX_INPUTS = 1), each in one
 process by bench.measure (median of 10, errors against float64; torch timed beside each).
-Then the direct kernel's program size (depthwise.GROUPED_ELEMENTS) in bfloat16.
+Then the direct kernel's program size (depthwise.GROUPED_ELEMENTS) in bfloat16, unless
+``--no-sizes``.
 
-    PYTHONPATH=. python benches/grouped_probe.py [CASE ...]
+    PYTHONPATH=. python benches/grouped_probe.py [--no-sizes] [CASE ...]
 """
 import sys
 
@@ -27,7 +28,8 @@ def cell(label: str, row) -> str:
 
 def main() -> int:
     device = torch.device("cuda")
-    names = sys.argv[1:]
+    sizes = "--no-sizes" not in sys.argv
+    names = [a for a in sys.argv[1:] if a != "--no-sizes"]
     print(torch.cuda.get_device_name(), flush=True)
     chosen = [c for c in cases.BENCH if c.groups > 1 and c.in_channels // c.groups > 1
               and (not names or c.name in names)]
@@ -43,7 +45,7 @@ def main() -> int:
                       f"{cell('direct', direct)} | {cell('columns', columns)} | "
                       f"floor {direct.floor_ms:.3f}", flush=True)
     ceiling = bench.ceilings(device, torch.bfloat16)
-    for case in chosen:
+    for case in chosen if sizes else []:
         for interleaved in (False, True):
             cells = []
             for elements in (2048, 4096, 8192):

@@ -41,6 +41,16 @@ K) gpu
   layer "ConvTranspose2d(64, 64, 3)" --input 8,64,1024,1024 --backward --channels-last --dtype bfloat16
   layer "ConvTranspose2d(32, 32, 3)" --input 8,32,512,1024 --backward --channels-last --dtype bfloat16
   layer "ConvTranspose3d(32, 16, (3, 5, 7))" --input 16,32,16,32,64 --channels-last --dtype bfloat16 ;;
+R) gpu   # (added in session 64, after T, P, G and K: the grouped kernel's vector form)
+  node
+  probe 110 grouped-vec grouped_probe.py --no-sizes
+  TT=150
+  t dw-ieee tests/test_cuda_depthwise.py -k "grouped and float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "grouped and float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "grouped and float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "grouped and bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  summary ;;
 Z1) gpu
   node
   zoo_model dcgan 120; zoo_model vae-decoder 200; zoo_model unet2d 230 ;;

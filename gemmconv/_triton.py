@@ -598,22 +598,26 @@ def depthwise_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
 
 @triton.jit
 def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
-                       multiplier, taps, kernel1, kernel2,
+                       taps, kernel1, kernel2,
                        grid0, grid1, grid2, image0, image1, image2,
                        stride0, stride1, stride2, step0, step1, step2, delta0, delta1, delta2,
                        x_sn, x_sc, x_s0, x_s1, x_s2, o_sn, o_sc, o_s0, o_s1, o_s2,
                        column_blocks, row_blocks, channel_blocks, groups,
-                       J: tl.constexpr, MP: tl.constexpr, BR: tl.constexpr,
-                       BW: tl.constexpr, BC: tl.constexpr, HAS_BIAS: tl.constexpr):
+                       J: tl.constexpr, M: tl.constexpr, MP: tl.constexpr, VEC: tl.constexpr,
+                       BR: tl.constexpr, BW: tl.constexpr, BC: tl.constexpr,
+                       HAS_BIAS: tl.constexpr):
     """A block of ``BR`` output rows by ``BW`` positions along W of one stride phase, by
-    ``BC`` of one group's ``multiplier`` output channels, of one sample, of a transposed
-    convolution with ``J`` input channels a group (gemmconv/depthwise.py): the output ``(g,
-    m)`` at ``y = s q + r`` sums, over the taps that reach phase ``r`` and the group's
-    channels ``j``, ``w[g J + j, m, tap]`` times that input channel at ``q + offset``.
-    ``reach_ptr`` as :func:`depthwise_transposed`'s; ``w_ptr`` the weight ``(C_in, taps,
-    MP)``, its M output channels zero-padded to MP (depthwise.grouped_weight), so that a
-    tap's are one unmasked vector. J is unrolled, so that a tap's loads of every channel
-    are in flight together.
+    ``BC`` of one group's ``M`` output channels, of one sample, of a transposed convolution
+    with ``J`` input channels a group (gemmconv/depthwise.py): the output ``(g, m)`` at ``y
+    = s q + r`` sums, over the taps that reach phase ``r`` and the group's channels ``j``,
+    ``w[g J + j, m, tap]`` times that input channel at ``q + offset``. ``reach_ptr`` as
+    :func:`depthwise_transposed`'s; ``w_ptr`` the weight ``(C_in, taps, MP)``, its M output
+    channels zero-padded to MP (depthwise.grouped_weight), so that a tap's are one unmasked
+    vector. J is unrolled, so that a tap's loads of every channel are in flight together.
+    ``VEC`` input channels a load (1 planar; where channels are innermost, up to 16 bytes
+    of a position's channels as one vector load, split in registers by :func:`_lanes`). M
+    is a constant so that the compiler sees whole vectors of a group's output channels
+    (their mask and alignment) and stores them as such where channels are innermost.
 
     One phase a program, so every tap it visits reaches all of its outputs: each input
     element loaded serves the block's BC channels, and each weight its BR x BW positions
@@ -635,11 +639,12 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     row = r_block * BR + tl.arange(0, BR)
     q2 = w_block * BW + tl.arange(0, BW)
     q1, q0 = row % tl.maximum(extent1, 1), row // tl.maximum(extent1, 1)
-    row_ok, col_ok, m_ok = row < extent0 * extent1, q2 < extent2, m < multiplier
+    row_ok, col_ok, m_ok = row < extent0 * extent1, q2 < extent2, m < M
     first0, count0, offset0, first1, count1, offset1, first2, count2, offset2 = \
         _reach_of(reach_ptr, stride0, stride1, r0, r1, r2)
     x_group = x_ptr + n * x_sn + (group * J).to(tl.int64) * x_sc
     w_group = w_ptr + (group * J) * (taps * MP) + m
+    lane = tl.arange(0, VEC)
     acc = tl.zeros((BR, BW, BC), dtype=tl.float32)
     for m0 in range(0, count0):
         i0 = q0 + offset0 - m0 * delta0
@@ -651,18 +656,20 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
             tap1 = ((first0 + m0 * step0) * kernel1 + first1 + m1 * step1) * kernel2
             for m2 in range(0, count2):
                 i2 = q2 + offset2 - m2 * delta2
-                # (BR, BW, 1), not (BR, BW): loaded in the accumulator's layout, where a 2-D
-                # load would be converted to it, a channel at a time.
+                # (BR, BW, VEC), not (BR, BW): loaded in the accumulator's layout, where a
+                # 2-D load would be converted to it, a channel at a time.
                 ok = ok1[:, None, None] & (col_ok & (i2 >= 0) & (i2 < grid2))[None, :, None]
-                x_j = x_group + at1[:, None, None] + (i2.to(tl.int64) * x_s2)[None, :, None]
-                w_j = w_group + (tap1 + first2 + m2 * step2) * MP
-                for j in tl.static_range(J):   # (pointers step, so offsets stay small)
-                    xv = tl.load(x_j, mask=ok, other=0.0)
-                    wv = tl.load(w_j)
-                    acc += xv.to(tl.float32) * wv.to(tl.float32)[None, None, :]
-                    x_j += x_sc
-                    w_j += taps * MP
-    c = group * multiplier + m
+                x_tap = x_group + at1[:, None, None] + (i2.to(tl.int64) * x_s2)[None, :, None]
+                w_tap = w_group + (tap1 + first2 + m2 * step2) * MP
+                for j0 in tl.static_range(0, J, VEC):
+                    j = j0 + lane
+                    xs = _lanes(tl.load(x_tap + (j * x_sc)[None, None, :],
+                                        mask=ok & (j < J)[None, None, :], other=0.0), BR, BW, VEC)
+                    for i in tl.static_range(VEC):
+                        if j0 + i < J:
+                            wv = tl.load(w_tap + (j0 + i) * (taps * MP))
+                            acc += xs[i].to(tl.float32) * wv.to(tl.float32)[None, None, :]
+    c = group * M + m
     if HAS_BIAS:
         acc += tl.load(bias_ptr + c, mask=m_ok, other=0.0).to(tl.float32)[None, None, :]
     y0, y1, y2 = q0 * stride0 + r0, q1 * stride1 + r1, q2 * stride2 + r2
@@ -671,6 +678,18 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     out = out_ptr + n * o_sn + c.to(tl.int64)[None, None, :] * o_sc + at
     ok = row_ok[:, None, None] & col_ok[None, :, None] & m_ok[None, None, :]
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def _lanes(t, BR: tl.constexpr, BW: tl.constexpr, N: tl.constexpr):
+    """The ``N`` channels of ``t (BR, BW, N)`` (a power of two), in order, each ``(BR, BW,
+    1)``: halved in registers, where a thread holds a position's N channels as its vector
+    load left them."""
+    if N == 1:
+        return (t,)
+    else:
+        low, high = tl.split(tl.permute(tl.reshape(t, (BR, BW, 2, N // 2)), (0, 1, 3, 2)))
+        return _lanes(low, BR, BW, N // 2) + _lanes(high, BR, BW, N // 2)
 
 
 @triton.jit

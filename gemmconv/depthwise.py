@@ -88,8 +88,8 @@ def reach(g: Geometry) -> Reach:
                  tuple(max(c) for c in count))
 
 
-# Input channels a group up to which a grouped layer (groups > 1) takes the direct kernel,
-# planar tensors only. Per output and reaching tap it does J multiply-adds on the CUDA
+# Input channels a group up to which a grouped layer (groups > 1) takes the direct kernel.
+# Per output and reaching tap it does J multiply-adds on the CUDA
 # cores, where the column routes write and read a column element (2 x 2 or 4 bytes) for
 # tensor cores that would idle: at about half the H100's 33.5 T float32 multiply-adds a
 # second against its 3 TB/s, the direct kernel is ahead up to about J = 22 in 16-bit types
@@ -98,22 +98,26 @@ def reach(g: Geometry) -> Reach:
 # float32 2d-strided-grouped 1.19 / 1.34, 3d-strided-grouped 0.59 / 1.19, 3d-stride2-grouped
 # 1.43 / 2.97; bfloat16 0.72 / 0.91, 0.49 / 0.79 (torch 0.65), 1.22 / 1.87. On channels_last
 # tensors it lost every case (float32 2.44 / 1.28, 1.61 / 1.23, 4.10 / 3.12; bfloat16 1.40 /
-# 0.88, 0.88 / 0.87, 2.32 / 1.95): there a program's rows of one group's J channels are
-# J of the C_in channels of each position, so its loads are short strided runs.
+# 0.88, 0.88 / 0.87, 2.32 / 1.95): compiled for sm_90, every load of its input and store of
+# its output there was one 2- or 4-byte element a thread (a warp's 32 of them 32 sectors).
+# It now reads a position's J channels as one vector and stores a group's output channels
+# as such (_triton.grouped_transposed's VEC and M): not yet timed on a GPU.
 GROUPED_MAX_INPUTS = 8
+GROUPED_CHANNELS_LAST = True   # whether channels_last calls take it too
 
 
 def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                 interleaved: bool) -> Optional[str]:
     """Why call ``a`` does not take the direct kernels, or None where it does: CUDA tensors
-    of 16- or 32-bit floats with one input channel a group, or planar (not ``interleaved``)
-    ones with groups of at most GROUPED_MAX_INPUTS, Triton importable."""
+    of 16- or 32-bit floats with one input channel a group, or with groups of at most
+    GROUPED_MAX_INPUTS (planar, not ``interleaved``, but where GROUPED_CHANNELS_LAST), Triton
+    importable."""
     from . import fused
     inputs = a.in_channels // a.groups
     if inputs > 1 and (a.groups == 1 or inputs > GROUPED_MAX_INPUTS):
         return (f"{inputs} input channels a group (the kernels take one, or up to "
                 f"{GROUPED_MAX_INPUTS} where groups > 1)")
-    if inputs > 1 and interleaved:
+    if inputs > 1 and interleaved and not GROUPED_CHANNELS_LAST:
         return (f"channels_last with {inputs} input channels a group (the grouped kernel "
                 "takes planar tensors)")
     if not x.is_cuda and x.device.type != "meta":
@@ -219,6 +223,12 @@ def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
     return min(max(1, GROUPED_ELEMENTS // bc // bw), _pow2(rows)), bw, bc
 
 
+def grouped_vector(inputs: int, x_strides: tuple, element_size: int) -> int:
+    """Input channels one load of the grouped kernel reads: a group's, up to 16 bytes, where
+    channels are innermost (their stride 1), else one."""
+    return min(_pow2(inputs), 16 // element_size) if x_strides[1] == 1 else 1
+
+
 class Plan(NamedTuple):
     """A call's launch (_triton.Launch; None where it has no outputs) and its reach table
     on the device; for the grouped kernel, the output channels its weight rows are padded
@@ -233,13 +243,13 @@ def plan(a: ConvTransposeArgs, x: torch.Tensor, out: torch.Tensor, has_bias: boo
     :func:`launch`."""
     return _plan(a.geometry, x.shape[0], a.out_channels, a.out_channels // a.groups,
                  tuple(x.shape[2:]), a.image, x.stride(), out.stride(), has_bias, x.device,
-                 a.in_channels // a.groups)
+                 a.in_channels // a.groups, x.element_size())
 
 
 @functools.lru_cache(maxsize=256)
 def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, image: tuple,
           x_strides: tuple, out_strides: tuple, has_bias: bool, device: torch.device,
-          inputs: int = 1) -> Plan:
+          inputs: int = 1, element_size: int = 4) -> Plan:
     from . import _triton
     if batch * channels * math.prod(image) == 0:
         return Plan(None, None)
@@ -256,14 +266,16 @@ def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, 
         br, bw, bc = grouped_blocks(multiplier, extent[0] * extent[1], extent[2])
         counts = (-(-extent[2] // bw), -(-(extent[0] * extent[1]) // br), -(-multiplier // bc))
         groups = channels // multiplier
-        sizes = (multiplier, math.prod(kernel), kernel[1], kernel[2],
+        sizes = (math.prod(kernel), kernel[1], kernel[2],
                  *((1,) * pad + grid), *image3, *stride3, *r.step, *r.delta,
                  x_strides[0], x_strides[1], *spatial(x_strides),
                  out_strides[0], out_strides[1], *spatial(out_strides), *counts, groups)
         programs = batch * groups * math.prod(counts) * math.prod(stride3)
         padded = counts[2] * bc
         return Plan(_triton.Launch(_triton.grouped_transposed, (programs,), sizes, J=inputs,
-                                   MP=padded, BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias,
+                                   M=multiplier, MP=padded,
+                                   VEC=grouped_vector(inputs, x_strides, element_size),
+                                   BR=br, BW=bw, BC=bc, HAS_BIAS=has_bias,
                                    num_warps=PROGRAM_WARPS), table, padded)
     rows = image3[0] * image3[1]
     br, bw, bc = blocks(channels, rows, image3[2], out_strides[1] == 1 and channels > 1)

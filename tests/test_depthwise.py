@@ -246,9 +246,13 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
         why = depthwise.unavailable(a, x, w, False)
         assert (why is None) == taken
         assert taken or f"{inputs} input channels a group" in why
-        if taken:   # the grouped kernel takes planar tensors
-            assert f"channels_last with {inputs} input channels a group" in \
-                depthwise.unavailable(a, x, w, True)
+        assert depthwise.unavailable(a, x, w, True) == why     # channels_last alike
+        if taken:   # but where GROUPED_CHANNELS_LAST is off
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(depthwise, "GROUPED_CHANNELS_LAST", False)
+                assert f"channels_last with {inputs} input channels a group" in \
+                    depthwise.unavailable(a, x, w, True)
+                assert depthwise.unavailable(a, x, w, False) is None
         # The backward kernel takes one input channel a group.
         assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
 
@@ -272,24 +276,24 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
     assert not isinstance(ops._work_out_replay(x, w, b, a, False)[0], ops._DepthwiseReplay)
 
 
-def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel():
-    """Worked out on meta tensors: a planar grouped call of up to GROUPED_MAX_INPUTS input
-    channels a group replays the grouped kernel's launch, a program a stride phase (all
-    phases of every block of phase 0's outputs, the most of any phase), whose channels are
-    one group's; its backward stays on the column routes. explain and the route's name say
-    so. On channels_last tensors the call stays on the column routes."""
+@pytest.mark.parametrize("layout", [False, True])
+def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel(monkeypatch, layout):
+    """Worked out on meta tensors: a grouped call of up to GROUPED_MAX_INPUTS input channels
+    a group replays the grouped kernel's launch, a program a stride phase (all phases of
+    every block of phase 0's outputs, the most of any phase), whose channels are one
+    group's, its input read a channel a load where planar, 16 bytes of a group's channels
+    where they are innermost; its backward stays on the column routes. explain and the
+    route's name say so. Without GROUPED_CHANNELS_LAST a channels_last call takes the column
+    routes."""
     case = next(c for c in cases.GROUPED if c.name == "3d-strided-grouped-small")
     from gemmconv import _triton
-    x, w, b, a = _meta_call(case, True)
-    assert not isinstance(ops._work_out_replay(x, w, b, a, True)[0], ops._DepthwiseReplay)
-    e = gemmconv.explain(x, w, b, **case.kwargs)
-    assert e.route.startswith("channels_last: ") and ops.GROUPED_ROUTE not in e.route
-    assert ops.GROUPED_ROUTE not in [c[0] for c in e.candidates]
-    x, w, b, a = _meta_call(case, False)
-    replay, _ = ops._work_out_replay(x, w, b, a, False)
-    assert isinstance(replay, ops._DepthwiseReplay) and not replay.interleaved
+    x, w, b, a = _meta_call(case, layout)
+    replay, _ = ops._work_out_replay(x, w, b, a, layout)
+    assert isinstance(replay, ops._DepthwiseReplay) and replay.interleaved == layout
     launch = replay.plan.launch
     assert launch.kernel is _triton.grouped_transposed
+    assert launch.constants["VEC"] == (4 if layout else 1)      # float32: 16 bytes, 4 of the 8
+    assert launch.constants["M"] == case.out_channels // case.groups
     br, bw, bc = (launch.constants[k] for k in ("BR", "BW", "BC"))
     extent = [-(-i // s) for i, s in zip(a.image, case.stride)]
     multiplier = case.out_channels // case.groups
@@ -303,10 +307,25 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, False),
                           ops._DepthwiseBackward)
     e = gemmconv.explain(x, w, b, **case.kwargs)
-    assert e.route == ops.GROUPED_ROUTE
+    assert e.route == ("channels_last: " if layout else "") + ops.GROUPED_ROUTE
     assert e.candidates[0] == (ops.GROUPED_ROUTE, 0, True)
     assert "8 input channels" in e.steps[0] and "grouped direct kernel multiplies" in str(e)
     assert "the column routes" in e.backward and e.workspace_bytes == 0
+    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", False)
+    assert isinstance(ops._work_out_replay(x, w, b, a, layout)[0], ops._DepthwiseReplay) != layout
+    e = gemmconv.explain(x, w, b, **case.kwargs)
+    assert (e.route == ops.GROUPED_ROUTE) != layout
+
+
+PLANAR, CHANNELS_LAST = (640, 80, 8, 1), (640, 1, 80, 8)   # x.stride() of (N, 8, 10, 8)
+
+
+@pytest.mark.parametrize("inputs,strides,size,vec", [
+    (8, CHANNELS_LAST, 2, 8), (8, CHANNELS_LAST, 4, 4), (3, CHANNELS_LAST, 2, 4),
+    (2, CHANNELS_LAST, 4, 2), (8, PLANAR, 2, 1), (2, PLANAR, 4, 1)])
+def test_grouped_kernel_reads_16_bytes_of_a_groups_channels_where_they_are_innermost(
+        inputs, strides, size, vec):
+    assert depthwise.grouped_vector(inputs, strides, size) == vec
 
 
 @pytest.mark.parametrize("multiplier,rows,width", [(8, 300, 50), (3, 1, 5), (64, 7, 1000),
