@@ -101,9 +101,11 @@ def reach(g: Geometry) -> Reach:
 # 0.88, 0.88 / 0.87, 2.32 / 1.95): compiled for sm_90, every load of its input and store of
 # its output there was one 2- or 4-byte element a thread (a warp's 32 of them 32 sectors).
 # It now reads a position's J channels as one vector and stores a group's output channels
-# as such (_triton.grouped_transposed's VEC and M): not yet timed on a GPU.
+# as such (_triton.grouped_transposed's VEC and M), but that form has not run on a GPU:
+# until it is timed against the column routes (benches/grouped_probe.py), channels_last
+# calls keep to them (GROUPED_CHANNELS_LAST).
 GROUPED_MAX_INPUTS = 8
-GROUPED_CHANNELS_LAST = True   # whether channels_last calls take it too
+GROUPED_CHANNELS_LAST = False   # whether channels_last calls take the kernel too
 
 
 def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,

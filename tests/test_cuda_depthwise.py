@@ -54,17 +54,19 @@ def _tensors(case, key, dtype, channels_last):
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", cases.DEPTHWISE + cases.GROUPED, ids=lambda c: c.name)
-def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
+def test_depthwise_kernel_matches_float64(monkeypatch, launches, case, mode, layout):
     """The forward and the gradients by the kernels (once a call each, bitwise the same run
     to run, in the input's layout; the FCN-like cases' pairs in chunks, and their
-    channels_last backward on the column routes; the grouped cases' planar forward by the
-    grouped kernel, the rest on the column routes), all against float64 torch."""
+    channels_last backward on the column routes; the grouped cases' forward by the grouped
+    kernel, channels_last too (GROUPED_CHANNELS_LAST, forced on: its vector form), their
+    backward on the column routes), all against float64 torch."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
+    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
     leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
-    # (A grouped call on channels_last tensors takes the column routes: no launch. An empty
-    # batch is both planar and channels_last: the call's layout is channels_last.suggested's.)
+    # (An empty batch is both planar and channels_last: the call's layout is then
+    # channels_last.suggested's.)
     direct = depthwise.takes(case_args(case, *leaves), leaves[0], leaves[1],
                              channels_last.suggested(leaves[0], leaves[1]))
 

@@ -246,13 +246,12 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
         why = depthwise.unavailable(a, x, w, False)
         assert (why is None) == taken
         assert taken or f"{inputs} input channels a group" in why
-        assert depthwise.unavailable(a, x, w, True) == why     # channels_last alike
-        if taken:   # but where GROUPED_CHANNELS_LAST is off
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(depthwise, "GROUPED_CHANNELS_LAST", False)
-                assert f"channels_last with {inputs} input channels a group" in \
-                    depthwise.unavailable(a, x, w, True)
-                assert depthwise.unavailable(a, x, w, False) is None
+        with pytest.MonkeyPatch.context() as patch:   # channels_last: as GROUPED_CHANNELS_LAST says
+            patch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
+            assert depthwise.unavailable(a, x, w, True) == why
+            patch.setattr(depthwise, "GROUPED_CHANNELS_LAST", False)
+            assert taken == (f"channels_last with {inputs} input channels a group" in
+                             (depthwise.unavailable(a, x, w, True) or ""))
         # The backward kernel takes one input channel a group.
         assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
 
@@ -283,10 +282,11 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     every block of phase 0's outputs, the most of any phase), whose channels are one
     group's, its input read a channel a load where planar, 16 bytes of a group's channels
     where they are innermost; its backward stays on the column routes. explain and the
-    route's name say so. Without GROUPED_CHANNELS_LAST a channels_last call takes the column
-    routes."""
+    route's name say so. Where GROUPED_CHANNELS_LAST is off (the default, until timed) a
+    channels_last call takes the column routes."""
     case = next(c for c in cases.GROUPED if c.name == "3d-strided-grouped-small")
     from gemmconv import _triton
+    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
     x, w, b, a = _meta_call(case, layout)
     replay, _ = ops._work_out_replay(x, w, b, a, layout)
     assert isinstance(replay, ops._DepthwiseReplay) and replay.interleaved == layout
