@@ -121,7 +121,7 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                 f"{GROUPED_MAX_INPUTS} where groups > 1)")
     if inputs > 1 and interleaved and not GROUPED_CHANNELS_LAST:
         return (f"channels_last with {inputs} input channels a group (the grouped kernel "
-                "takes planar tensors)")
+                "takes them where depthwise.GROUPED_CHANNELS_LAST)")
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.dtype not in DTYPES:

@@ -353,6 +353,9 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         backward = _planar_backward_workspace(a, size, limit)
     if why_not is not None and on_cuda:
         steps.append(f"(not the fused route: {why_not})")
+    if on_cuda and a.groups > 1 and not direct:
+        steps.append(f"(not the direct kernels: "
+                     f"{depthwise.unavailable(a, input, weight, interleaved)})")
     backward_route = ""
     if on_cuda:
         batched = input.unsqueeze(0) if a.unbatched else input

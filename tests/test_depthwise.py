@@ -315,6 +315,9 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     assert isinstance(ops._work_out_replay(x, w, b, a, layout)[0], ops._DepthwiseReplay) != layout
     e = gemmconv.explain(x, w, b, **case.kwargs)
     assert (e.route == ops.GROUPED_ROUTE) != layout
+    assert layout == ("(not the direct kernels: channels_last with 8 input channels a group "
+                      "(the grouped kernel takes them where depthwise.GROUPED_CHANNELS_LAST))"
+                      in e.steps)
 
 
 PLANAR, CHANNELS_LAST = (640, 80, 8, 1), (640, 1, 80, 8)   # x.stride() of (N, 8, 10, 8)
