@@ -89,11 +89,10 @@ def reach(g: Geometry) -> Reach:
 
 
 # Input channels a group up to which a grouped layer (groups > 1) takes the direct kernel.
-# Per output and reaching tap it does J multiply-adds on the CUDA
-# cores, where the column routes write and read a column element (2 x 2 or 4 bytes) for
-# tensor cores that would idle: at about half the H100's 33.5 T float32 multiply-adds a
-# second against its 3 TB/s, the direct kernel is ahead up to about J = 22 in 16-bit types
-# and 44 in float32. The table's grouped cases have J = 8. Timed against the column routes
+# Per output and reaching tap it does J multiply-adds on the CUDA cores, where the column
+# routes write and read a column element (2 x 2 or 4 bytes) for tensor cores that would
+# idle: at about half the H100's 33.5 T float32 multiply-adds a second against its 3 TB/s,
+# the direct kernel is ahead up to about J = 22 in 16-bit types and 44 in float32. The table's grouped cases have J = 8. Timed against the column routes
 # (benches/grouped_probe.py, results/s64/P, H100), forward ms, direct / columns: planar
 # float32 2d-strided-grouped 1.19 / 1.34, 3d-strided-grouped 0.59 / 1.19, 3d-stride2-grouped
 # 1.43 / 2.97; bfloat16 0.72 / 0.91, 0.49 / 0.79 (torch 0.65), 1.22 / 1.87. On channels_last
@@ -251,7 +250,7 @@ def plan(a: ConvTransposeArgs, x: torch.Tensor, out: torch.Tensor, has_bias: boo
 @functools.lru_cache(maxsize=256)
 def _plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple, image: tuple,
           x_strides: tuple, out_strides: tuple, has_bias: bool, device: torch.device,
-          inputs: int = 1, element_size: int = 4) -> Plan:
+          inputs: int, element_size: int) -> Plan:
     from . import _triton
     if batch * channels * math.prod(image) == 0:
         return Plan(None, None)

@@ -567,8 +567,7 @@ CHANNELS_LAST_PLANAR_PRODUCTS = 16384
 # channels) 0.74 -> 0.62 (torch 0.71), 3d-64cube (48) 2.15 -> 1.28, 3d-96cube (24) 4.75 ->
 # 3.29, 3d-32to64 and 3d-stride2-dil2 even; float32 3d-96cube (24 channels, 96 bytes) 8.19
 # -> 5.38, 3d-64cube, 3d-32to64 and 3d-stride2-dil2 even, and 3d-3x5x7 (16, 64 bytes) lost,
-# 1.06 -> 1.39: the float32 kernel multiplies TF32 at half the 16-bit rate, where the
-# column routes' bytes double, but its tile of few channels does not fill.
+# 1.06 -> 1.39 (in bfloat16, 16 channels won).
 WIDE_3D_FLOAT32_BYTES = 96
 
 
@@ -650,10 +649,11 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     on channels_last tensors where ``interleaved``)."""
     why = _unable(a, x, weight)
     if why is None and not forward_preferred(a, interleaved, x.element_size()):
-        return (f"the cost model: 3-D (but large channels_last ones in 16-bit types, or float32 "
-                f"with {WIDE_3D_FLOAT32_BYTES} bytes of output channels), strided planar 2-D or strided 1-D, or at most {SMALL_OUTPUT:,} "
-                "output elements (but 2-D calls of two taps an output, "
-                f"{SMALL_FUSED_OUTPUT:,} output elements and {SMALL_FUSED_CHANNELS} output channels)")
+        return (f"the cost model: 3-D (but large channels_last ones in 16-bit types, or in "
+                f"float32 with {WIDE_3D_FLOAT32_BYTES} bytes of output channels), strided "
+                f"planar 2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements "
+                f"(but 2-D calls of two taps an output, {SMALL_FUSED_OUTPUT:,} output "
+                f"elements and {SMALL_FUSED_CHANNELS} output channels)")
     return why
 
 
