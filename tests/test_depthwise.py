@@ -79,6 +79,23 @@ def test_kernel_matches_float64_through_the_interpreter(case, layout):
 
 
 @interpreted
+@pytest.mark.parametrize("dtype,tolerance", [(torch.bfloat16, 1e-2), (torch.float16, 1e-3)])
+def test_grouped_kernel_splits_16_bit_vectors_of_eight_channels(dtype, tolerance):
+    """A 16-bit channels_last call of 8 input channels a group: the grouped kernel loads a
+    position's 8 as one vector (VEC 8, split three times in registers), against float64 on
+    the same rounded inputs (the interpreter's other cases are float32, VEC at most 4)."""
+    case = cases._c("vec8", 2, 16, 16, (3, 3), (5, 6), stride=2, padding=1, groups=2)
+    x, w, b = (t.to(dtype) for t in case.tensors(generator=generator("vec8", str(dtype))))
+    ref = reference(case, x.double(), w.double(), b.double())
+    x = x.contiguous(memory_format=torch.channels_last)
+    a = case_args(case, x, w, b)
+    out = torch.full(ref.shape, float("nan"), dtype=dtype).contiguous(memory_format=torch.channels_last)
+    assert depthwise.plan(a, x, out, True).launch.constants["VEC"] == 8
+    depthwise.forward(x, w, b, a, out)
+    assert rel_error(out, ref) < tolerance
+
+
+@interpreted
 def test_kernel_reads_strided_inputs_a_channels_last_weight_and_a_strided_bias():
     """The kernel takes the input through its strides (a slice here), the weight in any
     layout (made (C_out, taps) rows first) and a bias of any stride (made contiguous)."""
