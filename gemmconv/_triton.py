@@ -614,8 +614,9 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     :func:`depthwise_transposed`'s; ``w_ptr`` the weight ``(C_in, taps, MP)``, its M output
     channels zero-padded to MP (depthwise.grouped_weight), so that a tap's are one unmasked
     vector. J is unrolled, so that a tap's loads of every channel are in flight together.
-    ``VEC`` input channels a load (1 planar; where channels are innermost, up to 16 bytes
-    of a position's channels as one vector load, split in registers by :func:`_lanes`). M
+    ``VEC`` input channels a load, a divisor of J (1 planar; where channels are innermost,
+    up to 16 bytes of a position's channels as one vector load, split in registers by
+    :func:`_lanes`). M
     is a constant so that the compiler sees whole vectors of a group's output channels
     (their mask and alignment) and stores them as such where channels are innermost.
 
@@ -662,13 +663,11 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
                 x_tap = x_group + at1[:, None, None] + (i2.to(tl.int64) * x_s2)[None, :, None]
                 w_tap = w_group + (tap1 + first2 + m2 * step2) * MP
                 for j0 in tl.static_range(0, J, VEC):
-                    j = j0 + lane
-                    xs = _lanes(tl.load(x_tap + (j * x_sc)[None, None, :],
-                                        mask=ok & (j < J)[None, None, :], other=0.0), BR, BW, VEC)
+                    xs = _lanes(tl.load(x_tap + ((j0 + lane) * x_sc)[None, None, :], mask=ok,
+                                        other=0.0), BR, BW, VEC)
                     for i in tl.static_range(VEC):
-                        if j0 + i < J:
-                            wv = tl.load(w_tap + (j0 + i) * (taps * MP))
-                            acc += xs[i].to(tl.float32) * wv.to(tl.float32)[None, None, :]
+                        wv = tl.load(w_tap + (j0 + i) * (taps * MP))
+                        acc += xs[i].to(tl.float32) * wv.to(tl.float32)[None, None, :]
     c = group * M + m
     if HAS_BIAS:
         acc += tl.load(bias_ptr + c, mask=m_ok, other=0.0).to(tl.float32)[None, None, :]

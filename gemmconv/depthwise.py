@@ -226,8 +226,15 @@ def grouped_blocks(multiplier: int, rows: int, width: int) -> tuple:
 
 def grouped_vector(inputs: int, x_strides: tuple, element_size: int) -> int:
     """Input channels one load of the grouped kernel reads: a group's, up to 16 bytes, where
-    channels are innermost (their stride 1), else one."""
-    return min(_pow2(inputs), 16 // element_size) if x_strides[1] == 1 else 1
+    channels are innermost (their stride 1), the group's count a power of two and every
+    other stride a multiple of 16 elements; else one. Compiled for sm_90 (Triton 3.6), a
+    vector the compiler could not prove aligned (Triton marks integers divisible by 16),
+    or one masked past a group of 3 channels, loaded element by element and was converted
+    between layouts, at 155-255 registers against 96-128."""
+    if x_strides[1] != 1 or inputs & (inputs - 1) or \
+            any(s % 16 for s in (x_strides[0], *x_strides[2:])):
+        return 1
+    return min(inputs, 16 // element_size)
 
 
 class Plan(NamedTuple):

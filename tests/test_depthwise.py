@@ -79,18 +79,20 @@ def test_kernel_matches_float64_through_the_interpreter(case, layout):
 
 
 @interpreted
+@pytest.mark.parametrize("inputs", [8, 4, 2])
 @pytest.mark.parametrize("dtype,tolerance", [(torch.bfloat16, 1e-2), (torch.float16, 1e-3)])
-def test_grouped_kernel_splits_16_bit_vectors_of_eight_channels(dtype, tolerance):
-    """A 16-bit channels_last call of 8 input channels a group: the grouped kernel loads a
-    position's 8 as one vector (VEC 8, split three times in registers), against float64 on
-    the same rounded inputs (the interpreter's other cases are float32, VEC at most 4)."""
-    case = cases._c("vec8", 2, 16, 16, (3, 3), (5, 6), stride=2, padding=1, groups=2)
-    x, w, b = (t.to(dtype) for t in case.tensors(generator=generator("vec8", str(dtype))))
+def test_grouped_kernel_splits_16_bit_vectors_of_a_groups_channels(dtype, tolerance, inputs):
+    """A 16-bit channels_last call of 8, 4 or 2 input channels a group: the grouped kernel
+    loads a position's channels of a group as one vector (VEC 8, 4 or 2, halved in
+    registers), against float64 on the same rounded inputs (the interpreter's other cases
+    are float32, VEC at most 4)."""
+    case = cases._c("vec", 2, 16, 16, (3, 3), (5, 6), stride=2, padding=1, groups=16 // inputs)
+    x, w, b = (t.to(dtype) for t in case.tensors(generator=generator("vec", str(dtype), inputs)))
     ref = reference(case, x.double(), w.double(), b.double())
     x = x.contiguous(memory_format=torch.channels_last)
     a = case_args(case, x, w, b)
     out = torch.full(ref.shape, float("nan"), dtype=dtype).contiguous(memory_format=torch.channels_last)
-    assert depthwise.plan(a, x, out, True).launch.constants["VEC"] == 8
+    assert depthwise.plan(a, x, out, True).launch.constants["VEC"] == inputs
     depthwise.forward(x, w, b, a, out)
     assert rel_error(out, ref) < tolerance
 
@@ -337,14 +339,18 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
                       in e.steps)
 
 
-PLANAR, CHANNELS_LAST = (640, 80, 8, 1), (640, 1, 80, 8)   # x.stride() of (N, 8, 10, 8)
+PLANAR, CHANNELS_LAST = (5120, 320, 32, 1), (5120, 1, 512, 32)   # x.stride() of (N, 32, 16, 10)
+CHANNELS_LAST_24 = (3840, 1, 240, 24)                              # of (N, 24, 16, 10)
 
 
 @pytest.mark.parametrize("inputs,strides,size,vec", [
-    (8, CHANNELS_LAST, 2, 8), (8, CHANNELS_LAST, 4, 4), (3, CHANNELS_LAST, 2, 4),
-    (2, CHANNELS_LAST, 4, 2), (8, PLANAR, 2, 1), (2, PLANAR, 4, 1)])
+    (8, CHANNELS_LAST, 2, 8), (8, CHANNELS_LAST, 4, 4), (4, CHANNELS_LAST, 2, 4),
+    (2, CHANNELS_LAST, 4, 2), (3, CHANNELS_LAST, 2, 1), (8, CHANNELS_LAST_24, 2, 1),
+    (8, PLANAR, 2, 1), (2, PLANAR, 4, 1)])
 def test_grouped_kernel_reads_16_bytes_of_a_groups_channels_where_they_are_innermost(
         inputs, strides, size, vec):
+    """Vectors of a power of two of a group's channels, where the other strides let the
+    compiler see them aligned."""
     assert depthwise.grouped_vector(inputs, strides, size) == vec
 
 
