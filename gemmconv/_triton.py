@@ -616,9 +616,9 @@ def grouped_transposed(x_ptr, w_ptr, bias_ptr, out_ptr, reach_ptr,
     vector. J is unrolled, so that a tap's loads of every channel are in flight together.
     ``VEC`` input channels a load, a divisor of J (1 planar; where channels are innermost,
     up to 16 bytes of a position's channels as one vector load, split in registers by
-    :func:`_lanes`). M
-    is a constant so that the compiler sees whole vectors of a group's output channels
-    (their mask and alignment) and stores them as such where channels are innermost.
+    :func:`_lanes`). M is a constant so that the compiler sees whole vectors of a group's
+    output channels (their mask and alignment) and stores them as such where channels are
+    innermost.
 
     One phase a program, so every tap it visits reaches all of its outputs: each input
     element loaded serves the block's BC channels, and each weight its BR x BW positions

@@ -92,7 +92,8 @@ def reach(g: Geometry) -> Reach:
 # Per output and reaching tap it does J multiply-adds on the CUDA cores, where the column
 # routes write and read a column element (2 x 2 or 4 bytes) for tensor cores that would
 # idle: at about half the H100's 33.5 T float32 multiply-adds a second against its 3 TB/s,
-# the direct kernel is ahead up to about J = 22 in 16-bit types and 44 in float32. The table's grouped cases have J = 8. Timed against the column routes
+# the direct kernel is ahead up to about J = 22 in 16-bit types and 44 in float32. The
+# table's grouped cases have J = 8. Timed against the column routes
 # (benches/grouped_probe.py, results/s64/P, H100), forward ms, direct / columns: planar
 # float32 2d-strided-grouped 1.19 / 1.34, 3d-strided-grouped 0.59 / 1.19, 3d-stride2-grouped
 # 1.43 / 2.97; bfloat16 0.72 / 0.91, 0.49 / 0.79 (torch 0.65), 1.22 / 1.87. On channels_last
@@ -209,7 +210,10 @@ def blocks(channels: int, rows: int, width: int, interleaved: bool) -> tuple:
 # it, sm_90), so per tap and input channel it loads P inputs and BC weights for P x BC
 # multiply-adds: at 4096 outputs (four warps, 32 a thread) and BC = 8, 12 loads for 32 FMAs
 # at 128 registers; 2048 took 10 for 16, BC = 16 at 4096 18 for 32, 8192 244 registers
-# (compiled with Triton 3.6 and ptxas; not yet timed on a GPU).
+# (compiled with Triton 3.6 and ptxas). On the H100 (bfloat16, benches/grouped_probe.py,
+# results/s64/P) 4096 was the fastest of 2048, 4096 and 8192 on five of the table's six
+# grouped calls (three cases, two layouts); on planar 3d-strided-grouped 8192 was 8% faster
+# (0.610 against 0.665 ms), and 19% slower on planar 2d-strided-grouped (0.843 / 0.709).
 GROUPED_ELEMENTS = 4096
 GROUPED_CHANNEL_BLOCK = 8
 
@@ -315,8 +319,8 @@ def launch(p: Plan, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
     one: its lookup, on every call, costs host time a small layer waits for)."""
     from . import fused
     if p.launch is not None:
-        # (C_out, taps) rows, contiguous: a reshape may give a strided view (channels_last
-        # weights), and the kernel steps rows by taps, taps by one.
+        # The depthwise kernel's (C_out, taps) rows, contiguous: a reshape may give a
+        # strided view (channels_last weights), and it steps rows by taps, taps by one.
         w = grouped_weight(weight, a, p.padded_outputs) if p.padded_outputs else \
             weight.reshape(a.out_channels, -1).contiguous()
         b = w if bias is None else bias.contiguous()   # (the kernel steps the bias by one)
