@@ -577,10 +577,15 @@ def wide_3d(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
     SMALL_FUSED_OUTPUT where two taps or more reach an output on average (3d-3x5x7's 11M
     outputs; the 3-D U-Net's k2 s2 layers, one tap an output, stay on the column routes)."""
     g, outputs = a.geometry, a.output_elements
-    large = outputs > SMALL_OUTPUT or (
-        g.taps >= 2 * math.prod(g.stride) and outputs >= SMALL_FUSED_OUTPUT)
+    large = outputs > SMALL_OUTPUT or (_taps_overlap(g) and outputs >= SMALL_FUSED_OUTPUT)
     return g.nd == 3 and interleaved and large and (
         element_size < 4 or a.out_channels * element_size >= WIDE_3D_FLOAT32_BYTES)
+
+
+def _taps_overlap(g: Geometry) -> bool:
+    """Whether two taps or more reach an output on average (taps over the stride's
+    product): below SMALL_OUTPUT, where the fused route pays for its tiles."""
+    return g.taps >= 2 * math.prod(g.stride)
 
 
 # 2-D forwards below SMALL_OUTPUT go to the fused route, launched as a CUDA graph
@@ -616,7 +621,7 @@ def small_preferred(a: ConvTransposeArgs, interleaved: bool) -> bool:
     outputs = a.output_elements
     if g.nd != 2 or a.out_channels < SMALL_FUSED_CHANNELS or outputs > SMALL_OUTPUT:
         return False
-    if g.taps >= 2 * math.prod(g.stride):
+    if _taps_overlap(g):
         return outputs >= SMALL_FUSED_OUTPUT
     return interleaved and outputs >= SMALL_FUSED_ONE_TAP_OUTPUT
 
