@@ -323,7 +323,7 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
                            -(-extent[0] * extent[1] // br) * -(-extent[2] // bw),)
     assert replay.plan.padded_outputs == launch.constants["MP"] == channel_blocks * bc
     grad_out = torch.empty(a.output_shape, device="meta")
-    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, False),
+    assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, layout),
                           ops._DepthwiseBackward)
     e = gemmconv.explain(x, w, b, **case.kwargs)
     assert e.route == ("channels_last: " if layout else "") + ops.GROUPED_ROUTE
