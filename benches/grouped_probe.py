@@ -5,7 +5,7 @@ and 0.72x channels_last on the column routes, whose columns' traffic (0.74 GB ea
 puts their floor near 0.5 ms against torch's 0.6-0.7.
 
 Per grouped case of the table, float32 and bfloat16, planar and channels_last: torch, the
-direct kernel (GROUPED_CHANNELS_LAST on), the column routes (GROUPED_MAX_INPUTS = 1), each in one
+direct kernel, the column routes (GROUPED_MAX_INPUTS = 1), each in one
 process by bench.measure (median of 10, errors against float64; torch timed beside each).
 Then the direct kernel's program size (depthwise.GROUPED_ELEMENTS) in bfloat16, unless
 ``--no-sizes``.
@@ -37,8 +37,7 @@ def main() -> int:
         ceiling = bench.ceilings(device, dtype)
         for case in chosen:
             for interleaved in (False, True):
-                with patched(depthwise, "GROUPED_CHANNELS_LAST", True):
-                    direct = bench.measure(case, dtype, device, False, ceiling, 10, interleaved)
+                direct = bench.measure(case, dtype, device, False, ceiling, 10, interleaved)
                 with patched(depthwise, "GROUPED_MAX_INPUTS", 1):
                     columns = bench.measure(case, dtype, device, False, ceiling, 10, interleaved)
                 print(f"{case.name} {str(dtype)[6:]} {'CL' if interleaved else 'NCHW'} fwd | "
@@ -51,8 +50,7 @@ def main() -> int:
             cells = []
             for elements in (2048, 4096, 8192):
                 depthwise._plan.cache_clear()   # (its blocks depend on GROUPED_ELEMENTS)
-                with patched(depthwise, "GROUPED_ELEMENTS", elements), \
-                        patched(depthwise, "GROUPED_CHANNELS_LAST", True):
+                with patched(depthwise, "GROUPED_ELEMENTS", elements):
                     row = bench.measure(case, torch.bfloat16, device, False, ceiling, 10,
                                         interleaved)
                 cells.append(f"{elements}: {row.ours_ms:.3f} ({row.speedup:.2f}x)")

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Session 65's device calls, written in session 64 (whose device time ran out before its
-# last CUDA change could run). Each call is run-s64.sh's of the same name; the order:
-#   R: the grouped kernel's vector form (session 64, after its device time; never run on a
-#      GPU): grouped_probe.py --no-sizes, its direct arm with GROUPED_CHANNELS_LAST on,
-#      against the column routes, planar and channels_last (session 64's P: planar won
-#      every case, channels_last lost every case by 1.0-1.9x, scalar loads and stores),
-#      then test_cuda_depthwise's grouped cases, which force the flag on. About 150 s.
-#   Then, on the machine still warm if nothing needs changing, else after the flag's
-#   change (GROUPED_CHANNELS_LAST on where the vector form won):
-#   T: every CUDA test file (about 380 s): the vector form, explain's direct-kernel line.
-#   G: the four tables and the 1-D cases (about 520 s).
-#   Z1, Z2: the zoo, if the budget allows (about 300 and 650 s).
-exec bash benches/run-s64.sh "$@"
+# Session 65's device calls (outputs under $OUT/<call>). R, T and G are run-s64.sh's, run
+# first thing (results/s65): R timed the grouped kernel's vector form on channels_last
+# (won four of the six calls, lost 2d-strided-grouped), T and G on the code of session 64's
+# end. Then:
+#   R2: the grouped kernel with its groups and channel blocks innermost in launch order,
+#       GROUPED_CHANNELS_LAST on: grouped_probe.py --no-sizes, then every CUDA test of a
+#       grouped case, in six processes (about 250 s).
+case "$1" in
+R2) source benches/run-lib.sh "$1"
+  gpu
+  node
+  probe 130 grouped-order grouped_probe.py --no-sizes
+  TT=200
+  t dw-ieee tests/test_cuda_depthwise.py -k "grouped and float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "grouped and float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "grouped and float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "grouped and bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "grouped and not matches_float64" &
+  t others tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_graphs.py \
+    tests/test_cuda_replay.py -k grouped &
+  summary ;;
+*) exec bash benches/run-s64.sh "$@" ;;
+esac

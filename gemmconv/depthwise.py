@@ -101,27 +101,24 @@ def reach(g: Geometry) -> Reach:
 # 0.88, 0.88 / 0.87, 2.32 / 1.95): compiled for sm_90, every load of its input and store of
 # its output there was one 2- or 4-byte element a thread (a warp's 32 of them 32 sectors).
 # It now reads a position's J channels as one vector and stores a group's output channels
-# as such (_triton.grouped_transposed's VEC and M), but that form has not run on a GPU:
-# until it is timed against the column routes (benches/grouped_probe.py), channels_last
-# calls keep to them (GROUPED_CHANNELS_LAST).
+# as such (_triton.grouped_transposed's VEC and M), and launches a block's groups and
+# channel blocks next to each other. Those two, on the H100 (results/s65/R and R2, forward
+# ms, direct / columns), channels_last: vectors alone won four of the six calls and lost
+# bfloat16 2d-strided-grouped (1.25 / 0.95, 3d-stride2-grouped 2.09, twice its planar
+# 1.11); with the order too it won all six: float32 1.19 / 1.25, 0.57 / 1.20, 1.99 / 3.08;
+# bfloat16 0.75 / 0.86, 0.42 / 0.77 (torch 0.58), 1.00 / 1.93. Planar calls as before.
 GROUPED_MAX_INPUTS = 8
-GROUPED_CHANNELS_LAST = False   # whether channels_last calls take the kernel too
 
 
-def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
-                interleaved: bool) -> Optional[str]:
+def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
     """Why call ``a`` does not take the direct kernels, or None where it does: CUDA tensors
     of 16- or 32-bit floats with one input channel a group, or with groups of at most
-    GROUPED_MAX_INPUTS (planar, not ``interleaved``, but where GROUPED_CHANNELS_LAST), Triton
-    importable."""
+    GROUPED_MAX_INPUTS, in either layout; Triton importable."""
     from . import fused
     inputs = a.in_channels // a.groups
     if inputs > 1 and (a.groups == 1 or inputs > GROUPED_MAX_INPUTS):
         return (f"{inputs} input channels a group (the kernels take one, or up to "
                 f"{GROUPED_MAX_INPUTS} where groups > 1)")
-    if inputs > 1 and interleaved and not GROUPED_CHANNELS_LAST:
-        return (f"channels_last with {inputs} input channels a group (the grouped kernel "
-                "takes them where depthwise.GROUPED_CHANNELS_LAST)")
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.dtype not in DTYPES:
@@ -131,10 +128,9 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     return None
 
 
-def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
-          interleaved: bool) -> bool:
+def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether call ``a`` takes the direct kernels (:func:`unavailable` is None)."""
-    return unavailable(a, x, weight, interleaved) is None
+    return unavailable(a, x, weight) is None
 
 
 def reference(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -395,7 +391,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     MAX_PAIRS."""
     if a.in_channels != a.groups:   # (the grouped kernel's backward: the column routes)
         return f"{a.in_channels // a.groups} input channels a group (the backward kernel takes one)"
-    why = unavailable(a, x, weight, interleaved)
+    why = unavailable(a, x, weight)
     pairs = a.out_channels // a.groups * a.geometry.taps
     if why is None and interleaved and pairs > MAX_PAIRS:
         # An FCN-like layer, (8, 21, 16, 16) k64 s32 groups=21, float32: its step 2.66 ms

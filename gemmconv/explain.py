@@ -301,7 +301,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                            "channels_last" if interleaved else "NCHW-contiguous", EMPTY_ROUTE,
                            [], [], 0, 0, 0, _precision(input.dtype, on_cuda))
     why_not = fused.unavailable(a, input, weight, interleaved)
-    why_not_direct = depthwise.unavailable(a, input, weight, interleaved)
+    why_not_direct = depthwise.unavailable(a, input, weight)
     direct = why_not is not None and on_cuda and why_not_direct is None
     one_input = a.in_channels == a.groups   # (the depthwise kernel's calls, forward and backward)
     route = cl.route(a, size, limit) if interleaved else (None, None)
@@ -354,7 +354,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
         backward = _planar_backward_workspace(a, size, limit)
     if why_not is not None and on_cuda:
         steps.append(f"(not the fused route: {why_not})")
-    if on_cuda and a.groups > 1 and not direct:
+    if on_cuda and a.groups > 1 and why_not_direct is not None:
         steps.append(f"(not the direct kernels: {why_not_direct})")
     backward_route = ""
     if on_cuda:

@@ -363,7 +363,7 @@ def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
         interleaved = spec.channels_last or channels_last.suggested(weight)
         return ops.describe_route(a, interleaved,
                                   x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None,
-                                  x.is_cuda and depthwise.takes(a, x, weight, interleaved), x.element_size())
+                                  x.is_cuda and depthwise.takes(a, x, weight), x.element_size())
     if issubclass(cls, torch.nn.modules.conv._ConvNd):
         return ("channels_last: " if spec.channels_last else "") + "im2col, GEMM"
     return "col2im" if cls is torch.nn.Fold else "im2col"

@@ -158,7 +158,7 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     if gathered is None and x.is_cuda:
         if fused.takes(a, x, weight, interleaved):   # (while a CUDA graph is captured)
             return fused.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
-        if depthwise.takes(a, x, weight, interleaved):
+        if depthwise.takes(a, x, weight):
             return depthwise.forward(x, weight, bias, a, cl.empty(x, a.output_shape, interleaved))
     if interleaved:   # padded rows, the cheapest split, or where its GEMM writes the output, by im2col
         gathered, rows = cl.route(a, x.element_size(), _workspace_limit)
@@ -434,7 +434,7 @@ def _work_out_replay(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
     from . import _cuda
     if fused.takes(a, x, weight, interleaved):
         return _FusedReplay(interleaved), ()
-    if depthwise.takes(a, x, weight, interleaved):
+    if depthwise.takes(a, x, weight):
         out = cl.empty(x, a.output_shape, interleaved, "meta")   # (its strides, for the plan)
         return _DepthwiseReplay(interleaved, depthwise.plan(a, x, out, bias is not None)), ()
     groups, cells = a.groups, math.prod(a.grid)

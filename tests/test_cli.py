@@ -266,12 +266,13 @@ def test_explain_chunks_follow_the_workspace_limit():
 def test_explain_channels_last_and_grouped(monkeypatch):
     x = _meta(2, 32, 32, 64, 128, fmt=torch.channels_last_3d)
     e = gemmconv.explain(x, _meta(32, 8, 3, 3, 3), stride=2, padding=1, groups=4)
-    # 8 input channels a group, channels_last: the column routes, but where the grouped
-    # direct kernel takes channels_last calls (no workspace then).
-    assert e.layout.startswith("channels_last") and e.route == "channels_last: GEMM + col2im"
-    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
-    on = gemmconv.explain(x, _meta(32, 8, 3, 3, 3), stride=2, padding=1, groups=4)
-    assert on.route == "channels_last: " + ops.GROUPED_ROUTE and on.workspace_bytes == 0
+    # 8 input channels a group, channels_last: the grouped direct kernel (no workspace),
+    # and where it takes fewer input channels a group, the column routes.
+    assert e.layout.startswith("channels_last") and e.workspace_bytes == 0
+    assert e.route == "channels_last: " + ops.GROUPED_ROUTE
+    monkeypatch.setattr(depthwise, "GROUPED_MAX_INPUTS", 4)
+    e = gemmconv.explain(x, _meta(32, 8, 3, 3, 3), stride=2, padding=1, groups=4)
+    assert e.route == "channels_last: GEMM + col2im"
     assert any("col2im" in step for step in e.steps)
     assert e.chunks == 1   # columns (positions, groups, taps, C_out / G), float32:
     assert e.workspace_bytes == 2 * math.prod((32, 64, 128)) * 4 * 27 * 8 * 4

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import cases, channels_last, depthwise
+from gemmconv import cases, depthwise
 from gemmconv.bench import reference as reference64
 from helpers import OURS, case_args, check_against_float64, generator, poison_allocator, rel_error
 from test_cuda import on_a_busy_stream
@@ -58,17 +58,13 @@ def test_depthwise_kernel_matches_float64(monkeypatch, launches, case, mode, lay
     """The forward and the gradients by the kernels (once a call each, bitwise the same run
     to run, in the input's layout; the FCN-like cases' pairs in chunks, and their
     channels_last backward on the column routes; the grouped cases' forward by the grouped
-    kernel, channels_last too (GROUPED_CHANNELS_LAST, forced on: its vector form), their
-    backward on the column routes), all against float64 torch."""
+    kernel, channels_last too (its vector form), their backward on the column routes), all
+    against float64 torch."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]
-    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
     leaves = _tensors(case, mode + layout, dtype, layout == "channels_last")
-    # (An empty batch is both planar and channels_last: the call's layout is then
-    # channels_last.suggested's.)
-    direct = depthwise.takes(case_args(case, *leaves), leaves[0], leaves[1],
-                             channels_last.suggested(leaves[0], leaves[1]))
+    direct = depthwise.takes(case_args(case, *leaves), leaves[0], leaves[1])
 
     def one_forward_launch():
         return 1 if launches[0] == direct else 0

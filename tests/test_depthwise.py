@@ -253,24 +253,19 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
     x, w, b = case.tensors(torch.float32, "meta")
     x = _batched(case, x)
     a = case_args(case, x, w, b)
-    assert depthwise.unavailable(a, x, w, False) is None     # meta: described as on a GPU
-    assert depthwise.unavailable(a, x, w, True) is None      # channels_last too
-    assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w, False)
-    assert "float64" in depthwise.unavailable(a, x.double(), w.double(), False)
+    assert depthwise.unavailable(a, x, w) is None     # meta: described as on a GPU
+    assert "CUDA" in depthwise.unavailable(a, torch.empty_like(x, device="cpu"), w)
+    assert "float64" in depthwise.unavailable(a, x.double(), w.double())
     most = depthwise.GROUPED_MAX_INPUTS
     for inputs, groups, taken in ((2, 2, True), (most, 4, True), (most + 1, 2, False),
                                   (2, 1, False)):
         x, w, b, a = _meta_call(cases._c("grouped", 2, inputs * groups, 4, (3, 3), (5, 5),
                                          stride=2, groups=groups))
-        why = depthwise.unavailable(a, x, w, False)
+        why = depthwise.unavailable(a, x, w)
         assert (why is None) == taken
         assert taken or f"{inputs} input channels a group" in why
-        with pytest.MonkeyPatch.context() as patch:   # channels_last: as GROUPED_CHANNELS_LAST says
-            patch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
-            assert depthwise.unavailable(a, x, w, True) == why
-            patch.setattr(depthwise, "GROUPED_CHANNELS_LAST", False)
-            assert taken == (f"channels_last with {inputs} input channels a group" in
-                             (depthwise.unavailable(a, x, w, True) or ""))
+        cl = x.contiguous(memory_format=torch.channels_last)   # either layout alike
+        assert depthwise.unavailable(a, cl, w) == why
         # The backward kernel takes one input channel a group.
         assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
 
@@ -295,17 +290,16 @@ def test_cuda_forwards_of_one_input_channel_a_group_replay_the_depthwise_kernel(
 
 
 @pytest.mark.parametrize("layout", [False, True])
-def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel(monkeypatch, layout):
+def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel(layout):
     """Worked out on meta tensors: a grouped call of up to GROUPED_MAX_INPUTS input channels
     a group replays the grouped kernel's launch, a program a stride phase (all phases of
     every block of phase 0's outputs, the most of any phase), whose channels are one
     group's, its input read a channel a load where planar, 16 bytes of a group's channels
     where they are innermost; its backward stays on the column routes. explain and the
-    route's name say so. Where GROUPED_CHANNELS_LAST is off (the default, until timed) a
-    channels_last call takes the column routes."""
+    route's name say so; and, for a call of one input channel a group too many, why it
+    does not take the kernel."""
     case = next(c for c in cases.GROUPED if c.name == "3d-strided-grouped-small")
     from gemmconv import _triton
-    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", True)
     x, w, b, a = _meta_call(case, layout)
     replay, _ = ops._work_out_replay(x, w, b, a, layout)
     assert isinstance(replay, ops._DepthwiseReplay) and replay.interleaved == layout
@@ -330,13 +324,14 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     assert e.candidates[0] == (ops.GROUPED_ROUTE, 0, True)
     assert "8 input channels" in e.steps[0] and "grouped direct kernel multiplies" in str(e)
     assert "the column routes" in e.backward and e.workspace_bytes == 0
-    monkeypatch.setattr(depthwise, "GROUPED_CHANNELS_LAST", False)
-    assert isinstance(ops._work_out_replay(x, w, b, a, layout)[0], ops._DepthwiseReplay) != layout
-    e = gemmconv.explain(x, w, b, **case.kwargs)
-    assert (e.route == ops.GROUPED_ROUTE) != layout
-    assert layout == ("(not the direct kernels: channels_last with 8 input channels a group "
-                      "(the grouped kernel takes them where depthwise.GROUPED_CHANNELS_LAST))"
-                      in e.steps)
+    many = cases.grouped_of(case, depthwise.GROUPED_MAX_INPUTS + 1, 2)
+    x, w, b, a = _meta_call(many, layout)
+    assert not isinstance(ops._work_out_replay(x, w, b, a, layout)[0], ops._DepthwiseReplay)
+    e = gemmconv.explain(x, w, b, **many.kwargs)
+    assert ops.GROUPED_ROUTE not in e.route
+    assert (f"(not the direct kernels: {depthwise.GROUPED_MAX_INPUTS + 1} input channels a "
+            f"group (the kernels take one, or up to {depthwise.GROUPED_MAX_INPUTS} where "
+            "groups > 1))") in e.steps
 
 
 PLANAR, CHANNELS_LAST = (5120, 320, 32, 1), (5120, 1, 512, 32)   # x.stride() of (N, 32, 16, 10)
