@@ -6,6 +6,8 @@
 #   R2: the grouped kernel with its groups and channel blocks innermost in launch order,
 #       GROUPED_CHANNELS_LAST on: grouped_probe.py --no-sizes, then every CUDA test of a
 #       grouped case, in six processes (about 250 s).
+#   F: float32 3-D training steps with the fused backward (fused.FLOAT32_BACKWARD_DIMS), each
+#      case's channels_last and planar step against the cost model's (about 150 s).
 case "$1" in
 R2) source benches/run-lib.sh "$1"
   gpu
@@ -20,5 +22,9 @@ R2) source benches/run-lib.sh "$1"
   t others tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_graphs.py \
     tests/test_cuda_replay.py -k grouped &
   summary ;;
+F) source benches/run-lib.sh "$1"
+  gpu
+  node
+  probe 200 f32-3d f32_3d_backward_probe.py ;;
 *) exec bash benches/run-s64.sh "$@" ;;
 esac

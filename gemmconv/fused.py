@@ -542,6 +542,12 @@ SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 # The float32 fused backward of a channels_last call: above this many bytes of output
 # channels a position the column routes' backward ran faster (backward_unavailable).
 CHANNELS_LAST_FLOAT32_ROWS = 256
+# The dims of the calls whose float32 backward may take the fused kernels: the 1-D cases'
+# training step on the column routes took 0.66-0.75 of its time on the fused kernels (H100,
+# results/s27/B/probe.log; their weight gradient reads copies of the output gradient moved
+# along W, at 42-104 TFLOP/s), and 3-D float32's, the forward fused too, ran 1.1-1.5x
+# faster on the column routes (results/s29/D).
+FLOAT32_BACKWARD_DIMS = (2,)
 
 # Its weight gradient (float32_weight_form): on the operands' rows as they lie, channels
 # innermost, no copies, but 32-bit tiles the tensor cores do not take from shared memory
@@ -1309,12 +1315,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         return ("the cost model: 3-D of few output channels or in float32, strided planar "
                 f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements (3-D: "
                 f"{SMALL_COLUMNS:,} column elements)")
-    if x.dtype == torch.float32 and a.geometry.nd != 2:
-        # The training step of the 1-D cases on the column routes took 0.66-0.75 of its time
-        # on the fused kernels (H100, results/s27/B/probe.log): their weight gradient reads
-        # copies of the output gradient moved along W, and runs at 42-104 TFLOP/s. (3-D
-        # float32, the forward fused too: the column routes' step ran 1.1-1.5x faster,
-        # results/s29/D.)
+    if x.dtype == torch.float32 and a.geometry.nd not in FLOAT32_BACKWARD_DIMS:
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
     if (interleaved and x.dtype == torch.float32
             and a.out_channels * 4 > CHANNELS_LAST_FLOAT32_ROWS):
