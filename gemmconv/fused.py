@@ -542,12 +542,15 @@ SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 # The float32 fused backward of a channels_last call: above this many bytes of output
 # channels a position the column routes' backward ran faster (backward_unavailable).
 CHANNELS_LAST_FLOAT32_ROWS = 256
-# The dims of the calls whose float32 backward may take the fused kernels: the 1-D cases'
-# training step on the column routes took 0.66-0.75 of its time on the fused kernels (H100,
-# results/s27/B/probe.log; their weight gradient reads copies of the output gradient moved
-# along W, at 42-104 TFLOP/s), and 3-D float32's, the forward fused too, ran 1.1-1.5x
-# faster on the column routes (results/s29/D).
-FLOAT32_BACKWARD_DIMS = (2,)
+# The dims of the calls whose float32 backward may take the fused kernels. Not 1-D: the
+# 1-D cases' training step on the column routes took 0.66-0.75 of its time on the fused
+# kernels (H100, results/s27/B/probe.log; their weight gradient reads copies of the output
+# gradient moved along W, at 42-104 TFLOP/s). 3-D since session 65: in session 29 the
+# column routes' step ran 1.1-1.5x faster (results/s29/D), but on the weight gradient
+# rebuilt since (sessions 58-63) the fused backward's step beat theirs on every 3-D
+# stride-1 case of the table, channels_last 3d-64cube 20.27 -> 9.66 ms (torch 19.80),
+# 3d-32to64 62.99 -> 46.55, planar 3d-64cube 15.44 -> 10.57 (H100, results/s65/F2).
+FLOAT32_BACKWARD_DIMS = (2, 3)
 
 # Its weight gradient (float32_weight_form): on the operands' rows as they lie, channels
 # innermost, no copies, but 32-bit tiles the tensor cores do not take from shared memory
@@ -698,18 +701,20 @@ def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
 
 def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
     """Whether the cost model sends a call's backward to the fused kernels: the calls whose
-    forward it sends there (:func:`preferred`), and 3-D calls at stride 1 in 16-bit types
-    whose output channels fill at least half of the kernels' 128-byte chunk of the
-    reduction (the input gradient's). Their training step in bfloat16, the forward on the
-    column routes, ran 3d-64cube 1.17x -> 1.68x and 3d-32to64 0.80x -> 1.27x torch's, and
-    3d-96cube (24 output channels) 1.62x -> 1.05x (H100, benches/results/s29/D). Channels
+    forward it sends there (:func:`preferred`), and 3-D calls at stride 1 (in float32 where
+    FLOAT32_BACKWARD_DIMS has 3) whose output channels fill at least half of the kernels'
+    128-byte chunk of the reduction (the input gradient's). Their training step in
+    bfloat16, the forward on the column routes, ran 3d-64cube 1.17x -> 1.68x and 3d-32to64
+    0.80x -> 1.27x torch's, and 3d-96cube (24 output channels) 1.62x -> 1.05x (H100,
+    benches/results/s29/D); in float32 see FLOAT32_BACKWARD_DIMS. Channels
     counted with the taps along W folded into them (:func:`folded_taps`); the call's size
     as its column elements (output elements times taps: 3d-3x5x7's 11.6M outputs take 105
     taps each)."""
     g = a.geometry
     fold = folded_taps(g, a.out_channels, element_size)
     return preferred(a, interleaved) or (
-        g.nd == 3 and set(g.stride) == {1} and element_size < 4 and
+        g.nd == 3 and set(g.stride) == {1} and
+        (element_size < 4 or g.nd in FLOAT32_BACKWARD_DIMS) and
         fold * a.out_channels * element_size >= 64 and
         a.output_elements * g.taps > SMALL_COLUMNS)
 
@@ -1312,7 +1317,8 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     if why is not None:
         return why
     if not backward_preferred(a, interleaved, x.element_size()):
-        return ("the cost model: 3-D of few output channels or in float32, strided planar "
+        float32 = "" if 3 in FLOAT32_BACKWARD_DIMS else " or in float32"
+        return (f"the cost model: 3-D of few output channels{float32}, strided planar "
                 f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements (3-D: "
                 f"{SMALL_COLUMNS:,} column elements)")
     if x.dtype == torch.float32 and a.geometry.nd not in FLOAT32_BACKWARD_DIMS:

@@ -309,9 +309,9 @@ def _gradients_twice(case, tensors, precision, grad_out):
 def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, mode):
     """Both gradients through the fused kernels (the input's through the forward's kernel,
     the weight's through weight_gradient: in float32 from the output gradient's copies
-    moved along W, 2-D calls only; 3-D in 16-bit types; in 16-bit types with few output
-    channels over rows with W's taps folded in), against float64, poisoned, bitwise
-    repeatable."""
+    moved along W, 2-D and 3-D calls (fused.FLOAT32_BACKWARD_DIMS); in 16-bit types with
+    few output channels over rows with W's taps folded in), against float64, poisoned,
+    bitwise repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     weight_grads = _counted(monkeypatch, "weight_gradient")
     folds = _counted(monkeypatch, "folded_rows")
@@ -319,8 +319,8 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
     x, w, b = _tensors(case, "backward" + mode, dtype, False)
     grad_out = _grad_out(case, "gb")
     mine, again = _gradients_twice(case, (x, w, b), precision, grad_out)
-    if dtype == torch.float32 and case.nd != 2:   # not there (backward_unavailable): the column
-        assert weight_grads[0] == 0                 # routes, whose input gradient may still run
+    if dtype == torch.float32 and case.nd not in fused.FLOAT32_BACKWARD_DIMS:   # the column
+        assert weight_grads[0] == 0     # routes (backward_unavailable); their input gradient may run
     elif case.batch == 0:                           # no chunk of samples: zero weight gradient
         assert launches[0] == 1 and weight_grads[0] == 0
     else:                                           # the fused forward kernel
@@ -343,7 +343,7 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
 def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches, case, mode):
     """A channels_last call's backward through the fused kernels (reading the input's and
     the output gradient's rows as they lie, no copy of either) in 16-bit types, and in
-    float32 for 2-D calls of at most 64 output channels; else the column routes'. Both
+    float32 for 2-D and 3-D calls of at most 64 output channels; else the column routes'. Both
     against float64, the input's gradient channels_last, into poisoned memory, bitwise
     repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
@@ -354,7 +354,8 @@ def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches,
     layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
     grad_out = _grad_out(case, "gcl").contiguous(memory_format=layout)
     mine, again = _gradients_twice(case, (x, w, b), precision, grad_out)
-    columns = dtype == torch.float32 and (case.nd != 2 or case.out_channels > 64)
+    columns = dtype == torch.float32 and (case.nd not in fused.FLOAT32_BACKWARD_DIMS or
+                                          case.out_channels > 64)
     assert weight_grads[0] == (0 if columns else 2) and copies[0] == 0
     if x.is_contiguous(memory_format=layout):
         assert mine[0].is_contiguous(memory_format=layout)
@@ -414,8 +415,8 @@ def test_fused_backward_allocates_at_most_its_bytes(case, dtype):
     """fused.backward into given gradients allocates no more than fused.backward_bytes
     (what a CUDA graph of it is allowed against the graphs' memory limit), with and
     without a workspace limit of two samples' copies."""
-    if dtype == torch.float32 and case.nd != 2:
-        pytest.skip("not a fused backward (float32 beyond 2-D)")
+    if dtype == torch.float32 and case.nd not in fused.FLOAT32_BACKWARD_DIMS:
+        pytest.skip(f"not a fused backward (float32 {case.nd}-D)")
     x, w, b = (t.detach() for t in _tensors(case, "bytes", dtype, False))
     a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, case.stride,
                             case.padding, case.output_padding, case.groups, case.dilation)

@@ -684,9 +684,8 @@ def test_fused_backward_gives_both_gradients_in_tf32(case):
     assert got[2] is None and fused.backward(grad_out, x, w, a, (False, True))[0] is None
 
 
-# The 2-D cases, and of the 3-D ones (whose float32 backward takes the column routes:
-# fused.backward_unavailable) one, for the index math of three dims; test_cuda_fused
-# takes four 3-D cases.
+# The 2-D cases, and of the 3-D ones one, for the index math of three dims (the
+# interpreter's time goes with programs and steps); test_cuda_fused takes four 3-D cases.
 CHANNELS_LAST_BACKWARD = [c for c in STRIDE_ONE if c.nd == 2 and c.batch] + \
     [c for c in STRIDE_ONE if c.name == "3d-64cube-small"]
 
@@ -1295,17 +1294,19 @@ def test_cost_model_sends_the_forward_of_channels_last_3d_calls_to_the_fused_rou
     assert not fused.forward_preferred(a, True, x.element_size())
 
 
-def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_fused_kernels():
+def test_cost_model_sends_the_backward_of_wide_3d_calls_to_the_fused_kernels(monkeypatch):
     """3-D stride-1 calls: the forward on the column routes, the backward on the fused
     kernels where the output channels fill 64 bytes of the input gradient's 128-byte
     reduction chunk (3d-64cube and 3d-32to64 won there in bfloat16, 3d-96cube's 24 lost),
-    counting the taps along W folded into 32 bytes of channels (3d-3x5x7's 16: 7 taps)."""
+    counting the taps along W folded into 32 bytes of channels (3d-3x5x7's 16: 7 taps); in
+    float32 too, as fused.FLOAT32_BACKWARD_DIMS says."""
     def args(shape, c_out, k, s, dtype):
         k = k if isinstance(k, tuple) else (k,) * 3
         x, w = _meta(*shape, dtype=dtype), _meta(shape[1], c_out, *k, dtype=dtype)
         return conv_transpose_args("conv_transpose3d", 3, x, w, None, s, 0, 0, 1, 1), x, w
     for c_out, dtype, sent, k in ((48, torch.bfloat16, True, 3), (64, torch.float16, True, 3),
-                                  (24, torch.bfloat16, False, 3), (64, torch.float32, False, 3),
+                                  (24, torch.bfloat16, False, 3), (64, torch.float32, True, 3),
+                                  (16, torch.float32, True, 3), (12, torch.float32, False, 3),
                                   (16, torch.bfloat16, True, (3, 5, 7)),
                                   (24, torch.bfloat16, False, (3, 3, 1))):
         a, x, w = args((8, 48, 96, 96, 96), c_out, k, 1, dtype)
@@ -1314,6 +1315,11 @@ def test_cost_model_sends_the_backward_of_wide_3d_calls_in_16_bit_types_to_the_f
         if fused._triton_available():
             assert (fused.backward_unavailable(a, x, w) is None) == sent
             assert fused.unavailable(a, x, w) is not None
+    monkeypatch.setattr(fused, "FLOAT32_BACKWARD_DIMS", (2,))           # float32 2-D only
+    a, x, w = args((8, 48, 96, 96, 96), 64, 3, 1, torch.float32)
+    assert not fused.backward_preferred(a, False, 4)
+    assert "3-D of few output channels or in float32," in fused.backward_unavailable(a, x, w)
+    monkeypatch.undo()
     a, x, _ = args((8, 48, 64, 64, 64), 64, 3, 2, torch.bfloat16)       # strided
     assert not fused.backward_preferred(a, False, 2)
     a, x, _ = args((1, 48, 16, 16, 16), 64, 3, 1, torch.bfloat16)       # small
