@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session 66's device calls, written in session 65, whose device time ran out after its
+# last CUDA change: float32 3-D stride-1 backwards on the fused kernels
+# (fused.FLOAT32_BACKWARD_DIMS), timed by f32_3d_backward_probe.py (results/s65/F2: 1.2-2.1x
+# faster steps, errors 4.8-5.5e-4 against float64) but not yet run through the CUDA test
+# files, whose fused tests now expect those calls on the fused kernels. Each call is
+# run-s64.sh's of the same name; in order:
+#   T: every CUDA test file (about 470 s on the H100): test_cuda_fused's planar and
+#      channels_last backward tests take their four 3-D cases through the fused kernels in
+#      float32 now, and test_fused_backward_allocates_at_most_its_bytes its 3-D cases.
+#   G: the four tables and the 1-D cases (about 560 s), the first with both of session 65's
+#      changes (the grouped kernel on channels_last, the float32 3-D backward).
+#   Z1, Z2: the zoo, if the budget allows (about 300 and 650 s); no zoo layer changed route
+#      in session 65 (its 3-D layers are k2 s2 or convolutions; no grouped layer of 2-8
+#      input channels a group).
+exec bash benches/run-s64.sh "$@"
