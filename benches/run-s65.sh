@@ -25,6 +25,6 @@ R2) source benches/run-lib.sh "$1"
 F) source benches/run-lib.sh "$1"
   gpu
   node
-  probe 200 f32-3d f32_3d_backward_probe.py ;;
+  probe 200 f32-3d f32_backward_probe.py ;;
 *) exec bash benches/run-s64.sh "$@" ;;
 esac

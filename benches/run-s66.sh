@@ -10,7 +10,16 @@
 #      float32 now, and test_fused_backward_allocates_at_most_its_bytes its 3-D cases.
 #   G: the four tables and the 1-D cases (about 560 s), the first with both of session 65's
 #      changes (the grouped kernel on channels_last, the float32 3-D backward).
+#   F: f32_backward_probe.py on the 1-D cases (their float32 backward on the column routes
+#      since session 27, on the grounds 3-D's was until session 65) and 3d-32to64, whose
+#      planar twin session 65 ran out of time for (about 90 s).
 #   Z1, Z2: the zoo, if the budget allows (about 300 and 650 s); no zoo layer changed route
 #      in session 65 (its 3-D layers are k2 s2 or convolutions; no grouped layer of 2-8
 #      input channels a group).
-exec bash benches/run-s64.sh "$@"
+case "$1" in
+F) source benches/run-lib.sh "$1"
+  gpu
+  node
+  probe 150 f32-backward f32_backward_probe.py 1d-65536 1d-dil3 3d-32to64 ;;
+*) exec bash benches/run-s64.sh "$@" ;;
+esac
