@@ -102,11 +102,11 @@ def reach(g: Geometry) -> Reach:
 # its output there was one 2- or 4-byte element a thread (a warp's 32 of them 32 sectors).
 # It now reads a position's J channels as one vector and stores a group's output channels
 # as such (_triton.grouped_transposed's VEC and M), and launches a block's groups and
-# channel blocks next to each other. Those two, on the H100 (results/s65/R and R2, forward
-# ms, direct / columns), channels_last: vectors alone won four of the six calls and lost
-# bfloat16 2d-strided-grouped (1.25 / 0.95, 3d-stride2-grouped 2.09, twice its planar
-# 1.11); with the order too it won all six: float32 1.19 / 1.25, 0.57 / 1.20, 1.99 / 3.08;
-# bfloat16 0.75 / 0.86, 0.42 / 0.77 (torch 0.58), 1.00 / 1.93. Planar calls as before.
+# channel blocks next to each other. With vectors alone (results/s65/R) it won four of the
+# six channels_last calls and lost bfloat16 2d-strided-grouped, 1.25 ms against the
+# column routes' 0.95. With the launch order too (R2), it won all six, forward ms, direct
+# / columns: float32 1.19 / 1.25, 0.57 / 1.20, 1.99 / 3.08; bfloat16 0.75 / 0.86, 0.42 /
+# 0.77 (torch 0.58), 1.00 / 1.93. Its planar times were unchanged.
 GROUPED_MAX_INPUTS = 8
 
 

@@ -714,7 +714,7 @@ def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: in
     fold = folded_taps(g, a.out_channels, element_size)
     return preferred(a, interleaved) or (
         g.nd == 3 and set(g.stride) == {1} and
-        (element_size < 4 or g.nd in FLOAT32_BACKWARD_DIMS) and
+        (element_size < 4 or 3 in FLOAT32_BACKWARD_DIMS) and
         fold * a.out_channels * element_size >= 64 and
         a.output_elements * g.taps > SMALL_COLUMNS)
 
