@@ -888,15 +888,22 @@ def test_folded_weights_and_gradient_lay_w_taps_out_alike():
     assert torch.equal(unfolded, w)
 
 
+_CHUNKED = {2: cases._c("chunks", 5, 8, 8, (3, 2), (4, 6), padding=(1, 0), dilation=(1, 2)),
+            3: cases._c("chunks-3d", 5, 8, 8, (2, 3, 2), (3, 4, 6), padding=(0, 1, 0),
+                        dilation=(1, 1, 2))}
+
+
 @interpreted
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monkeypatch, dtype):
+@pytest.mark.parametrize("nd,dtype", [(2, torch.float32), (2, torch.float16), (3, torch.float32)])
+def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monkeypatch, nd,
+                                                                           dtype):
     """Under a workspace limit that holds two samples' copies, five samples go in chunks of
     two, two and one: the input gradient filled chunk by chunk, the weight gradient summed
     over the chunks in float32, both as without a limit, and as float64's on the same
-    operands. (16-bit in float16: Triton's interpreter multiplies bfloat16 operands' bit
-    patterns in tl.dot, triton-lang/triton#11584; the kernels' 16-bit forms are one.)"""
-    case = cases._c("chunks", 5, 8, 8, (3, 2), (4, 6), padding=(1, 0), dilation=(1, 2))
+    operands; 3-D in float32 too (fused.FLOAT32_BACKWARD_DIMS). (16-bit in float16: Triton's
+    interpreter multiplies bfloat16 operands' bit patterns in tl.dot,
+    triton-lang/triton#11584; the kernels' 16-bit forms are one.)"""
+    case = _CHUNKED[nd]
     x, w, _ = (t.to(dtype) for t in case.tensors(generator=generator(case.name, "chunks")))
     a = case_args(case, x, w, None)
     grad_out = torch.randn(5, 8, *a.image, generator=generator(case.name, "gc")).to(dtype)
@@ -914,7 +921,7 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
     tolerance = 1e-6 if dtype == torch.float32 else 1e-3   # float16: rounded once per sum
     assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
     xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
-    out = torch.nn.functional.conv_transpose2d(xd, wd, None, 1, (1, 0), 0, 1, (1, 2))
+    out = reference(case, xd, wd, None)
     refs = torch.autograd.grad(out, (xd, wd), grad_out.double())
     assert all(rel_error(got, ref) < 1e-3 for got, ref in zip(whole, refs))   # TF32, float16
 
