@@ -13,6 +13,11 @@
 #   F: f32_backward_probe.py on the 1-D cases (their float32 backward on the column routes
 #      since session 27, on the grounds 3-D's was until session 65) and 3d-32to64, whose
 #      planar twin session 65 ran out of time for (about 90 s).
+#   B: grouped_backward_probe.py: the grouped cases' training steps with the depthwise
+#      backward kernel taking them (depthwise.BACKWARD_MAX_INPUTS; it computes grouped calls
+#      since session 65, matched float64 through the interpreter; T's
+#      test_backward_kernel_of_grouped_calls_matches_float64 runs it on the GPU first).
+#      About 90 s. If it wins, raise BACKWARD_MAX_INPUTS where it does.
 #   Z1, Z2: the zoo, if the budget allows (about 300 and 650 s); no zoo layer changed route
 #      in session 65 (its 3-D layers are k2 s2 or convolutions; no grouped layer of 2-8
 #      input channels a group).
@@ -21,5 +26,9 @@ F) source benches/run-lib.sh "$1"
   gpu
   node
   probe 150 f32-backward f32_backward_probe.py 1d-65536 1d-dil3 3d-32to64 ;;
+B) source benches/run-lib.sh "$1"
+  gpu
+  node
+  probe 200 grouped-backward grouped_backward_probe.py ;;
 *) exec bash benches/run-s64.sh "$@" ;;
 esac

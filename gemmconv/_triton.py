@@ -695,7 +695,7 @@ def _lanes(t, BR: tl.constexpr, BW: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _depthwise_pairs(w_ptr, t0, j, j_ok, multiplier, taps, kernel1, kernel2,
+def _depthwise_pairs(w_ptr, t0, j, j_ok, inputs, multiplier, taps, kernel1, kernel2,
                      dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT: tl.constexpr):
     """The (m, k) pairs ``t0 + [0, BT)`` of channels ``j``, for
     :func:`depthwise_transposed_backward`: their index and mask ``(BT,)``, weights ``(BT,
@@ -708,7 +708,7 @@ def _depthwise_pairs(w_ptr, t0, j, j_ok, multiplier, taps, kernel1, kernel2,
     k0, k1, k2 = k // (kernel1 * kernel2), (k // kernel2) % kernel1, k % kernel2
     w = tl.load(w_ptr + j[None, :] * pairs + t[:, None], mask=t_ok[:, None] & j_ok[None, :],
                 other=0.0).to(tl.float32)
-    g_channel = (j[None, :] * multiplier + (t // taps)[:, None]).to(tl.int64) * g_sc
+    g_channel = ((j // inputs)[None, :] * multiplier + (t // taps)[:, None]).to(tl.int64) * g_sc
     reach0, reach1, reach2 = k0 * dil0, k1 * dil1, k2 * dil2
     g_tap = reach0.to(tl.int64) * g_s0 + reach1.to(tl.int64) * g_s1 + reach2.to(tl.int64) * g_s2
     return t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap
@@ -716,7 +716,7 @@ def _depthwise_pairs(w_ptr, t0, j, j_ok, multiplier, taps, kernel1, kernel2,
 
 @triton.jit
 def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
-                                  channels, multiplier, taps, kernel1, kernel2,
+                                  channels, inputs, multiplier, taps, kernel1, kernel2,
                                   grid0, grid1, grid2, image0, image1, image2,
                                   stride0, stride1, stride2, pad0, pad1, pad2,
                                   dil0, dil1, dil2, positions,
@@ -725,11 +725,11 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
                                   BP: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
                                   NEED_INPUT: tl.constexpr, NEED_WEIGHT: tl.constexpr,
                                   PAIR_LOOP: tl.constexpr):
-    """The gradients of the transposed convolution with one input channel a group
-    (gemmconv/depthwise.py), over ``each`` blocks of ``BP`` input positions (samples and grid
-    flattened) by ``BC`` input channels: each block loads, for ``BT`` of its channels' (m, k)
-    pairs ``t = m taps + k``, the output gradient of channel ``j M + m`` at ``i s - p + k
-    d``; sums them over the pairs times the weight into the input gradient, and accumulates
+    """The gradients of the transposed convolution with ``inputs`` input channels a group
+    (one: depthwise; gemmconv/depthwise.py), over ``each`` blocks of ``BP`` input positions
+    (samples and grid flattened) by ``BC`` input channels: each block loads, for ``BT`` of
+    its channels' (m, k) pairs ``t = m taps + k``, the output gradient of channel ``(j //
+    inputs) M + m`` (input channel j's group's m-th) at ``i s - p + k d``; sums them over the pairs times the weight into the input gradient, and accumulates
     them times the input into the program's partial of the weight gradient (``partial_ptr``:
     float32 ``(splits, C_in, M taps)``, which the caller sums over its first dim). The
     partial is summed over positions once, after the loop: a sum across the block's threads
@@ -748,7 +748,7 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
         split = pid // channel_blocks // chunks
         loops = 1
         t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap = _depthwise_pairs(
-            w_ptr, (pid // channel_blocks % chunks) * BT, j, j_ok, multiplier, taps,
+            w_ptr, (pid // channel_blocks % chunks) * BT, j, j_ok, inputs, multiplier, taps,
             kernel1, kernel2, dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT)
     products = tl.zeros((BT, BP, BC), dtype=tl.float32)
     for b in range(0, each):
@@ -773,7 +773,7 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
         for c in range(0, loops):
             if PAIR_LOOP:
                 t, t_ok, w, g_channel, reach0, reach1, reach2, g_tap = _depthwise_pairs(
-                    w_ptr, c * BT, j, j_ok, multiplier, taps, kernel1, kernel2,
+                    w_ptr, c * BT, j, j_ok, inputs, multiplier, taps, kernel1, kernel2,
                     dil0, dil1, dil2, g_sc, g_s0, g_s1, g_s2, BT)
             inside = t_ok[:, None] & p_ok[None, :] & \
                 (o0[None, :] + reach0[:, None] >= 0) & (o0[None, :] + reach0[:, None] < image0) & \

@@ -348,12 +348,13 @@ def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
                        a: ConvTransposeArgs) -> tuple:
     """The backward kernel's decomposition in plain PyTorch: per tap, the output gradient's
     phase that tap fed, as the box of input positions, times the tap's weight into the input
-    gradient and times the input into the tap's weight gradient. ``grad_out (N, C_out,
-    *image)``, ``x (N, C_in, *grid)``, ``weight (C_in, M, *kernel)``; returns ``(grad_x,
-    grad_weight)`` of x's and the weight's shapes."""
+    gradient and times the input into the tap's weight gradient, each input channel with
+    its group's output channels. ``grad_out (N, C_out, *image)``, ``x (N, C_in, *grid)``,
+    ``weight (C_in, M, *kernel)``; returns ``(grad_x, grad_weight)`` of x's and the
+    weight's shapes."""
     from .fused import shifted_box
-    g, cin = a.geometry, a.in_channels
-    multiplier = a.out_channels // a.groups
+    g, cin, groups = a.geometry, a.in_channels, a.groups
+    multiplier = a.out_channels // groups
     gy = grad_out.movedim(1, -1)                      # (N, *image, C_out)
     xs = x.movedim(1, -1).unsqueeze(-1)               # (N, *grid, C_in, 1)
     w = weight.reshape(cin, multiplier, g.taps)
@@ -365,7 +366,8 @@ def reference_backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Te
         shift = [kk * d - p for kk, d, p in zip(k, g.dilation, g.padding)]
         phase = gy[(slice(None), *[slice(v % s, None, s) for v, s in zip(shift, g.stride)])]
         box = shifted_box(phase, [v // s for v, s in zip(shift, g.stride)], a.grid)
-        box = box.unflatten(-1, (cin, multiplier))    # (N, *grid, C_in, M)
+        box = box.unflatten(-1, (groups, 1, multiplier))   # each group's M, for its J inputs
+        box = box.expand(*box.shape[:-2], cin // groups, multiplier).flatten(-3, -2)
         grad_x += (box * w[:, :, t]).sum(-1)
         grad_w[:, :, t] = (box * xs).sum(positions)
     return grad_x.movedim(-1, 1), grad_w.view(weight.shape)
@@ -381,16 +383,22 @@ BACKWARD_PROGRAMS = 4096
 BACKWARD_WARPS = 4
 MAX_PAIRS = 256   # (m, k) pairs a program loads at once; more come in chunks of this many
 BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
+# Input channels a group the backward kernel takes. It computes grouped calls too (each
+# input channel reads its group's output-gradient channels), but that has not been timed
+# against the column routes (benches/grouped_backward_probe.py), so it takes one.
+BACKWARD_MAX_INPUTS = 1
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
                          interleaved: bool = False) -> Optional[str]:
     """Why the backward of call ``a`` does not take the depthwise kernel, or None where it
-    does: where its forward does (:func:`unavailable`) with one input channel a group, but
-    for channels_last calls (``interleaved``) of more (m, k) pairs an input channel than
-    MAX_PAIRS."""
-    if a.in_channels != a.groups:   # (the grouped kernel's backward: the column routes)
-        return f"{a.in_channels // a.groups} input channels a group (the backward kernel takes one)"
+    does: where its forward does (:func:`unavailable`) with at most BACKWARD_MAX_INPUTS
+    input channels a group, but for channels_last calls (``interleaved``) of more (m, k)
+    pairs an input channel than MAX_PAIRS."""
+    inputs = a.in_channels // a.groups
+    if inputs > BACKWARD_MAX_INPUTS:
+        return (f"{inputs} input channels a group (the backward kernel takes "
+                f"{BACKWARD_MAX_INPUTS}: depthwise.BACKWARD_MAX_INPUTS)")
     why = unavailable(a, x, weight)
     pairs = a.out_channels // a.groups * a.geometry.taps
     if why is None and interleaved and pairs > MAX_PAIRS:
@@ -458,15 +466,17 @@ def backward_plan(a: ConvTransposeArgs, grad_out: torch.Tensor, x: torch.Tensor,
     """The launches computing the gradients of call ``a`` from ``grad_out`` and ``x`` (their
     shapes, strides and device) into ``grad_x`` (None: not asked) and, where
     ``need_weight``, the weight's partials, for :func:`launch_backward`."""
-    return _backward_plan(a.geometry, x.shape[0], a.in_channels, a.out_channels // a.groups,
-                          tuple(x.shape[2:]), a.image, grad_out.stride(), x.stride(),
+    return _backward_plan(a.geometry, x.shape[0], a.in_channels, a.in_channels // a.groups,
+                          a.out_channels // a.groups, tuple(x.shape[2:]), a.image,
+                          grad_out.stride(), x.stride(),
                           None if grad_x is None else grad_x.stride(), need_weight, x.device)
 
 
 @functools.lru_cache(maxsize=256)
-def _backward_plan(g: Geometry, batch: int, channels: int, multiplier: int, grid: tuple,
-                   image: tuple, g_strides: tuple, x_strides: tuple, i_strides: Optional[tuple],
-                   need_weight: bool, device: torch.device) -> BackwardPlan:
+def _backward_plan(g: Geometry, batch: int, channels: int, inputs: int, multiplier: int,
+                   grid: tuple, image: tuple, g_strides: tuple, x_strides: tuple,
+                   i_strides: Optional[tuple], need_weight: bool,
+                   device: torch.device) -> BackwardPlan:
     from . import _triton
     positions = batch * math.prod(grid)
     if positions * channels == 0 or (i_strides is None and not need_weight):
@@ -479,7 +489,7 @@ def _backward_plan(g: Geometry, batch: int, channels: int, multiplier: int, grid
     kernel = (1,) * pad + g.kernel_size
     spatial = lambda strides: (0,) * pad + tuple(strides[2:])   # noqa: E731
     need_input, i_strides = i_strides is not None, i_strides or (0,) * len(x_strides)
-    sizes = (channels, multiplier, g.taps, kernel[1], kernel[2], *((1,) * pad + grid),
+    sizes = (channels, inputs, multiplier, g.taps, kernel[1], kernel[2], *((1,) * pad + grid),
              *((1,) * pad + image), *((1,) * pad + g.stride), *((0,) * pad + g.padding),
              *((1,) * pad + g.dilation), positions,
              *g_strides[:2], *spatial(g_strides), *x_strides[:2], *spatial(x_strides),

@@ -54,12 +54,28 @@ def _tensors(case, key, dtype, channels_last):
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", cases.DEPTHWISE + cases.GROUPED, ids=lambda c: c.name)
-def test_depthwise_kernel_matches_float64(monkeypatch, launches, case, mode, layout):
+def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
     """The forward and the gradients by the kernels (once a call each, bitwise the same run
     to run, in the input's layout; the FCN-like cases' pairs in chunks, and their
     channels_last backward on the column routes; the grouped cases' forward by the grouped
     kernel, channels_last too (its vector form), their backward on the column routes), all
     against float64 torch."""
+    _check_the_kernels(launches, case, mode, layout)
+
+
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", cases.GROUPED, ids=lambda c: c.name)
+def test_backward_kernel_of_grouped_calls_matches_float64(monkeypatch, launches, case, mode,
+                                                         layout):
+    """As above, with the backward kernel taking grouped calls of up to GROUPED_MAX_INPUTS
+    input channels a group (depthwise.BACKWARD_MAX_INPUTS, one by default until timed):
+    each input channel's gradients from its group's output-gradient channels."""
+    monkeypatch.setattr(depthwise, "BACKWARD_MAX_INPUTS", depthwise.GROUPED_MAX_INPUTS)
+    _check_the_kernels(launches, case, mode, layout)
+
+
+def _check_the_kernels(launches, case, mode, layout):
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     dtype, precision, tolerance = MODES[mode]

@@ -19,7 +19,10 @@ from gemmconv.bench import reference as reference_with_grads
 # The interpreter runs a program at a time in numpy: the cases up to 2^16 outputs.
 SMALL = [c for c in cases.DEPTHWISE + cases.GROUPED
          if c.batch * c.out_channels * math.prod(c.output_size) <= 1 << 16]
-SMALL_DEPTHWISE = [c for c in SMALL if c.in_channels == c.groups]   # (the backward kernel's)
+SMALL_DEPTHWISE = [c for c in SMALL if c.in_channels == c.groups]
+# The backward kernel's grouped calls (depthwise.BACKWARD_MAX_INPUTS): a quarter of them,
+# 2, 3 and 8 input channels a group, for the interpreter's time.
+SMALL_GROUPED = [c for c in SMALL if c.in_channels > c.groups][::4]
 
 
 def _batched(case, t):
@@ -127,7 +130,7 @@ def _gradients64(case, *key):
             _batched(case, gx), gw)
 
 
-@pytest.mark.parametrize("case", cases.DEPTHWISE, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", cases.DEPTHWISE + cases.GROUPED, ids=lambda c: c.name)
 def test_backward_decomposition_matches_torch_in_float64(case):
     x, w, grad_out, want_x, want_w = _gradients64(case, "backward-decomposition")
     a = case_args(case, x, w, None)
@@ -138,12 +141,13 @@ def test_backward_decomposition_matches_torch_in_float64(case):
 @interpreted
 @pytest.mark.parametrize("need", ["both", "input", "weight"])
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
-@pytest.mark.parametrize("case", SMALL_DEPTHWISE, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", SMALL_DEPTHWISE + SMALL_GROUPED, ids=lambda c: c.name)
 def test_backward_kernel_matches_float64_through_the_interpreter(case, layout, need):
     """The gradients asked for, the input's into a NaN-filled tensor, planar or
     channels_last (x, the weight, the output gradient and the input gradient alike), from
     float32 tensors; a gradient not asked for is neither computed nor returned. The cases of
-    more (m, k) pairs than MAX_PAIRS (FCN-like kernels) take them in chunks."""
+    more (m, k) pairs than MAX_PAIRS (FCN-like kernels) take them in chunks. Grouped calls
+    too: each input channel with its group's output channels."""
     if layout == "channels_last" and (case.nd == 1 or case.unbatched):
         pytest.skip("no channels_last layout for 1-D or unbatched inputs")
     x, w, grad_out, want_x, want_w = _gradients64(case, "backward-kernel", layout, need)
@@ -266,8 +270,12 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
         assert taken or f"{inputs} input channels a group" in why
         cl = x.contiguous(memory_format=torch.channels_last)   # either layout alike
         assert depthwise.unavailable(a, cl, w) == why
-        # The backward kernel takes one input channel a group.
+        # The backward kernel takes up to BACKWARD_MAX_INPUTS input channels a group (one,
+        # until grouped calls are timed on it).
         assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(depthwise, "BACKWARD_MAX_INPUTS", most)
+            assert (depthwise.backward_unavailable(a, x, w) is None) == taken
 
 
 @pytest.mark.parametrize("layout", [False, True])
@@ -295,9 +303,10 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     a group replays the grouped kernel's launch, a program a stride phase (all phases of
     every block of phase 0's outputs, the most of any phase), whose channels are one
     group's, its input read a channel a load where planar, 16 bytes of a group's channels
-    where they are innermost; its backward stays on the column routes. explain and the
-    route's name say so; and, for a call of one input channel a group too many, why it
-    does not take the kernel."""
+    where they are innermost; its backward stays on the column routes, but where
+    depthwise.BACKWARD_MAX_INPUTS lets the backward kernel take it. explain and the route's
+    name say so; and, for a call of one input channel a group too many, why it does not
+    take the kernel."""
     case = next(c for c in cases.GROUPED if c.name == "3d-strided-grouped-small")
     from gemmconv import _triton
     x, w, b, a = _meta_call(case, layout)
@@ -319,6 +328,14 @@ def test_cuda_forwards_of_a_few_input_channels_a_group_replay_the_grouped_kernel
     grad_out = torch.empty(a.output_shape, device="meta")
     assert not isinstance(ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, layout),
                           ops._DepthwiseBackward)
+    # Where the backward kernel takes 8 input channels a group, it takes the planar call's
+    # backward (the channels_last one's 840 (m, k) pairs an input channel pass MAX_PAIRS).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(depthwise, "BACKWARD_MAX_INPUTS", 8)
+        replay = ops._work_out_backward_replay(grad_out, x, w, a, [True] * 3, layout)
+        assert isinstance(replay, ops._DepthwiseBackward) != layout
+        explained = gemmconv.explain(x, w, b, **case.kwargs).backward
+        assert (explained == BACKWARD_DEPTHWISE) != layout
     e = gemmconv.explain(x, w, b, **case.kwargs)
     assert e.route == ("channels_last: " if layout else "") + ops.GROUPED_ROUTE
     assert e.candidates[0] == (ops.GROUPED_ROUTE, 0, True)
