@@ -729,9 +729,10 @@ def depthwise_transposed_backward(x_ptr, g_ptr, w_ptr, gx_ptr, partial_ptr,
     (one: depthwise; gemmconv/depthwise.py), over ``each`` blocks of ``BP`` input positions
     (samples and grid flattened) by ``BC`` input channels: each block loads, for ``BT`` of
     its channels' (m, k) pairs ``t = m taps + k``, the output gradient of channel ``(j //
-    inputs) M + m`` (input channel j's group's m-th) at ``i s - p + k d``; sums them over the pairs times the weight into the input gradient, and accumulates
-    them times the input into the program's partial of the weight gradient (``partial_ptr``:
-    float32 ``(splits, C_in, M taps)``, which the caller sums over its first dim). The
+    inputs) M + m`` (input channel j's group's m-th) at ``i s - p + k d``; sums them over
+    the pairs times the weight into the input gradient, and accumulates them times the
+    input into the program's partial of the weight gradient (``partial_ptr``: float32
+    ``(splits, C_in, M taps)``, which the caller sums over its first dim). The
     partial is summed over positions once, after the loop: a sum across the block's threads
     each block cost more than its loads.
 
