@@ -19,13 +19,10 @@ import sys
 
 import torch
 
-from gemmconv import cases, fused, ops
-from gemmconv.bench import Workload
-from gemmconv.measure import samples, speedups
-from gemmconv.shapes import conv_transpose_args
+from gemmconv import cases, fused
 
 sys.path.insert(0, "benches")
-from overhead import patched  # noqa: E402
+from step_variants import step_row  # noqa: E402
 
 NAMES = sys.argv[1:] or ["3d-64cube", "3d-3x5x7", "3d-32to64", "3d-96cube", "1d-65536", "1d-dil3"]
 smoke = os.environ.get("SMOKE") == "1"
@@ -36,22 +33,6 @@ for name in NAMES:
     case = case.scaled(512) if smoke else case
     dims = tuple(sorted(set(fused.FLOAT32_BACKWARD_DIMS) | {case.nd}))
     for interleaved in (True, False) if case.nd > 1 else (False,):
-        work = Workload(case, torch.float32, device, backward=True, interleaved=interleaved)
-        row = []
-        for variant, variant_dims in (("cost model", fused.FLOAT32_BACKWARD_DIMS), ("fused", dims)):
-            with patched(fused, "FLOAT32_BACKWARD_DIMS", variant_dims):
-                # (SMOKE: asked of meta tensors, which the library describes as on a GPU)
-                x, w, b = (t.to("meta") if smoke else t for t in (work.x, work.w, work.b))
-                a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b,
-                                        case.stride, case.padding, case.output_padding,
-                                        case.groups, case.dilation)
-                took = fused.backward_takes(a, x, w, interleaved)
-                ops._backward_replays.clear()
-                fns = {"torch": work.runner("torch"), "ours": work.runner("gemmconv")}
-                error = work.error(fns["ours"]())
-                taken = samples(device, fns, 3 if smoke else 15)
-            ms = {k: sorted(t for key, t in taken if key == k)[len(taken) // 4] for k in fns}
-            row.append(f"{variant}{' (fused)' if took else ''}: ours {ms['ours']:7.3f} ms "
-                       f"{speedups(taken, 'torch')['ours']:5.2f}x (err {error:.1e})")
-        print(f"{name:12s} {'CL' if interleaved else 'NCHW':4s} torch {ms['torch']:7.3f} ms; "
-              + "; ".join(row), flush=True)
+        print(step_row(case, torch.float32, device, interleaved, fused, "FLOAT32_BACKWARD_DIMS",
+                       (("cost model", fused.FLOAT32_BACKWARD_DIMS), ("fused", dims)),
+                       fused.backward_takes, "fused", smoke), flush=True)

@@ -18,13 +18,10 @@ import sys
 
 import torch
 
-from gemmconv import cases, depthwise, ops
-from gemmconv.bench import Workload
-from gemmconv.measure import samples, speedups
-from gemmconv.shapes import conv_transpose_args
+from gemmconv import cases, depthwise
 
 sys.path.insert(0, "benches")
-from overhead import patched  # noqa: E402
+from step_variants import step_row  # noqa: E402
 
 smoke = os.environ.get("SMOKE") == "1"
 device = torch.device("cpu" if smoke else "cuda")
@@ -35,23 +32,7 @@ for case in chosen:
     case = case.scaled(512) if smoke else case
     for dtype in (torch.float32, torch.bfloat16):
         for interleaved in (True, False):
-            work = Workload(case, dtype, device, backward=True, interleaved=interleaved)
-            row = []
-            for variant, most in (("cost model", depthwise.BACKWARD_MAX_INPUTS),
-                                  ("kernel", depthwise.GROUPED_MAX_INPUTS)):
-                with patched(depthwise, "BACKWARD_MAX_INPUTS", most):
-                    # (SMOKE: asked of meta tensors, which the library describes as on a GPU)
-                    x, w, b = (t.to("meta") if smoke else t for t in (work.x, work.w, work.b))
-                    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b,
-                                            case.stride, case.padding, case.output_padding,
-                                            case.groups, case.dilation)
-                    took = depthwise.backward_takes(a, x, w, interleaved)
-                    ops._backward_replays.clear()
-                    fns = {"torch": work.runner("torch"), "ours": work.runner("gemmconv")}
-                    error = work.error(fns["ours"]())
-                    taken = samples(device, fns, 3 if smoke else 15)
-                ms = {k: sorted(t for key, t in taken if key == k)[len(taken) // 4] for k in fns}
-                row.append(f"{variant}{' (kernel)' if took else ''}: ours {ms['ours']:7.3f} ms "
-                           f"{speedups(taken, 'torch')['ours']:5.2f}x (err {error:.1e})")
-            print(f"{case.name:19s} {str(dtype)[6:]:8s} {'CL' if interleaved else 'NCHW':4s} "
-                  f"torch {ms['torch']:7.3f} ms; " + "; ".join(row), flush=True)
+            print(step_row(case, dtype, device, interleaved, depthwise, "BACKWARD_MAX_INPUTS",
+                           (("cost model", depthwise.BACKWARD_MAX_INPUTS),
+                            ("kernel", depthwise.GROUPED_MAX_INPUTS)),
+                           depthwise.backward_takes, "kernel", smoke), flush=True)

@@ -15,6 +15,13 @@ depthwise_tests() {   # test_cuda_depthwise in five processes, in the background
   t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
   t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
 }
+grouped_tests() {   # test_cuda_depthwise's grouped cases in four processes, and the tests -k "$1" picks in a fifth
+  t dw-ieee tests/test_cuda_depthwise.py -k "grouped and float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "grouped and float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "grouped and float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "grouped and bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "$1" &
+}
 summary() {   # once the background tests end: their counts, and each process's last line
   wait
   cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done

@@ -45,11 +45,7 @@ R) gpu   # (added in session 64, after T, P, G and K: the grouped kernel's vecto
   node
   probe 110 grouped-vec grouped_probe.py --no-sizes
   TT=150
-  t dw-ieee tests/test_cuda_depthwise.py -k "grouped and float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "grouped and float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "grouped and float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "grouped and bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+  grouped_tests "not matches_float64"
   summary ;;
 Z1) gpu
   node

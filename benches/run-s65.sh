@@ -14,11 +14,7 @@ R2) source benches/run-lib.sh "$1"
   node
   probe 130 grouped-order grouped_probe.py --no-sizes
   TT=200
-  t dw-ieee tests/test_cuda_depthwise.py -k "grouped and float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "grouped and float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "grouped and float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "grouped and bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "grouped and not matches_float64" &
+  grouped_tests "grouped and not matches_float64"
   t others tests/test_cuda.py tests/test_cuda_channels_last.py tests/test_cuda_graphs.py \
     tests/test_cuda_replay.py -k grouped &
   summary ;;
