@@ -701,21 +701,19 @@ def takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
 
 def backward_preferred(a: ConvTransposeArgs, interleaved: bool, element_size: int) -> bool:
     """Whether the cost model sends a call's backward to the fused kernels: the calls whose
-    forward it sends there (:func:`preferred`), and 3-D calls at stride 1 (in float32 where
-    FLOAT32_BACKWARD_DIMS has 3) whose output channels fill at least half of the kernels'
-    128-byte chunk of the reduction (the input gradient's). Their training step in
-    bfloat16, the forward on the column routes, ran 3d-64cube 1.17x -> 1.68x and 3d-32to64
-    0.80x -> 1.27x torch's, and 3d-96cube (24 output channels) 1.62x -> 1.05x (H100,
-    benches/results/s29/D); in float32 see FLOAT32_BACKWARD_DIMS. Channels
+    forward it sends there (:func:`preferred`), and 3-D calls at stride 1 whose output
+    channels fill at least half of the kernels' 128-byte chunk of the reduction (the input
+    gradient's). Their training step in bfloat16, the forward on the column routes, ran
+    3d-64cube 1.17x -> 1.68x and 3d-32to64 0.80x -> 1.27x torch's, and 3d-96cube (24 output
+    channels) 1.62x -> 1.05x (H100, benches/results/s29/D); in float32 see
+    FLOAT32_BACKWARD_DIMS, which backward_unavailable applies. Channels
     counted with the taps along W folded into them (:func:`folded_taps`); the call's size
     as its column elements (output elements times taps: 3d-3x5x7's 11.6M outputs take 105
     taps each)."""
     g = a.geometry
     fold = folded_taps(g, a.out_channels, element_size)
     return preferred(a, interleaved) or (
-        g.nd == 3 and set(g.stride) == {1} and
-        (element_size < 4 or 3 in FLOAT32_BACKWARD_DIMS) and
-        fold * a.out_channels * element_size >= 64 and
+        g.nd == 3 and set(g.stride) == {1} and fold * a.out_channels * element_size >= 64 and
         a.output_elements * g.taps > SMALL_COLUMNS)
 
 
@@ -1317,8 +1315,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     if why is not None:
         return why
     if not backward_preferred(a, interleaved, x.element_size()):
-        float32 = "" if 3 in FLOAT32_BACKWARD_DIMS else " or in float32"
-        return (f"the cost model: 3-D of few output channels{float32}, strided planar "
+        return ("the cost model: 3-D of few output channels, strided planar "
                 f"2-D or strided 1-D, or at most {SMALL_OUTPUT:,} output elements (3-D: "
                 f"{SMALL_COLUMNS:,} column elements)")
     if x.dtype == torch.float32 and a.geometry.nd not in FLOAT32_BACKWARD_DIMS:
