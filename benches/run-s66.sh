@@ -21,7 +21,18 @@
 #   Z1, Z2: the zoo, if the budget allows (about 300 and 650 s); no zoo layer changed route
 #      in session 65 (its 3-D layers are k2 s2 or convolutions; no grouped layer of 2-8
 #      input channels a group).
+#   (Session 66, after an hour of device refusals and 380 s of its budget spent on them:
+#   FB runs F and B in one call, and G4 the four tables alone; the 1-D rows' code did not
+#   change in session 65, whose G timed them.)
 case "$1" in
+FB) bash benches/run-s66.sh F; bash benches/run-s66.sh B ;;
+G4) source benches/run-lib.sh "$1"
+  gpu
+  node
+  TB=120 table fwd-f32-layouts --layouts
+  TB=120 table fwd-bf16-layouts --layouts --dtype bfloat16
+  TB=170 table train-f32-layouts --layouts --backward
+  TB=170 table train-bf16-layouts --layouts --backward --dtype bfloat16 ;;
 F) source benches/run-lib.sh "$1"
   gpu
   node
