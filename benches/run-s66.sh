@@ -26,6 +26,8 @@
 #   change in session 65, whose G timed them.)
 case "$1" in
 FB) bash benches/run-s66.sh F; bash benches/run-s66.sh B ;;
+TFB) bash benches/run-s66.sh T   # then F and B in what is left of a 600-s call
+  timeout $((585 - SECONDS)) bash benches/run-s66.sh FB ;;
 G4) source benches/run-lib.sh "$1"
   gpu
   node
