@@ -28,6 +28,9 @@ case "$1" in
 FB) bash benches/run-s66.sh F; bash benches/run-s66.sh B ;;
 TFB) bash benches/run-s66.sh T   # then F and B in what is left of a 600-s call
   timeout $((585 - SECONDS)) bash benches/run-s66.sh FB ;;
+TPFB) bash benches/run-s66.sh T   # then P, F and B in what is left of a 600-s call
+  timeout $((585 - SECONDS)) bash benches/run-s66.sh P
+  timeout $((585 - SECONDS)) bash benches/run-s66.sh FB ;;
 G4) source benches/run-lib.sh "$1"
   gpu
   node
