@@ -18,7 +18,7 @@ import triton.language as tl
 
 from gemmconv import _triton, cases, fused
 from gemmconv.shapes import Geometry
-from gemmconv._triton import _program_tile, _input_box  # noqa: F401 (the kernels')
+from gemmconv._triton import _program_tile, _row_box  # noqa: F401 (the kernels')
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cl_tile_probe import bench  # noqa: E402
@@ -58,12 +58,12 @@ def before(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr,
         o2 = tl.load(columns_ptr + column * 2 + 1)
         # Box j (input row y + top - (j - 1) spacing) meets row y's tap j - 1 and row
         # y + spacing's tap j; each tap's matrix is loaded once, for the far row first.
-        a = _input_box(x_desc, first, q0 + o0, y + top + spacing, q2 + o2, kc, BM, BK, ROUND, False)
+        a = _row_box(x_desc, [first, q0 + o0, y + top + spacing, q2 + o2, kc], BM, BK, ROUND)
         w = w_desc.load([tl.load(index_ptr + column * KH), co, kc]).reshape(BN, BK)
         far = tl.dot(a, w.T, far, input_precision=PRECISION)
         for j in tl.static_range(1, KH + 1):
-            a = _input_box(x_desc, first, q0 + o0, y + top - (j - 1) * spacing, q2 + o2, kc,
-                           BM, BK, ROUND, False)
+            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - 1) * spacing, q2 + o2, kc],
+                         BM, BK, ROUND)
             near = tl.dot(a, w.T, near, input_precision=PRECISION)
             if j < KH:
                 w = w_desc.load([tl.load(index_ptr + column * KH + j), co, kc]).reshape(BN, BK)

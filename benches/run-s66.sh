@@ -42,10 +42,6 @@ F) source benches/run-lib.sh "$1"
   gpu
   node
   probe 150 f32-backward f32_backward_probe.py 1d-65536 1d-dil3 3d-32to64 ;;
-P) source benches/run-lib.sh "$1"   # (session 66: planar 16-bit inputs read as they lie)
-  gpu
-  node
-  probe 240 planar-input planar_input_probe.py ;;
 B) source benches/run-lib.sh "$1"
   gpu
   node

@@ -1,6 +1,6 @@
-"""A case's training step (or forward) timed against torch's with a routing constant at each
-of several values: the shared loop of the probes that decide such a constant
-(f32_backward_probe.py, grouped_backward_probe.py, planar_input_probe.py)."""
+"""A case's training step timed against torch's with a routing constant at each of several
+values: the shared loop of the probes that decide such a constant
+(f32_backward_probe.py, grouped_backward_probe.py)."""
 from typing import Callable, Sequence
 
 import torch
@@ -14,14 +14,13 @@ from overhead import patched
 
 def step_row(case, dtype: torch.dtype, device: torch.device, interleaved: bool, owner,
              name: str, variants: Sequence[tuple], takes: Callable, mark: str,
-             smoke: bool, backward: bool = True) -> str:
-    """One line: torch's training step (forward + backward; the forward alone where not
-    ``backward``) and ours in turns
+             smoke: bool) -> str:
+    """One line: torch's training step (forward + backward) and ours in turns
     (measure.speedups), with ``owner.name`` at each ``(label, value)`` of ``variants``,
     each with its error against float64, and ``mark`` where ``takes(a, x, weight,
     interleaved)`` says the route under test took the call (asked of meta tensors under
     ``smoke``, a CPU run of the script itself: the library describes them as on a GPU)."""
-    work = Workload(case, dtype, device, backward=backward, interleaved=interleaved)
+    work = Workload(case, dtype, device, backward=True, interleaved=interleaved)
     cells = []
     for label, value in variants:
         with patched(owner, name, value):

@@ -118,25 +118,6 @@ def main() -> None:
                                dict(BB=1, B0=1, B1=1, B2=128, BK=bk, BN=bn, ROUND=False,
                                     HAS_BIAS=True, PRECISION="tf32"), 4, 4)
             report(f"implicit_gemm {dt} 128x{bn}", forward)
-            if dt == "fp32":
-                continue
-            # A planar input read as it lies (fused.reads_planar): its box (1, 1, 1, BK,
-            # 128), whose transpose should reach the tensor cores from shared memory.
-            for kernel, extra in ((_triton.implicit_gemm, dict(B1=1, count_ptr="i32")),
-                                  (_triton.implicit_gemm_rows, dict(KH=3, ROWS=2,
-                                                                    columns_ptr="i32"))):
-                pointers = dict(out_ptr=dt, bias_ptr=dt, index_ptr="i32",
-                                **{k: v for k, v in extra.items() if k.endswith("_ptr")})
-                if kernel is _triton.implicit_gemm:
-                    pointers["offsets_ptr"] = "i32"
-                constants = dict(BB=1, B0=1, B2=128, BK=bk, BN=bn, ROUND=False, HAS_BIAS=True,
-                                 PRECISION="tf32", PLANAR=True,
-                                 **{k: v for k, v in extra.items() if not k.endswith("_ptr")})
-                planar = compile_(kernel, dict(x_desc=(dt, (1, 1, 1, bk, 128)),
-                                               w_desc=(dt, (1, bn, bk))),
-                                  pointers, constants, 8 if bn == 128 and "ROWS" in constants else 4,
-                                  4 if kernel is _triton.implicit_gemm else 2)   # (as row_tile)
-                report(f"{kernel.__name__} {dt} 128x{bn}, planar input", planar)
 
 
 def _moved_block(box: tuple, bm: int) -> tuple:

@@ -89,11 +89,9 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
                   tiles_b, tiles0, tiles1, tiles2, tiles_n,
                   BB: tl.constexpr, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
                   BK: tl.constexpr, BN: tl.constexpr, ROUND: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
-                  PLANAR: tl.constexpr = False):
+                  HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
     """One tile of ``BB`` samples x ``(B0, B1, B2)`` phase positions by ``BN`` output
-    channels. ``x_desc``: the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, B1, B2, BK)``
-    (``PLANAR``: :func:`_input_box`'s, boxes ``(1, 1, 1, BK, B2)``);
+    channels. ``x_desc``: the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, B1, B2, BK)``;
     ``w_desc``: the taps' matrices ``(T, C_out, C_in)``, input channels innermost (the
     operand order the tensor cores take for 32-bit types), boxes ``(1, BN, BK)``."""
     BM: tl.constexpr = BB * B0 * B1 * B2
@@ -114,7 +112,9 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
         o0 = tl.load(offsets_ptr + entry * 3)
         o1 = tl.load(offsets_ptr + entry * 3 + 1)
         o2 = tl.load(offsets_ptr + entry * 3 + 2)
-        a = _input_box(x_desc, first, q0 + o0, q1 + o1, q2 + o2, kc, BM, BK, ROUND, PLANAR)
+        a = x_desc.load([first, q0 + o0, q1 + o1, q2 + o2, kc]).reshape(BM, BK)
+        if ROUND:
+            a = round_tf32(a)
         b = w_desc.load([tl.load(index_ptr + entry), co, kc]).reshape(BN, BK)
         acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
 
@@ -137,18 +137,8 @@ def implicit_gemm(x_desc, w_desc, out_ptr, bias_ptr, offsets_ptr, index_ptr, cou
 
 
 @triton.jit
-def _input_box(x_desc, n, d, h, w, kc, BM: tl.constexpr, BK: tl.constexpr,
-               ROUND: tl.constexpr, PLANAR: tl.constexpr):
-    """The ``(BM, BK)`` operand of the box at sample ``n``, position ``(d, h, w)``, input
-    channel ``kc``: from a descriptor of dims ``(N, D, H, W, C_in)``, or, ``PLANAR``, of a
-    planar input's dims ordered ``(N, D, H, C_in, W)``, its box one run of ``BM`` along W.
-    That order makes the box's leading dims units, so the transpose folds into the tensor
-    cores' read of shared memory (positions innermost: 16-bit types only) where Triton
-    3.6 moves a box of any other shape through registers (benches/NOTES.md, session 66)."""
-    if PLANAR:
-        a = x_desc.load([n, d, h, kc, w]).reshape(BK, BM).T
-    else:
-        a = x_desc.load([n, d, h, w, kc]).reshape(BM, BK)
+def _row_box(x_desc, start, BM: tl.constexpr, BK: tl.constexpr, ROUND: tl.constexpr):
+    a = x_desc.load(start).reshape(BM, BK)
     if ROUND:
         a = round_tf32(a)
     return a
@@ -162,15 +152,14 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
                        BB: tl.constexpr, B0: tl.constexpr, B2: tl.constexpr,
                        BK: tl.constexpr, BN: tl.constexpr, KH: tl.constexpr,
                        ROWS: tl.constexpr, ROUND: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       PRECISION: tl.constexpr, PLANAR: tl.constexpr = False):
+                       PRECISION: tl.constexpr):
     """:func:`implicit_gemm` at stride 1 for ``ROWS`` (2 or 3) output rows a program,
     ``spacing`` apart along H: tap ``h`` of a column of taps reads input row ``y + top - h
     spacing`` for output row ``y``, so row ``y + spacing``'s tap ``h + 1`` reads the box row
     ``y``'s tap ``h`` reads. Each box is loaded once for every row: ``KH + ROWS - 1`` boxes
     serve ``ROWS KH`` products, where one row a program loads a box a product; the copy
     into shared memory bounds the one-row kernel (benches/NOTES.md, session 39). ``x_desc``:
-    the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)`` (``PLANAR``:
-    :func:`_input_box`'s, boxes ``(1, 1, 1, BK, B2)``); ``columns``: per column
+    the input ``(N, D, H, W, C_in)``, boxes ``(BB, B0, 1, B2, BK)``; ``columns``: per column
     of taps its offsets along D and W; ``index (columns, KH)`` its taps' weight matrices,
     ``h`` order."""
     BM: tl.constexpr = BB * B0 * B2
@@ -194,8 +183,8 @@ def implicit_gemm_rows(x_desc, w_desc, out_ptr, bias_ptr, columns_ptr, index_ptr
         # tap's matrix is loaded once, with the box the last row meets it in, after the
         # products of the older taps (w1: tap j - 1, w2: tap j - 2, on entry).
         for j in tl.static_range(KH + ROWS - 1):
-            a = _input_box(x_desc, first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
-                           q2 + o2, kc, BM, BK, ROUND, PLANAR)
+            a = _row_box(x_desc, [first, q0 + o0, y + top - (j - ROWS + 1) * spacing,
+                                  q2 + o2, kc], BM, BK, ROUND)
             if j >= 1:
                 if ROWS == 3:
                     if j >= 2:

@@ -326,7 +326,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
             if count > 1 else ""
         steps = [FUSED_STEP.format(phases=len(taps.count), rows=rows,
                                    bias=", + bias" if bias is not None else "")]
-        if fused.copies_input(a, batched):
+        if fused.copies_input(batched):
             copy = input.numel() * size
             steps.insert(0, COPY_STEP.format(shape=(a.batch, *a.grid, a.in_channels),
                                              tf32=", rounded to TF32" if input.dtype == torch.float32 else ""))

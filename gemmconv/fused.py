@@ -209,8 +209,7 @@ def _pow2(n: int) -> int:
 
 
 def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int,
-           element_size: int, rounds: bool = True, planar: bool = False,
-           planar_input: bool = False) -> Config:
+           element_size: int, rounds: bool = True, planar: bool = False) -> Config:
     """The tile for a launch over ``phases`` phase grids of ``extent`` (D, H, W) positions.
     ``bn`` the output channels rounded up to a power of two, 16 to 128; ``bm`` 128 positions, 64 for
     float32 at ``bn`` 128 where the kernel ``rounds`` the input's tiles to TF32 (in registers,
@@ -219,8 +218,7 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
     ``planar`` (its rows along W). There, 2d-64to128's boxes of 4 x 8 positions and 4
     samples took 13% longer than rows of 128 that compute 48% more, and 2 x 16 and 2
     samples 7% longer; on 2d-3x7-512, 2 x 32 and 2 samples took 16% less than rows of 128
-    (benches/results/s30/A, B); one run of all its positions where the kernel reads a
-    ``planar_input`` as it lies (:func:`reads_planar`). ``bk`` is 128 bytes of input channels (the widest row the
+    (benches/results/s30/A, B). ``bk`` is 128 bytes of input channels (the widest row the
     copy engine swizzles). Four pipeline stages; five where 64 positions of float32 are
     rounded in registers: 2d-64to128's channels_last kernel took 2.31 ms against 2.53
     (2d-1024's, on 128 positions, 3.67 against 3.56). Chosen on the H200 (benches/NOTES.md,
@@ -228,12 +226,12 @@ def config(batch: int, extent: Sequence[int], c_in: int, c_out: int, phases: int
     extent = tuple(extent)
     bn = min(128, max(16, _pow2(c_out)))
     bm = 64 if element_size == 4 and rounds and bn == 128 else 128
-    run = lambda bm: bm if planar_input else 128 // element_size if planar else 1   # noqa: E731
-    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm, run(bm)),
+    run = 128 // element_size if planar else 1
+    if bm > 64 and _programs(batch, extent, c_out, phases, _fitted_box(batch, extent, bm, run),
                              bn) < 2 * WAVE:
         bm = 64
     bk = min(128 // element_size, max(16, _pow2(c_in)))
-    box = _fitted_box(batch, extent, bm, run(bm))
+    box = _fitted_box(batch, extent, bm, run)
     stages = 5 if math.prod(box) <= 64 and element_size == 4 and rounds else 4
     return Config(box, bk, bn, 4, stages)
 
@@ -245,8 +243,7 @@ SHARED_BYTES = 228 * 1024
 
 
 def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height: int,
-             element_size: int, planar: bool, rows: Optional[int] = None,
-             planar_input: bool = False) -> Optional[Config]:
+             element_size: int, planar: bool, rows: Optional[int] = None) -> Optional[Config]:
     """The tile of the kernel of two or three output rows a program (``Config.rows``;
     ``rows`` forces it), for a single phase of ``extent`` whose taps form columns ``height``
     taps high (:func:`row_columns`), or None where the one-row tile ``one`` stays. ``r``
@@ -284,18 +281,16 @@ def row_tile(one: Config, batch: int, extent: Sequence[int], c_out: int, height:
     five shapes (2d-64to128 1.533 -> 1.428 ms, 2d-3x7-512 0.996 -> 0.957, 16 x 256 x 512 at
     3 x 7 1.017 -> 0.953; s47/B, H100). float32's runs of 64 bytes lost 3-4% on 2d-1024 and
     2d-512x1024 (and gained 4% on 2d-64to128), and 16-bit runs of 32 bytes lost 12% on
-    2d-512x1024. A ``planar_input`` the kernel reads as it lies takes boxes of one run of
-    128 along W (:func:`reads_planar`)."""
+    2d-512x1024."""
     bn = one.bn if planar and element_size < 4 else min(one.bn, 64)
-    run = 128 if planar_input else 32 if planar else 1   # 32: 64 bytes of a 16-bit type
+    run = 32 if planar else 1   # elements: 64 bytes of a 16-bit type, 128 of float32
     flat = (extent[0], 1, extent[2])
     box = _fitted_box(batch, flat, 128, run)
     one_run = box[-1] == 128   # the box one run of 128 along W ("same" padding's W)
     if rows is None:
         args = (one, batch, extent, c_out, height, element_size, planar)
         three = bn <= 32 or (element_size == 2 and bn <= 64 and one_run)
-        return ((three and height <= 3 and row_tile(*args, 3, planar_input))
-                or row_tile(*args, 2, planar_input))
+        return (three and height <= 3 and row_tile(*args, rows=3)) or row_tile(*args, rows=2)
     stages = 2
     stage = ((height + rows - 1) * math.prod(box) + height * bn) * one.bk * element_size
     runs = (extent[0], -(-extent[1] // rows), extent[2])
@@ -425,12 +420,9 @@ def round_tf32(t: torch.Tensor) -> torch.Tensor:
 
 def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.Tensor],
                   taps: Taps, out: torch.Tensor, precision: str = "tf32",
-                  cfg: Optional[Config] = None, round_input: bool = True,
-                  planar_input: bool = False) -> torch.Tensor:
+                  cfg: Optional[Config] = None, round_input: bool = True) -> torch.Tensor:
     """``out (N, *image, C_out)`` (any strides) = the phases of ``taps`` over ``x (N, *grid,
-    C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous, 16-byte aligned; or, where
-    ``planar_input``, ``x`` a view of a contiguous planar ``(N, C_in, *grid)`` of a 16-bit
-    type that :func:`reads_planar` allows, its tile ``cfg`` one run along W), plus
+    C_in)`` and ``weights (T, C_out, C_in)`` (both contiguous, 16-byte aligned), plus
     ``bias`` (any stride: the kernel reads a contiguous copy where it is strided): the
     kernel :func:`reference` describes. ``precision`` is tl.dot's for float32
     inputs ("tf32": the input's tiles rounded to TF32 first, the weights by the caller; or
@@ -440,7 +432,7 @@ def implicit_gemm(x: torch.Tensor, weights: torch.Tensor, bias: Optional[torch.T
     plan = _gemm_plan(tuple(x.shape), tuple(weights.shape), tuple(out.shape), out.stride(),
                       x.dtype, taps, precision if fp32 else "tf32",
                       fp32 and precision == "tf32" and round_input, bias is not None, cfg,
-                      x.device, planar_input)
+                      x.device)
     if plan.launch is not None:
         from triton.tools.tensor_descriptor import TensorDescriptor
         plan.launch(TensorDescriptor(x, *plan.x_layout), TensorDescriptor(weights, *plan.w_layout),
@@ -461,29 +453,22 @@ class GemmPlan(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tuple,
                dtype: torch.dtype, taps: Taps, precision: str, rounds: bool, has_bias: bool,
-               cfg: Optional[Config], device: torch.device, planar_input: bool) -> GemmPlan:
+               cfg: Optional[Config], device: torch.device) -> GemmPlan:
     from . import _triton
     element_size = dtype.itemsize
     batch, c_in, c_out = x_shape[0], x_shape[-1], out_shape[-1]
     grid, image = _padded(x_shape[1:-1], 1), _padded(out_shape[1:-1], 1)
     extent = _extent(image, taps)
     cfg = cfg or launch_config(batch, extent, c_in, c_out, taps, element_size, rounds,
-                               out_strides[-1] != 1, planar_input)
+                               out_strides[-1] != 1)
     # Strides of the dense layouts: those torch gives dims of size 1 are arbitrary, and the
     # copy engine wants every stride in whole 16-byte units.
-    w_dims = list(w_shape)
-    if planar_input:   # dims (N, D, H, C_in, W) of the planar (N, C_in, D, H, W): _input_box
-        assert cfg.box[:3] == (1, 1, 1) and element_size == 2, "a planar input's box: one run along W"
-        x_dims, plane = [batch, *grid[:2], c_in, grid[2]], math.prod(grid)
-        x_layout = (x_dims, [c_in * plane, grid[1] * grid[2], grid[2], plane, 1],
-                    [1, 1, 1, cfg.bk, cfg.box[3]])
-    else:
-        x_dims = [batch, *grid, c_in]
-        x_layout = (x_dims, _dense(x_dims), [*cfg.box, cfg.bk])
+    x_dims, w_dims = [batch, *grid, c_in], list(w_shape)
+    x_layout = (x_dims, _dense(x_dims), [*cfg.box, cfg.bk])
     w_layout = (w_dims, _dense(w_dims), [1, cfg.bn, cfg.bk])
     if cfg.rows > 1:
         return _rows_plan(x_layout, w_layout, image, out_strides, c_in, c_out, taps, cfg,
-                          precision, rounds, has_bias, device, planar_input)
+                          precision, rounds, has_bias, device)
     programs = _programs(batch, extent, c_out, len(taps.count), cfg.box, cfg.bn)
     if programs == 0:
         return GemmPlan(x_layout, w_layout, (), None)
@@ -493,23 +478,20 @@ def _gemm_plan(x_shape: tuple, w_shape: tuple, out_shape: tuple, out_strides: tu
     launch = _triton.Launch(
         _triton.implicit_gemm, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
         B1=cfg.box[2], B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, ROUND=rounds, HAS_BIAS=has_bias,
-        PRECISION=precision, PLANAR=planar_input, num_warps=cfg.warps, num_stages=cfg.stages)
+        PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
     return GemmPlan(x_layout, w_layout, _table_tensor(taps, device), launch)
 
 
 def launch_config(batch: int, extent: Sequence[int], c_in: int, c_out: int, taps: Taps,
-                  element_size: int, rounds: bool, planar: bool,
-                  planar_input: bool = False) -> Config:
+                  element_size: int, rounds: bool, planar: bool) -> Config:
     """The tile :func:`implicit_gemm` launches over ``taps``' phase grids of ``extent``:
     :func:`row_tile`'s where the taps form columns along H and it applies, else
-    :func:`config`'s (``planar_input``: where it reads a planar input as it lies)."""
-    one = config(batch, extent, c_in, c_out, len(taps.count), element_size, rounds, planar,
-                 planar_input)
+    :func:`config`'s."""
+    one = config(batch, extent, c_in, c_out, len(taps.count), element_size, rounds, planar)
     columns = row_columns(taps)
     if columns is None:
         return one
-    return row_tile(one, batch, extent, c_out, columns.height, element_size, planar,
-                    planar_input=planar_input) or one
+    return row_tile(one, batch, extent, c_out, columns.height, element_size, planar) or one
 
 
 def _extent(image: Sequence[int], taps: Taps) -> list:
@@ -519,7 +501,7 @@ def _extent(image: Sequence[int], taps: Taps) -> list:
 
 def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tuple, c_in: int,
                c_out: int, taps: Taps, cfg: Config, precision: str, rounds: bool,
-               has_bias: bool, device: torch.device, planar_input: bool) -> GemmPlan:
+               has_bias: bool, device: torch.device) -> GemmPlan:
     """:func:`_gemm_plan` for ``cfg.rows`` 2 or 3: programs over that many rows ``spacing``
     apart."""
     from . import _triton
@@ -537,8 +519,7 @@ def _rows_plan(x_layout: tuple, w_layout: tuple, image: tuple, out_strides: tupl
     launch = _triton.Launch(
         _triton.implicit_gemm_rows, (programs,), sizes, BB=cfg.box[0], B0=cfg.box[1],
         B2=cfg.box[3], BK=cfg.bk, BN=cfg.bn, KH=len(index[0]), ROWS=cfg.rows, ROUND=rounds,
-        HAS_BIAS=has_bias, PRECISION=precision, PLANAR=planar_input, num_warps=cfg.warps,
-        num_stages=cfg.stages)
+        HAS_BIAS=has_bias, PRECISION=precision, num_warps=cfg.warps, num_stages=cfg.stages)
     return GemmPlan(x_layout, w_layout, (_int_tensor(columns, device), _int_tensor(index, device)),
                     launch)
 
@@ -870,43 +851,11 @@ def _on(device: torch.device):
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-# Whether the forward's kernel may read a planar 16-bit input as it lies (reads_planar), its
-# positions innermost in the tensor cores' operand, where it copies the input channels
-# innermost first otherwise (channels_innermost: 4.0-4.15 TB/s on the H200, about a fifth
-# of bfloat16 2d-1024's 2.75-ms planar forward on an H100, results/s65/G). Off until timed
-# against the copy (benches/planar_input_probe.py): its boxes, one run of 128 positions
-# along W, pad some grids more than the copy's tiles do (2d-1024's 1,026 columns by 9%).
-PLANAR_INPUT = False
-
-
-def reads_planar(a: ConvTransposeArgs, x: torch.Tensor) -> bool:
-    """Whether :func:`forward` reads ``x (N, C_in, *grid)`` as it lies, planar, rather than
-    a copy of it channels innermost: where PLANAR_INPUT allows it, of a 16-bit type,
-    contiguous, 16-byte aligned, of rows along W in whole 16-byte units, more than one
-    input channel, and where the tile for its shape is one run along W (an output W whose
-    power of two reaches the run: 128 positions, or 64 where 128 leave too few programs)."""
-    if not (PLANAR_INPUT and x.element_size() == 2 and x.shape[1] > 1 and x.is_contiguous()
-            and x.data_ptr() % 16 == 0 and x.shape[-1] * 2 % 16 == 0):
-        return False
-    return _one_run(a)
-
-
-@functools.lru_cache(maxsize=256)
-def _one_run(a: ConvTransposeArgs) -> bool:
-    """Whether a 16-bit planar call ``a``'s tile, reading its input as it lies, is one run
-    along W (a shape's question, asked on every call: cached)."""
-    taps = transposed_taps(a.geometry)
-    cfg = launch_config(a.batch, _extent(_padded(a.image, 1), taps), a.in_channels,
-                        a.out_channels, taps, 2, False, True, True)
-    return cfg.box[:3] == (1, 1, 1)
-
-
-def copies_input(a: ConvTransposeArgs, x: torch.Tensor) -> bool:
+def copies_input(x: torch.Tensor) -> bool:
     """Whether :func:`forward` copies ``x (N, C_in, *grid)`` channels innermost first: where
-    its channels are not innermost and dense, 16-byte aligned, and it does not read it
-    planar (:func:`reads_planar`)."""
+    its channels are not innermost and dense, 16-byte aligned."""
     rows = x.movedim(1, -1)
-    return (not rows.is_contiguous() or rows.data_ptr() % 16 != 0) and not reads_planar(a, x)
+    return not rows.is_contiguous() or rows.data_ptr() % 16 != 0
 
 
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -914,17 +863,16 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     """The transposed convolution ``a`` of ``x (N, C_in, *grid)`` into ``out (N, C_out,
     *image)``, both in any layout. A channels-innermost input (channels_last) goes to the
     kernel as it is, which rounds its tiles to TF32 in registers; a planar one through
-    :func:`channels_innermost`, rounded on the way, or as it lies (:func:`reads_planar`);
-    the kernel writes ``out`` through its strides."""
+    :func:`channels_innermost`, rounded on the way; the kernel writes ``out`` through its
+    strides."""
     tf32 = x.dtype == torch.float32
-    planar = reads_planar(a, x)
     with _on(x.device):
-        if copies_input(a, x):
+        if copies_input(x):
             rows, rounded = channels_innermost(x.contiguous(), tf32), tf32
         else:
             rows, rounded = x.movedim(1, -1), False
         implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry),
-                      out.movedim(1, -1), round_input=not rounded, planar_input=planar)
+                      out.movedim(1, -1), round_input=not rounded)
     return out
 
 
@@ -932,18 +880,16 @@ def forward_tile(a: ConvTransposeArgs, x: torch.Tensor, planar: bool) -> Config:
     """The tile :func:`forward` launches with for call ``a`` on ``x (N, C_in, *grid)`` into
     an output ``planar`` or channels innermost (for :func:`gemmconv.explain`)."""
     taps = transposed_taps(a.geometry)
-    rounds = x.dtype == torch.float32 and not copies_input(a, x)   # else rounded by the copy
+    rounds = x.dtype == torch.float32 and not copies_input(x)   # else rounded by the copy
     return launch_config(a.batch, _extent(_padded(a.image, 1), taps), a.in_channels,
-                         a.out_channels, taps, x.element_size(), rounds, planar,
-                         reads_planar(a, x))
+                         a.out_channels, taps, x.element_size(), rounds, planar)
 
 
-def forward_bytes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> int:
-    """The memory :func:`forward` allocates for call ``a``, at most: the input's copy
-    channels innermost, the weights' reorder (and its rounding's two buffers in float32),
-    the bias's copy."""
-    copies = x.numel() if copies_input(a, x) else 0
-    return (copies + 2 * weight.numel() + a.out_channels) * x.element_size()
+def forward_bytes(x: torch.Tensor, weight: torch.Tensor, c_out: int) -> int:
+    """The memory :func:`forward` allocates, at most: the input's copy channels innermost,
+    the weights' reorder (and its rounding's two buffers in float32), the bias's copy."""
+    copies = x.numel() if copies_input(x) else 0
+    return (copies + 2 * weight.numel() + c_out) * x.element_size()
 
 
 class GradConfig(NamedTuple):
@@ -1569,5 +1515,5 @@ def forget_plans() -> None:
     probes and tests that change what the plans were worked out from (a tile rule, a
     module constant such as CHAIN)."""
     for plan in (_gemm_plan, _grad_plan, _transpose_launch, _shifted_launch, _pitched_launch,
-                 _planes_launch, _one_run):
+                 _planes_launch):
         plan.cache_clear()

@@ -247,7 +247,7 @@ class _FusedReplay(NamedTuple):
         """The output of call ``a`` as :meth:`run` gives it, as a CUDA graph where one is
         kept (a planar input's copy counts against the graphs' memory limit)."""
         return _graphed_forward(self, x, weight, bias, a,
-                                lambda: fused.forward_bytes(a, x, weight))
+                                lambda: fused.forward_bytes(x, weight, a.out_channels))
 
 
 class _DepthwiseReplay(NamedTuple):

@@ -15,7 +15,6 @@ from gemmconv.shapes import Geometry, conv_transpose_args
 from helpers import (OURS, check_against_float64, generator, poison_allocator, rel_error,
                      requested_during)
 from test_cuda import on_a_busy_stream
-from test_fused import PLANAR_INPUTS
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -271,38 +270,6 @@ def test_planar_inputs_reach_the_kernel_channels_innermost_and_rounded(shape, dt
         want = x.movedim(1, -1)
         want = fused.round_tf32(want) if tf32 and dtype == torch.float32 else want
         assert torch.equal(fused.channels_innermost(x, tf32), want)
-
-
-def _planar_input_case(case, size=None):
-    """``case`` (of one group) at a size whose rows along W the forward's kernel can read
-    as they lie (fused.reads_planar): W in whole 16-byte units, of 128 positions or more."""
-    case = _aligned(case.scaled(32768)) if size is None else _aligned(dataclasses.replace(case, size=size))
-    return dataclasses.replace(case, size=(*case.size[:-1], -(-case.size[-1] // 8) * 8))
-
-
-# Every 1-D and 2-D case of the table of one group, two 3-D ones, and the offsets along W in
-# whole 16-byte units that the CPU tests run through Triton's interpreter (test_fused.py).
-PLANAR_INPUT_CASES = ([_planar_input_case(c) for c in cases.BENCH if c.groups == 1 and c.nd < 3]
-                      + [_planar_input_case(c, (4, 6, 136)) for c in cases.BENCH
-                         if c.name in ("3d-3x5x7", "3d-stride2-dil2")] + PLANAR_INPUTS)
-
-
-@pytest.mark.parametrize("mode", ["float16", "bfloat16"])
-@pytest.mark.parametrize("case", PLANAR_INPUT_CASES, ids=lambda c: c.name)
-def test_planar_16_bit_inputs_read_as_they_lie_match_float64(monkeypatch, launches, case, mode):
-    """fused.PLANAR_INPUT on: the forward reads planar 16-bit inputs uncopied, its boxes'
-    starts along W at any offset (not whole 16-byte units: the taps' shifts), and every
-    output and gradient matches float64 (into poisoned memory, bitwise run to run)."""
-    monkeypatch.setattr(fused, "PLANAR_INPUT", True)
-    monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
-    dtype, precision, tolerance = MODES[mode]
-    leaves = _tensors(case, "planar input" + mode, dtype, False)
-    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, *leaves, case.stride,
-                            case.padding, case.output_padding, case.groups, case.dilation)
-    assert fused.reads_planar(a, leaves[0]) and fused.takes(a, *leaves[:2])
-    copies = _counted(monkeypatch, "channels_innermost")
-    check_against_float64(case, leaves, precision, tolerance, "planar", lambda: launches[0])
-    assert copies[0] == 0   # (the backward's copies go through _channels_innermost)
 
 
 def test_planar_inputs_past_2_31_elements_copy_whole():

@@ -362,53 +362,6 @@ def test_forward_rounds_float32_inputs_to_tf32_in_either_layout(layout):
     assert rel_error(out, reference(case, x, w, b)) > 1e-5
 
 
-# Planar 16-bit inputs the forward's kernel reads as they lie (fused.reads_planar), one case
-# for each of its forms: rows of taps along H (stride-1 2-D and 3-D), phases (strided), 1-D.
-# Their offsets along W are whole 16-byte units (dilation and padding along W multiples of
-# 8), as Triton's interpreter requires of a box's innermost start; tests/test_cuda_fused.py
-# runs any offsets on the GPU.
-PLANAR_INPUTS = [
-    cases.Case("rows-2d", 2, 24, 16, (3, 2), (5, 136), dilation=(1, 8)),
-    cases.Case("rows-3d", 1, 16, 8, (2, 3, 2), (2, 3, 136), padding=(1, 1, 8), dilation=(1, 1, 8)),
-    cases.Case("phases-2d", 2, 16, 24, (3, 2), (4, 144), stride=(2, 1), dilation=(1, 16)),
-    cases.Case("dilated-1d", 2, 16, 32, (2,), (304,), dilation=(16,))]
-
-
-@interpreted
-@pytest.mark.parametrize("case", PLANAR_INPUTS, ids=lambda c: c.name)
-def test_planar_16_bit_inputs_are_read_as_they_lie(monkeypatch, case):
-    """With PLANAR_INPUT on, a planar float16 input reaches the kernel uncopied (no
-    channels_innermost, no copy's bytes), and every output element comes out right."""
-    x, w, b = (t.half() for t in case.tensors(generator=generator(case.name, "planar input")))
-    a = case_args(case, x, w, b)
-    assert not fused.reads_planar(a, x)   # off: the copy, as before
-    copy_bytes = fused.forward_bytes(a, x, w)
-    monkeypatch.setattr(fused, "PLANAR_INPUT", True)
-    assert fused.reads_planar(a, x) and not fused.copies_input(a, x)
-    assert fused.forward_bytes(a, x, w) == copy_bytes - x.numel() * 2
-    monkeypatch.setattr(fused, "channels_innermost", lambda *args: pytest.fail("copied"))
-    out = torch.full(a.output_shape, float("nan"), dtype=torch.float16)
-    fused.forward(x, w, b, a, out)
-    assert rel_error(out, reference(case, x, w, b)) < 2e-3   # float16 outputs of float32 sums
-
-
-@pytest.mark.parametrize("change,why", [
-    (lambda x: x.float(), "float32: the tensor cores take 32-bit tiles channels innermost"),
-    (lambda x: x.contiguous(memory_format=torch.channels_last), "channels_last: no copy"),
-    (lambda x: x[..., :-1].contiguous(), "rows not whole 16-byte units"),
-    (lambda x: x[..., :16].contiguous(), "a W of 24 outputs: boxes of two samples"),
-    (lambda x: x[:, :1].contiguous(), "one input channel")])
-def test_planar_inputs_are_read_as_they_lie_only_where_the_kernel_can(monkeypatch, change, why):
-    monkeypatch.setattr(fused, "PLANAR_INPUT", True)
-    case = PLANAR_INPUTS[0]
-    x, w, b = (t.half() for t in case.tensors(generator=generator(why, "planar input")))
-    assert fused.reads_planar(case_args(case, x, w, b), x)
-    x = change(x)
-    changed = dataclasses.replace(case, in_channels=x.shape[1], size=tuple(x.shape[2:]))
-    w, b = w[:x.shape[1]].to(x.dtype), b.to(x.dtype)
-    assert not fused.reads_planar(case_args(changed, x, w, b), x), why
-
-
 @interpreted
 @pytest.mark.parametrize("layout", ["planar", "channels_last"])
 def test_fused_replay_hands_every_call_to_graphs(monkeypatch, layout):
@@ -432,7 +385,7 @@ def test_fused_replay_hands_every_call_to_graphs(monkeypatch, layout):
     a = case_args(case, x, w, b)
     replay = ops._FusedReplay(last)
     out = replay.graphed(x, w, b, a)
-    assert asked == [(replay, fused.forward_bytes(a, x, w))]
+    assert asked == [(replay, fused.forward_bytes(x, w, case.out_channels))]
     assert out.is_contiguous(memory_format=in_layout) and out.shape == a.output_shape
     assert rel_error(out, reference(case, rounded(x), rounded(w), b)) < 1e-6
 
@@ -1489,7 +1442,7 @@ def test_interpreted_launches_keep_no_compiled_kernel():
     assert torch.equal(outs[0], outs[1]) and not outs[0].isnan().any()
     plan = fused._gemm_plan(tuple(rows.shape), tuple(weights.shape), tuple(outs[0].shape),
                             outs[0].stride(), torch.float32, taps, "tf32", True, True, None,
-                            rows.device, False)
+                            rows.device)
     assert plan.launch is not None and plan.launch.compiled == {}
 
 
