@@ -42,6 +42,13 @@ F) source benches/run-lib.sh "$1"
   gpu
   node
   probe 150 f32-backward f32_backward_probe.py 1d-65536 1d-dil3 3d-32to64 ;;
+TF) source benches/run-lib.sh "$1"   # (session 66: test_cuda_fused again, in four processes,
+  gpu                                # after TPFB's ran into a reverted experiment's fault)
+  t f32 tests/test_cuda_fused.py -k "test_fused_route_matches_float64 and float32" &
+  t f16 tests/test_cuda_fused.py -k "test_fused_route_matches_float64 and float16 and not bfloat16" &
+  t bf16 tests/test_cuda_fused.py -k "test_fused_route_matches_float64 and bfloat16" &
+  t rest tests/test_cuda_fused.py -k "not test_fused_route_matches_float64" &
+  summary ;;
 B) source benches/run-lib.sh "$1"
   gpu
   node
