@@ -384,8 +384,13 @@ BACKWARD_WARPS = 4
 MAX_PAIRS = 256   # (m, k) pairs a program loads at once; more come in chunks of this many
 BACKWARD_CHANNEL_BLOCK = 32   # a 128-byte row of float32 where channels are innermost
 # Input channels a group the backward kernel takes. It computes grouped calls too (each
-# input channel reads its group's output-gradient channels), but that has not been timed
-# against the column routes (benches/grouped_backward_probe.py), so it takes one.
+# input channel reads its group's output-gradient channels, tested on the GPU in session
+# 66), but where it took them their training steps ran 2.2-7.5x the column routes' time:
+# 2d-strided-grouped (8 inputs a group) float32 NCHW 8.74 against 3.99 ms, bfloat16
+# channels_last 12.37 against 2.13; 3d-stride2-grouped bfloat16 channels_last 22.03
+# against 3.28 (H100, benches/grouped_backward_probe.py, results/s66/B). A likely cause,
+# not measured: each input channel loads its group's output gradient again, where the
+# column routes' GEMM reads it once for all of them.
 BACKWARD_MAX_INPUTS = 1
 
 
