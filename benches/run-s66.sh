@@ -21,15 +21,15 @@
 #   Z1, Z2: the zoo, if the budget allows (about 300 and 650 s); no zoo layer changed route
 #      in session 65 (its 3-D layers are k2 s2 or convolutions; no grouped layer of 2-8
 #      input channels a group).
-#   (Session 66, after an hour of device refusals and 380 s of its budget spent on them:
-#   FB runs F and B in one call, and G4 the four tables alone; the 1-D rows' code did not
-#   change in session 65, whose G timed them.)
+#   (Session 66, after an hour of device refusals that took 826 s of its budget: FB runs F
+#   and B in one call, G4 the four tables alone (the 1-D rows' code did not change in
+#   session 65, whose G timed them), and TFB T, F and B in one 600-s call. What ran:
+#   TFB with a planar-input experiment's probe between T and FB (0be06e2, results/s66:
+#   the experiment faulted on the GPU and was reverted in 484dc93), TF after the revert,
+#   then the float32 training table of G4 by hand.)
 case "$1" in
 FB) bash benches/run-s66.sh F; bash benches/run-s66.sh B ;;
 TFB) bash benches/run-s66.sh T   # then F and B in what is left of a 600-s call
-  timeout $((585 - SECONDS)) bash benches/run-s66.sh FB ;;
-TPFB) bash benches/run-s66.sh T   # then P, F and B in what is left of a 600-s call
-  timeout $((585 - SECONDS)) bash benches/run-s66.sh P
   timeout $((585 - SECONDS)) bash benches/run-s66.sh FB ;;
 G4) source benches/run-lib.sh "$1"
   gpu
@@ -43,7 +43,7 @@ F) source benches/run-lib.sh "$1"
   node
   probe 150 f32-backward f32_backward_probe.py 1d-65536 1d-dil3 3d-32to64 ;;
 TF) source benches/run-lib.sh "$1"   # (session 66: test_cuda_fused again, in four processes,
-  gpu                                # after TPFB's ran into a reverted experiment's fault)
+  gpu                                # after T's ran into the reverted experiment's fault)
   t f32 tests/test_cuda_fused.py -k "test_fused_route_matches_float64 and float32" &
   t f16 tests/test_cuda_fused.py -k "test_fused_route_matches_float64 and float16 and not bfloat16" &
   t bf16 tests/test_cuda_fused.py -k "test_fused_route_matches_float64 and bfloat16" &
