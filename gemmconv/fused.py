@@ -545,12 +545,13 @@ CHANNELS_LAST_FLOAT32_ROWS = 256
 # The dims of the calls whose float32 backward may take the fused kernels. Not 1-D: the
 # 1-D cases' training step on the column routes took 0.66-0.75 of its time on the fused
 # kernels (H100, results/s27/B/probe.log; their weight gradient reads copies of the output
-# gradient moved along W, at 42-104 TFLOP/s), and 0.89-0.95 in session 66 (1d-65536
-# 13.91 against 15.58 ms, 1d-dil3 5.99 against 6.32; H100, results/s66/F). 3-D since
-# session 65: in session 29 the column routes' step ran 1.1-1.5x faster (results/s29/D), but on the weight gradient
-# rebuilt since (sessions 58-63) the fused backward's step beat theirs on every 3-D
-# stride-1 case of the table, channels_last 3d-64cube 20.27 -> 9.66 ms (torch 19.80),
-# 3d-32to64 62.99 -> 46.55, planar 3d-64cube 15.44 -> 10.57 (H100, results/s65/F2).
+# gradient moved along W, at 42-104 TFLOP/s), and 0.89-0.95 in session 66 (1d-65536 13.91
+# against 15.58 ms, 1d-dil3 5.99 against 6.32; H100, results/s66/F). 3-D since session 65:
+# in session 29 the column routes' step ran 1.1-1.5x faster (results/s29/D), but on the
+# weight gradient rebuilt since (sessions 58-63) the fused backward's step beat theirs on
+# every 3-D stride-1 case of the table, channels_last 3d-64cube 20.27 -> 9.66 ms (torch
+# 19.80), 3d-32to64 62.99 -> 46.55, planar 3d-64cube 15.44 -> 10.57 (H100,
+# results/s65/F2).
 FLOAT32_BACKWARD_DIMS = (2, 3)
 
 # Its weight gradient (float32_weight_form): on the operands' rows as they lie, channels
