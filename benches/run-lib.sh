@@ -8,20 +8,16 @@ fi
 count() { grep -E "PASSED|SKIPPED|FAILED|ERROR" $1 | awk '{print $1, $2}' | sed 's/::[^ ]* / /' | sort | uniq -c; grep -E "^(FAILED|ERROR)" $1 | head -20; }
 # CUDA test files in parallel processes (Triton's compiles are the host's work): t LOG FILES...
 t() { log=$1; shift; timeout ${TT:-500} python3 -m pytest -v -m cuda -p no:cacheprovider "$@" > $O/$log.log 2>&1; }
-depthwise_tests() {   # test_cuda_depthwise in five processes, in the background
-  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
+# test_cuda_depthwise in five processes, in the background: a precision each (their -k
+# prefixed with $1, if given), and the tests -k "$2" picks (by default the rest).
+depthwise_tests() {
+  t dw-ieee tests/test_cuda_depthwise.py -k "${1}float32-ieee" &
+  t dw-tf32 tests/test_cuda_depthwise.py -k "${1}float32-tf32" &
+  t dw-f16 tests/test_cuda_depthwise.py -k "${1}float16 and not bfloat16" &
+  t dw-bf16 tests/test_cuda_depthwise.py -k "${1}bfloat16" &
+  t dw-rest tests/test_cuda_depthwise.py -k "${2:-not matches_float64}" &
 }
-grouped_tests() {   # test_cuda_depthwise's grouped cases in four processes, and the tests -k "$1" picks in a fifth
-  t dw-ieee tests/test_cuda_depthwise.py -k "grouped and float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "grouped and float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "grouped and float16 and not bfloat16" &
-  t dw-bf16 tests/test_cuda_depthwise.py -k "grouped and bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "$1" &
-}
+grouped_tests() { depthwise_tests "grouped and " "$1"; }   # the grouped cases; -k "$1" for the fifth
 summary() {   # once the background tests end: their counts, and each process's last line
   wait
   cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
