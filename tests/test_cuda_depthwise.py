@@ -69,7 +69,7 @@ def test_depthwise_kernel_matches_float64(launches, case, mode, layout):
 def test_backward_kernel_of_grouped_calls_matches_float64(monkeypatch, launches, case, mode,
                                                          layout):
     """As above, with the backward kernel taking grouped calls of up to GROUPED_MAX_INPUTS
-    input channels a group (depthwise.BACKWARD_MAX_INPUTS, one by default until timed):
+    input channels a group (depthwise.BACKWARD_MAX_INPUTS, one by default: slower there):
     each input channel's gradients from its group's output-gradient channels."""
     monkeypatch.setattr(depthwise, "BACKWARD_MAX_INPUTS", depthwise.GROUPED_MAX_INPUTS)
     _check_the_kernels(launches, case, mode, layout)

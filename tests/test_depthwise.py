@@ -270,8 +270,8 @@ def test_unavailable_names_what_keeps_a_call_off_the_kernel():
         assert taken or f"{inputs} input channels a group" in why
         cl = x.contiguous(memory_format=torch.channels_last)   # either layout alike
         assert depthwise.unavailable(a, cl, w) == why
-        # The backward kernel takes up to BACKWARD_MAX_INPUTS input channels a group (one,
-        # until grouped calls are timed on it).
+        # The backward kernel takes up to BACKWARD_MAX_INPUTS input channels a group (one:
+        # grouped calls ran slower on it, results/s66/B).
         assert f"{inputs} input channels a group" in depthwise.backward_unavailable(a, x, w)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(depthwise, "BACKWARD_MAX_INPUTS", most)
