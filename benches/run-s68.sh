@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 68's device calls, written in session 67. No code changed in session 67, so the
+# CUDA code is still the one every CUDA test file passed in session 66 (5,273 passed, 0
+# failed, on an H100). Session 67 ran the zoo and the four tables on an H100 (results/s67);
+# no H200 has come since session 59, and issue 21 asks for the zoo on one. If the card is
+# an H200, run the same three calls again first (run-s67.sh Z1, Z2, G: about 320, 365 and
+# 550 s); then, or on an H100:
+#   O: what session 67 did not run (about 250 s):
+#      - the three 1-D cases in each table that the layouts tables leave out (last run in
+#        session 65, on an H100);
+#      - DCGAN's two float32 channels_last layers that still read under 0.8x swapped in the
+#        zoo's training step (layers 6 and 9: 0.75x and 0.70x), kernel by kernel against
+#        cuDNN's (benches/layer.py), for the next lever on them.
+source benches/run-lib.sh "$1"
+case "$1" in
+Z1|Z2|G) exec bash benches/run-s67.sh "$1" ;;
+O) gpu
+  node
+  TB=60 table fwd-1d --case 1d- ; TB=60 table fwd-1d-bf16 --case 1d- --dtype bfloat16
+  TB=90 table train-1d --case 1d- --backward
+  TB=90 table train-1d-bf16 --case 1d- --backward --dtype bfloat16
+  layer "ConvTranspose2d(256, 128, 4, 2, 1, bias=False)" --input 128,256,8,8 --backward --channels-last
+  layer "ConvTranspose2d(128, 64, 4, 2, 1, bias=False)" --input 128,128,16,16 --backward --channels-last ;;
+esac
