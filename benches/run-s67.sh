@@ -7,7 +7,7 @@
 #   Z1: dcgan, vae-decoder, unet2d (run-s64.sh's Z1, about 300 s).
 #   Z2: depthwise, fcn, hifigan (about 400 s).
 #   G: unet3d, then the tables not timed since session 65 (bfloat16 training, the two
-#      forwards), then float32 training and the 1-D cases if time is left.
+#      forwards), then float32 training (about 550 s; the 1-D cases left to run-s68.sh O).
 source benches/run-lib.sh "$1"
 case "$1" in
 Z1) exec bash benches/run-s64.sh Z1 ;;
