@@ -7,7 +7,7 @@
 # 550 s); then, or on an H100:
 #   O: what session 67 did not run (about 250 s):
 #      - the three 1-D cases in each table that the layouts tables leave out (last run in
-#        session 65, on an H100);
+#        session 65, on an H100; bfloat16 training: session 56);
 #      - DCGAN's two float32 channels_last layers that still read under 0.8x swapped in the
 #        zoo's training step (layers 6 and 9: 0.75x and 0.70x), kernel by kernel against
 #        cuDNN's (benches/layer.py), for the next lever on them.
