@@ -1044,7 +1044,7 @@ def shifted_copies(grad: torch.Tensor, shifts: Sequence[int], tf32: bool) -> tup
     with its channels next to W: ``(tensor, shape, strides)`` of 5 dims ``(S N, D, H, C,
     W'')``, spatial padded to D, H, W, rows ``W''`` elements apart: whole 16-byte units that
     hold the moved rows. (With channels next to W, a box of one row of W is a tile the
-    tensor cores read from shared memory as it lies: _triton._moved_tile.)"""
+    tensor cores read from shared memory as it lies: _triton._moved_box.)"""
     rows_last = _channels_last_rows(grad) is not None
     if not rows_last and not grad.is_contiguous():   # its callers make the one copy they need
         raise ValueError(f"shifted_copies takes a contiguous or channels_last tensor, not one "
