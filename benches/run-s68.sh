@@ -5,12 +5,14 @@
 # no H200 has come since session 59, and issue 21 asks for the zoo on one. If the card is
 # an H200, run the same three calls again first (run-s67.sh Z1, Z2, G: about 320, 365 and
 # 550 s); then, or on an H100:
-#   O: what session 67 did not run (about 250 s):
+#   O: what session 67 did not run (about 400 s):
 #      - the three 1-D cases in each table that the layouts tables leave out (last run in
 #        session 65, on an H100; bfloat16 training: session 56);
 #      - DCGAN's two float32 channels_last layers that still read under 0.8x swapped in the
 #        zoo's training step (layers 6 and 9: 0.75x and 0.70x), kernel by kernel against
-#        cuDNN's (benches/layer.py), for the next lever on them.
+#        cuDNN's (benches/layer.py), for the next lever on them; and DCGAN's layers
+#        forward on the column routes against the fused route (small_fused_probe.py: its
+#        float32 channels_last layers 6 and 9 read 0.79x and 0.87x on the fused route).
 source benches/run-lib.sh "$1"
 case "$1" in
 Z1|Z2|G) exec bash benches/run-s67.sh "$1" ;;
@@ -20,5 +22,6 @@ O) gpu
   TB=90 table train-1d --case 1d- --backward
   TB=90 table train-1d-bf16 --case 1d- --backward --dtype bfloat16
   layer "ConvTranspose2d(256, 128, 4, 2, 1, bias=False)" --input 128,256,8,8 --backward --channels-last
-  layer "ConvTranspose2d(128, 64, 4, 2, 1, bias=False)" --input 128,128,16,16 --backward --channels-last ;;
+  layer "ConvTranspose2d(128, 64, 4, 2, 1, bias=False)" --input 128,128,16,16 --backward --channels-last
+  probe 150 small small_fused_probe.py dcgan ;;
 esac
