@@ -4,7 +4,7 @@ The W taps of a stride-1 call read one box moved one position (one row of the ti
 tap, and a box cannot start off 16 bytes along its innermost dim: hence the float32 weight
 gradient's moved copies and the planar 16-bit forward's channels-innermost copy
 (benches/NOTES.md, sessions 41, 62, 66). Could the shift be made in registers instead,
-with tl.gather? Two places, compiled here offline:
+with tl.gather? Two places, compiled here offline (the kernel ``shifted``):
 
 - ``operand``: an A tile (BM + 16 rows loaded, a halo) shifted by ``SHIFT`` rows, then fed
   to tl.dot: the shift before the product;
@@ -29,37 +29,28 @@ from ttgir_check import compile_, resources  # noqa: E402
 
 
 @triton.jit
-def operand(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-            SHIFT: tl.constexpr):
+def shifted(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+            SHIFT: tl.constexpr, AFTER: tl.constexpr):
+    """The shift before the product (an A tile loaded 2 BM rows tall, the halo, and BM of
+    its rows gathered from row SHIFT on), or with AFTER each of three taps' products
+    shifted by tap x SHIFT rows (clamped at the top: a probe of the lowering, not of the
+    edges) and summed."""
     rows = tl.arange(0, BM)
     k = tl.arange(0, BK)
     n = tl.arange(0, BN)
-    # The halo: BM rows from 0 and BM rows from BM / 2 would cover any SHIFT < BM / 2, but
-    # a gather reads one tensor, so the tile is loaded BM + BM rows tall and cut.
-    tall = tl.arange(0, 2 * BM)
-    a = tl.load(a_ptr + tall[:, None] * BK + k[None, :])
-    index = (rows + SHIFT)[:, None] + tl.zeros((BM, BK), tl.int32)
-    moved = tl.gather(a, index, axis=0)
-    b = tl.load(b_ptr + k[:, None] * BN + n[None, :])
-    acc = tl.dot(moved, b)
-    tl.store(c_ptr + rows[:, None] * BN + n[None, :], acc)
-
-
-@triton.jit
-def accumulator(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                SHIFT: tl.constexpr):
-    rows = tl.arange(0, BM)
-    k = tl.arange(0, BK)
-    n = tl.arange(0, BN)
-    total = tl.zeros((BM, BN), tl.float32)
-    for tap in tl.static_range(3):
-        a = tl.load(a_ptr + tap * BM * BK + rows[:, None] * BK + k[None, :])
-        b = tl.load(b_ptr + tap * BK * BN + k[:, None] * BN + n[None, :])
-        product = tl.dot(a, b)
-        # Output row r takes the product's row r - tap SHIFT (clamped: a probe of the
-        # lowering, not of the edges).
-        index = tl.maximum(rows - tap * SHIFT, 0)[:, None] + tl.zeros((BM, BN), tl.int32)
-        total += tl.gather(product, index, axis=0)
+    if AFTER:
+        total = tl.zeros((BM, BN), tl.float32)
+        for tap in tl.static_range(3):
+            a = tl.load(a_ptr + tap * BM * BK + rows[:, None] * BK + k[None, :])
+            b = tl.load(b_ptr + tap * BK * BN + k[:, None] * BN + n[None, :])
+            index = tl.maximum(rows - tap * SHIFT, 0)[:, None] + tl.zeros((BM, BN), tl.int32)
+            total += tl.gather(tl.dot(a, b), index, axis=0)
+    else:
+        tall = tl.arange(0, 2 * BM)
+        a = tl.load(a_ptr + tall[:, None] * BK + k[None, :])
+        index = (rows + SHIFT)[:, None] + tl.zeros((BM, BK), tl.int32)
+        b = tl.load(b_ptr + k[:, None] * BN + n[None, :])
+        total = tl.dot(tl.gather(a, index, axis=0), b)
     tl.store(c_ptr + rows[:, None] * BN + n[None, :], total)
 
 
@@ -77,17 +68,15 @@ def report(name: str, kernel) -> None:
 
 
 def main() -> None:
-    for fn in (operand, accumulator):
+    for form, after in (("operand", False), ("accumulator", True)):
         for dtype in ("bf16", "fp32"):
-            out = "fp32"
             try:
-                kernel = compile_(fn, {}, {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": out},
-                                  {"BM": 128, "BN": 64, "BK": 32, "SHIFT": 1}, warps=4,
-                                  stages=1)
-                report(f"{fn.__name__} {dtype}", kernel)
+                kernel = compile_(shifted, {}, {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "fp32"},
+                                  {"BM": 128, "BN": 64, "BK": 32, "SHIFT": 1, "AFTER": after},
+                                  warps=4, stages=1)
+                report(f"{form} {dtype}", kernel)
             except Exception as e:   # (the compiler's own message went to stderr)
-                print(f"{fn.__name__} {dtype}: refused ({str(e).splitlines()[0][:200]})",
-                      flush=True)
+                print(f"{form} {dtype}: refused ({str(e).splitlines()[0][:200]})", flush=True)
 
 
 if __name__ == "__main__":
