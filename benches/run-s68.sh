@@ -6,6 +6,10 @@
 # an H200, run the same three calls again first (run-s67.sh Z1, Z2, G: about 320, 365 and
 # 550 s); then, or on an H100:
 #   O: what session 67 did not run (about 400 s):
+#      - first, wgmma_shift_probe.py (about 10 s, built in session 67, never run): whether
+#        a wgmma A operand can start s rows into a 128-byte-swizzled shared tile, with or
+#        without the descriptor's base offset. If it can, one box serves every W tap of a
+#        forward in CUDA C++ (the lever Triton and Gluon refuse; NOTES, session 67);
 #      - the three 1-D cases in each table that the layouts tables leave out (last run in
 #        session 65, on an H100; bfloat16 training: session 56);
 #      - DCGAN's two float32 channels_last layers that still read under 0.8x swapped in the
@@ -18,6 +22,7 @@ case "$1" in
 Z1|Z2|G) exec bash benches/run-s67.sh "$1" ;;
 O) gpu
   node
+  probe 60 wgmma-shift wgmma_shift_probe.py
   TB=60 table fwd-1d --case 1d- ; TB=60 table fwd-1d-bf16 --case 1d- --dtype bfloat16
   TB=90 table train-1d --case 1d- --backward
   TB=90 table train-1d-bf16 --case 1d- --backward --dtype bfloat16

@@ -1,0 +1,94 @@
+// Can a wgmma A operand start a row (or a few) into a 128-byte-swizzled tile in shared
+// memory? The W taps of a stride-1 2-D call read one box one position further on each;
+// with positions as the rows of A (the forward), a tap s rows on would be the same box
+// read from row s, one load for every W tap (benches/NOTES.md, sessions 39 and 48:
+// Triton and Gluon refuse a slice that starts off a multiple of its length).
+//
+// One warpgroup: A, 128 rows x 64 bfloat16 (one 128-byte row each), and B, 64 (N) x 64
+// (K), both K-major, are copied into shared memory with the 128-byte swizzle; then, for
+// each shift s < SHIFTS, D_s = A[s : s + 64] B^T by four m64n64k16 wgmmas whose A
+// descriptor starts s rows into the tile. The descriptor's base offset field is set to
+// (start >> 7) & 7 where `with_base_offset`, else 0, so the probe shows which the
+// hardware needs. Built by benches/wgmma_shift_probe.py with nvcc for sm_90a.
+#include <cstdint>
+
+constexpr int kRows = 128, kK = 64, kN = 64, kRowBytes = 128;
+
+// Byte offset of element (row, k) of a K-major bfloat16 tile of 128-byte rows under the
+// 128-byte swizzle: the 16-byte chunk index XORed with the row's index within its group of
+// eight rows (the tile starts on a 1024-byte boundary).
+__host__ __device__ inline int swizzled(int row, int k) {
+    int chunk = (k * 2) >> 4;
+    return row * kRowBytes + ((chunk ^ (row & 7)) << 4) + ((k * 2) & 15);
+}
+
+// A wgmma shared-memory descriptor: start address, leading and stride byte offsets (in 16
+// bytes), base offset, and the layout (1: 128-byte swizzle).
+__host__ __device__ inline uint64_t descriptor(uint32_t address, uint32_t base_offset) {
+    uint64_t d = 0;
+    d |= (uint64_t)((address & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;                       // leading byte offset: unused when swizzled
+    d |= (uint64_t)(1024 >> 4) << 32;             // stride byte offset: 8 rows of 128 bytes
+    d |= (uint64_t)(base_offset & 7) << 49;
+    d |= (uint64_t)1 << 62;                       // 128-byte swizzle
+    return d;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+shifted_products(const uint16_t* a, const uint16_t* b, float* out, int shifts,
+                 int with_base_offset) {
+    __shared__ __align__(1024) uint16_t sa[kRows * kK];
+    __shared__ __align__(1024) uint16_t sb[kN * kK];
+    const int t = threadIdx.x;
+    char* sa_bytes = reinterpret_cast<char*>(sa);
+    char* sb_bytes = reinterpret_cast<char*>(sb);
+    for (int i = t; i < kRows * kK / 8; i += 128) {   // 16-byte chunks
+        int row = i / (kK / 8), k = (i % (kK / 8)) * 8;
+        *reinterpret_cast<uint4*>(sa_bytes + swizzled(row, k)) =
+            *reinterpret_cast<const uint4*>(a + row * kK + k);
+    }
+    for (int i = t; i < kN * kK / 8; i += 128) {
+        int row = i / (kK / 8), k = (i % (kK / 8)) * 8;
+        *reinterpret_cast<uint4*>(sb_bytes + swizzled(row, k)) =
+            *reinterpret_cast<const uint4*>(b + row * kK + k);
+    }
+    // The tensor cores read shared memory through the async proxy.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    const uint32_t a_base = (uint32_t)__cvta_generic_to_shared(sa);
+    const uint32_t b_base = (uint32_t)__cvta_generic_to_shared(sb);
+    for (int s = 0; s < shifts; ++s) {
+        float d[32];
+        for (int i = 0; i < 32; ++i) d[i] = 0.f;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        for (int step = 0; step < kK / 16; ++step) {
+            uint32_t a_start = a_base + s * kRowBytes + step * 32;
+            uint64_t da = descriptor(a_start, with_base_offset ? (a_start >> 7) & 7 : 0);
+            uint64_t db = descriptor(b_base + step * 32, 0);
+            asm volatile(
+                "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                "%32, %33, p, 1, 1, 0, 0;\n}\n"
+                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                  "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                  "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                  "+f"(d[30]), "+f"(d[31])
+                : "l"(da), "l"(db), "r"(step));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        // The accumulator's fragment: warp w holds rows 16 w + lane / 4 (+ 8), each 8
+        // columns a pair of registers per row.
+        const int warp = t / 32, lane = t % 32;
+        for (int i = 0; i < 32; ++i) {
+            int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+            int col = (i / 4) * 8 + (lane % 4) * 2 + (i % 2);
+            out[(s * 64 + row) * kN + col] = d[i];
+        }
+    }
+}
