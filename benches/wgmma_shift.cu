@@ -9,7 +9,8 @@
 // each shift s < SHIFTS, D_s = A[s : s + 64] B^T by four m64n64k16 wgmmas whose A
 // descriptor starts s rows into the tile. The descriptor's base offset field is set to
 // (start >> 7) & 7 where `with_base_offset`, else 0, so the probe shows which the
-// hardware needs. Built by benches/wgmma_shift_probe.py with nvcc for sm_90a.
+// hardware needs; `shifted_rate` times shifted starts against unshifted ones. Built by
+// benches/wgmma_shift_probe.py with nvcc for sm_90a.
 #include <cstdint>
 
 constexpr int kRows = 128, kK = 64, kN = 64, kRowBytes = 128;
@@ -34,61 +35,92 @@ __host__ __device__ inline uint64_t descriptor(uint32_t address, uint32_t base_o
     return d;
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-shifted_products(const uint16_t* a, const uint16_t* b, float* out, int shifts,
-                 int with_base_offset) {
+// Where A and B lie in shared memory (shared-window addresses, for descriptors).
+struct Bases { uint32_t a, b; };
+
+// A and B into shared memory under the 128-byte swizzle, as 16-byte chunks, each tile on a
+// 1024-byte boundary (the swizzle's repeat).
+__device__ inline Bases load_tiles(const uint16_t* a, const uint16_t* b) {
     __shared__ __align__(1024) uint16_t sa[kRows * kK];
     __shared__ __align__(1024) uint16_t sb[kN * kK];
-    const int t = threadIdx.x;
     char* sa_bytes = reinterpret_cast<char*>(sa);
     char* sb_bytes = reinterpret_cast<char*>(sb);
-    for (int i = t; i < kRows * kK / 8; i += 128) {   // 16-byte chunks
-        int row = i / (kK / 8), k = (i % (kK / 8)) * 8;
-        *reinterpret_cast<uint4*>(sa_bytes + swizzled(row, k)) =
-            *reinterpret_cast<const uint4*>(a + row * kK + k);
-    }
-    for (int i = t; i < kN * kK / 8; i += 128) {
-        int row = i / (kK / 8), k = (i % (kK / 8)) * 8;
-        *reinterpret_cast<uint4*>(sb_bytes + swizzled(row, k)) =
-            *reinterpret_cast<const uint4*>(b + row * kK + k);
+    for (int i = threadIdx.x; i < (kRows + kN) * kK / 8; i += 128) {
+        bool in_a = i < kRows * kK / 8;
+        int j = in_a ? i : i - kRows * kK / 8;
+        int row = j / (kK / 8), k = (j % (kK / 8)) * 8;
+        *reinterpret_cast<uint4*>((in_a ? sa_bytes : sb_bytes) + swizzled(row, k)) =
+            *reinterpret_cast<const uint4*>((in_a ? a : b) + row * kK + k);
     }
     // The tensor cores read shared memory through the async proxy.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
+    return {(uint32_t)__cvta_generic_to_shared(sa), (uint32_t)__cvta_generic_to_shared(sb)};
+}
 
-    const uint32_t a_base = (uint32_t)__cvta_generic_to_shared(sa);
-    const uint32_t b_base = (uint32_t)__cvta_generic_to_shared(sb);
+// d (+)= A[s : s + 64] B^T over K = 64: four m64n64k16 wgmmas, A's descriptor s rows on;
+// d is overwritten where `accumulate` is false. Issued, not waited for.
+__device__ inline void product(float (&d)[32], uint32_t a_base, uint32_t b_base, int s,
+                               bool accumulate, int with_base_offset) {
+    for (int step = 0; step < kK / 16; ++step) {
+        uint32_t a_start = a_base + s * kRowBytes + step * 32;
+        uint64_t da = descriptor(a_start, with_base_offset ? (a_start >> 7) & 7 : 0);
+        uint64_t db = descriptor(b_base + step * 32, 0);
+        int scale_d = accumulate || step > 0;
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "%32, %33, p, 1, 1, 0, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+              "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+              "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+              "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+              "+f"(d[30]), "+f"(d[31])
+            : "l"(da), "l"(db), "r"(scale_d));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+shifted_products(const uint16_t* a, const uint16_t* b, float* out, int shifts,
+                 int with_base_offset) {
+    const Bases base = load_tiles(a, b);
+    if ((base.a | base.b) & 1023) return;   // (tiles off the repeat: the outputs stay NaN)
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int s = 0; s < shifts; ++s) {
         float d[32];
-        for (int i = 0; i < 32; ++i) d[i] = 0.f;
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-        for (int step = 0; step < kK / 16; ++step) {
-            uint32_t a_start = a_base + s * kRowBytes + step * 32;
-            uint64_t da = descriptor(a_start, with_base_offset ? (a_start >> 7) & 7 : 0);
-            uint64_t db = descriptor(b_base + step * 32, 0);
-            asm volatile(
-                "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                "%32, %33, p, 1, 1, 0, 0;\n}\n"
-                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-                  "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-                  "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-                  "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                  "+f"(d[30]), "+f"(d[31])
-                : "l"(da), "l"(db), "r"(step));
-        }
+        product(d, base.a, base.b, s, false, with_base_offset);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         // The accumulator's fragment: warp w holds rows 16 w + lane / 4 (+ 8), each 8
         // columns a pair of registers per row.
-        const int warp = t / 32, lane = t % 32;
         for (int i = 0; i < 32; ++i) {
             int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
             int col = (i / 4) * 8 + (lane % 4) * 2 + (i % 2);
             out[(s * 64 + row) * kN + col] = d[i];
         }
     }
+}
+
+// The rate of three taps' products a step, taps `shift` rows apart (0: all three from row
+// 0), `steps` times over: whether a start off the swizzle's 1024-byte repeat costs the
+// tensor cores time. Each block writes one sum, so that nothing is left out.
+extern "C" __global__ void __launch_bounds__(128)
+shifted_rate(const uint16_t* a, const uint16_t* b, float* out, int steps, int shift,
+             int with_base_offset) {
+    const Bases base = load_tiles(a, b);
+    float d[32];
+    for (int i = 0; i < steps; ++i) {
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        for (int tap = 0; tap < 3; ++tap)
+            product(d, base.a, base.b, tap * shift, i > 0 || tap > 0, with_base_offset);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    }
+    float sum = 0.f;
+    for (int i = 0; i < 32; ++i) sum += d[i];
+    if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
