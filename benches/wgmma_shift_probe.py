@@ -7,9 +7,9 @@ shift's product with float64's. Needs an H100 or H200 and nvcc; about 10 s.
 
 Prints, per shift and form, the largest error relative to the product's largest entry:
 about 1e-6 where the operand started where it was meant to (bfloat16 inputs, float32
-sums), order 1 where it did not (every element unwritten: the tiles did not land on
-1024-byte boundaries, which the swizzle assumes). Then the tensor cores' rate with taps 0, 1 and 2 rows
-apart: whether a start off the swizzle's repeat costs time.
+sums), order 1 where it did not; every element unwritten where the tiles missed the
+1024-byte boundaries the swizzle assumes. Then the tensor cores' rate with taps 0, 1 and
+2 rows apart: whether a start off the swizzle's repeat costs time.
 """
 import os
 import shutil
