@@ -6,7 +6,7 @@
 //
 // One warpgroup: A, 128 rows x 64 bfloat16 (one 128-byte row each), and B, 64 (N) x 64
 // (K), both K-major, are copied into shared memory with the 128-byte swizzle; then, for
-// each shift s < SHIFTS, D_s = A[s : s + 64] B^T by four m64n64k16 wgmmas whose A
+// each shift s < `shifts`, D_s = A[s : s + 64] B^T by four m64n64k16 wgmmas whose A
 // descriptor starts s rows into the tile. The descriptor's base offset field is set to
 // (start >> 7) & 7 where `with_base_offset`, else 0, so the probe shows which the
 // hardware needs; `shifted_rate` times shifted starts against unshifted ones. Built by
