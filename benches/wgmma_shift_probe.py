@@ -19,6 +19,8 @@ import tempfile
 import cupy
 import torch
 
+from gemmconv.measure import timer
+
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_shift.cu")
 SHIFTS = 17   # 0-16: every row of one 8-row swizzle repeat, and past it
 
@@ -31,33 +33,19 @@ def build() -> cupy.RawModule:
     return cupy.RawModule(path=cubin)
 
 
-def rates(module: cupy.RawModule, a: torch.Tensor, b: torch.Tensor) -> None:
+def rates(module: cupy.RawModule, inputs: tuple) -> None:
     """TFLOP/s of shifted_rate with taps 0, 1 and 2 rows apart, each form of the base
-    offset: 8 blocks an SM, 2,000 steps of 12 wgmmas each, the median of five timings."""
+    offset: 8 blocks an SM, 2,000 steps of 12 wgmmas each, the median of five timings
+    (measure.timer). ``inputs``: A and B as the kernels take them."""
     kernel = module.get_function("shifted_rate")
     blocks, steps = 8 * torch.cuda.get_device_properties(0).multi_processor_count, 2000
-    out = torch.empty(blocks, device="cuda")
+    out = cupy.asarray(torch.empty(blocks, device="cuda"))
     flops = blocks * steps * 12 * 64 * 64 * 16 * 2
-    tiles = (cupy.asarray(a.view(torch.int16)), cupy.asarray(b.view(torch.int16)),
-             cupy.asarray(out))
-
-    def launch(shift: int, with_base_offset: int) -> None:
-        kernel((blocks,), (128,), tiles + (cupy.int32(steps), cupy.int32(shift),
-                                           cupy.int32(with_base_offset)))
-
     for shift in (0, 1, 2):
         for with_base_offset in (1, 0):
-            launch(shift, with_base_offset)
-            times = []
-            for _ in range(5):
-                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                torch.cuda.synchronize()
-                start.record()
-                launch(shift, with_base_offset)
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            ms = sorted(times)[2]
+            args = inputs + (out, cupy.int32(steps), cupy.int32(shift),
+                             cupy.int32(with_base_offset))
+            ms = timer(torch.device("cuda"), lambda: kernel((blocks,), (128,), args), 5)
             print(f"taps {shift} rows apart, base offset {'set' if with_base_offset else '0'}: "
                   f"{ms:.3f} ms, {flops / ms / 1e9:.0f} TFLOP/s", flush=True)
 
@@ -68,11 +56,12 @@ def main() -> None:
     gen = torch.Generator("cuda").manual_seed(0)
     a = torch.randn(128, 64, device="cuda", generator=gen).to(torch.bfloat16)
     b = torch.randn(64, 64, device="cuda", generator=gen).to(torch.bfloat16)   # (N, K)
+    inputs = (cupy.asarray(a.view(torch.int16)), cupy.asarray(b.view(torch.int16)))
     want = torch.stack([a[s:s + 64].double() @ b.double().T for s in range(SHIFTS)])
     for with_base_offset in (1, 0):
         out = torch.full((SHIFTS, 64, 64), float("nan"), device="cuda")
-        kernel((1,), (128,), (cupy.asarray(a.view(torch.int16)), cupy.asarray(b.view(torch.int16)),
-                              cupy.asarray(out), cupy.int32(SHIFTS), cupy.int32(with_base_offset)))
+        kernel((1,), (128,), inputs + (cupy.asarray(out), cupy.int32(SHIFTS),
+                                       cupy.int32(with_base_offset)))
         torch.cuda.synchronize()
         errors = ((out.double() - want).abs().amax(dim=(1, 2))
                   / want.abs().amax(dim=(1, 2))).tolist()
@@ -80,7 +69,7 @@ def main() -> None:
         print(f"base offset {'(start >> 7) & 7' if with_base_offset else '0'}: "
               f"{unwritten} elements unwritten; error by shift: "
               + " ".join(f"{s}:{e:.1e}" for s, e in enumerate(errors)), flush=True)
-    rates(module, a, b)
+    rates(module, inputs)
 
 
 if __name__ == "__main__":
