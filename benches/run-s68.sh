@@ -17,9 +17,9 @@
 #        cuDNN's (benches/layer.py), for the next lever on them; and DCGAN's layers
 #        forward on the column routes against the fused route (small_fused_probe.py: its
 #        float32 channels_last layers 6 and 9 read 0.79x and 0.87x on the fused route).
+case "$1" in Z1|Z2|G) exec bash benches/run-s67.sh "$1" ;; esac   # (it sets up its own folder)
 source benches/run-lib.sh "$1"
 case "$1" in
-Z1|Z2|G) exec bash benches/run-s67.sh "$1" ;;
 O) gpu
   node
   probe 60 wgmma-shift wgmma_shift_probe.py
