@@ -17,6 +17,11 @@
 #        cuDNN's (benches/layer.py), for the next lever on them; and DCGAN's layers
 #        forward on the column routes against the fused route (small_fused_probe.py: its
 #        float32 channels_last layers 6 and 9 read 0.79x and 0.87x on the fused route).
+# A (session 68's first call): on an H200, Z1; on any other card, O.
+if [ "$1" = A ]; then
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then set -- Z1; else set -- O; fi
+  echo "run-s68.sh A: $1"
+fi
 case "$1" in Z1|Z2|G) exec bash benches/run-s67.sh "$1" ;; esac   # (it sets up its own folder)
 source benches/run-lib.sh "$1"
 case "$1" in
