@@ -1,0 +1,222 @@
+// A stride-1 2-D transposed convolution forward for channels_last bfloat16, in CUDA C++
+// with wgmma, that loads one box of input positions for every W tap of a row of the kernel.
+// Session 68's wgmma_shift_probe.py showed that a wgmma A descriptor may start any number of
+// 128-byte rows into a 128-byte-swizzled tile (base offset 0), at 836-863 against 910
+// TFLOP/s for aligned starts; Triton's kernels load a box a tap, and the copy into shared
+// memory bounds them (benches/NOTES.md, sessions 39 and 67). This is the probe of that
+// route, not yet a gemmconv route: C_in and C_out multiples of 64, stride 1, no groups.
+//
+//   out[n, y, x, co] = bias[co] + sum_{i, j, ci} x[n, y + p_h - i d_h, x + p_w - j d_w, ci]
+//                                               w[ci, co, i, j]
+//
+// A block owns 128 outputs along one row of the output (two warpgroups of 64) by 64 output
+// channels, and loops over such tiles (a persistent grid). Every tap's weights of its 64
+// output channels stay in shared memory; per row tap and chunk of 64 input channels it
+// loads one box of 128 + (k_w - 1) d_w input positions, and tap j's product reads it from
+// row (k_w - 1 - j) d_w. Loads are cp.async (zero-filled off the image) in a ring of
+// STAGES boxes. Built by benches/wgmma_forward_probe.py with nvcc for sm_90a.
+#include <cstdint>
+
+constexpr int kBM = 128, kBK = 64, kBN = 64, kRowBytes = 128, kThreads = 256;
+constexpr int kWeightTileBytes = kBN * kRowBytes;   // one tap's (64 co, 64 ci), 8 KB
+
+// Rows of a box: the tile's positions and the reach of the W taps, in whole 8-row groups,
+// so that every box starts on the swizzle's 1024-byte repeat.
+__host__ __device__ inline int box_rows(int kernel_w, int dilation_w) {
+    return (kBM + (kernel_w - 1) * dilation_w + 7) / 8 * 8;
+}
+
+// Byte offset of the 16-byte chunk `chunk` of row `row` of a tile of 128-byte rows under the
+// 128-byte swizzle (the tile on a 1024-byte boundary).
+__host__ __device__ inline int swizzled(int row, int chunk) {
+    return row * kRowBytes + ((chunk ^ (row & 7)) << 4);
+}
+
+// The box row of output position m (within the tile) for W tap j: the box starts at input
+// position x0 + p_w - (k_w - 1) d_w.
+__host__ __device__ inline int box_row(int m, int j, int kernel_w, int dilation_w) {
+    return m + (kernel_w - 1 - j) * dilation_w;
+}
+
+// A wgmma shared-memory descriptor of a K-major operand under the 128-byte swizzle: the
+// start address and the stride between 8-row groups (1024 bytes); base offset 0, which the
+// probe found right for starts at any row.
+__host__ __device__ inline uint64_t descriptor(uint32_t address) {
+    uint64_t d = 0;
+    d |= (uint64_t)((address & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;
+    d |= (uint64_t)(1024 >> 4) << 32;
+    d |= (uint64_t)1 << 62;
+    return d;
+}
+
+struct Shape {
+    int batch, height, width, c_in;          // the input (N, H, W, C_in)
+    int out_h, out_w, c_out;                 // the output (N, H_out, W_out, C_out)
+    int kernel_h, kernel_w, pad_h, pad_w, dilation_h, dilation_w;
+};
+
+__device__ inline void copy16(uint32_t dst, const void* src, bool inside) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(inside ? 16 : 0) : "memory");
+}
+__device__ inline void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ inline void wait_copies() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// d (+)= A B^T over K = 64 by four m64n64k16 wgmmas; d is overwritten where !accumulate.
+__device__ inline void product(float (&d)[32], uint32_t a, uint32_t b, bool accumulate) {
+#pragma unroll
+    for (int step = 0; step < kBK / 16; ++step) {
+        uint64_t da = descriptor(a + step * 32), db = descriptor(b + step * 32);
+        int scale_d = accumulate || step > 0;
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "%32, %33, p, 1, 1, 0, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+              "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+              "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+              "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+              "+f"(d[30]), "+f"(d[31])
+            : "l"(da), "l"(db), "r"(scale_d));
+    }
+}
+
+// Where a block's s-th stage reads: its tile (-1 past the block's last) and row tap, and
+// the input channel chunk.
+struct Stage { int tile, tap_h, chunk; };
+
+__device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_tile,
+                                 int chunks) {
+    int k = s / per_tile, rest = s % per_tile;
+    int tile = first + k * step;
+    return {tile < tiles ? tile : -1, rest / chunks, rest % chunks};
+}
+
+// One stage's box by cp.async: rows off the image (or past the tiles) are zero-filled.
+__device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const Shape& sh,
+                                int x_tiles, int rows) {
+    int x0 = 0, y = 0, n = 0;
+    if (st.tile >= 0) {
+        x0 = (st.tile % x_tiles) * kBM;
+        y = (st.tile / x_tiles) % sh.out_h;
+        n = st.tile / (x_tiles * sh.out_h);
+    }
+    const int h = y + sh.pad_h - st.tap_h * sh.dilation_h;
+    const int w0 = x0 + sh.pad_w - (sh.kernel_w - 1) * sh.dilation_w;
+    const bool row_inside = st.tile >= 0 && h >= 0 && h < sh.height;
+    for (int i = threadIdx.x; i < rows * 8; i += kThreads) {
+        int r = i / 8, chunk = i % 8, w = w0 + r;
+        bool inside = row_inside && w >= 0 && w < sh.width;
+        const uint16_t* src = inside
+            ? x + (((int64_t)n * sh.height + h) * sh.width + w) * sh.c_in + st.chunk * kBK + chunk * 8
+            : x;
+        copy16(box + swizzled(r, chunk), src, inside);
+    }
+}
+
+// weights: (co_tiles, k_h, k_w, chunks, 64 co, 64 ci), bfloat16; bias: float32 or null.
+// KW: the kernel's width, a constant so that the taps' wgmmas unroll (with a loop of
+// run-time length ptxas waits for each wgmma before the next: warpgroup.wait injected).
+template <int KW, int STAGES>
+__device__ inline void forward(const uint16_t* x, const uint16_t* weights, const float* bias,
+                               uint16_t* out, Shape sh) {
+    extern __shared__ char raw[];
+    const uint32_t base = ((uint32_t)__cvta_generic_to_shared(raw) + 1023) & ~1023u;
+    const int chunks = sh.c_in / kBK, taps = sh.kernel_h * sh.kernel_w;
+    const int rows = box_rows(sh.kernel_w, sh.dilation_w);
+    const uint32_t w_smem = base, boxes = base + taps * chunks * kWeightTileBytes;
+    const int co_tiles = sh.c_out / kBN, co_tile = blockIdx.x % co_tiles;
+    const int first = blockIdx.x / co_tiles, step = gridDim.x / co_tiles;
+    const int x_tiles = (sh.out_w + kBM - 1) / kBM;
+    const int tiles = sh.batch * sh.out_h * x_tiles;
+    const int per_tile = sh.kernel_h * chunks;
+    const int mine = first < tiles ? (tiles - first + step - 1) / step : 0;
+    const int total = mine * per_tile;
+
+    // This block's weights, once: group 0 of the copies.
+    const uint16_t* wsrc = weights + (int64_t)co_tile * taps * chunks * kBN * kBK;
+    for (int i = threadIdx.x; i < taps * chunks * kBN * 8; i += kThreads) {
+        int t = i / (kBN * 8), r = (i / 8) % kBN, chunk = i % 8;
+        copy16(w_smem + t * kWeightTileBytes + swizzled(r, chunk), wsrc + (int64_t)i * 8, true);
+    }
+    commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < total)
+            load_box(boxes + s * rows * kRowBytes,
+                     stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows);
+        commit();
+    }
+
+    const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    float d[32] = {};
+    for (int s = 0; s < total; ++s) {
+        wait_copies<STAGES - 2>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();   // every thread's copies of stage s landed; stage s - 1's box is free
+        const int ahead = s + STAGES - 1;
+        if (ahead < total)
+            load_box(boxes + (ahead % STAGES) * rows * kRowBytes,
+                     stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows);
+        commit();
+
+        const Stage st = stage_of(s, first, step, tiles, per_tile, chunks);
+        const uint32_t box = boxes + (s % STAGES) * rows * kRowBytes;
+        const bool fresh = s % per_tile == 0;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < KW; ++j) {
+            uint32_t a = box + box_row(warpgroup * 64, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
+            uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
+            product(d, a, b, !(fresh && j == 0));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+        if (s % per_tile == per_tile - 1) {   // the tile's last stage: bias, bfloat16, store
+            const int x0 = (st.tile % x_tiles) * kBM, y = (st.tile / x_tiles) % sh.out_h;
+            const int n = st.tile / (x_tiles * sh.out_h);
+#pragma unroll
+            for (int i = 0; i < 32; i += 2) {
+                // The accumulator's fragment: warp w of a warpgroup holds rows 16 w + lane / 4
+                // (+ 8), each 8 columns a pair of registers per row.
+                int m = warpgroup * 64 + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+                int col = (i / 4) * 8 + (lane % 4) * 2, co = co_tile * kBN + col;
+                if (x0 + m >= sh.out_w) continue;
+                float v0 = d[i], v1 = d[i + 1];
+                if (bias) { v0 += bias[co]; v1 += bias[co + 1]; }
+                uint32_t lo = __float_as_uint(v0), hi = __float_as_uint(v1);
+                // Round to nearest even, as torch's conversion does (no NaNs here).
+                lo = (lo + 0x7FFF + ((lo >> 16) & 1)) >> 16;
+                hi = (hi + 0x7FFF + ((hi >> 16) & 1)) >> 16;
+                *reinterpret_cast<uint32_t*>(
+                    out + (((int64_t)n * sh.out_h + y) * sh.out_w + x0 + m) * sh.c_out + co) =
+                    lo | (hi << 16);
+            }
+        }
+    }
+    wait_copies<0>();
+}
+
+// The kernels take the shape as plain integers (CuPy passes no structs); has_bias picks
+// whether `bias` is read.
+#define GC_FORWARD(KW, STAGES)                                                              \
+    extern "C" __global__ void __launch_bounds__(kThreads, 1)                               \
+    forward_k##KW##_s##STAGES(const uint16_t* x, const uint16_t* w, const float* bias,      \
+                              uint16_t* out, int has_bias, int batch, int height, int width, \
+                              int c_in, int out_h, int out_w, int c_out, int kernel_h,      \
+                              int pad_h, int pad_w, int dilation_h, int dilation_w) {       \
+        forward<KW, STAGES>(x, w, has_bias ? bias : nullptr, out,                           \
+                            Shape{batch, height, width, c_in, out_h, out_w, c_out, kernel_h, \
+                                  KW, pad_h, pad_w, dilation_h, dilation_w});               \
+    }
+#define GC_FORWARDS(KW) GC_FORWARD(KW, 2) GC_FORWARD(KW, 3) GC_FORWARD(KW, 4)
+GC_FORWARDS(1)
+GC_FORWARDS(3)
+GC_FORWARDS(5)
+GC_FORWARDS(7)
