@@ -9,21 +9,23 @@
 //   out[n, y, x, co] = bias[co] + sum_{i, j, ci} x[n, y + p_h - i d_h, x + p_w - j d_w, ci]
 //                                               w[ci, co, i, j]
 //
-// A block owns 128 outputs along one row of the output (two warpgroups of 64) by 64 output
-// channels, and loops over such tiles (a persistent grid). Every tap's weights of its 64
-// output channels stay in shared memory; per row tap and chunk of 64 input channels it
-// loads one box of 128 + (k_w - 1) d_w input positions, and tap j's product reads it from
-// row (k_w - 1 - j) d_w. Loads are cp.async (zero-filled off the image) in a ring of
-// STAGES boxes. Built by benches/wgmma_forward_probe.py with nvcc for sm_90a.
+// A block holds every tap's weights of 64 output channels in shared memory and loops over
+// tiles of outputs along one row of the output (a persistent grid). Per row tap and chunk
+// of 64 input channels a tile loads one box of its positions + (k_w - 1) d_w input
+// positions, and tap j's product reads it from row (k_w - 1 - j) d_w. Loads are cp.async
+// (zero-filled off the image) into a ring of STAGES boxes. Two forms: both warpgroups on
+// tiles of 128 positions (WARPGROUPS 2), or each warpgroup on its own tiles of 64 with its
+// own ring and barrier (1). Built by benches/wgmma_forward_probe.py with nvcc for sm_90a;
+// benches/wgmma_forward_emulate.py checks its index mapping on the CPU.
 #include <cstdint>
 
-constexpr int kBM = 128, kBK = 64, kBN = 64, kRowBytes = 128, kThreads = 256;
+constexpr int kBK = 64, kBN = 64, kRowBytes = 128, kThreads = 256;
 constexpr int kWeightTileBytes = kBN * kRowBytes;   // one tap's (64 co, 64 ci), 8 KB
 
-// Rows of a box: the tile's positions and the reach of the W taps, in whole 8-row groups,
+// Rows of a box: a tile's `positions` and the reach of the W taps, in whole 8-row groups,
 // so that every box starts on the swizzle's 1024-byte repeat.
-__host__ __device__ inline int box_rows(int kernel_w, int dilation_w) {
-    return (kBM + (kernel_w - 1) * dilation_w + 7) / 8 * 8;
+__host__ __device__ inline int box_rows(int positions, int kernel_w, int dilation_w) {
+    return (positions + (kernel_w - 1) * dilation_w + 7) / 8 * 8;
 }
 
 // Byte offset of the 16-byte chunk `chunk` of row `row` of a tile of 128-byte rows under the
@@ -87,8 +89,8 @@ __device__ inline void product(float (&d)[32], uint32_t a, uint32_t b, bool accu
     }
 }
 
-// Where a block's s-th stage reads: its tile (-1 past the block's last) and row tap, and
-// the input channel chunk.
+// Where a pipeline's s-th stage reads: its tile (-1 past the pipeline's last) and row tap,
+// and the input channel chunk.
 struct Stage { int tile, tap_h, chunk; };
 
 __device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_tile,
@@ -98,23 +100,41 @@ __device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_
     return {tile < tiles ? tile : -1, rest / chunks, rest % chunks};
 }
 
-// One stage's box by cp.async: rows off the image (or past the tiles) are zero-filled.
-__device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const Shape& sh,
-                                int x_tiles, int rows) {
-    int x0 = 0, y = 0, n = 0;
-    if (st.tile >= 0) {
-        x0 = (st.tile % x_tiles) * kBM;
-        y = (st.tile / x_tiles) % sh.out_h;
-        n = st.tile / (x_tiles * sh.out_h);
+// The work of one pipeline: a block's two warpgroups together (WARPGROUPS 2: tiles of 128
+// positions, one box for both, __syncthreads), or each warpgroup alone (1: tiles of 64,
+// a box and a named barrier of its own, so that one warpgroup's products can run while
+// the other waits, loads or stores).
+template <int WARPGROUPS>
+struct Pipeline {
+    static constexpr int kPositions = 64 * WARPGROUPS, kThreadsIn = 128 * WARPGROUPS;
+    int id, thread;   // the pipeline within its block, the thread within the pipeline
+
+    __device__ Pipeline() : id(WARPGROUPS == 2 ? 0 : threadIdx.x / 128),
+                            thread(threadIdx.x % kThreadsIn) {}
+    __device__ void sync() const {
+        if (WARPGROUPS == 2) __syncthreads();
+        else asm volatile("bar.sync %0, 128;\n" :: "r"(1 + id) : "memory");
     }
-    const int h = y + sh.pad_h - st.tap_h * sh.dilation_h;
-    const int w0 = x0 + sh.pad_w - (sh.kernel_w - 1) * sh.dilation_w;
+};
+
+struct Tile { int n, y, x0; };
+__device__ inline Tile tile_at(int tile, int x_tiles, int positions, int out_h) {
+    return {tile / (x_tiles * out_h), (tile / x_tiles) % out_h, (tile % x_tiles) * positions};
+}
+
+// One stage's box by cp.async: rows off the image (or past the tiles) are zero-filled.
+template <int WARPGROUPS>
+__device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const Shape& sh,
+                                int x_tiles, int rows, const Pipeline<WARPGROUPS>& pipe) {
+    const Tile t = tile_at(st.tile >= 0 ? st.tile : 0, x_tiles, pipe.kPositions, sh.out_h);
+    const int h = t.y + sh.pad_h - st.tap_h * sh.dilation_h;
+    const int w0 = t.x0 + sh.pad_w - (sh.kernel_w - 1) * sh.dilation_w;
     const bool row_inside = st.tile >= 0 && h >= 0 && h < sh.height;
-    for (int i = threadIdx.x; i < rows * 8; i += kThreads) {
+    for (int i = pipe.thread; i < rows * 8; i += pipe.kThreadsIn) {
         int r = i / 8, chunk = i % 8, w = w0 + r;
         bool inside = row_inside && w >= 0 && w < sh.width;
         const uint16_t* src = inside
-            ? x + (((int64_t)n * sh.height + h) * sh.width + w) * sh.c_in + st.chunk * kBK + chunk * 8
+            ? x + (((int64_t)t.n * sh.height + h) * sh.width + w) * sh.c_in + st.chunk * kBK + chunk * 8
             : x;
         copy16(box + swizzled(r, chunk), src, inside);
     }
@@ -123,46 +143,54 @@ __device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const
 // weights: (co_tiles, k_h, k_w, chunks, 64 co, 64 ci), bfloat16; bias: float32 or null.
 // KW: the kernel's width, a constant so that the taps' wgmmas unroll (with a loop of
 // run-time length ptxas waits for each wgmma before the next: warpgroup.wait injected).
-template <int KW, int STAGES>
+template <int KW, int STAGES, int WARPGROUPS>
 __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const float* bias,
                                uint16_t* out, Shape sh) {
     extern __shared__ char raw[];
+    const Pipeline<WARPGROUPS> pipe;
+    const int positions = pipe.kPositions, pipelines = 2 / WARPGROUPS;
     const uint32_t base = ((uint32_t)__cvta_generic_to_shared(raw) + 1023) & ~1023u;
     const int chunks = sh.c_in / kBK, taps = sh.kernel_h * sh.kernel_w;
-    const int rows = box_rows(sh.kernel_w, sh.dilation_w);
-    const uint32_t w_smem = base, boxes = base + taps * chunks * kWeightTileBytes;
+    const int rows = box_rows(positions, sh.kernel_w, sh.dilation_w);
+    const uint32_t w_smem = base;
+    const uint32_t boxes = base + taps * chunks * kWeightTileBytes + pipe.id * STAGES * rows * kRowBytes;
     const int co_tiles = sh.c_out / kBN, co_tile = blockIdx.x % co_tiles;
-    const int first = blockIdx.x / co_tiles, step = gridDim.x / co_tiles;
-    const int x_tiles = (sh.out_w + kBM - 1) / kBM;
+    const int first = blockIdx.x / co_tiles * pipelines + pipe.id;
+    const int step = gridDim.x / co_tiles * pipelines;
+    const int x_tiles = (sh.out_w + positions - 1) / positions;
     const int tiles = sh.batch * sh.out_h * x_tiles;
     const int per_tile = sh.kernel_h * chunks;
     const int mine = first < tiles ? (tiles - first + step - 1) / step : 0;
     const int total = mine * per_tile;
 
-    // This block's weights, once: group 0 of the copies.
+    // This block's weights, once, for both pipelines: landed before either starts.
     const uint16_t* wsrc = weights + (int64_t)co_tile * taps * chunks * kBN * kBK;
     for (int i = threadIdx.x; i < taps * chunks * kBN * 8; i += kThreads) {
         int t = i / (kBN * 8), r = (i / 8) % kBN, chunk = i % 8;
         copy16(w_smem + t * kWeightTileBytes + swizzled(r, chunk), wsrc + (int64_t)i * 8, true);
     }
     commit();
+    wait_copies<0>();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < total)
             load_box(boxes + s * rows * kRowBytes,
-                     stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows);
+                     stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows, pipe);
         commit();
     }
 
     const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    const int m_first = WARPGROUPS == 2 ? warpgroup * 64 : 0;   // this warpgroup's rows of a tile
     float d[32] = {};
     for (int s = 0; s < total; ++s) {
         wait_copies<STAGES - 2>();
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();   // every thread's copies of stage s landed; stage s - 1's box is free
+        pipe.sync();   // every thread's copies of stage s landed; stage s - 1's box is free
         const int ahead = s + STAGES - 1;
         if (ahead < total)
             load_box(boxes + (ahead % STAGES) * rows * kRowBytes,
-                     stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows);
+                     stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows, pipe);
         commit();
 
         const Stage st = stage_of(s, first, step, tiles, per_tile, chunks);
@@ -171,7 +199,7 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int j = 0; j < KW; ++j) {
-            uint32_t a = box + box_row(warpgroup * 64, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
+            uint32_t a = box + box_row(m_first, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
             uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
             product(d, a, b, !(fresh && j == 0));
         }
@@ -179,15 +207,14 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
         if (s % per_tile == per_tile - 1) {   // the tile's last stage: bias, bfloat16, store
-            const int x0 = (st.tile % x_tiles) * kBM, y = (st.tile / x_tiles) % sh.out_h;
-            const int n = st.tile / (x_tiles * sh.out_h);
+            const Tile t = tile_at(st.tile, x_tiles, positions, sh.out_h);
 #pragma unroll
             for (int i = 0; i < 32; i += 2) {
                 // The accumulator's fragment: warp w of a warpgroup holds rows 16 w + lane / 4
                 // (+ 8), each 8 columns a pair of registers per row.
-                int m = warpgroup * 64 + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+                int m = m_first + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
                 int col = (i / 4) * 8 + (lane % 4) * 2, co = co_tile * kBN + col;
-                if (x0 + m >= sh.out_w) continue;
+                if (t.x0 + m >= sh.out_w) continue;
                 float v0 = d[i], v1 = d[i + 1];
                 if (bias) { v0 += bias[co]; v1 += bias[co + 1]; }
                 uint32_t lo = __float_as_uint(v0), hi = __float_as_uint(v1);
@@ -195,7 +222,7 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
                 lo = (lo + 0x7FFF + ((lo >> 16) & 1)) >> 16;
                 hi = (hi + 0x7FFF + ((hi >> 16) & 1)) >> 16;
                 *reinterpret_cast<uint32_t*>(
-                    out + (((int64_t)n * sh.out_h + y) * sh.out_w + x0 + m) * sh.c_out + co) =
+                    out + (((int64_t)t.n * sh.out_h + t.y) * sh.out_w + t.x0 + m) * sh.c_out + co) =
                     lo | (hi << 16);
             }
         }
@@ -205,17 +232,19 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
 
 // The kernels take the shape as plain integers (CuPy passes no structs); has_bias picks
 // whether `bias` is read.
-#define GC_FORWARD(KW, STAGES)                                                              \
+#define GC_FORWARD(KW, STAGES, WARPGROUPS)                                                  \
     extern "C" __global__ void __launch_bounds__(kThreads, 1)                               \
-    forward_k##KW##_s##STAGES(const uint16_t* x, const uint16_t* w, const float* bias,      \
-                              uint16_t* out, int has_bias, int batch, int height, int width, \
-                              int c_in, int out_h, int out_w, int c_out, int kernel_h,      \
-                              int pad_h, int pad_w, int dilation_h, int dilation_w) {       \
-        forward<KW, STAGES>(x, w, has_bias ? bias : nullptr, out,                           \
-                            Shape{batch, height, width, c_in, out_h, out_w, c_out, kernel_h, \
-                                  KW, pad_h, pad_w, dilation_h, dilation_w});               \
+    forward_k##KW##_s##STAGES##_w##WARPGROUPS(                                              \
+            const uint16_t* x, const uint16_t* w, const float* bias, uint16_t* out,         \
+            int has_bias, int batch, int height, int width, int c_in, int out_h, int out_w, \
+            int c_out, int kernel_h, int pad_h, int pad_w, int dilation_h, int dilation_w) { \
+        forward<KW, STAGES, WARPGROUPS>(x, w, has_bias ? bias : nullptr, out,               \
+                                        Shape{batch, height, width, c_in, out_h, out_w,     \
+                                              c_out, kernel_h, KW, pad_h, pad_w,            \
+                                              dilation_h, dilation_w});                     \
     }
-#define GC_FORWARDS(KW) GC_FORWARD(KW, 2) GC_FORWARD(KW, 3) GC_FORWARD(KW, 4)
+#define GC_FORWARDS(KW) GC_FORWARD(KW, 2, 2) GC_FORWARD(KW, 3, 2) GC_FORWARD(KW, 4, 2)      \
+    GC_FORWARD(KW, 2, 1) GC_FORWARD(KW, 3, 1) GC_FORWARD(KW, 4, 1) GC_FORWARD(KW, 6, 1)
 GC_FORWARDS(1)
 GC_FORWARDS(3)
 GC_FORWARDS(5)

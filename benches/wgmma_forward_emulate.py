@@ -1,21 +1,26 @@
 """wgmma_forward.cu's index mapping on the CPU, in float64: each block's tiles and stages
 in its order, each stage's box (zero off the image), each W tap's product read from row
 (k_w - 1 - j) d_w of it, and the epilogue's stores; against torch's conv_transpose2d on the
-edge shapes of wgmma_forward_probe.py (smaller), grids that leave blocks idle included.
+edge shapes of wgmma_forward_probe.py (smaller), in both forms (a pipeline of both warpgroups or one
+each), grids that leave blocks idle included.
 No GPU; a few seconds: ``python benches/wgmma_forward_emulate.py``."""
 import torch
 import torch.nn.functional as F
 
-BM, BK, BN = 128, 64, 64
-def emulate(x, w, b, pad, dil, grid):
+BK, BN = 64, 64
+
+
+def emulate(x, w, b, pad, dil, grid, warpgroups):
+    BM, pipelines = 64 * warpgroups, 2 // warpgroups
     n_, c_in, H, W = x.shape; _, c_out, kh, kw = w.shape
     oh = H - 1 - 2*pad[0] + dil[0]*(kh-1) + 1; ow = W - 1 - 2*pad[1] + dil[1]*(kw-1) + 1
     out = torch.full((n_, c_out, oh, ow), float('nan'), dtype=torch.float64)
     xl = x.permute(0,2,3,1)
     chunks = c_in // BK; rows = (BM + (kw-1)*dil[1] + 7)//8*8
     co_tiles = c_out // BN; x_tiles = -(-ow // BM); tiles = n_*oh*x_tiles; per_tile = kh*chunks
-    for blk in range(grid):
-        co_tile = blk % co_tiles; first = blk // co_tiles; step = grid // co_tiles
+    for blk, pipe in [(blk, pipe) for blk in range(grid) for pipe in range(pipelines)]:
+        co_tile = blk % co_tiles; first = blk // co_tiles * pipelines + pipe
+        step = grid // co_tiles * pipelines
         mine = (tiles - first + step - 1)//step if first < tiles else 0
         d = None
         for s in range(mine*per_tile):
@@ -43,5 +48,8 @@ for (n, ci, co, k, size, pad, dil, bias, grid) in [(2,64,64,(3,3),(5,150),(0,0),
         (2,64,192,(2,1),(3,130),(0,0),(1,1),True,9),(3,64,64,(5,5),(4,10),(2,4),(1,1),True,5)]:
     x = torch.randn(n, ci, *size, dtype=torch.float64, generator=g); w = torch.randn(ci, co, *k, dtype=torch.float64, generator=g)
     b = torch.randn(co, dtype=torch.float64, generator=g) if bias else None
-    got = emulate(x, w, b, pad, dil, grid); want = F.conv_transpose2d(x, w, b, padding=pad, dilation=dil)
-    print(k, got.shape == want.shape, int(got.isnan().sum()), float((got-want).abs().max()))
+    want = F.conv_transpose2d(x, w, b, padding=pad, dilation=dil)
+    for warpgroups in (2, 1):
+        got = emulate(x, w, b, pad, dil, grid, warpgroups)
+        print(k, warpgroups, got.shape == want.shape, int(got.isnan().sum()),
+              float((got-want).abs().max()))

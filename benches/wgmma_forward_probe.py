@@ -6,11 +6,11 @@ Needs an H100 or H200 and nvcc; about 60 s.
     PYTHONPATH=. python benches/wgmma_forward_probe.py [--edges]
 
 First, small shapes that reach the edges (output widths off 128, padding, dilation, two
-chunks of input channels, two tiles of output channels, k_w = 1), each ring depth that fits,
+chunks of input channels, two tiles of output channels, k_w = 1), each form that fits,
 outputs poisoned with NaN: the largest error relative to the reference's largest entry and
 the elements left unwritten. Then the bench cases 2d-1024, 2d-3x7-512 and 2d-64to128:
 milliseconds and TFLOP/s of torch (cuDNN, channels_last), gemmconv.conv_transpose2d and the
-probe at each ring depth, side by side (measure.timers, in turns), with each one's error
+probe in each form (ring depth; one pipeline of both warpgroups or one each), side by side (measure.timers, in turns), with each one's error
 against float64. The probe's weights are laid out once before timing, as a module's would be.
 """
 import os
@@ -29,7 +29,7 @@ from gemmconv.measure import timers
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_forward.cu")
 SHARED_LIMIT = 227 * 1024     # an H100's or H200's opt-in shared memory a block
-BM, BK, BN = 128, 64, 64      # as in the .cu
+BK, BN = 64, 64               # as in the .cu
 
 
 def build() -> cupy.RawModule:
@@ -40,10 +40,16 @@ def build() -> cupy.RawModule:
     return cupy.RawModule(path=cubin)
 
 
-def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, stages: int) -> int:
-    """The weights of every tap, ``stages`` boxes, and 1 KB to align them to 1,024 bytes."""
-    rows = (BM + (kernel[1] - 1) * dilation_w + 7) // 8 * 8
-    return kernel[0] * kernel[1] * c_in * BN * 2 + stages * rows * 128 + 1024
+# The kernel's forms: (ring depth, warpgroups a pipeline), as the .cu instantiates them.
+FORMS = [(2, 2), (3, 2), (4, 2), (2, 1), (3, 1), (4, 1), (6, 1)]
+
+
+def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, stages: int, warpgroups: int) -> int:
+    """The weights of every tap, each pipeline's ``stages`` boxes, and 1 KB to align them
+    to 1,024 bytes."""
+    rows = (64 * warpgroups + (kernel[1] - 1) * dilation_w + 7) // 8 * 8
+    return (kernel[0] * kernel[1] * c_in * BN * 2 + 2 // warpgroups * stages * rows * 128
+            + 1024)
 
 
 def tiles(weight: torch.Tensor) -> torch.Tensor:
@@ -56,7 +62,7 @@ def tiles(weight: torch.Tensor) -> torch.Tensor:
 
 class Probe:
     def __init__(self, module: cupy.RawModule, x: torch.Tensor, weight: torch.Tensor,
-                 bias, padding: tuple, dilation: tuple, stages: int):
+                 bias, padding: tuple, dilation: tuple, stages: int, warpgroups: int):
         n, c_in, h, w = x.shape
         _, c_out, kh, kw = weight.shape
         self.out = torch.empty(n, c_out, h - 1 - 2 * padding[0] + dilation[0] * (kh - 1) + 1,
@@ -65,8 +71,8 @@ class Probe:
                                memory_format=torch.channels_last)
         self.w = tiles(weight)
         self.bias = (bias if bias is not None else torch.zeros(1, device=x.device)).float()
-        self.kernel = module.get_function(f"forward_k{kw}_s{stages}")
-        self.shared = shared_bytes(c_in, (kh, kw), dilation[1], stages)
+        self.kernel = module.get_function(f"forward_k{kw}_s{stages}_w{warpgroups}")
+        self.shared = shared_bytes(c_in, (kh, kw), dilation[1], stages, warpgroups)
         self.kernel.max_dynamic_shared_size_bytes = self.shared
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
         co_tiles = c_out // BN
@@ -112,15 +118,15 @@ def edges(module, gen) -> None:
     for n, c_in, c_out, kernel, size, padding, dilation, bias in EDGES:
         x, w, b = inputs(n, c_in, c_out, kernel, size, bias, gen)
         want = reference(x, w, b, padding, dilation)
-        for stages in (2, 3, 4):
-            if shared_bytes(c_in, kernel, dilation[1], stages) > SHARED_LIMIT:
+        for stages, warpgroups in FORMS:
+            if shared_bytes(c_in, kernel, dilation[1], stages, warpgroups) > SHARED_LIMIT:
                 continue
-            probe = Probe(module, x, w, b, padding, dilation, stages)
+            probe = Probe(module, x, w, b, padding, dilation, stages, warpgroups)
             probe.out.fill_(float("nan"))
             out = probe()
             torch.cuda.synchronize()
             print(f"edge {(n, c_in, c_out, kernel, size, padding, dilation, bias)} stages "
-                  f"{stages}: error {error(out, want):.1e}, unwritten "
+                  f"{stages}, warpgroups {warpgroups}: error {error(out, want):.1e}, unwritten "
                   f"{int(out.isnan().sum())} of {out.numel()}", flush=True)
         torch.cuda.synchronize()
 
@@ -137,9 +143,11 @@ def timed(module, gen) -> None:
                                                       dilation=dilation),
                  "gemmconv": lambda: gemmconv.conv_transpose2d(x, w, b, padding=padding,
                                                                dilation=dilation)}
-        for stages in (2, 3, 4):
-            if shared_bytes(case.in_channels, case.kernel_size, dilation[1], stages) <= SHARED_LIMIT:
-                calls[f"probe s{stages}"] = Probe(module, x, w, b, padding, dilation, stages)
+        for stages, warpgroups in FORMS:
+            if shared_bytes(case.in_channels, case.kernel_size, dilation[1], stages,
+                            warpgroups) <= SHARED_LIMIT:
+                calls[f"probe s{stages}w{warpgroups}"] = Probe(module, x, w, b, padding,
+                                                               dilation, stages, warpgroups)
         errors = {}
         for name, call in calls.items():
             if name.startswith("probe"):
