@@ -37,7 +37,7 @@ O) gpu
 esac
 # F (written in session 68, after O): benches/wgmma_forward.cu, the CUDA C++ forward that
 # loads one box for every W tap, against float64 and timed against torch and gemmconv
-# (about 90 s); then its small shapes under compute-sanitizer's memcheck.
+# (about 90 s; its forms: FORMS in the probe); then its small shapes under compute-sanitizer's memcheck.
 case "$1" in
 F) gpu
   probe 200 forward wgmma_forward_probe.py

@@ -13,13 +13,13 @@
 // tiles of outputs along one row of the output (a persistent grid). Per row tap and chunk
 // of 64 input channels a tile loads one box of its positions + (k_w - 1) d_w input
 // positions, and tap j's product reads it from row (k_w - 1 - j) d_w. Loads are cp.async
-// (zero-filled off the image) into a ring of STAGES boxes. Two forms: both warpgroups on
-// tiles of 128 positions (WARPGROUPS 2), or each warpgroup on its own tiles of 64 with its
-// own ring and barrier (1). Built by benches/wgmma_forward_probe.py with nvcc for sm_90a;
-// benches/wgmma_forward_emulate.py checks its index mapping on the CPU.
+// (zero-filled off the image) into a ring of STAGES boxes. Each warpgroup is a pipeline of
+// its own (tiles of 64 positions); PIPES of them share a block's weights. Built by
+// benches/wgmma_forward_probe.py with nvcc for sm_90a; benches/wgmma_forward_emulate.py
+// checks its index mapping on the CPU.
 #include <cstdint>
 
-constexpr int kBK = 64, kBN = 64, kRowBytes = 128, kThreads = 256;
+constexpr int kBK = 64, kBN = 64, kRowBytes = 128;
 constexpr int kWeightTileBytes = kBN * kRowBytes;   // one tap's (64 co, 64 ci), 8 KB
 
 // Rows of a box: a tile's `positions` and the reach of the W taps, in whole 8-row groups,
@@ -100,37 +100,31 @@ __device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_
     return {tile < tiles ? tile : -1, rest / chunks, rest % chunks};
 }
 
-// The work of one pipeline: a block's two warpgroups together (WARPGROUPS 2: tiles of 128
-// positions, one box for both, __syncthreads), or each warpgroup alone (1: tiles of 64,
-// a box and a named barrier of its own, so that one warpgroup's products can run while
-// the other waits, loads or stores).
-template <int WARPGROUPS>
-struct Pipeline {
-    static constexpr int kPositions = 64 * WARPGROUPS, kThreadsIn = 128 * WARPGROUPS;
-    int id, thread;   // the pipeline within its block, the thread within the pipeline
+// Each warpgroup of a block is a pipeline of its own: tiles of 64 positions, its own ring
+// of boxes and its own named barrier, so that one warpgroup's products run while another
+// waits, loads or stores. (Session 68's first form, both warpgroups of a block on tiles of
+// 128 under __syncthreads, ran 3-24% slower: results/s68/F.)
+constexpr int kPositions = 64;
 
-    __device__ Pipeline() : id(WARPGROUPS == 2 ? 0 : threadIdx.x / 128),
-                            thread(threadIdx.x % kThreadsIn) {}
-    __device__ void sync() const {
-        if (WARPGROUPS == 2) __syncthreads();
-        else asm volatile("bar.sync %0, 128;\n" :: "r"(1 + id) : "memory");
-    }
+struct Pipeline {
+    int id, thread;   // the warpgroup within its block, the thread within the warpgroup
+    __device__ Pipeline() : id(threadIdx.x / 128), thread(threadIdx.x % 128) {}
+    __device__ void sync() const { asm volatile("bar.sync %0, 128;\n" :: "r"(1 + id) : "memory"); }
 };
 
 struct Tile { int n, y, x0; };
-__device__ inline Tile tile_at(int tile, int x_tiles, int positions, int out_h) {
-    return {tile / (x_tiles * out_h), (tile / x_tiles) % out_h, (tile % x_tiles) * positions};
+__device__ inline Tile tile_at(int tile, int x_tiles, int out_h) {
+    return {tile / (x_tiles * out_h), (tile / x_tiles) % out_h, (tile % x_tiles) * kPositions};
 }
 
 // One stage's box by cp.async: rows off the image (or past the tiles) are zero-filled.
-template <int WARPGROUPS>
 __device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const Shape& sh,
-                                int x_tiles, int rows, const Pipeline<WARPGROUPS>& pipe) {
-    const Tile t = tile_at(st.tile >= 0 ? st.tile : 0, x_tiles, pipe.kPositions, sh.out_h);
+                                int x_tiles, int rows, const Pipeline& pipe) {
+    const Tile t = tile_at(st.tile >= 0 ? st.tile : 0, x_tiles, sh.out_h);
     const int h = t.y + sh.pad_h - st.tap_h * sh.dilation_h;
     const int w0 = t.x0 + sh.pad_w - (sh.kernel_w - 1) * sh.dilation_w;
     const bool row_inside = st.tile >= 0 && h >= 0 && h < sh.height;
-    for (int i = pipe.thread; i < rows * 8; i += pipe.kThreadsIn) {
+    for (int i = pipe.thread; i < rows * 8; i += 128) {
         int r = i / 8, chunk = i % 8, w = w0 + r;
         bool inside = row_inside && w >= 0 && w < sh.width;
         const uint16_t* src = inside
@@ -143,29 +137,33 @@ __device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const
 // weights: (co_tiles, k_h, k_w, chunks, 64 co, 64 ci), bfloat16; bias: float32 or null.
 // KW: the kernel's width, a constant so that the taps' wgmmas unroll (with a loop of
 // run-time length ptxas waits for each wgmma before the next: warpgroup.wait injected).
-template <int KW, int STAGES, int WARPGROUPS>
+// PIPES: warpgroups a block. OVERLAP: a stage's wgmmas are left running while the next
+// stage's barrier and loads are issued (wgmma.wait_group 1), so the ring's loads run
+// STAGES - 2 stages ahead, not STAGES - 1.
+template <int KW, int STAGES, int PIPES, bool OVERLAP>
 __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const float* bias,
                                uint16_t* out, Shape sh) {
+    static_assert(!OVERLAP || STAGES >= 3, "an overlapped ring needs a box in flight");
+    constexpr int kAhead = OVERLAP ? STAGES - 2 : STAGES - 1;
     extern __shared__ char raw[];
-    const Pipeline<WARPGROUPS> pipe;
-    const int positions = pipe.kPositions, pipelines = 2 / WARPGROUPS;
+    const Pipeline pipe;
     const uint32_t base = ((uint32_t)__cvta_generic_to_shared(raw) + 1023) & ~1023u;
     const int chunks = sh.c_in / kBK, taps = sh.kernel_h * sh.kernel_w;
-    const int rows = box_rows(positions, sh.kernel_w, sh.dilation_w);
+    const int rows = box_rows(kPositions, sh.kernel_w, sh.dilation_w);
     const uint32_t w_smem = base;
     const uint32_t boxes = base + taps * chunks * kWeightTileBytes + pipe.id * STAGES * rows * kRowBytes;
     const int co_tiles = sh.c_out / kBN, co_tile = blockIdx.x % co_tiles;
-    const int first = blockIdx.x / co_tiles * pipelines + pipe.id;
-    const int step = gridDim.x / co_tiles * pipelines;
-    const int x_tiles = (sh.out_w + positions - 1) / positions;
+    const int first = blockIdx.x / co_tiles * PIPES + pipe.id;
+    const int step = gridDim.x / co_tiles * PIPES;
+    const int x_tiles = (sh.out_w + kPositions - 1) / kPositions;
     const int tiles = sh.batch * sh.out_h * x_tiles;
     const int per_tile = sh.kernel_h * chunks;
     const int mine = first < tiles ? (tiles - first + step - 1) / step : 0;
     const int total = mine * per_tile;
 
-    // This block's weights, once, for both pipelines: landed before either starts.
+    // This block's weights, once, for every pipeline: landed before any starts.
     const uint16_t* wsrc = weights + (int64_t)co_tile * taps * chunks * kBN * kBK;
-    for (int i = threadIdx.x; i < taps * chunks * kBN * 8; i += kThreads) {
+    for (int i = threadIdx.x; i < taps * chunks * kBN * 8; i += 128 * PIPES) {
         int t = i / (kBN * 8), r = (i / 8) % kBN, chunk = i % 8;
         copy16(w_smem + t * kWeightTileBytes + swizzled(r, chunk), wsrc + (int64_t)i * 8, true);
     }
@@ -173,21 +171,22 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
     wait_copies<0>();
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < kAhead; ++s) {
         if (s < total)
             load_box(boxes + s * rows * kRowBytes,
                      stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows, pipe);
         commit();
     }
 
-    const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-    const int m_first = WARPGROUPS == 2 ? warpgroup * 64 : 0;   // this warpgroup's rows of a tile
+    const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
     float d[32] = {};
     for (int s = 0; s < total; ++s) {
-        wait_copies<STAGES - 2>();
+        wait_copies<kAhead - 1>();
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        pipe.sync();   // every thread's copies of stage s landed; stage s - 1's box is free
-        const int ahead = s + STAGES - 1;
+        // Every thread's copies of stage s landed, and every thread is past the wgmma wait
+        // that freed the box the next load overwrites (stage s - 1's, or with OVERLAP s - 2's).
+        pipe.sync();
+        const int ahead = s + kAhead;
         if (ahead < total)
             load_box(boxes + (ahead % STAGES) * rows * kRowBytes,
                      stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows, pipe);
@@ -195,24 +194,27 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
 
         const Stage st = stage_of(s, first, step, tiles, per_tile, chunks);
         const uint32_t box = boxes + (s % STAGES) * rows * kRowBytes;
-        const bool fresh = s % per_tile == 0;
+        const bool fresh = s % per_tile == 0, last = s % per_tile == per_tile - 1;
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int j = 0; j < KW; ++j) {
-            uint32_t a = box + box_row(m_first, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
+            uint32_t a = box + box_row(0, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
             uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
             product(d, a, b, !(fresh && j == 0));
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if (OVERLAP && !last) {
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            continue;
+        }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-
-        if (s % per_tile == per_tile - 1) {   // the tile's last stage: bias, bfloat16, store
-            const Tile t = tile_at(st.tile, x_tiles, positions, sh.out_h);
+        if (last) {   // the tile's last stage: bias, bfloat16, store
+            const Tile t = tile_at(st.tile, x_tiles, sh.out_h);
 #pragma unroll
             for (int i = 0; i < 32; i += 2) {
                 // The accumulator's fragment: warp w of a warpgroup holds rows 16 w + lane / 4
                 // (+ 8), each 8 columns a pair of registers per row.
-                int m = m_first + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+                int m = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
                 int col = (i / 4) * 8 + (lane % 4) * 2, co = co_tile * kBN + col;
                 if (t.x0 + m >= sh.out_w) continue;
                 float v0 = d[i], v1 = d[i + 1];
@@ -232,19 +234,21 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
 
 // The kernels take the shape as plain integers (CuPy passes no structs); has_bias picks
 // whether `bias` is read.
-#define GC_FORWARD(KW, STAGES, WARPGROUPS)                                                  \
-    extern "C" __global__ void __launch_bounds__(kThreads, 1)                               \
-    forward_k##KW##_s##STAGES##_w##WARPGROUPS(                                              \
+#define GC_FORWARD(KW, STAGES, PIPES, OVERLAP)                                              \
+    extern "C" __global__ void __launch_bounds__(128 * PIPES, 1)                            \
+    forward_k##KW##_s##STAGES##_p##PIPES##_o##OVERLAP(                                      \
             const uint16_t* x, const uint16_t* w, const float* bias, uint16_t* out,         \
             int has_bias, int batch, int height, int width, int c_in, int out_h, int out_w, \
             int c_out, int kernel_h, int pad_h, int pad_w, int dilation_h, int dilation_w) { \
-        forward<KW, STAGES, WARPGROUPS>(x, w, has_bias ? bias : nullptr, out,               \
-                                        Shape{batch, height, width, c_in, out_h, out_w,     \
-                                              c_out, kernel_h, KW, pad_h, pad_w,            \
-                                              dilation_h, dilation_w});                     \
+        forward<KW, STAGES, PIPES, OVERLAP>(x, w, has_bias ? bias : nullptr, out,           \
+                                            Shape{batch, height, width, c_in, out_h, out_w, \
+                                                  c_out, kernel_h, KW, pad_h, pad_w,        \
+                                                  dilation_h, dilation_w});                 \
     }
-#define GC_FORWARDS(KW) GC_FORWARD(KW, 2, 2) GC_FORWARD(KW, 3, 2) GC_FORWARD(KW, 4, 2)      \
-    GC_FORWARD(KW, 2, 1) GC_FORWARD(KW, 3, 1) GC_FORWARD(KW, 4, 1) GC_FORWARD(KW, 6, 1)
+// The forms wgmma_forward_probe.py's FORMS names, each width.
+#define GC_FORWARDS(KW) GC_FORWARD(KW, 4, 2, 0) GC_FORWARD(KW, 4, 2, 1)                     \
+    GC_FORWARD(KW, 3, 2, 1) GC_FORWARD(KW, 6, 2, 1) GC_FORWARD(KW, 3, 3, 1)                 \
+    GC_FORWARD(KW, 3, 4, 0) GC_FORWARD(KW, 3, 4, 1) GC_FORWARD(KW, 4, 4, 1)
 GC_FORWARDS(1)
 GC_FORWARDS(3)
 GC_FORWARDS(5)

@@ -10,7 +10,7 @@ chunks of input channels, two tiles of output channels, k_w = 1), each form that
 outputs poisoned with NaN: the largest error relative to the reference's largest entry and
 the elements left unwritten. Then the bench cases 2d-1024, 2d-3x7-512 and 2d-64to128:
 milliseconds and TFLOP/s of torch (cuDNN, channels_last), gemmconv.conv_transpose2d and the
-probe in each form (ring depth; one pipeline of both warpgroups or one each), side by side (measure.timers, in turns), with each one's error
+probe in each form (ring depth, warpgroups a block, overlap), side by side (measure.timers, in turns), with each one's error
 against float64. The probe's weights are laid out once before timing, as a module's would be.
 """
 import os
@@ -40,16 +40,16 @@ def build() -> cupy.RawModule:
     return cupy.RawModule(path=cubin)
 
 
-# The kernel's forms: (ring depth, warpgroups a pipeline), as the .cu instantiates them.
-FORMS = [(2, 2), (3, 2), (4, 2), (2, 1), (3, 1), (4, 1), (6, 1)]
+# The kernel's forms, as the .cu instantiates them: (ring depth, warpgroups a block, whether
+# a stage's wgmmas run on while the next stage's loads are issued).
+FORMS = [(4, 2, 0), (4, 2, 1), (3, 2, 1), (6, 2, 1), (3, 3, 1), (3, 4, 0), (3, 4, 1), (4, 4, 1)]
 
 
-def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, stages: int, warpgroups: int) -> int:
-    """The weights of every tap, each pipeline's ``stages`` boxes, and 1 KB to align them
+def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, stages: int, pipes: int) -> int:
+    """The weights of every tap, each warpgroup's ``stages`` boxes, and 1 KB to align them
     to 1,024 bytes."""
-    rows = (64 * warpgroups + (kernel[1] - 1) * dilation_w + 7) // 8 * 8
-    return (kernel[0] * kernel[1] * c_in * BN * 2 + 2 // warpgroups * stages * rows * 128
-            + 1024)
+    rows = (64 + (kernel[1] - 1) * dilation_w + 7) // 8 * 8
+    return kernel[0] * kernel[1] * c_in * BN * 2 + pipes * stages * rows * 128 + 1024
 
 
 def tiles(weight: torch.Tensor) -> torch.Tensor:
@@ -62,7 +62,7 @@ def tiles(weight: torch.Tensor) -> torch.Tensor:
 
 class Probe:
     def __init__(self, module: cupy.RawModule, x: torch.Tensor, weight: torch.Tensor,
-                 bias, padding: tuple, dilation: tuple, stages: int, warpgroups: int):
+                 bias, padding: tuple, dilation: tuple, form: tuple):
         n, c_in, h, w = x.shape
         _, c_out, kh, kw = weight.shape
         self.out = torch.empty(n, c_out, h - 1 - 2 * padding[0] + dilation[0] * (kh - 1) + 1,
@@ -71,8 +71,10 @@ class Probe:
                                memory_format=torch.channels_last)
         self.w = tiles(weight)
         self.bias = (bias if bias is not None else torch.zeros(1, device=x.device)).float()
-        self.kernel = module.get_function(f"forward_k{kw}_s{stages}_w{warpgroups}")
-        self.shared = shared_bytes(c_in, (kh, kw), dilation[1], stages, warpgroups)
+        stages, pipes, overlap = form
+        self.kernel = module.get_function(f"forward_k{kw}_s{stages}_p{pipes}_o{overlap}")
+        self.shared = shared_bytes(c_in, (kh, kw), dilation[1], stages, pipes)
+        self.block = (128 * pipes,)
         self.kernel.max_dynamic_shared_size_bytes = self.shared
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
         co_tiles = c_out // BN
@@ -85,7 +87,7 @@ class Probe:
                      i32(padding[0]), i32(padding[1]), i32(dilation[0]), i32(dilation[1]))
 
     def __call__(self) -> torch.Tensor:
-        self.kernel(self.grid, (256,), self.args, shared_mem=self.shared)
+        self.kernel(self.grid, self.block, self.args, shared_mem=self.shared)
         return self.out
 
 
@@ -118,15 +120,15 @@ def edges(module, gen) -> None:
     for n, c_in, c_out, kernel, size, padding, dilation, bias in EDGES:
         x, w, b = inputs(n, c_in, c_out, kernel, size, bias, gen)
         want = reference(x, w, b, padding, dilation)
-        for stages, warpgroups in FORMS:
-            if shared_bytes(c_in, kernel, dilation[1], stages, warpgroups) > SHARED_LIMIT:
+        for form in FORMS:
+            if shared_bytes(c_in, kernel, dilation[1], *form[:2]) > SHARED_LIMIT:
                 continue
-            probe = Probe(module, x, w, b, padding, dilation, stages, warpgroups)
+            probe = Probe(module, x, w, b, padding, dilation, form)
             probe.out.fill_(float("nan"))
             out = probe()
             torch.cuda.synchronize()
-            print(f"edge {(n, c_in, c_out, kernel, size, padding, dilation, bias)} stages "
-                  f"{stages}, warpgroups {warpgroups}: error {error(out, want):.1e}, unwritten "
+            print(f"edge {(n, c_in, c_out, kernel, size, padding, dilation, bias)} form "
+                  f"{form}: error {error(out, want):.1e}, unwritten "
                   f"{int(out.isnan().sum())} of {out.numel()}", flush=True)
         torch.cuda.synchronize()
 
@@ -143,11 +145,11 @@ def timed(module, gen) -> None:
                                                       dilation=dilation),
                  "gemmconv": lambda: gemmconv.conv_transpose2d(x, w, b, padding=padding,
                                                                dilation=dilation)}
-        for stages, warpgroups in FORMS:
-            if shared_bytes(case.in_channels, case.kernel_size, dilation[1], stages,
-                            warpgroups) <= SHARED_LIMIT:
-                calls[f"probe s{stages}w{warpgroups}"] = Probe(module, x, w, b, padding,
-                                                               dilation, stages, warpgroups)
+        for form in FORMS:
+            if shared_bytes(case.in_channels, case.kernel_size, dilation[1],
+                            *form[:2]) <= SHARED_LIMIT:
+                calls["probe s{}p{}o{}".format(*form)] = Probe(module, x, w, b, padding,
+                                                               dilation, form)
         errors = {}
         for name, call in calls.items():
             if name.startswith("probe"):
@@ -157,7 +159,7 @@ def timed(module, gen) -> None:
         ms = timers(torch.device("cuda"), calls, 15)
         print(f"{case.name} {tuple(x.shape)} k{case.kernel_size} bf16 channels_last:", flush=True)
         for name in calls:
-            print(f"  {name:10s} {ms[name]:7.3f} ms  {case.flops / ms[name] / 1e9:5.0f} TFLOP/s"
+            print(f"  {name:12s} {ms[name]:7.3f} ms  {case.flops / ms[name] / 1e9:5.0f} TFLOP/s"
                   f"  {ms['torch'] / ms[name]:5.2f}x torch  error {errors[name]:.1e}", flush=True)
 
 
