@@ -43,3 +43,8 @@ F) gpu
   probe 200 forward wgmma_forward_probe.py
   timeout 120 compute-sanitizer --tool memcheck python3 benches/wgmma_forward_probe.py --edges 2>&1 | tail -15 | tee $O/memcheck.log ;;
 esac
+# F2: F's probe alone (session 68's device time ran short after refused starts).
+case "$1" in
+F2) gpu
+  probe 150 forward wgmma_forward_probe.py ;;
+esac
