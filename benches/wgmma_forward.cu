@@ -58,35 +58,35 @@ struct Shape {
     int kernel_h, kernel_w, pad_h, pad_w, dilation_h, dilation_w;
 };
 
-__device__ inline void copy16(uint32_t dst, const void* src, bool inside) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(dst), "l"(src), "r"(inside ? 16 : 0) : "memory");
+// A 16-byte cp.async, zero-filled where !inside, and issued only where `issue`: a predicate,
+// not a branch, so that the loads between overlapped wgmmas stay out of divergent paths.
+__device__ inline void copy16(uint32_t dst, const void* src, bool inside, bool issue = true) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+                 "@p cp.async.cg.shared.global [%0], [%1], 16, %2;\n}\n"
+                 :: "r"(dst), "l"(src), "r"(inside ? 16 : 0), "r"((int)issue) : "memory");
 }
 __device__ inline void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ inline void wait_copies() {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
 }
 
-// d (+)= A B^T over K = 64 by four m64n64k16 wgmmas; d is overwritten where !accumulate.
+// d (+)= A B^T over one k-step of 16 by an m64n64k16 wgmma; d is overwritten where
+// !accumulate. Issued, not waited for.
 __device__ inline void product(float (&d)[32], uint32_t a, uint32_t b, bool accumulate) {
-#pragma unroll
-    for (int step = 0; step < kBK / 16; ++step) {
-        uint64_t da = descriptor(a + step * 32), db = descriptor(b + step * 32);
-        int scale_d = accumulate || step > 0;
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-            "%32, %33, p, 1, 1, 0, 0;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-              "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-              "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-              "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-              "+f"(d[30]), "+f"(d[31])
-            : "l"(da), "l"(db), "r"(scale_d));
-    }
+    uint64_t da = descriptor(a), db = descriptor(b);
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"((int)accumulate));
 }
 
 // Where a pipeline's s-th stage reads: its tile (-1 past the pipeline's last) and row tap,
@@ -100,11 +100,10 @@ __device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_
     return {tile < tiles ? tile : -1, rest / chunks, rest % chunks};
 }
 
-// Each warpgroup of a block is a pipeline of its own: tiles of 64 positions, its own ring
+// Each warpgroup of a block is a pipeline of its own: tiles of 64 M positions, its own ring
 // of boxes and its own named barrier, so that one warpgroup's products run while another
 // waits, loads or stores. (Session 68's first form, both warpgroups of a block on tiles of
 // 128 under __syncthreads, ran 3-24% slower: results/s68/F.)
-constexpr int kPositions = 64;
 
 struct Pipeline {
     int id, thread;   // the warpgroup within its block, the thread within the warpgroup
@@ -113,24 +112,25 @@ struct Pipeline {
 };
 
 struct Tile { int n, y, x0; };
-__device__ inline Tile tile_at(int tile, int x_tiles, int out_h) {
-    return {tile / (x_tiles * out_h), (tile / x_tiles) % out_h, (tile % x_tiles) * kPositions};
+__device__ inline Tile tile_at(int tile, int x_tiles, int out_h, int positions) {
+    return {tile / (x_tiles * out_h), (tile / x_tiles) % out_h, (tile % x_tiles) * positions};
 }
 
 // One stage's box by cp.async: rows off the image (or past the tiles) are zero-filled.
 __device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const Shape& sh,
-                                int x_tiles, int rows, const Pipeline& pipe) {
-    const Tile t = tile_at(st.tile >= 0 ? st.tile : 0, x_tiles, sh.out_h);
+                                int x_tiles, int rows, int positions, const Pipeline& pipe) {
+    const Tile t = tile_at(st.tile >= 0 ? st.tile : 0, x_tiles, sh.out_h, positions);
     const int h = t.y + sh.pad_h - st.tap_h * sh.dilation_h;
     const int w0 = t.x0 + sh.pad_w - (sh.kernel_w - 1) * sh.dilation_w;
     const bool row_inside = st.tile >= 0 && h >= 0 && h < sh.height;
-    for (int i = pipe.thread; i < rows * 8; i += 128) {
-        int r = i / 8, chunk = i % 8, w = w0 + r;
-        bool inside = row_inside && w >= 0 && w < sh.width;
+    // The same count of copies a thread, each one issued only within the box.
+    for (int k = 0; k < (rows * 8 + 127) / 128; ++k) {
+        int i = k * 128 + pipe.thread, r = i / 8, chunk = i % 8, w = w0 + r;
+        bool inside = row_inside && w >= 0 && w < sh.width && r < rows;
         const uint16_t* src = inside
             ? x + (((int64_t)t.n * sh.height + h) * sh.width + w) * sh.c_in + st.chunk * kBK + chunk * 8
             : x;
-        copy16(box + swizzled(r, chunk), src, inside);
+        copy16(box + swizzled(r < rows ? r : 0, chunk), src, inside, r < rows);
     }
 }
 
@@ -139,12 +139,14 @@ __device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const
 // run-time length ptxas waits for each wgmma before the next: warpgroup.wait injected).
 // PIPES: warpgroups a block. OVERLAP: a stage's wgmmas are left running while the next
 // stage's barrier and loads are issued (wgmma.wait_group 1), so the ring's loads run
-// STAGES - 2 stages ahead, not STAGES - 1.
-template <int KW, int STAGES, int PIPES, bool OVERLAP>
+// STAGES - 2 stages ahead, not STAGES - 1. M: m64 fragments a warpgroup (tiles of 64 M
+// positions), whose chains of wgmmas are independent: the tensor cores may overlap them
+// where one chain's wgmmas wait on each other.
+template <int KW, int STAGES, int PIPES, bool OVERLAP, int M>
 __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const float* bias,
                                uint16_t* out, Shape sh) {
     static_assert(!OVERLAP || STAGES >= 3, "an overlapped ring needs a box in flight");
-    constexpr int kAhead = OVERLAP ? STAGES - 2 : STAGES - 1;
+    constexpr int kAhead = OVERLAP ? STAGES - 2 : STAGES - 1, kPositions = 64 * M;
     extern __shared__ char raw[];
     const Pipeline pipe;
     const uint32_t base = ((uint32_t)__cvta_generic_to_shared(raw) + 1023) & ~1023u;
@@ -174,59 +176,70 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
     for (int s = 0; s < kAhead; ++s) {
         if (s < total)
             load_box(boxes + s * rows * kRowBytes,
-                     stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows, pipe);
+                     stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows,
+                     kPositions, pipe);
         commit();
     }
 
     const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-    float d[32] = {};
-    for (int s = 0; s < total; ++s) {
-        wait_copies<kAhead - 1>();
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        // Every thread's copies of stage s landed, and every thread is past the wgmma wait
-        // that freed the box the next load overwrites (stage s - 1's, or with OVERLAP s - 2's).
-        pipe.sync();
-        const int ahead = s + kAhead;
-        if (ahead < total)
+    float d[M][32] = {};
+    // Tiles, then their stages: the wgmma waits stay out of branches. (One loop over stages
+    // with the tile's epilogue behind `if (last)`, and `wait_group 1` on the other path,
+    // made ptxas serialise every wgmma: C7518, "WG.DP in divergent path".)
+    for (int s = 0, k = 0; k < mine; ++k) {
+        for (int r = 0; r < per_tile; ++r, ++s) {
+            wait_copies<kAhead - 1>();
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            // Every thread's copies of stage s landed, and every thread is past the wgmma
+            // wait that freed the box the next load overwrites (stage s - 1's, or with
+            // OVERLAP s - 2's).
+            pipe.sync();
+            // (Past the pipeline's last stage, its tile is -1: a box of zeros, no branch.)
+            const int ahead = s + kAhead;
             load_box(boxes + (ahead % STAGES) * rows * kRowBytes,
-                     stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows, pipe);
-        commit();
+                     stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows,
+                     kPositions, pipe);
+            commit();
 
-        const Stage st = stage_of(s, first, step, tiles, per_tile, chunks);
-        const uint32_t box = boxes + (s % STAGES) * rows * kRowBytes;
-        const bool fresh = s % per_tile == 0, last = s % per_tile == per_tile - 1;
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            const Stage st = stage_of(s, first, step, tiles, per_tile, chunks);
+            const uint32_t box = boxes + (s % STAGES) * rows * kRowBytes;
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int j = 0; j < KW; ++j) {
-            uint32_t a = box + box_row(0, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
-            uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
-            product(d, a, b, !(fresh && j == 0));
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        if (OVERLAP && !last) {
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            continue;
+            for (int j = 0; j < KW; ++j) {
+                uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
+#pragma unroll
+                for (int step = 0; step < kBK / 16; ++step)
+#pragma unroll
+                    for (int f = 0; f < M; ++f) {
+                        uint32_t a = box + box_row(64 * f, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
+                        product(d[f], a + step * 32, b + step * 32, r > 0 || j > 0 || step > 0);
+                    }
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            if (OVERLAP) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            else asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        if (last) {   // the tile's last stage: bias, bfloat16, store
-            const Tile t = tile_at(st.tile, x_tiles, sh.out_h);
+
+        // The tile's epilogue: bias, bfloat16, store.
+        const Tile t = tile_at(first + k * step, x_tiles, sh.out_h, kPositions);
 #pragma unroll
-            for (int i = 0; i < 32; i += 2) {
-                // The accumulator's fragment: warp w of a warpgroup holds rows 16 w + lane / 4
-                // (+ 8), each 8 columns a pair of registers per row.
-                int m = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
-                int col = (i / 4) * 8 + (lane % 4) * 2, co = co_tile * kBN + col;
-                if (t.x0 + m >= sh.out_w) continue;
-                float v0 = d[i], v1 = d[i + 1];
-                if (bias) { v0 += bias[co]; v1 += bias[co + 1]; }
-                uint32_t lo = __float_as_uint(v0), hi = __float_as_uint(v1);
-                // Round to nearest even, as torch's conversion does (no NaNs here).
-                lo = (lo + 0x7FFF + ((lo >> 16) & 1)) >> 16;
-                hi = (hi + 0x7FFF + ((hi >> 16) & 1)) >> 16;
-                *reinterpret_cast<uint32_t*>(
-                    out + (((int64_t)t.n * sh.out_h + t.y) * sh.out_w + t.x0 + m) * sh.c_out + co) =
-                    lo | (hi << 16);
-            }
+        for (int e = 0; e < 32 * M; e += 2) {
+            const int f = e / 32, i = e % 32;
+            // The accumulator's fragment: warp w of a warpgroup holds rows 16 w + lane / 4
+            // (+ 8), each 8 columns a pair of registers per row.
+            int m = 64 * f + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+            int col = (i / 4) * 8 + (lane % 4) * 2, co = co_tile * kBN + col;
+            if (t.x0 + m >= sh.out_w) continue;
+            float v0 = d[f][i], v1 = d[f][i + 1];
+            if (bias) { v0 += bias[co]; v1 += bias[co + 1]; }
+            uint32_t lo = __float_as_uint(v0), hi = __float_as_uint(v1);
+            // Round to nearest even, as torch's conversion does (no NaNs here).
+            lo = (lo + 0x7FFF + ((lo >> 16) & 1)) >> 16;
+            hi = (hi + 0x7FFF + ((hi >> 16) & 1)) >> 16;
+            *reinterpret_cast<uint32_t*>(
+                out + (((int64_t)t.n * sh.out_h + t.y) * sh.out_w + t.x0 + m) * sh.c_out + co) =
+                lo | (hi << 16);
         }
     }
     wait_copies<0>();
@@ -234,21 +247,22 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
 
 // The kernels take the shape as plain integers (CuPy passes no structs); has_bias picks
 // whether `bias` is read.
-#define GC_FORWARD(KW, STAGES, PIPES, OVERLAP)                                              \
+#define GC_FORWARD(KW, STAGES, PIPES, OVERLAP, M)                                           \
     extern "C" __global__ void __launch_bounds__(128 * PIPES, 1)                            \
-    forward_k##KW##_s##STAGES##_p##PIPES##_o##OVERLAP(                                      \
+    forward_k##KW##_s##STAGES##_p##PIPES##_o##OVERLAP##_m##M(                               \
             const uint16_t* x, const uint16_t* w, const float* bias, uint16_t* out,         \
             int has_bias, int batch, int height, int width, int c_in, int out_h, int out_w, \
             int c_out, int kernel_h, int pad_h, int pad_w, int dilation_h, int dilation_w) { \
-        forward<KW, STAGES, PIPES, OVERLAP>(x, w, has_bias ? bias : nullptr, out,           \
-                                            Shape{batch, height, width, c_in, out_h, out_w, \
-                                                  c_out, kernel_h, KW, pad_h, pad_w,        \
-                                                  dilation_h, dilation_w});                 \
+        forward<KW, STAGES, PIPES, OVERLAP, M>(x, w, has_bias ? bias : nullptr, out,        \
+                                               Shape{batch, height, width, c_in, out_h,     \
+                                                     out_w, c_out, kernel_h, KW, pad_h,     \
+                                                     pad_w, dilation_h, dilation_w});       \
     }
 // The forms wgmma_forward_probe.py's FORMS names, each width.
-#define GC_FORWARDS(KW) GC_FORWARD(KW, 4, 2, 0) GC_FORWARD(KW, 4, 2, 1)                     \
-    GC_FORWARD(KW, 3, 2, 1) GC_FORWARD(KW, 6, 2, 1) GC_FORWARD(KW, 3, 3, 1)                 \
-    GC_FORWARD(KW, 3, 4, 0) GC_FORWARD(KW, 3, 4, 1) GC_FORWARD(KW, 4, 4, 1)
+#define GC_FORWARDS(KW) GC_FORWARD(KW, 4, 2, 0, 1) GC_FORWARD(KW, 4, 2, 1, 1)               \
+    GC_FORWARD(KW, 3, 2, 1, 1) GC_FORWARD(KW, 6, 2, 1, 1) GC_FORWARD(KW, 3, 3, 1, 1)        \
+    GC_FORWARD(KW, 3, 4, 0, 1) GC_FORWARD(KW, 3, 4, 1, 1) GC_FORWARD(KW, 4, 4, 1, 1)        \
+    GC_FORWARD(KW, 4, 2, 1, 2) GC_FORWARD(KW, 3, 3, 1, 2) GC_FORWARD(KW, 2, 3, 0, 2)
 GC_FORWARDS(1)
 GC_FORWARDS(3)
 GC_FORWARDS(5)

@@ -1,7 +1,8 @@
 """wgmma_forward.cu's index mapping on the CPU, in float64: each block's tiles and stages
 in its order, each stage's box (zero off the image), each W tap's product read from row
 (k_w - 1 - j) d_w of it, and the epilogue's stores; against torch's conv_transpose2d on the
-edge shapes of wgmma_forward_probe.py (smaller), with 2-4 warpgroups (pipelines) a block, grids that leave blocks idle included.
+edge shapes of wgmma_forward_probe.py (smaller), with 2-4 warpgroups (pipelines) a block of one or two m64
+fragments each, grids that leave blocks idle included.
 No GPU; a few seconds: ``python benches/wgmma_forward_emulate.py``."""
 import torch
 import torch.nn.functional as F
@@ -9,8 +10,8 @@ import torch.nn.functional as F
 BK, BN = 64, 64
 
 
-def emulate(x, w, b, pad, dil, grid, pipelines):
-    BM = 64
+def emulate(x, w, b, pad, dil, grid, pipelines, fragments):
+    BM = 64 * fragments
     n_, c_in, H, W = x.shape; _, c_out, kh, kw = w.shape
     oh = H - 1 - 2*pad[0] + dil[0]*(kh-1) + 1; ow = W - 1 - 2*pad[1] + dil[1]*(kw-1) + 1
     out = torch.full((n_, c_out, oh, ow), float('nan'), dtype=torch.float64)
@@ -48,7 +49,7 @@ for (n, ci, co, k, size, pad, dil, bias, grid) in [(2,64,64,(3,3),(5,150),(0,0),
     x = torch.randn(n, ci, *size, dtype=torch.float64, generator=g); w = torch.randn(ci, co, *k, dtype=torch.float64, generator=g)
     b = torch.randn(co, dtype=torch.float64, generator=g) if bias else None
     want = F.conv_transpose2d(x, w, b, padding=pad, dilation=dil)
-    for pipelines in (2, 3, 4):
-        got = emulate(x, w, b, pad, dil, grid, pipelines)
-        print(k, pipelines, got.shape == want.shape, int(got.isnan().sum()),
+    for pipelines, fragments in ((2, 1), (3, 1), (4, 1), (2, 2), (3, 2)):
+        got = emulate(x, w, b, pad, dil, grid, pipelines, fragments)
+        print(k, pipelines, fragments, got.shape == want.shape, int(got.isnan().sum()),
               float((got-want).abs().max()))

@@ -10,7 +10,8 @@ chunks of input channels, two tiles of output channels, k_w = 1), each form that
 outputs poisoned with NaN: the largest error relative to the reference's largest entry and
 the elements left unwritten. Then the bench cases 2d-1024, 2d-3x7-512 and 2d-64to128:
 milliseconds and TFLOP/s of torch (cuDNN, channels_last), gemmconv.conv_transpose2d and the
-probe in each form (ring depth, warpgroups a block, overlap), side by side (measure.timers, in turns), with each one's error
+probe in each form (ring depth, warpgroups a block, overlap, m64 fragments a
+warpgroup), side by side (measure.timers, in turns), with each one's error
 against float64. The probe's weights are laid out once before timing, as a module's would be.
 """
 import os
@@ -41,14 +42,16 @@ def build() -> cupy.RawModule:
 
 
 # The kernel's forms, as the .cu instantiates them: (ring depth, warpgroups a block, whether
-# a stage's wgmmas run on while the next stage's loads are issued).
-FORMS = [(4, 2, 0), (4, 2, 1), (3, 2, 1), (6, 2, 1), (3, 3, 1), (3, 4, 0), (3, 4, 1), (4, 4, 1)]
+# a stage's wgmmas run on while the next stage's loads are issued, m64 fragments a warpgroup).
+FORMS = [(4, 2, 0, 1), (4, 2, 1, 1), (3, 2, 1, 1), (6, 2, 1, 1), (3, 3, 1, 1), (3, 4, 0, 1),
+         (3, 4, 1, 1), (4, 4, 1, 1), (4, 2, 1, 2), (3, 3, 1, 2), (2, 3, 0, 2)]
 
 
-def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, stages: int, pipes: int) -> int:
+def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, stages: int, pipes: int,
+                 fragments: int) -> int:
     """The weights of every tap, each warpgroup's ``stages`` boxes, and 1 KB to align them
     to 1,024 bytes."""
-    rows = (64 + (kernel[1] - 1) * dilation_w + 7) // 8 * 8
+    rows = (64 * fragments + (kernel[1] - 1) * dilation_w + 7) // 8 * 8
     return kernel[0] * kernel[1] * c_in * BN * 2 + pipes * stages * rows * 128 + 1024
 
 
@@ -71,9 +74,10 @@ class Probe:
                                memory_format=torch.channels_last)
         self.w = tiles(weight)
         self.bias = (bias if bias is not None else torch.zeros(1, device=x.device)).float()
-        stages, pipes, overlap = form
-        self.kernel = module.get_function(f"forward_k{kw}_s{stages}_p{pipes}_o{overlap}")
-        self.shared = shared_bytes(c_in, (kh, kw), dilation[1], stages, pipes)
+        stages, pipes, overlap, fragments = form
+        self.kernel = module.get_function(
+            f"forward_k{kw}_s{stages}_p{pipes}_o{overlap}_m{fragments}")
+        self.shared = shared_bytes(c_in, (kh, kw), dilation[1], stages, pipes, fragments)
         self.block = (128 * pipes,)
         self.kernel.max_dynamic_shared_size_bytes = self.shared
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
@@ -121,7 +125,7 @@ def edges(module, gen) -> None:
         x, w, b = inputs(n, c_in, c_out, kernel, size, bias, gen)
         want = reference(x, w, b, padding, dilation)
         for form in FORMS:
-            if shared_bytes(c_in, kernel, dilation[1], *form[:2]) > SHARED_LIMIT:
+            if shared_bytes(c_in, kernel, dilation[1], *form[:2], form[3]) > SHARED_LIMIT:
                 continue
             probe = Probe(module, x, w, b, padding, dilation, form)
             probe.out.fill_(float("nan"))
@@ -146,10 +150,10 @@ def timed(module, gen) -> None:
                  "gemmconv": lambda: gemmconv.conv_transpose2d(x, w, b, padding=padding,
                                                                dilation=dilation)}
         for form in FORMS:
-            if shared_bytes(case.in_channels, case.kernel_size, dilation[1],
-                            *form[:2]) <= SHARED_LIMIT:
-                calls["probe s{}p{}o{}".format(*form)] = Probe(module, x, w, b, padding,
-                                                               dilation, form)
+            if shared_bytes(case.in_channels, case.kernel_size, dilation[1], *form[:2],
+                            form[3]) <= SHARED_LIMIT:
+                calls["probe s{}p{}o{}m{}".format(*form)] = Probe(module, x, w, b, padding,
+                                                                  dilation, form)
         errors = {}
         for name, call in calls.items():
             if name.startswith("probe"):
@@ -159,7 +163,7 @@ def timed(module, gen) -> None:
         ms = timers(torch.device("cuda"), calls, 15)
         print(f"{case.name} {tuple(x.shape)} k{case.kernel_size} bf16 channels_last:", flush=True)
         for name in calls:
-            print(f"  {name:12s} {ms[name]:7.3f} ms  {case.flops / ms[name] / 1e9:5.0f} TFLOP/s"
+            print(f"  {name:14s} {ms[name]:7.3f} ms  {case.flops / ms[name] / 1e9:5.0f} TFLOP/s"
                   f"  {ms['torch'] / ms[name]:5.2f}x torch  error {errors[name]:.1e}", flush=True)
 
 
