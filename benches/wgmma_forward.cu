@@ -182,7 +182,10 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
     }
 
     const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-    float d[M][32] = {};
+    // Not zeroed: each tile's first wgmma overwrites its accumulators (scale-d 0). (Zeroed,
+    // NVVM carried them across the loop as integers, and the moves between the wgmmas and
+    // their wait made ptxas wait for every chain at once: C7517.)
+    float d[M][32];
     // Tiles, then their stages: the wgmma waits stay out of branches. (One loop over stages
     // with the tile's epilogue behind `if (last)`, and `wait_group 1` on the other path,
     // made ptxas serialise every wgmma: C7518, "WG.DP in divergent path".)
