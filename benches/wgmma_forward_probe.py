@@ -3,7 +3,7 @@ right against float64, and how fast against torch and gemmconv's own route, on t
 stride-1 2-D channels_last bfloat16 calls it serves (C_in and C_out multiples of 64).
 Needs an H100 or H200 and nvcc; about 60 s.
 
-    PYTHONPATH=. python benches/wgmma_forward_probe.py [--edges]
+    PYTHONPATH=. python benches/wgmma_forward_probe.py [--edges | --profile S,P,O,M]
 
 First, small shapes that reach the edges (output widths off 128, padding, dilation, two
 chunks of input channels, two tiles of output channels, k_w = 1), each form that fits,
@@ -167,9 +167,24 @@ def timed(module, gen) -> None:
                   f"  {ms['torch'] / ms[name]:5.2f}x torch  error {errors[name]:.1e}", flush=True)
 
 
+def profiled(module, gen, form: tuple) -> None:
+    """2d-1024 in ``form``, called three times and nothing else: for ncu's
+    ``--launch-skip 2 --launch-count 1`` on the kernel."""
+    case = next(c for c in BENCH if c.name == "2d-1024")
+    x, w, b = inputs(case.batch, case.in_channels, case.out_channels, case.kernel_size,
+                     case.size, case.bias, gen)
+    probe = Probe(module, x, w, b, case.padding, case.dilation, form)
+    for _ in range(3):
+        probe()
+    torch.cuda.synchronize()
+
+
 def main() -> None:
     module = build()
     gen = torch.Generator("cuda").manual_seed(0)
+    if "--profile" in sys.argv:   # --profile S,P,O,M: one form's kernel for ncu
+        profiled(module, gen, tuple(int(v) for v in sys.argv[sys.argv.index("--profile") + 1].split(",")))
+        return
     edges(module, gen)
     if "--edges" not in sys.argv:   # (--edges: the small shapes only, as under a sanitizer)
         timed(module, gen)
