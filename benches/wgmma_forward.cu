@@ -19,6 +19,8 @@
 // checks its index mapping on the CPU.
 #include <cstdint>
 
+#include "wgmma.cuh"
+
 constexpr int kBK = 64, kBN = 64, kRowBytes = 128;
 constexpr int kWeightTileBytes = kBN * kRowBytes;   // one tap's (64 co, 64 ci), 8 KB
 
@@ -70,23 +72,9 @@ template <int N> __device__ inline void wait_copies() {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
 }
 
-// d (+)= A B^T over one k-step of 16 by an m64n64k16 wgmma; d is overwritten where
-// !accumulate. Issued, not waited for.
+// d (+)= A B^T over one k-step of 16 (wgmma.cuh); d is overwritten where !accumulate.
 __device__ inline void product(float (&d)[32], uint32_t a, uint32_t b, bool accumulate) {
-    uint64_t da = descriptor(a), db = descriptor(b);
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "%32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-          "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "r"((int)accumulate));
+    wgmma_m64n64k16(d, descriptor(a), descriptor(b), accumulate);
 }
 
 // Where a pipeline's s-th stage reads: its tile (-1 past the pipeline's last) and row tap,

@@ -15,10 +15,7 @@ warpgroup), side by side (measure.timers, in turns), with each one's error
 against float64. The probe's weights are laid out once before timing, as a module's would be.
 """
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import cupy
 import torch
@@ -27,19 +24,11 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv.cases import BENCH
 from gemmconv.measure import timers
+from wgmma_shift_probe import build   # (benches/ is on the path when run as a script)
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_forward.cu")
 SHARED_LIMIT = 227 * 1024     # an H100's or H200's opt-in shared memory a block
 BK, BN = 64, 64               # as in the .cu
-
-
-def build() -> cupy.RawModule:
-    cubin = os.path.join(tempfile.mkdtemp(), "wgmma_forward.cubin")
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    subprocess.run([nvcc, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin,
-                    SOURCE], check=True)
-    return cupy.RawModule(path=cubin)
-
 
 # The kernel's forms, as the .cu instantiates them: (ring depth, warpgroups a block, whether
 # a stage's wgmmas run on while the next stage's loads are issued, m64 fragments a warpgroup).
@@ -180,7 +169,7 @@ def profiled(module, gen, form: tuple) -> None:
 
 
 def main() -> None:
-    module = build()
+    module = build(SOURCE)
     gen = torch.Generator("cuda").manual_seed(0)
     if "--profile" in sys.argv:   # --profile S,P,O,M: one form's kernel for ncu
         profiled(module, gen, tuple(int(v) for v in sys.argv[sys.argv.index("--profile") + 1].split(",")))

@@ -13,6 +13,8 @@
 // benches/wgmma_shift_probe.py with nvcc for sm_90a.
 #include <cstdint>
 
+#include "wgmma.cuh"
+
 constexpr int kRows = 128, kK = 64, kN = 64, kRowBytes = 128;
 
 // Byte offset of element (row, k) of a K-major bfloat16 tile of 128-byte rows under the
@@ -67,19 +69,7 @@ __device__ inline void product(float (&d)[32], uint32_t a_base, uint32_t b_base,
         uint64_t da = descriptor(a_start, with_base_offset ? (a_start >> 7) & 7 : 0);
         uint64_t db = descriptor(b_base + step * 32, 0);
         int scale_d = accumulate || step > 0;
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-            "%32, %33, p, 1, 1, 0, 0;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-              "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-              "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-              "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-              "+f"(d[30]), "+f"(d[31])
-            : "l"(da), "l"(db), "r"(scale_d));
+        wgmma_m64n64k16(d, da, db, scale_d);
     }
 }
 

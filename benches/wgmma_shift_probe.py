@@ -25,11 +25,12 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_shift.c
 SHIFTS = 17   # 0-16: every row of one 8-row swizzle repeat, and past it
 
 
-def build() -> cupy.RawModule:
-    cubin = os.path.join(tempfile.mkdtemp(), "wgmma_shift.cubin")
+def build(source: str = SOURCE) -> cupy.RawModule:
+    """``source`` (a .cu beside this file) built with nvcc for sm_90a and loaded."""
+    cubin = os.path.join(tempfile.mkdtemp(), os.path.basename(source) + "bin")
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     subprocess.run([nvcc, "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin,
-                    SOURCE], check=True)
+                    source], check=True)
     return cupy.RawModule(path=cubin)
 
 
