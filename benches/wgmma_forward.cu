@@ -14,7 +14,7 @@
 // of 64 input channels a tile loads one box of its positions + (k_w - 1) d_w input
 // positions, and tap j's product reads it from row (k_w - 1 - j) d_w. Loads are cp.async
 // (zero-filled off the image) into a ring of STAGES boxes. Each warpgroup is a pipeline of
-// its own (tiles of 64 positions); PIPES of them share a block's weights. Built by
+// its own (tiles of 64 M positions); PIPES of them share a block's weights. Built by
 // benches/wgmma_forward_probe.py with nvcc for sm_90a; benches/wgmma_forward_emulate.py
 // checks its index mapping on the CPU.
 #include <cstdint>
@@ -92,7 +92,6 @@ __device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_
 // of boxes and its own named barrier, so that one warpgroup's products run while another
 // waits, loads or stores. (Session 68's first form, both warpgroups of a block on tiles of
 // 128 under __syncthreads, ran 3-24% slower: results/s68/F.)
-
 struct Pipeline {
     int id, thread;   // the warpgroup within its block, the thread within the warpgroup
     __device__ Pipeline() : id(threadIdx.x / 128), thread(threadIdx.x % 128) {}
@@ -199,11 +198,11 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
             for (int j = 0; j < KW; ++j) {
                 uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
 #pragma unroll
-                for (int step = 0; step < kBK / 16; ++step)
+                for (int ks = 0; ks < kBK / 16; ++ks)   // k-steps of 16 channels, 32 bytes
 #pragma unroll
                     for (int f = 0; f < M; ++f) {
                         uint32_t a = box + box_row(64 * f, j, sh.kernel_w, sh.dilation_w) * kRowBytes;
-                        product(d[f], a + step * 32, b + step * 32, r > 0 || j > 0 || step > 0);
+                        product(d[f], a + ks * 32, b + ks * 32, r > 0 || j > 0 || ks > 0);
                     }
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
