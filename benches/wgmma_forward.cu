@@ -91,7 +91,7 @@ __device__ inline Stage stage_of(int s, int first, int step, int tiles, int per_
 // Each warpgroup of a block is a pipeline of its own: tiles of 64 M positions, its own ring
 // of boxes and its own named barrier, so that one warpgroup's products run while another
 // waits, loads or stores. (Session 68's first form, both warpgroups of a block on tiles of
-// 128 under __syncthreads, ran 3-24% slower: results/s68/F.)
+// 128 under __syncthreads, ran up to 24% slower: results/s68/F.)
 struct Pipeline {
     int id, thread;   // the warpgroup within its block, the thread within the warpgroup
     __device__ Pipeline() : id(threadIdx.x / 128), thread(threadIdx.x % 128) {}
