@@ -169,6 +169,12 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
     }
 
     const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    // This thread's 16 output channels' biases, once: the accumulator's fragment gives a
+    // thread the columns 8 c + 2 (lane % 4) (+ 1), c < 8, in every tile.
+    float bias_of[16];
+#pragma unroll
+    for (int c = 0; c < 16; ++c)
+        bias_of[c] = bias ? bias[co_tile * kBN + (c / 2) * 8 + (lane % 4) * 2 + c % 2] : 0.f;
     // Not zeroed: each tile's first wgmma overwrites its accumulators (scale-d 0). (Zeroed,
     // NVVM carried them across the loop as integers, and the moves between the wgmmas and
     // their wait made ptxas wait for every chain at once: C7517.)
@@ -219,10 +225,9 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
             // The accumulator's fragment: warp w of a warpgroup holds rows 16 w + lane / 4
             // (+ 8), each 8 columns a pair of registers per row.
             int m = 64 * f + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
-            int col = (i / 4) * 8 + (lane % 4) * 2, co = co_tile * kBN + col;
+            int co = co_tile * kBN + (i / 4) * 8 + (lane % 4) * 2;
             if (t.x0 + m >= sh.out_w) continue;
-            float v0 = d[f][i], v1 = d[f][i + 1];
-            if (bias) { v0 += bias[co]; v1 += bias[co + 1]; }
+            float v0 = d[f][i] + bias_of[(i / 4) * 2], v1 = d[f][i + 1] + bias_of[(i / 4) * 2 + 1];
             uint32_t lo = __float_as_uint(v0), hi = __float_as_uint(v1);
             // Round to nearest even, as torch's conversion does (no NaNs here).
             lo = (lo + 0x7FFF + ((lo >> 16) & 1)) >> 16;
