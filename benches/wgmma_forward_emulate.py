@@ -44,8 +44,8 @@ def emulate(x, w, b, pad, dil, grid, pipelines, fragments):
     return out
 g = torch.Generator().manual_seed(0)
 for (n, ci, co, k, size, pad, dil, bias, grid) in [(2,64,64,(3,3),(5,150),(0,0),(1,1),True,6),
-        (1,128,128,(2,3),(4,140),(1,2),(2,2),True,4),(1,64,64,(3,7),(3,129),(0,3),(1,2),False,3),
-        (2,64,192,(2,1),(3,130),(0,0),(1,1),True,9),(3,64,64,(5,5),(4,10),(2,4),(1,1),True,5)]:
+        (1,128,128,(2,3),(4,140),(1,2),(2,2),True,4),(1,64,64,(2,7),(3,129),(0,3),(1,2),False,3),
+        (2,64,192,(2,1),(3,130),(0,0),(1,1),True,9),(3,64,64,(3,5),(4,10),(2,4),(1,1),True,5)]:
     x = torch.randn(n, ci, *size, dtype=torch.float64, generator=g); w = torch.randn(ci, co, *k, dtype=torch.float64, generator=g)
     b = torch.randn(co, dtype=torch.float64, generator=g) if bias else None
     want = F.conv_transpose2d(x, w, b, padding=pad, dilation=dil)
