@@ -11,6 +11,7 @@ registers, spills and shared memory of its cubin. No device time: run it before 
 """
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -37,9 +38,15 @@ def compile_(fn, descriptors: dict, pointers: dict, constants: dict, warps: int,
                           options=dict(num_warps=warps, num_stages=stages))
 
 
+def cuobjdump() -> str:
+    """The cuobjdump on PATH, else the one Triton's wheel carries."""
+    return shutil.which("cuobjdump") or os.path.join(
+        os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+
+
 def resources(kernel) -> str:
-    """Registers, spills and shared memory from the cubin (Triton's cuobjdump)."""
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    """Registers, spills and shared memory from the cubin (cuobjdump)."""
+    tool = cuobjdump()
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()

@@ -3,13 +3,14 @@ and counts, per kernel, the HGMMA instructions and the warpgroup waits (WARPGROU
 in its SASS, and prints ptxas's C75xx notes (a wgmma serialised, or a wait or arrive it
 injected). No GPU; a few seconds.
 
-    python benches/wgmma_sass_check.py [benches/wgmma_forward.cu] [--waits N]
+    PYTHONPATH=<triton 3.6>:. python benches/wgmma_sass_check.py [FILE.cu] [--waits N]
 
-Session 68 (benches/NOTES.md): forms of wgmma_forward.cu that timed slow, or looked right in
-the source, had a wait after every HGMMA (C7518: a wgmma's registers in a divergent path) or
-a wait for every chain at once (C7517: NVVM's moves of loop-carried accumulators). Exits 1
-where a kernel has more waits than ``--waits`` (2: a stage's and a tile's) or ptxas wrote a
-C75xx note. Needs cuobjdump: on PATH, or Triton's copy (pip install triton).
+Session 68 (benches/NOTES.md): forms of wgmma_forward.cu that looked right in the source
+had a wait after every HGMMA (C7518: a wgmma's registers in a divergent path) or a wait
+for every chain at once (C7517: NVVM's moves of loop-carried accumulators). Exits 1 where
+a kernel has more waits than ``--waits`` (2: a stage's and a tile's) or ptxas wrote a
+C75xx note. Needs nvcc, and cuobjdump on PATH or Triton's copy (ttgir_check.py finds it,
+so Triton and gemmconv must import).
 """
 import argparse
 import collections
@@ -20,15 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+from ttgir_check import cuobjdump   # (benches/ is on the path when run as a script)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cuobjdump() -> str:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    import triton   # its wheel carries the CUDA binary tools
-    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 
 def main() -> int:
