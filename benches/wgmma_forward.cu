@@ -30,28 +30,10 @@ __host__ __device__ inline int box_rows(int positions, int kernel_w, int dilatio
     return (positions + (kernel_w - 1) * dilation_w + 7) / 8 * 8;
 }
 
-// Byte offset of the 16-byte chunk `chunk` of row `row` of a tile of 128-byte rows under the
-// 128-byte swizzle (the tile on a 1024-byte boundary).
-__host__ __device__ inline int swizzled(int row, int chunk) {
-    return row * kRowBytes + ((chunk ^ (row & 7)) << 4);
-}
-
 // The box row of output position m (within the tile) for W tap j: the box starts at input
 // position x0 + p_w - (k_w - 1) d_w.
 __host__ __device__ inline int box_row(int m, int j, int kernel_w, int dilation_w) {
     return m + (kernel_w - 1 - j) * dilation_w;
-}
-
-// A wgmma shared-memory descriptor of a K-major operand under the 128-byte swizzle: the
-// start address and the stride between 8-row groups (1024 bytes); base offset 0, which the
-// probe found right for starts at any row.
-__host__ __device__ inline uint64_t descriptor(uint32_t address) {
-    uint64_t d = 0;
-    d |= (uint64_t)((address & 0x3FFFF) >> 4);
-    d |= (uint64_t)1 << 16;
-    d |= (uint64_t)(1024 >> 4) << 32;
-    d |= (uint64_t)1 << 62;
-    return d;
 }
 
 struct Shape {

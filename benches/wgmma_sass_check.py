@@ -13,7 +13,6 @@ C75xx note. Needs nvcc, and cuobjdump on PATH or Triton's copy (ttgir_check.py f
 so Triton and gemmconv must import).
 """
 import argparse
-import collections
 import os
 import re
 import shutil
@@ -39,7 +38,7 @@ def main() -> int:
     notes = [line for line in built.stderr.splitlines() if re.search(r"\(C75\d\d\)", line)]
     sass = subprocess.run([cuobjdump(), "-sass", cubin], capture_output=True, text=True,
                           check=True).stdout
-    counts = collections.OrderedDict()
+    counts = {}   # kernel: [HGMMAs, waits], in the SASS's order
     kernel = None
     for line in sass.splitlines():
         m = re.search(r"Function : (\S+)", line)

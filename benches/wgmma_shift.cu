@@ -17,26 +17,6 @@
 
 constexpr int kRows = 128, kK = 64, kN = 64, kRowBytes = 128;
 
-// Byte offset of element (row, k) of a K-major bfloat16 tile of 128-byte rows under the
-// 128-byte swizzle: the 16-byte chunk index XORed with the row's index within its group of
-// eight rows (the tile starts on a 1024-byte boundary).
-__host__ __device__ inline int swizzled(int row, int k) {
-    int chunk = (k * 2) >> 4;
-    return row * kRowBytes + ((chunk ^ (row & 7)) << 4) + ((k * 2) & 15);
-}
-
-// A wgmma shared-memory descriptor: start address, leading and stride byte offsets (in 16
-// bytes), base offset, and the layout (1: 128-byte swizzle).
-__host__ __device__ inline uint64_t descriptor(uint32_t address, uint32_t base_offset) {
-    uint64_t d = 0;
-    d |= (uint64_t)((address & 0x3FFFF) >> 4);
-    d |= (uint64_t)1 << 16;                       // leading byte offset: unused when swizzled
-    d |= (uint64_t)(1024 >> 4) << 32;             // stride byte offset: 8 rows of 128 bytes
-    d |= (uint64_t)(base_offset & 7) << 49;
-    d |= (uint64_t)1 << 62;                       // 128-byte swizzle
-    return d;
-}
-
 // Where A and B lie in shared memory (shared-window addresses, for descriptors).
 struct Bases { uint32_t a, b; };
 
@@ -51,7 +31,7 @@ __device__ inline Bases load_tiles(const uint16_t* a, const uint16_t* b) {
         bool in_a = i < kRows * kK / 8;
         int j = in_a ? i : i - kRows * kK / 8;
         int row = j / (kK / 8), k = (j % (kK / 8)) * 8;
-        *reinterpret_cast<uint4*>((in_a ? sa_bytes : sb_bytes) + swizzled(row, k)) =
+        *reinterpret_cast<uint4*>((in_a ? sa_bytes : sb_bytes) + swizzled(row, k / 8)) =
             *reinterpret_cast<const uint4*>((in_a ? a : b) + row * kK + k);
     }
     // The tensor cores read shared memory through the async proxy.
