@@ -142,11 +142,9 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
     wait_copies<0>();
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    for (int s = 0; s < kAhead; ++s) {
-        if (s < total)
-            load_box(boxes + s * rows * kRowBytes,
-                     stage_of(s, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows,
-                     kPositions, pipe);
+    for (int s = 0; s < kAhead; ++s) {   // (stages past the last load zeros, as below)
+        load_box(boxes + s * rows * kRowBytes, stage_of(s, first, step, tiles, per_tile, chunks),
+                 x, sh, x_tiles, rows, kPositions, pipe);
         commit();
     }
 

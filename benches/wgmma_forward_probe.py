@@ -58,6 +58,9 @@ def tiles(weight: torch.Tensor) -> torch.Tensor:
 
 
 class Probe:
+    """One form of the kernel bound to one call's tensors: its weights laid out, its output
+    allocated, its launch set up; calling it launches the kernel and returns the output."""
+
     def __init__(self, module: cupy.RawModule, x: torch.Tensor, weight: torch.Tensor,
                  bias, padding: tuple, dilation: tuple, form: tuple):
         n, c_in, h, w = x.shape
