@@ -110,8 +110,11 @@ __device__ inline void load_box(uint32_t box, Stage st, const uint16_t* x, const
 // stage's barrier and loads are issued (wgmma.wait_group 1), so the ring's loads run
 // STAGES - 2 stages ahead, not STAGES - 1. M: m64 fragments a warpgroup (tiles of 64 M
 // positions), whose chains of wgmmas are independent: the tensor cores may overlap them
-// where one chain's wgmmas wait on each other.
-template <int KW, int STAGES, int PIPES, bool OVERLAP, int M>
+// where one chain's wgmmas wait on each other. ABLATE, for timing only (its outputs are
+// wrong): 1 leaves out the loads after the prologue (the products read stale boxes), 2 the
+// products (the tiles store whatever their accumulators hold). What each half costs alone
+// says which one bounds a form, where ncu's stall reasons can only suggest it.
+template <int KW, int STAGES, int PIPES, bool OVERLAP, int M, int ABLATE = 0>
 __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const float* bias,
                                uint16_t* out, Shape sh) {
     static_assert(!OVERLAP || STAGES >= 3, "an overlapped ring needs a box in flight");
@@ -172,7 +175,7 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
             pipe.sync();
             // (Past the pipeline's last stage, its tile is -1: a box of zeros, no branch.)
             const int ahead = s + kAhead;
-            load_box(boxes + (ahead % STAGES) * rows * kRowBytes,
+            if (ABLATE != 1) load_box(boxes + (ahead % STAGES) * rows * kRowBytes,
                      stage_of(ahead, first, step, tiles, per_tile, chunks), x, sh, x_tiles, rows,
                      kPositions, pipe);
             commit();
@@ -181,7 +184,7 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
             const uint32_t box = boxes + (s % STAGES) * rows * kRowBytes;
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-            for (int j = 0; j < KW; ++j) {
+            for (int j = 0; j < (ABLATE == 2 ? 0 : KW); ++j) {
                 uint32_t b = w_smem + ((st.tap_h * sh.kernel_w + j) * chunks + st.chunk) * kWeightTileBytes;
 #pragma unroll
                 for (int ks = 0; ks < kBK / 16; ++ks)   // k-steps of 16 channels, 32 bytes
@@ -222,17 +225,18 @@ __device__ inline void forward(const uint16_t* x, const uint16_t* weights, const
 
 // The kernels take the shape as plain integers (CuPy passes no structs); has_bias picks
 // whether `bias` is read.
-#define GC_FORWARD(KW, STAGES, PIPES, OVERLAP, M)                                           \
+#define GC_FORWARD_A(KW, STAGES, PIPES, OVERLAP, M, ABLATE, SUFFIX)                        \
     extern "C" __global__ void __launch_bounds__(128 * PIPES, 1)                            \
-    forward_k##KW##_s##STAGES##_p##PIPES##_o##OVERLAP##_m##M(                               \
+    forward_k##KW##_s##STAGES##_p##PIPES##_o##OVERLAP##_m##M##SUFFIX(                      \
             const uint16_t* x, const uint16_t* w, const float* bias, uint16_t* out,         \
             int has_bias, int batch, int height, int width, int c_in, int out_h, int out_w, \
             int c_out, int kernel_h, int pad_h, int pad_w, int dilation_h, int dilation_w) { \
-        forward<KW, STAGES, PIPES, OVERLAP, M>(x, w, has_bias ? bias : nullptr, out,        \
+        forward<KW, STAGES, PIPES, OVERLAP, M, ABLATE>(x, w, has_bias ? bias : nullptr, out, \
                                                Shape{batch, height, width, c_in, out_h,     \
                                                      out_w, c_out, kernel_h, KW, pad_h,     \
                                                      pad_w, dilation_h, dilation_w});       \
     }
+#define GC_FORWARD(KW, STAGES, PIPES, OVERLAP, M) GC_FORWARD_A(KW, STAGES, PIPES, OVERLAP, M, 0, )
 // The forms wgmma_forward_probe.py's FORMS names, each width.
 #define GC_FORWARDS(KW) GC_FORWARD(KW, 4, 2, 0, 1) GC_FORWARD(KW, 4, 2, 1, 1)               \
     GC_FORWARD(KW, 3, 2, 1, 1) GC_FORWARD(KW, 6, 2, 1, 1) GC_FORWARD(KW, 3, 3, 1, 1)        \
@@ -242,3 +246,7 @@ GC_FORWARDS(1)
 GC_FORWARDS(3)
 GC_FORWARDS(5)
 GC_FORWARDS(7)
+// Ablations of two forms, 3x3 (wgmma_forward_probe.py's ABLATIONS).
+GC_FORWARD_A(3, 4, 2, 0, 1, 1, _a1) GC_FORWARD_A(3, 4, 2, 0, 1, 2, _a2)
+GC_FORWARD_A(3, 4, 2, 1, 1, 1, _a1) GC_FORWARD_A(3, 4, 2, 1, 1, 2, _a2)
+GC_FORWARD_A(3, 3, 4, 1, 1, 1, _a1) GC_FORWARD_A(3, 3, 4, 1, 1, 2, _a2)

@@ -35,6 +35,9 @@ BK, BN = 64, 64               # as in the .cu
 # a stage's wgmmas run on while the next stage's loads are issued, m64 fragments a warpgroup).
 FORMS = [(4, 2, 0, 1), (4, 2, 1, 1), (3, 2, 1, 1), (6, 2, 1, 1), (3, 3, 1, 1), (3, 4, 0, 1),
          (3, 4, 1, 1), (4, 4, 1, 1), (4, 2, 1, 2), (3, 3, 1, 2), (2, 3, 0, 2)]
+# Forms whose halves are also timed alone on 2d-1024 (3x3): "_a1" without the loads after
+# the prologue, "_a2" without the products (their outputs are wrong by design).
+ABLATIONS = [(4, 2, 0, 1), (4, 2, 1, 1), (3, 4, 1, 1)]
 
 
 def shared_bytes(c_in: int, kernel: tuple, dilation_w: int, form: tuple) -> int:
@@ -62,7 +65,7 @@ class Probe:
     allocated, its launch set up; calling it launches the kernel and returns the output."""
 
     def __init__(self, module: cupy.RawModule, x: torch.Tensor, weight: torch.Tensor,
-                 bias, padding: tuple, dilation: tuple, form: tuple):
+                 bias, padding: tuple, dilation: tuple, form: tuple, ablate: str = ""):
         n, c_in, h, w = x.shape
         _, c_out, kh, kw = weight.shape
         image = Geometry((kh, kw), (1, 1), padding, dilation).image_size((h, w), (0, 0))
@@ -72,7 +75,7 @@ class Probe:
         self.bias = (bias if bias is not None else torch.zeros(1, device=x.device)).float()
         stages, pipes, overlap, fragments = form
         self.kernel = module.get_function(
-            f"forward_k{kw}_s{stages}_p{pipes}_o{overlap}_m{fragments}")
+            f"forward_k{kw}_s{stages}_p{pipes}_o{overlap}_m{fragments}{ablate}")
         self.shared = shared_bytes(c_in, (kh, kw), dilation[1], form)
         self.block = (128 * pipes,)
         self.kernel.max_dynamic_shared_size_bytes = self.shared
@@ -151,6 +154,11 @@ def timed(module, gen) -> None:
         for form in forms_that_fit(case.in_channels, case.kernel_size, dilation[1]):
             calls["probe s{}p{}o{}m{}".format(*form)] = Probe(module, x, w, b, padding,
                                                               dilation, form)
+        if case.name == "2d-1024":
+            for form in ABLATIONS:
+                for ablate in ("_a1", "_a2"):
+                    calls["probe s{}p{}o{}m{}".format(*form) + ablate] = Probe(
+                        module, x, w, b, padding, dilation, form, ablate)
         errors = {}
         for name, call in calls.items():
             if name.startswith("probe"):
@@ -160,7 +168,7 @@ def timed(module, gen) -> None:
         ms = timers(torch.device("cuda"), calls, 15)
         print(f"{case.name} {tuple(x.shape)} k{case.kernel_size} bf16 channels_last:", flush=True)
         for name in calls:
-            print(f"  {name:14s} {ms[name]:7.3f} ms  {case.flops / ms[name] / 1e9:5.0f} TFLOP/s"
+            print(f"  {name:17s} {ms[name]:7.3f} ms  {case.flops / ms[name] / 1e9:5.0f} TFLOP/s"
                   f"  {ms['torch'] / ms[name]:5.2f}x torch  error {errors[name]:.1e}", flush=True)
 
 
