@@ -12,12 +12,15 @@
 // address: the W taps read one box of input rows at shifted row offsets, and the copies go.
 //
 // A block owns 64 input by 64 output channels, TH row taps from blockIdx.y * TH and every
-// W tap: a warp a tap, its 64 x 64 partial sum in registers. It walks stages of one output
-// row's strip of P positions (stages blockIdx.x, + gridDim.x, ...): each loads the strip's
-// output gradient (P x 64) and, per row tap, one box of input positions reaching every W
-// tap (P + (k_w - 1) d_w rows x 64) by cp.async into a ring. Rows are padded to 72 floats,
-// so that a warp's fragment loads, 8 channels by 4 positions, hit 32 banks. Each block
-// stores its partial sums; a fixed-order sum over blocks follows (deterministic).
+// W tap: a warp a tap, its 64 x 64 partial sum in registers. It walks stages (blockIdx.x,
+// + gridDim.x, ...), each a strip of P positions of R output rows: a stage loads the
+// strip's output gradient (R x P x 64) and one box of input positions a row (P + (k_w - 1)
+// d_w positions x 64) for each of the R + (TH - 1) d_h input rows its row taps reach, by
+// cp.async into a ring. So each W tap reads one box at a shifted row, and each input row
+// serves the R output rows: with R = 1 and three row taps, the stage loads 4 rows for one
+// output row, with R = 4, 6 for 4. Rows are padded to 72 floats, so that a warp's
+// fragment loads, 8 channels by 4 positions, hit 32 banks. Each block stores its partial
+// sums; a fixed-order sum over blocks follows (deterministic).
 // TF32: the output gradient rounded to nearest (cvt.rna), the input truncated by the
 // tensor cores, as gemmconv's weight_gradient does. Built by benches/mma_wgrad_probe.py;
 // benches/mma_wgrad_emulate.py checks its index mapping on the CPU.
@@ -32,16 +35,27 @@ __host__ __device__ inline int wgrad_box_rows(int kernel_w, int dilation_w) {
     return kP + (kernel_w - 1) * dilation_w;
 }
 
+// Input rows a stage loads: its R output rows' reach over TH row taps.
+__host__ __device__ inline int wgrad_boxes(int rows, int row_taps, int dilation_h) {
+    return rows + (row_taps - 1) * dilation_h;
+}
+
+// The box of output row r (of the stage's R) for the block's row tap `tap`: box 0 is input
+// row y + p_h - (i0 + TH - 1) d_h, where i0 is the block's first row tap.
+__host__ __device__ inline int wgrad_box(int r, int tap, int row_taps, int dilation_h) {
+    return r + (row_taps - 1 - tap) * dilation_h;
+}
+
 // The box row of strip position k for W tap j: the box starts at input position
 // x0 + p_w - (k_w - 1) d_w.
 __host__ __device__ inline int wgrad_box_row(int k, int j, int kernel_w, int dilation_w) {
     return k + (kernel_w - 1 - j) * dilation_w;
 }
 
-// Stage q's output row and strip: q = (n * out_h + y) * strips + strip.
+// Stage q's first output row and strip: q = (n * row_groups + y / R) * strips + strip.
 struct Strip { int n, y, x0; };
-__host__ __device__ inline Strip strip_of(int q, int strips, int out_h) {
-    return {q / (strips * out_h), (q / strips) % out_h, (q % strips) * kP};
+__host__ __device__ inline Strip strip_of(int q, int strips, int row_groups, int rows) {
+    return {q / (strips * row_groups), (q / strips) % row_groups * rows, (q % strips) * kP};
 }
 
 struct Shape {
@@ -74,37 +88,39 @@ __device__ inline void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uin
 }
 
 // One stage's tiles by cp.async, zero-filled off the image and past the stages: the output
-// gradient's strip (kP rows) and TH boxes of input rows, each kPitch floats a row.
-template <int TH>
+// gradient's R strips (kP rows each), then the boxes of input rows, kPitch floats a row.
+template <int TH, int R>
 __device__ inline void load_stage(uint32_t smem, int q, int stages, const float* x,
-                                  const float* grad, const Shape& sh, int strips, int box_rows,
-                                  int row_tap0, int ci0, int co0) {
-    const Strip st = strip_of(q < stages ? q : 0, strips, sh.out_h);
+                                  const float* grad, const Shape& sh, int strips,
+                                  int row_groups, int box_rows, int row_tap0, int ci0, int co0) {
+    const Strip st = strip_of(q < stages ? q : 0, strips, row_groups, R);
     const bool live = q < stages;
-    for (int c = threadIdx.x; c < kP * kC / 4; c += blockDim.x) {
-        int r = c / (kC / 4), k = c % (kC / 4), xo = st.x0 + r;
-        bool inside = live && xo < sh.out_w;
+    for (int c = threadIdx.x; c < R * kP * (kC / 4); c += blockDim.x) {
+        int r = c / (kP * kC / 4), p = (c / (kC / 4)) % kP, k = c % (kC / 4);
+        int y = st.y + r, xo = st.x0 + p;
+        bool inside = live && y < sh.out_h && xo < sh.out_w;
         const float* src = inside
-            ? grad + (((int64_t)st.n * sh.out_h + st.y) * sh.out_w + xo) * sh.c_out + co0 + k * 4
+            ? grad + (((int64_t)st.n * sh.out_h + y) * sh.out_w + xo) * sh.c_out + co0 + k * 4
             : grad;
-        copy16(smem + (r * kPitch + k * 4) * 4, src, inside);
+        copy16(smem + ((r * kP + p) * kPitch + k * 4) * 4, src, inside);
     }
-    const uint32_t boxes = smem + kP * kPitch * 4;
+    const uint32_t boxes = smem + R * kP * kPitch * 4;
     const int w0 = st.x0 + sh.pad_w - (sh.kernel_w - 1) * sh.dilation_w;
-    for (int c = threadIdx.x; c < TH * box_rows * (kC / 4); c += blockDim.x) {
-        int t = c / (box_rows * (kC / 4)), r = (c / (kC / 4)) % box_rows, k = c % (kC / 4);
-        int i = row_tap0 + t, h = st.y + sh.pad_h - i * sh.dilation_h, w = w0 + r;
-        bool inside = live && i < sh.kernel_h && h >= 0 && h < sh.height && w >= 0 &&
-                      w < sh.width;
+    const int h0 = st.y + sh.pad_h - (row_tap0 + TH - 1) * sh.dilation_h;
+    const int count = wgrad_boxes(R, TH, sh.dilation_h);
+    for (int c = threadIdx.x; c < count * box_rows * (kC / 4); c += blockDim.x) {
+        int b = c / (box_rows * (kC / 4)), r = (c / (kC / 4)) % box_rows, k = c % (kC / 4);
+        int h = h0 + b, w = w0 + r;
+        bool inside = live && h >= 0 && h < sh.height && w >= 0 && w < sh.width;
         const float* src = inside
             ? x + (((int64_t)st.n * sh.height + h) * sh.width + w) * sh.c_in + ci0 + k * 4
             : x;
-        copy16(boxes + ((t * box_rows + r) * kPitch + k * 4) * 4, src, inside);
+        copy16(boxes + ((b * box_rows + r) * kPitch + k * 4) * 4, src, inside);
     }
 }
 
 // partial: (gridDim.x, k_h, k_w, C_in, C_out) float32, this block's sums.
-template <int KW, int TH, int STAGES>
+template <int KW, int TH, int STAGES, int R>
 __device__ inline void weight_gradient(const float* x, const float* grad, float* partial,
                                        Shape sh) {
     extern __shared__ float4 raw[];   // (16-byte aligned, as cp.async needs)
@@ -113,10 +129,10 @@ __device__ inline void weight_gradient(const float* x, const float* grad, float*
     const int tap = warp / KW, j = warp % KW, i = blockIdx.y * TH + tap;
     const int co_tiles = sh.c_out / kC;
     const int ci0 = blockIdx.z / co_tiles * kC, co0 = blockIdx.z % co_tiles * kC;
-    const int strips = (sh.out_w + kP - 1) / kP;
-    const int stages = sh.batch * sh.out_h * strips;
+    const int strips = (sh.out_w + kP - 1) / kP, row_groups = (sh.out_h + R - 1) / R;
+    const int stages = sh.batch * row_groups * strips;
     const int box_rows = wgrad_box_rows(sh.kernel_w, sh.dilation_w);
-    const int stage_floats = (kP + TH * box_rows) * kPitch;
+    const int stage_floats = (R * kP + wgrad_boxes(R, TH, sh.dilation_h) * box_rows) * kPitch;
     const int mine = (int)blockIdx.x < stages ? (stages - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     const float* tiles = reinterpret_cast<const float*>(raw);
 
@@ -129,8 +145,8 @@ __device__ inline void weight_gradient(const float* x, const float* grad, float*
             for (int e = 0; e < 4; ++e) d[m][n][e] = 0.f;
 
     for (int s = 0; s < STAGES - 1; ++s) {
-        load_stage<TH>(base + s * stage_floats * 4, blockIdx.x + s * gridDim.x, stages, x, grad,
-                       sh, strips, box_rows, blockIdx.y * TH, ci0, co0);
+        load_stage<TH, R>(base + s * stage_floats * 4, blockIdx.x + s * gridDim.x, stages, x,
+                          grad, sh, strips, row_groups, box_rows, blockIdx.y * TH, ci0, co0);
         commit();
     }
     const int shift = (KW - 1 - j) * sh.dilation_w;   // wgrad_box_row(k, j) - k
@@ -138,15 +154,18 @@ __device__ inline void weight_gradient(const float* x, const float* grad, float*
         wait_copies<STAGES - 2>();
         __syncthreads();   // stage s landed for all; all are past stage s - 1's reads
         const int ahead = s + STAGES - 1;
-        load_stage<TH>(base + (ahead % STAGES) * stage_floats * 4,
-                       blockIdx.x + ahead * gridDim.x, stages, x, grad, sh, strips, box_rows,
-                       blockIdx.y * TH, ci0, co0);
+        load_stage<TH, R>(base + (ahead % STAGES) * stage_floats * 4,
+                          blockIdx.x + ahead * gridDim.x, stages, x, grad, sh, strips,
+                          row_groups, box_rows, blockIdx.y * TH, ci0, co0);
         commit();
         if (i >= sh.kernel_h) continue;   // (a warp past the kernel's rows: no products)
-        const float* gy = tiles + (s % STAGES) * stage_floats;
-        const float* box = gy + (kP + tap * box_rows) * kPitch + shift * kPitch;
+        const float* stage = tiles + (s % STAGES) * stage_floats;
 #pragma unroll
-        for (int kk = 0; kk < kP; kk += 8) {
+        for (int kk = 0; kk < R * kP; kk += 8) {   // (R strips of kP positions)
+            const float* gy = stage;
+            const float* box = stage + R * kP * kPitch +
+                               (wgrad_box(kk / kP, tap, TH, sh.dilation_h) * box_rows + shift -
+                                kk / kP * kP) * kPitch;
             uint32_t a[4][4], b[8][2];
             // A = the input transposed (channels x positions), B = the output gradient
             // (positions x channels): fragment (row g, column t) and the like.
@@ -186,18 +205,19 @@ __device__ inline void weight_gradient(const float* x, const float* grad, float*
                     make_float2(d[m][n][2 * h], d[m][n][2 * h + 1]);
 }
 
-#define GC_WGRAD(KW, TH, STAGES)                                                            \
+#define GC_WGRAD(KW, TH, STAGES, R)                                                         \
     extern "C" __global__ void __launch_bounds__(32 * KW * TH, 1)                           \
-    wgrad_k##KW##_t##TH##_s##STAGES(                                                        \
+    wgrad_k##KW##_t##TH##_s##STAGES##_r##R(                                                 \
             const float* x, const float* grad, float* partial, int batch, int height,       \
             int width, int c_in, int out_h, int out_w, int c_out, int kernel_h, int pad_h,  \
             int pad_w, int dilation_h, int dilation_w) {                                    \
-        weight_gradient<KW, TH, STAGES>(x, grad, partial,                                   \
+        weight_gradient<KW, TH, STAGES, R>(x, grad, partial,                                \
                                         Shape{batch, height, width, c_in, out_h, out_w,     \
                                               c_out, kernel_h, KW, pad_h, pad_w,            \
                                               dilation_h, dilation_w});                     \
     }
-// The forms benches/mma_wgrad_probe.py's FORMS names: (k_w, row taps a block, ring depth).
-GC_WGRAD(3, 3, 3) GC_WGRAD(3, 3, 4) GC_WGRAD(3, 1, 4) GC_WGRAD(3, 1, 6)
-GC_WGRAD(5, 1, 4) GC_WGRAD(5, 1, 6) GC_WGRAD(7, 1, 3) GC_WGRAD(7, 1, 4)
-GC_WGRAD(1, 2, 4) GC_WGRAD(2, 2, 4)
+// The forms benches/mma_wgrad_probe.py's FORMS names: (k_w, row taps a block, ring depth,
+// output rows a stage).
+GC_WGRAD(3, 3, 3, 1) GC_WGRAD(3, 3, 4, 1) GC_WGRAD(3, 1, 4, 1) GC_WGRAD(3, 3, 3, 2)
+GC_WGRAD(3, 3, 2, 4) GC_WGRAD(5, 1, 4, 1) GC_WGRAD(5, 1, 3, 2) GC_WGRAD(5, 1, 4, 2)
+GC_WGRAD(7, 1, 3, 1) GC_WGRAD(7, 1, 3, 2) GC_WGRAD(1, 2, 4, 2) GC_WGRAD(2, 2, 4, 1)

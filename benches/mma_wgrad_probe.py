@@ -28,14 +28,15 @@ from wgmma_shift_probe import build   # (benches/ is on the path when run as a s
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mma_wgrad.cu")
 P, C, PITCH = 32, 64, 72   # as in the .cu
-# The .cu's forms: (k_w, row taps a block, ring depth).
-FORMS = [(3, 3, 3), (3, 3, 4), (3, 1, 4), (3, 1, 6), (5, 1, 4), (5, 1, 6), (7, 1, 3),
-         (7, 1, 4), (1, 2, 4), (2, 2, 4)]
+# The .cu's forms: (k_w, row taps a block, ring depth, output rows a stage).
+FORMS = [(3, 3, 3, 1), (3, 3, 4, 1), (3, 1, 4, 1), (3, 3, 3, 2), (3, 3, 2, 4), (5, 1, 4, 1),
+         (5, 1, 3, 2), (5, 1, 4, 2), (7, 1, 3, 1), (7, 1, 3, 2), (1, 2, 4, 2), (2, 2, 4, 1)]
 
 
-def shared_bytes(kernel_w: int, dilation_w: int, form: tuple) -> int:
-    _, th, ring = form
-    return ring * (P + th * (P + (kernel_w - 1) * dilation_w)) * PITCH * 4
+def shared_bytes(kernel_w: int, dilation: tuple, form: tuple) -> int:
+    _, th, ring, rows = form
+    boxes = rows + (th - 1) * dilation[0]
+    return ring * (rows * P + boxes * (P + (kernel_w - 1) * dilation[1])) * PITCH * 4
 
 
 class Probe:
@@ -45,9 +46,9 @@ class Probe:
     def __init__(self, module, x, grad, kernel, padding, dilation, form, blocks=None):
         n, c_in, h, w = x.shape
         _, c_out, out_h, out_w = grad.shape
-        kw, th, ring = form
-        self.kernel = module.get_function(f"wgrad_k{kw}_t{th}_s{ring}")
-        self.shared = shared_bytes(kw, dilation[1], form)
+        kw, th, ring, rows = form
+        self.kernel = module.get_function(f"wgrad_k{kw}_t{th}_s{ring}_r{rows}")
+        self.shared = shared_bytes(kw, dilation, form)
         self.kernel.max_dynamic_shared_size_bytes = self.shared
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
         per_sm = max(1, min(65536 // (32 * kw * th * 200), 227 * 1024 // self.shared))
@@ -79,7 +80,7 @@ def channels_last(t: torch.Tensor) -> torch.Tensor:
 
 
 def edges(module, gen) -> None:
-    for n, c_in, c_out, kernel, size, padding, dilation, blocks, _ in SHAPES:
+    for n, c_in, c_out, kernel, size, padding, dilation, blocks in SHAPES:
         image = Geometry(kernel, (1, 1), padding, dilation).image_size(size, (0, 0))
         x = torch.randn(n, c_in, *size, device="cuda", generator=gen, dtype=torch.float64)
         grad = torch.randn(n, c_out, *image, device="cuda", generator=gen, dtype=torch.float64)
@@ -118,8 +119,8 @@ def timed(module, gen) -> None:
         calls = {"torch wgrad": torch_backward([False, True, False]),
                  "gemmconv wgrad": ours([False, True, False])}
         for form in FORMS:
-            if form[0] == kernel[1] and shared_bytes(kernel[1], dilation[1], form) <= 227 * 1024:
-                calls["probe k{}t{}s{}".format(*form)] = Probe(module, x, grad, kernel, padding,
+            if form[0] == kernel[1] and shared_bytes(kernel[1], dilation, form) <= 227 * 1024:
+                calls["probe k{}t{}s{}r{}".format(*form)] = Probe(module, x, grad, kernel, padding,
                                                                dilation, form)
         errors = {"torch wgrad": error(calls["torch wgrad"]()[1], want),
                   "gemmconv wgrad": error(calls["gemmconv wgrad"]()[1], want)}
