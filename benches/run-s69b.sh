@@ -3,11 +3,18 @@
 #   W: the float32 channels_last weight gradient on TF32 mma.sync (mma_wgrad.cu): its edges
 #      against float64 and under memcheck, then timed against torch's and gemmconv's on the
 #      three cases whose float32 channels_last training loses (about 60 s).
-#   F: run-s69.sh's F, with the forward probe's ablations (about 4 min).
+#   F: run-s69.sh's F with the forward probe's ablations, ncu on one form only (about 3 min).
 source benches/run-lib.sh "$1"
 case "$1" in
 W) gpu
   probe 150 wgrad mma_wgrad_probe.py
   timeout 90 compute-sanitizer --tool memcheck python3 benches/mma_wgrad_probe.py --edges 2>&1 | tail -8 | tee $O/memcheck.log ;;
-WF) bash benches/run-s69b.sh W; bash benches/run-s69.sh F ;;
+F) gpu
+  probe 200 forward wgmma_forward_probe.py
+  timeout 120 compute-sanitizer --tool memcheck python3 benches/wgmma_forward_probe.py --edges 2>&1 | tail -15 | tee $O/memcheck.log
+  timeout 60 ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section MemoryWorkloadAnalysis -k regex:forward_k3 --launch-skip 2 --launch-count 1 \
+    python3 benches/wgmma_forward_probe.py --profile 4,2,1,1 > $O/ncu-4,2,1,1.log 2>&1
+  grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate" $O/ncu-4,2,1,1.log | head -40 ;;
+WF) bash benches/run-s69b.sh W; bash benches/run-s69b.sh F ;;
 esac
