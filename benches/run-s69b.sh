@@ -16,5 +16,9 @@ F) gpu
     --section MemoryWorkloadAnalysis -k regex:forward_k3 --launch-skip 2 --launch-count 1 \
     python3 benches/wgmma_forward_probe.py --profile 4,2,1,1 > $O/ncu-4,2,1,1.log 2>&1
   grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate" $O/ncu-4,2,1,1.log | head -40 ;;
-WF) bash benches/run-s69b.sh W; bash benches/run-s69b.sh F ;;
+WF) gpu   # (the timings first, while device time lasts; then both under memcheck)
+  probe 150 wgrad mma_wgrad_probe.py
+  probe 200 forward wgmma_forward_probe.py
+  timeout 90 compute-sanitizer --tool memcheck python3 benches/mma_wgrad_probe.py --edges 2>&1 | tail -8 | tee $O/wgrad-memcheck.log
+  timeout 120 compute-sanitizer --tool memcheck python3 benches/wgmma_forward_probe.py --edges 2>&1 | tail -15 | tee $O/forward-memcheck.log ;;
 esac
