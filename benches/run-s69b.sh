@@ -22,3 +22,10 @@ WF) gpu   # (the timings first, while device time lasts; then both under memchec
   timeout 90 compute-sanitizer --tool memcheck python3 benches/mma_wgrad_probe.py --edges 2>&1 | tail -8 | tee $O/wgrad-memcheck.log
   timeout 120 compute-sanitizer --tool memcheck python3 benches/wgmma_forward_probe.py --edges 2>&1 | tail -15 | tee $O/forward-memcheck.log ;;
 esac
+# R: col2im.cu's tf32_weight_gradient through NVRTC as gemmconv would build it (edges,
+#    determinism, timings, the training step it would give), about 60 s; then its edges
+#    under memcheck.
+case "$1" in R) gpu
+  probe 200 rows rows_wgrad_probe.py
+  timeout 100 compute-sanitizer --tool memcheck python3 -c "import sys; sys.path.insert(0, 'benches'); import torch, rows_wgrad_probe as r; r.edges(torch.Generator('cuda').manual_seed(1))" 2>&1 | tail -4 | tee $O/memcheck.log ;;
+esac

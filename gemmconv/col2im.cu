@@ -953,6 +953,141 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 }
 
 // ---------------------------------------------------------------------------------------
+// The float32 weight gradient of a stride-1 2-D transposed convolution on channels_last
+// tensors (fused.float32_weight_form's "mma" form), no columns and no copies:
+//
+//   grad_w[ci][co][i][j] = sum over n, y, x of  x[n][y + p_h - i d_h][x + p_w - j d_w][ci]
+//                                               * grad[n][y][x][co]
+//
+// The reduction runs along positions, and Hopper's wgmma takes 32-bit operands from shared
+// memory only along the reduction (positions innermost): channels_last rows would need
+// copies moved along W for every W tap (the Triton kernel's planar form, 4.8 of its 9.8 ms
+// on 2d-1024). mma.sync takes its operands from registers, each loaded from any shared
+// address, so every W tap reads one box of input positions at a shifted row.
+//
+// A block owns 64 input by 64 output channels, WgradForm::row_taps rows of the kernel from
+// blockIdx.y on, and every W tap: a warp a tap, its 64 x 64 partial sums in registers. It
+// walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
+// `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
+// its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
+// cp.async into a ring of `stages`; each input row serves all the stage's output rows.
+// Shared rows are padded to kWgradPitch floats, so that a warp's fragment loads (8
+// channels by 4 positions) hit 32 banks. Each block stores its partial sums; a fixed-order
+// sum over the blocks follows (deterministic). TF32: the output gradient rounded to nearest
+// (as the fused kernels round it), the input truncated by the tensor cores.
+
+constexpr int kWgradStrip = 32;              // positions a strip
+constexpr int kWgradTile = 64;               // channels a tile, either operand
+constexpr int kWgradPitch = kWgradTile + 8;  // floats a row in shared memory
+constexpr int kWgradMaxWarps = 9;            // taps (warps) a block at most
+
+// The call's shape: input (N, H, W, C_in), output gradient (N, H_out, W_out, C_out). Plain
+// ints (each size, and the stages, below 2^31: _cuda.rows_weight_gradient checks), 64-bit
+// offsets only into the tensors: with 64-bit index math the kernel's 168 registers (9
+// warps a block) spilled.
+struct RowsWgrad {
+  int batch, height, width, c_in, out_h, out_w, c_out;
+  int kernel_h, kernel_w, pad_h, pad_w, dilation_h, dilation_w;
+};
+
+struct WgradStage {
+  int n, y, x0;  // the sample, the first output row, the strip's first position
+  bool live;     // false past the last stage: its tiles are zeros
+};
+
+GC_FN int wgrad_stages(const RowsWgrad& s, int rows) {
+  return s.batch * ((s.out_h + rows - 1) / rows) * ((s.out_w + kWgradStrip - 1) / kWgradStrip);
+}
+
+// Stage q: q = (n * row_groups + y / rows) * strips + strip.
+GC_FN WgradStage wgrad_stage(const RowsWgrad& s, int rows, int q) {
+  const int strips = (s.out_w + kWgradStrip - 1) / kWgradStrip;
+  const int groups = (s.out_h + rows - 1) / rows;
+  const bool live = q < wgrad_stages(s, rows);
+  if (!live) q = 0;
+  return {q / (strips * groups), q / strips % groups * rows, q % strips * kWgradStrip, live};
+}
+
+GC_FN int wgrad_box_rows(const RowsWgrad& s) {
+  return kWgradStrip + (s.kernel_w - 1) * s.dilation_w;
+}
+
+// Input rows a stage loads: box b is input row y + p_h - (i0 + row_taps - 1) d_h + b.
+GC_FN int wgrad_boxes(const RowsWgrad& s, int rows, int row_taps) {
+  return rows + (row_taps - 1) * s.dilation_h;
+}
+
+// Floats of one stage in shared memory: the strips, then the boxes.
+GC_FN int wgrad_stage_floats(const RowsWgrad& s, int rows, int row_taps) {
+  return (rows * kWgradStrip + wgrad_boxes(s, rows, row_taps) * wgrad_box_rows(s)) * kWgradPitch;
+}
+
+// Where 16-byte chunk c of a stage's strips (c < rows * kWgradStrip * 16) or of its boxes
+// (c < wgrad_boxes * wgrad_box_rows * 16) lands (floats into the stage), and what it copies:
+// an element offset into the output gradient or the input, or -1 for zeros (off the image,
+// past the last stage).
+struct WgradChunk {
+  int shared;
+  index_t source;
+};
+
+GC_FN WgradChunk wgrad_strip_chunk(const RowsWgrad& s, const WgradStage& st, int co0, int c) {
+  constexpr int kChunks = kWgradTile / 4;  // a row's
+  const int r = c / (kWgradStrip * kChunks), p = c / kChunks % kWgradStrip, k = c % kChunks;
+  const int y = st.y + r, x = st.x0 + p;
+  const bool inside = st.live && y < s.out_h && x < s.out_w;
+  return {(r * kWgradStrip + p) * kWgradPitch + k * 4,
+          inside ? static_cast<index_t>((st.n * s.out_h + y) * s.out_w + x) * s.c_out + co0 + k * 4
+                 : -1};
+}
+
+GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int rows,
+                                 int row_tap0, int row_taps, int ci0, int c) {
+  constexpr int kChunks = kWgradTile / 4;
+  const int box_rows = wgrad_box_rows(s);
+  const int b = c / (box_rows * kChunks), r = c / kChunks % box_rows, k = c % kChunks;
+  const int h = st.y + s.pad_h - (row_tap0 + row_taps - 1) * s.dilation_h + b;
+  const int w = st.x0 + s.pad_w - (s.kernel_w - 1) * s.dilation_w + r;
+  const bool inside = st.live && h >= 0 && h < s.height && w >= 0 && w < s.width;
+  return {(rows * kWgradStrip + b * box_rows + r) * kWgradPitch + k * 4,
+          inside ? static_cast<index_t>((st.n * s.height + h) * s.width + w) * s.c_in + ci0 + k * 4
+                 : -1};
+}
+
+// The shared float (into the stage) of an mma.sync m16n8k8 operand's element e (0-3 of A,
+// 0-1 of B) held by `lane`, at the stage's positions kk.. (a multiple of 8) for warp
+// (row tap `tap` of the block's, W tap j). A is the input transposed (channels x
+// positions), m its tile of 16 channels; B the output gradient (positions x channels), n
+// its tile of 8. (PTX's fragment layouts: A's (row, column) = (g + 8 (e % 2), t + 4 (e / 2)),
+// B's (t + 4 e, g), g = lane / 4, t = lane % 4.) Plain ints, as the kernel holds them: the
+// 64-bit shape fields pushed its 168 registers (9 warps a block) into spills.
+GC_FN int wgrad_a_float(int rows, int box_rows, int dilation_h, int row_taps, int tap,
+                        int shift, int kk, int m, int e, int lane) {
+  const int r = kk / kWgradStrip, p = kk % kWgradStrip + lane % 4 + 4 * (e / 2);
+  const int box = r + (row_taps - 1 - tap) * dilation_h;
+  return (rows * kWgradStrip + box * box_rows + p + shift) * kWgradPitch + m * 16 + lane / 4 +
+         8 * (e % 2);
+}
+
+// The row of a W tap's box that its first position reads: (k_w - 1 - j) d_w.
+GC_FN int wgrad_shift(const RowsWgrad& s, int j) { return (s.kernel_w - 1 - j) * s.dilation_w; }
+
+GC_FN int wgrad_b_float(int kk, int n, int e, int lane) {
+  return (kk + lane % 4 + 4 * e) * kWgradPitch + n * 8 + lane / 4;
+}
+
+// The (input channel, output channel) within the block's tiles of accumulator element e
+// (0-3) of tile (m, n) held by `lane`: (g + 8 (e / 2), 2 t + e % 2).
+GC_FN int wgrad_d_row(int m, int e, int lane) { return m * 16 + lane / 4 + 8 * (e / 2); }
+GC_FN int wgrad_d_column(int n, int e, int lane) { return n * 8 + 2 * (lane % 4) + e % 2; }
+
+// The block's partial sums: (blocks, k_h, k_w, C_in, C_out), float32.
+GC_FN index_t wgrad_partial(const RowsWgrad& s, int block, int i, int j, int ci, int co) {
+  return ((static_cast<index_t>(block) * s.kernel_h + i) * s.kernel_w + j) * s.c_in * s.c_out +
+         static_cast<index_t>(ci) * s.c_out + co;
+}
+
+// ---------------------------------------------------------------------------------------
 // Kernels: a grid-stride loop over the elements each one owns. The *_fixed kernels take
 // the taps as a compile-time constant; the others at run time.
 
@@ -1067,6 +1202,104 @@ __global__ void im2col_interleaved_fixed(const Interleaved<ND> x, const T* __res
                                          T* __restrict__ columns) {
   constexpr Taps<ND> taps = make_taps<ND, V...>();
   im2col_interleaved_all<P, R, T, I>(taps, x, image, columns);
+}
+
+// The weight gradient described above wgrad_stage: RowTaps rows of the kernel a block, Rows
+// output rows a stage, a ring of Stages. Launch: blockDim.x = 32 k_w RowTaps (at most
+// kWgradMaxWarps warps), gridDim = (blocks, ceil(k_h / RowTaps), C_in / 64 * C_out / 64),
+// wgrad_stage_floats * Stages * 4 bytes of dynamic shared memory.
+template <int RowTaps, int Rows, int Stages>
+__global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
+    tf32_weight_gradient(const RowsWgrad s, const float* __restrict__ x,
+                         const float* __restrict__ grad, float* __restrict__ partial) {
+  static_assert(Stages >= 2, "a ring of one stage cannot load ahead");
+  extern __shared__ float4 wgrad_shared[];  // (16-byte aligned, as cp.async needs)
+  const float* tiles = reinterpret_cast<const float*>(wgrad_shared);
+  unsigned base;  // the ring's shared-memory address, as cp.async takes it
+  asm("{\n.reg .u64 p;\ncvta.to.shared.u64 p, %1;\ncvt.u32.u64 %0, p;\n}\n"
+      : "=r"(base) : "l"(wgrad_shared));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tap = warp / s.kernel_w, j = warp % s.kernel_w;
+  const int row_tap0 = blockIdx.y * RowTaps, i = row_tap0 + tap;
+  const int co_tiles = s.c_out / kWgradTile;
+  const int ci0 = blockIdx.z / co_tiles * kWgradTile, co0 = blockIdx.z % co_tiles * kWgradTile;
+  const int stages = wgrad_stages(s, Rows), first = blockIdx.x, step = gridDim.x;
+  const int mine = first < stages ? (stages - first + step - 1) / step : 0;
+  const int stage_floats = wgrad_stage_floats(s, Rows, RowTaps);
+  const int box_chunks = wgrad_boxes(s, Rows, RowTaps) * wgrad_box_rows(s) * (kWgradTile / 4);
+  const int box_rows = wgrad_box_rows(s), shift = wgrad_shift(s, j);
+
+  auto copy = [](unsigned to, const float* from, index_t source) {  // zeros where source < 0
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to),
+                 "l"(from + (source < 0 ? 0 : source)), "r"(source < 0 ? 0 : 16) : "memory");
+  };
+  auto load = [=](int k) {  // the block's k-th stage into its slot of the ring
+    // (k past the last: a stage of zeros, no branch around the barrier's loads)
+    const WgradStage st = wgrad_stage(s, Rows, first + k * step);
+    const unsigned slot = base + static_cast<unsigned>(k % Stages) * stage_floats * 4;
+    for (int c = threadIdx.x; c < Rows * kWgradStrip * (kWgradTile / 4); c += blockDim.x) {
+      const WgradChunk ch = wgrad_strip_chunk(s, st, co0, c);
+      copy(slot + ch.shared * 4, grad, ch.source);
+    }
+    for (int c = threadIdx.x; c < box_chunks; c += blockDim.x) {
+      const WgradChunk ch = wgrad_box_chunk(s, st, Rows, row_tap0, RowTaps, ci0, c);
+      copy(slot + ch.shared * 4, x, ch.source);
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  };
+
+  float d[4][8][4];  // tiles of 16 input by 8 output channels
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[m][n][e] = 0.f;
+
+  for (int k = 0; k < Stages - 1; ++k) load(k);
+  for (int k = 0; k < mine; ++k) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(Stages - 2) : "memory");
+    __syncthreads();  // stage k landed for all, and all are past stage k - 1's reads
+    load(k + Stages - 1);
+    if (i >= s.kernel_h) continue;  // (a warp past the kernel's rows: loads only)
+    const float* stage = tiles + (k % Stages) * stage_floats;
+#pragma unroll
+    for (int kk = 0; kk < Rows * kWgradStrip; kk += 8) {
+      unsigned a[4][4], b[8][2];
+#pragma unroll
+      for (int m = 0; m < 4; ++m)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          a[m][e] = __float_as_uint(stage[wgrad_a_float(Rows, box_rows, s.dilation_h, RowTaps,
+                                                        tap, shift, kk, m, e, lane)]);
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(b[n][e]) : "f"(stage[wgrad_b_float(kk, n, e, lane)]));
+#pragma unroll
+      for (int m = 0; m < 4; ++m)
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+          asm volatile(
+              "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+              "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+              : "+f"(d[m][n][0]), "+f"(d[m][n][1]), "+f"(d[m][n][2]), "+f"(d[m][n][3])
+              : "r"(a[m][0]), "r"(a[m][1]), "r"(a[m][2]), "r"(a[m][3]), "r"(b[n][0]),
+                "r"(b[n][1]));
+    }
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  if (i >= s.kernel_h) return;
+  float* out = partial + wgrad_partial(s, blockIdx.x, i, j, ci0, co0);
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; e += 2)
+        *reinterpret_cast<float2*>(out + wgrad_d_row(m, e, lane) * s.c_out +
+                                   wgrad_d_column(n, e, lane)) = make_float2(d[m][n][e], d[m][n][e + 1]);
 }
 #endif
 
