@@ -769,3 +769,95 @@ def cublas_lt_handle(device_index: int) -> ctypes.c_void_p:
     if status != 0:
         raise RuntimeError(f"cublasLtCreate returned status {status}")
     return handle
+
+
+# The float32 channels_last weight gradient on mma.sync (col2im.cu's tf32_weight_gradient,
+# fused.float32_weight_form's "mma" form). Its constants, as col2im.cu's kWgrad*.
+WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH, WGRAD_MAX_WARPS = 32, 64, 72, 9
+SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
+# Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
+# summed in a fixed order, then give the same bits on any of them, and their memory is
+# known without a device (fused.backward_bytes).
+WGRAD_SMS = 132
+
+
+def _wgrad_shared(kernel: tuple, dilation: tuple, form: tuple) -> int:
+    taps, rows, stages = form
+    box_rows = WGRAD_STRIP + (kernel[1] - 1) * dilation[1]
+    boxes = rows + (taps - 1) * dilation[0]
+    return stages * (rows * WGRAD_STRIP + boxes * box_rows) * WGRAD_PITCH * 4
+
+
+def rows_weight_gradient_form(kernel: tuple, dilation: tuple) -> tuple | None:
+    """(row taps a block, output rows a stage, ring depth) of tf32_weight_gradient for a 2-D
+    kernel, or None where none fits: a warp a tap, at most WGRAD_MAX_WARPS a block. The forms
+    measured fastest (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row
+    taps and stages of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in
+    blocks of one row tap and stages of 2 rows, against 3.63 of 1), fewer rows where those
+    do not fit shared memory."""
+    kh, kw = kernel
+    if kw > WGRAD_MAX_WARPS:
+        return None
+    taps = min(kh, 3, WGRAD_MAX_WARPS // kw)
+    for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
+        if _wgrad_shared(kernel, dilation, (taps, rows, stages)) <= SHARED_LIMIT:
+            return taps, rows, stages
+    return None
+
+
+def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
+                              g: Geometry) -> tuple:
+    """tf32_weight_gradient's grid: (blocks along the stages, blocks of row taps, tiles of
+    channels), as many blocks as WGRAD_SMS SMs hold (by its warps and shared memory), at
+    most one a stage. :func:`rows_weight_gradient` stores the first's partial sums."""
+    taps, rows, stages = form = rows_weight_gradient_form(g.kernel_size, g.dilation)
+    kh, kw = g.kernel_size
+    per_sm = max(1, min(WGRAD_MAX_WARPS // (taps * kw),
+                        SHARED_LIMIT // _wgrad_shared(g.kernel_size, g.dilation, form)))
+    channel_tiles = (c_in // WGRAD_TILE) * (c_out // WGRAD_TILE)
+    stages = batch * -(-image[0] // rows) * -(-image[1] // WGRAD_STRIP)
+    along = max(1, min(stages, WGRAD_SMS * per_sm // (-(-kh // taps) * channel_tiles)))
+    return along, -(-kh // taps), channel_tiles
+
+
+@functools.cache
+def _wgrad_kernel(device_index: int, form: tuple) -> dict:
+    kernels = _compile(device_index, {"wgrad": "gemmconv::tf32_weight_gradient<{}, {}, {}>"
+                                      .format(*form)})
+    lib = driver()
+    lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB
+    _launch_status(lib.cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))
+    return kernels
+
+
+def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> torch.Tensor:
+    """The weight gradient ``(C_in, C_out, k_h, k_w)`` float32 of a stride-1 2-D transposed
+    convolution of geometry ``g`` from its input's rows ``x (N, H, W, C_in)`` and its output
+    gradient's ``grad (N, H_out, W_out, C_out)``, both float32 and contiguous, C_in and C_out
+    multiples of 64, in TF32 (the output gradient rounded to nearest, the input truncated).
+    Each block's partial sums, then their sum over blocks in a fixed order."""
+    n, height, width, c_in = x.shape
+    _, out_h, out_w, c_out = grad.shape
+    form = rows_weight_gradient_form(g.kernel_size, g.dilation)
+    if form is None or c_in % WGRAD_TILE or c_out % WGRAD_TILE or g.nd != 2:
+        raise ValueError(f"rows_weight_gradient takes 2-D kernels of at most "
+                         f"{WGRAD_MAX_WARPS} columns that fit shared memory, channels in "
+                         f"multiples of {WGRAD_TILE}: got {g.kernel_size}, {c_in} -> {c_out}")
+    if max(n * height * width, n * out_h * out_w) >= 2**31:   # (RowsWgrad's ints)
+        raise ValueError("rows_weight_gradient: 2^31 positions or more")
+    taps, _, _ = form
+    kh, kw = g.kernel_size
+    shared = _wgrad_shared(g.kernel_size, g.dilation, form)
+    grid = rows_weight_gradient_grid(n, (out_h, out_w), c_in, c_out, g)
+    partial = x.new_empty(grid[0], kh, kw, c_in, c_out)
+    shape = (ctypes.c_int * 13)(n, height, width, c_in, out_h, out_w, c_out, kh, kw,
+                                *g.padding, *g.dilation)
+    pointers = (ctypes.c_uint64 * 3)(x.data_ptr(), grad.data_ptr(), partial.data_ptr())
+    first = ctypes.addressof(pointers)
+    params = (ctypes.c_void_p * 4)(ctypes.addressof(shape), first, first + 8, first + 16)
+    with on_device(x.device):
+        kernel = _wgrad_kernel(x.device.index, form)["wgrad"]
+        _launch_status(driver().cuLaunchKernel(kernel, *grid, 32 * taps * kw, 1, 1, shared,
+                                               raw_stream(x.device), params, None))
+    return partial.sum(0).permute(2, 3, 0, 1).contiguous()

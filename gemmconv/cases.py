@@ -186,6 +186,22 @@ LARGE_MODEL_LAYERS = [
 ]
 
 
+# Channels_last float32 weight gradients on mma.sync (fused.float32_weight_form "mma",
+# col2im.cu's tf32_weight_gradient): channels in tiles of 64 (two tiles of either), strips
+# of 32 positions ending part-way, padding and dilation along either dim, blocks of 1-3 row
+# taps (kernels of 1-3 rows, widths 2-9), more blocks than stages.
+MMA_WEIGHT_GRADIENT = [
+    _c("mma-3x3", 2, 64, 64, (3, 3), (5, 40)),
+    _c("mma-3x3-padded-two-inputs", 1, 128, 64, (3, 3), (4, 33), padding=1),
+    _c("mma-2x5-dilated-two-outputs", 2, 64, 128, (2, 5), (3, 20), padding=(1, 2),
+       dilation=(2, 1)),
+    _c("mma-3x7-dilated", 1, 64, 64, (3, 7), (4, 30), padding=(0, 3), dilation=(1, 2)),
+    _c("mma-3x2-dilated", 1, 64, 64, (3, 2), (3, 35), padding=(1, 0), dilation=(2, 1)),
+    _c("mma-1x9", 1, 64, 64, (1, 9), (2, 70), padding=(0, 4)),
+    _c("mma-2x3", 2, 64, 64, (2, 3), (4, 37), padding=1),
+]
+
+
 def random_cases(count: int, seed: int = 0, max_elements: int = 200) -> list[Case]:
     """``count`` random valid cases of every dimensionality, reproducible from ``seed``."""
     rng = random.Random(seed)

@@ -74,6 +74,8 @@ BACKWARD_FUSED = ("the fused kernels: the input gradient by the forward's kernel
 
 BACKWARD_MOVED = ", in float32 from copies of the {} moved along W"
 BACKWARD_ROWS = ", in float32 on both operands' channels_last rows as they lie"
+BACKWARD_MMA = (", in float32 on both operands' channels_last rows as they lie, its weight "
+                "gradient on mma.sync (every W tap at a shifted row of one box of inputs)")
 
 
 BACKWARD_DEPTHWISE = ("the depthwise kernel: per input position and tap, the output gradient "
@@ -373,8 +375,11 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                 backward_route += BACKWARD_FOLDED.format(fold)
             elif size == 4:
                 moved = fused.moved_operand(a, size, interleaved)
-                backward_route += BACKWARD_ROWS if moved is None else BACKWARD_MOVED.format(
-                    "input" if moved == "input" else "output gradient")
+                if fused.float32_weight_form(a, interleaved) == "mma":
+                    backward_route += BACKWARD_MMA
+                else:
+                    backward_route += BACKWARD_ROWS if moved is None else BACKWARD_MOVED.format(
+                        "input" if moved == "input" else "output gradient")
         else:
             why = f"not the fused kernels: {why_not_back}"
             if direct:

@@ -36,7 +36,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import torch
 
-from . import gemm
+from . import _cuda, gemm
 from .shapes import ConvTransposeArgs, Geometry
 
 # Spatial dims are padded to three (D, H, W), so one kernel serves 1-D, 2-D and 3-D.
@@ -566,6 +566,11 @@ FLOAT32_BACKWARD_DIMS = (2, 3)
 # 2d-1024 (36,864) 10.12 -> 8.90, 0.81x -> 0.84x; 2d-3x7-512 (86,016) 6.24 -> 3.57,
 # 0.77x -> 1.08x.
 CHANNELS_LAST_PLANAR_PRODUCTS = 16384
+# ...unless its channels come in tiles of this many: then the "mma" form (col2im.cu's
+# tf32_weight_gradient), no copies and the W taps at shifted rows of one box. Weight
+# gradient alone (H100, results/s69/WF, benches/mma_wgrad.cu; torch / the planar form /
+# mma): 2d-1024 5.81 / 10.41 / 5.27 ms, 2d-3x7-512 3.48 / 4.44 / 3.21.
+MMA_CHANNELS = 64
 
 
 # 3-D forwards on channels_last tensors go to the fused route too: in 16-bit types all of
@@ -1124,6 +1129,41 @@ def weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry, precision:
     return _summed(partial, x.shape[1], c_out, g, dtype or x.dtype)
 
 
+def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> torch.Tensor:
+    """The weight gradient ``(C_in, C_out, k_h, k_w)`` float32 of a stride-1 2-D transposed
+    convolution of geometry ``g`` from the rows of its input ``x (N, H, W, C_in)`` and of its
+    output gradient ``grad (N, H_out, W_out, C_out)``, float32 and contiguous, as they lie:
+    float32_weight_form's ``"mma"`` form. Per row tap i, each output row's box of input
+    positions ``x + p_w - (k_w - 1) d_w ...`` (input row ``y + p_h - i d_h``) serves every W
+    tap j, read (k_w - 1 - j) d_w positions in. On CUDA tensors col2im.cu's
+    tf32_weight_gradient (:func:`_cuda.rows_weight_gradient`: blocks of strips, TF32); on
+    the CPU the same boxes and shifts as strided slices, in float32."""
+    for t, name in ((x, "input"), (grad, "output gradient")):
+        if t.dim() != 4 or not t.is_contiguous() or t.dtype != torch.float32:
+            raise ValueError(f"rows_weight_gradient: the {name}'s rows must be (N, H, W, C) "
+                             f"float32 and contiguous, got {tuple(t.shape)} {t.dtype}")
+    if x.is_cuda:
+        return _cuda.rows_weight_gradient(x, grad, g)
+    (kh, kw), (ph, pw), (dh, dw) = g.kernel_size, g.padding, g.dilation
+    _, height, width, c_in = x.shape
+    _, out_h, out_w, c_out = grad.shape
+    # Rows y + p_h - i d_h and positions x + p_w - (k_w - 1) d_w + r, all inside once padded.
+    top, left = max(0, (kh - 1) * dh - ph), max(0, (kw - 1) * dw - pw)
+    bottom, right = max(0, out_h + ph - height), max(0, out_w + pw - width)
+    padded = torch.nn.functional.pad(x, (0, 0, left, right, top, bottom))
+    reach = (kw - 1) * dw
+    g_flat = grad.reshape(-1, c_out)
+    out = x.new_empty(c_in, c_out, kh, kw)
+    for i in range(kh):
+        first = top + ph - i * dh
+        start = left + pw - reach
+        boxes = padded[:, first:first + out_h, start:start + out_w + reach]
+        for j in range(kw):
+            shift = (kw - 1 - j) * dw
+            out[:, :, i, j] = boxes[:, :, shift:shift + out_w].reshape(-1, c_in).T @ g_flat
+    return out
+
+
 def _described_rows(rows: torch.Tensor) -> tuple:
     """Contiguous rows ``(N, *spatial, C)`` as the copy engine reads them: ``(tensor, shape,
     strides)`` of 5 dims ``(N, D, H, W, C)``, spatial padded (as :func:`_planar` gives a
@@ -1280,13 +1320,23 @@ def float32_weight_form(a: ConvTransposeArgs, interleaved: bool) -> str:
     operands: ``"planar"``, from the copies moved along W of one operand
     (:func:`moves_input` picks which) and the other as it lies planar, or where it is
     channels_last from one copy of it (:func:`_planar`), so that both tiles reach the
-    tensor cores from shared memory along positions; or ``"rows"``, both channels_last
-    operands' rows as they lie, no copies, their 32-bit tiles then through registers.
+    tensor cores from shared memory along positions; ``"rows"``, both channels_last
+    operands' rows as they lie, no copies, their 32-bit tiles then through registers; or
+    ``"mma"``, those rows as they lie by col2im.cu's tf32_weight_gradient
+    (:func:`_cuda.rows_weight_gradient`), mma.sync's operands loaded from any shared address,
+    so that every W tap reads one box of input positions at a shifted row.
 
-    Planar calls take ``"planar"``; channels_last ones where the taps' products a position
-    (taps x input x output channels) reach :data:`CHANNELS_LAST_PLANAR_PRODUCTS`."""
+    Planar calls take ``"planar"``. Channels_last 2-D ones take ``"mma"`` where its tiles
+    fit (channels in multiples of 64, :func:`_cuda.rows_weight_gradient_form`); the others
+    ``"planar"`` where the taps' products a position (taps x input x output channels) reach
+    :data:`CHANNELS_LAST_PLANAR_PRODUCTS`."""
     if not interleaved:
         return "planar"
+    g = a.geometry
+    if (g.nd == 2 and a.groups == 1 and a.in_channels % MMA_CHANNELS == 0
+            and a.out_channels % MMA_CHANNELS == 0
+            and _cuda.rows_weight_gradient_form(g.kernel_size, g.dilation) is not None):
+        return "mma"
     products = math.prod(a.geometry.kernel_size) * a.in_channels * a.out_channels
     return "planar" if products >= CHANNELS_LAST_PLANAR_PRODUCTS else "rows"
 
@@ -1395,8 +1445,12 @@ def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int]
     shifted = moved is not None
     grid = a.image if moved == "input" else a.grid   # the sum's
     taps = math.prod(a.geometry.kernel_size)
-    splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
-                         taps // fold, element_size, shifted).splits
+    if element_size == 4 and fold == 1 and float32_weight_form(a, interleaved) == "mma":
+        splits = _cuda.rows_weight_gradient_grid(step, a.image, a.in_channels, a.out_channels,
+                                                 a.geometry)[0]
+    else:
+        splits = grad_splits(step, _padded(grid, 1), a.in_channels, fold * a.out_channels,
+                             taps // fold, element_size, shifted).splits
     weight = a.in_channels * a.out_channels * taps
     copies = backward_workspace(a, element_size, step, interleaved, grad_rows) * element_size
     return copies + copies // 16 + 4 * weight * (max(splits, 1) + 3) + 2 * weight * element_size
@@ -1444,6 +1498,8 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None
+    mma = (wide and fold == 1 and interleaved
+           and float32_weight_form(a, interleaved) == "mma")
     copies = need[0] or not shifted and need[1]   # the output gradient channels innermost
     summed = copies and grad_rows is None and len(need) > 2 and need[2]
     with _on(x.device):
@@ -1463,12 +1519,15 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
                 implicit_gemm(rows, weights, None, convolution_taps(geometry),
                               grad_input[first:first + step].movedim(1, -1),
                               round_input=grad_rows is not None)
-            if need[1]:
+            if need[1] and mma:
+                part = rows_weight_gradient(xs.permute(0, 2, 3, 1), rows, geometry)
+            elif need[1]:
                 part = weight_gradient(xs, g, geometry, shifted=True, dtype=torch.float32,
                                        moved_input=moved_input) \
                     if shifted else weight_gradient(xs, rows, geometry,
                                                     rounded=grad_rows is None,
                                                     dtype=torch.float32)
+            if need[1]:
                 part = _unfolded(part, a.geometry, fold) if fold > 1 else part
                 grad_weight = part if grad_weight is None else grad_weight.add_(part)
     if need[1]:

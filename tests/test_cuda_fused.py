@@ -403,6 +403,39 @@ def test_float32_channels_last_backward_in_each_weight_form(monkeypatch, case, f
             assert rel_error(m, t) < 5e-3
 
 
+@pytest.mark.parametrize("grad_layout", ["rows", "copied"])
+@pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)
+def test_float32_channels_last_weight_gradient_on_mma(case, grad_layout):
+    """The "mma" form of fused.float32_weight_form (col2im.cu's tf32_weight_gradient) in
+    fused.backward: channels_last float32 input and weight, the output gradient's rows read
+    as they lie or copied channels innermost; the gradients written into NaN-poisoned
+    tensors, the partial sums allocated on NaN-poisoned memory; against float64, bitwise
+    repeatable, and within fused.backward_bytes."""
+    leaves = _tensors(case, "mma", torch.float32, True)
+    grad_out = _grad_out(case, "mma-grad").float()
+    if grad_layout == "rows":
+        grad_out = grad_out.contiguous(memory_format=torch.channels_last)
+    refs = reference64(case, *leaves, grad_out)[1:3]   # the input's and the weight's
+    x, w, b = (t.detach() for t in leaves)
+    w = w.contiguous(memory_format=torch.channels_last)
+    a = conv_transpose_args("conv_transpose2d", 2, x, w, b, case.stride, case.padding,
+                            case.output_padding, case.groups, case.dilation)
+    assert fused.float32_weight_form(a, True) == "mma"
+    assert fused.reads_grad_rows(grad_out, x) == (grad_layout == "rows")
+    runs = []
+    for _ in range(2):
+        out = [torch.full_like(x, float("nan")), torch.full_like(w, float("nan")), None]
+        poison_allocator(64 << 20)
+        with gemmconv.float32_precision("tf32"):
+            taken, got = requested_during(
+                lambda: fused.backward(grad_out, x, w, a, (True, True), out=out)[:2])
+        assert taken <= fused.backward_bytes(a, 4, None, True, grad_layout == "rows") + STAGING
+        runs.append([t.clone() for t in got])
+    assert all(torch.equal(m, g) for m, g in zip(*runs))
+    for m, t in zip(runs[0], refs):
+        assert rel_error(m, t) < 5e-3
+
+
 # The stride-1 cases of the table at a size where the small buffers torch's reductions
 # take (STAGING allows 8 KB of them) are small beside the copies.
 BYTES_CASES = [c.scaled(1 << 16) for c in cases.BENCH if set(c.stride) == {1} and c.groups == 1]

@@ -1198,14 +1198,69 @@ def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_m
     assert form((8, 32, 512, 1024), (32, 32, 3, 3))[0] == "rows"        # 9,216
     assert form((8, 32, 512, 1024), (32, 32, 3, 3), interleaved=False)[0] == "planar"
     assert form((8, 32, 512, 1024), (32, 32, 3, 7), (1, 3))[0] == "planar"   # 21,504
-    assert form((8, 64, 1024, 1024), (64, 64, 3, 3))[0] == "planar"
-    assert form((8, 64, 512, 512), (64, 64, 3, 7))[0] == "planar"
+    assert form((8, 48, 1024, 1024), (48, 48, 3, 3))[0] == "planar"     # 20,736
+    assert form((8, 48, 512, 512), (48, 48, 3, 7))[0] == "planar"
     rows, a_rows = form((2, 32, 16, 32), (32, 32, 3, 3))
     assert rows == "rows"
     assert fused.backward_workspace(a_rows, 4, 1, interleaved=True) == 32 * 18 * 34
-    _, a = form((2, 64, 16, 32), (64, 64, 3, 3))       # the output gradient's moved copies
+    _, a = form((2, 48, 16, 32), (48, 48, 3, 3))       # the output gradient's moved copies
     planar = fused.backward_workspace(a, 4, 1)
-    assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 64 * 16 * 32
+    assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 48 * 16 * 32
+
+
+def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
+    """fused.float32_weight_form's "mma" form (col2im.cu's tf32_weight_gradient): 2-D
+    channels_last calls of channels in tiles of 64 and kernels of at most 9 columns (a warp a
+    tap), the bench's 2d-1024 and 2d-3x7-512 among them; planar calls, other channel counts,
+    wider kernels and 3-D stay on their forms. It copies nothing but the output gradient's
+    rows (none where they are read as they lie), and its partial sums are counted in
+    backward_bytes."""
+    def args(x_shape, w_shape, padding=0):
+        nd = len(x_shape) - 2
+        return conv_transpose_args(f"conv_transpose{nd}d", nd, _meta(*x_shape),
+                                   _meta(*w_shape), None, 1, padding, 0, 1, 1)
+    for case in cases.BENCH[:2] + cases.MMA_WEIGHT_GRADIENT:
+        a = conv_transpose_args("conv_transpose2d", 2, _meta(case.batch, case.in_channels,
+                                                             *case.size),
+                                _meta(case.in_channels, case.out_channels, *case.kernel_size),
+                                None, 1, case.padding, 0, 1, case.dilation)
+        assert fused.float32_weight_form(a, True) == "mma", case.name
+        assert fused.float32_weight_form(a, False) == "planar"
+        assert fused.moved_operand(a, 4, True) is None
+    a = args((2, 64, 16, 32), (64, 64, 3, 3))
+    assert fused.backward_workspace(a, 4, 1, interleaved=True) == 64 * 18 * 34
+    assert fused.backward_workspace(a, 4, 1, interleaved=True, grad_rows=True) == 0
+    blocks = gemmconv._cuda.rows_weight_gradient_grid(2, (18, 34), 64, 64, a.geometry)[0]
+    assert blocks == 2 * 5 * 2   # one a stage: 2 samples, 18 rows in fours, 34 in strips of 32
+    weight = 64 * 64 * 9
+    assert fused.backward_bytes(a, 4, interleaved=True, grad_rows=True) == \
+        4 * weight * (blocks + 3) + 2 * weight * 4
+    assert fused.float32_weight_form(args((2, 96, 16, 32), (96, 64, 3, 3)), True) == "planar"
+    assert fused.float32_weight_form(args((2, 64, 16, 32), (64, 64, 3, 10)), True) == "planar"
+    assert fused.float32_weight_form(args((2, 64, 4, 8, 8), (64, 64, 3, 3, 3)), True) != "mma"
+
+
+@pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)
+def test_rows_weight_gradient_matches_float64(case):
+    """fused.rows_weight_gradient's CPU path (the kernel's boxes and shifts as strided
+    slices), on the rows of channels_last float32 tensors, against float64's weight
+    gradient; malformed rows raise before any launch."""
+    gen = generator("rows-wgrad", case.name)
+    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
+    grad = torch.randn(case.batch, case.out_channels, *case.output_size, generator=gen,
+                       dtype=torch.float64)
+    w = torch.zeros(case.in_channels, case.out_channels, *case.kernel_size,
+                    dtype=torch.float64, requires_grad=True)
+    out = torch.nn.functional.conv_transpose2d(x, w, padding=case.padding,
+                                               dilation=case.dilation)
+    (want,) = torch.autograd.grad(out, w, grad)
+    rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    got = fused.rows_weight_gradient(rows(x), rows(grad), g)
+    assert got.shape == want.shape and got.dtype == torch.float32
+    assert rel_error(got, want) < 1e-6
+    with pytest.raises(ValueError, match="output gradient's rows"):
+        fused.rows_weight_gradient(rows(x), rows(grad).transpose(1, 2), g)
 
 
 def test_one_rule_names_the_operand_the_weight_gradient_moves():
@@ -1220,7 +1275,7 @@ def test_one_rule_names_the_operand_the_weight_gradient_moves():
     few = args((2, 32, 16, 32), (32, 32, 3, 3))          # 9,216 products: rows on channels_last
     assert fused.moved_operand(wide, 4, False) == "input" and fused.moves_input(wide, 4)
     assert fused.moved_operand(even, 4, False) == "grad" and not fused.moves_input(even, 4)
-    assert fused.moved_operand(even, 4, True) == "grad"
+    assert fused.moved_operand(even, 4, True) is None     # channels in 64s: the mma form
     assert fused.moved_operand(few, 4, False) == "grad"
     assert fused.moved_operand(few, 4, True) is None     # its rows as they lie
     assert fused.moved_operand(even, 2, False) is None   # 16-bit tiles through registers

@@ -679,3 +679,40 @@ def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, varia
     _interleaved(harness, INTERLEAVED[variant] + 1, dtype, WIDE[wide], g, columns, image,
                  padding, image, None, columns)
     assert torch.equal(columns, im2col_interleaved(image, g, grid, groups, padding=padding))
+
+
+@pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)
+def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
+    """col2im.cu's tf32_weight_gradient, its decomposition run on the host through its own
+    functions (blocks, stages, 16-byte chunks, each lane's mma.sync fragments, the partial
+    sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks and in blocks of
+    one row tap, with more blocks than stages: the partial sums' sum against float64's
+    weight gradient, and none of them left unwritten."""
+    lib = harness
+    lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
+        [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3
+    gen = generator("host-rows-wgrad", case.name)
+    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
+    grad = torch.randn(case.batch, case.out_channels, *case.output_size, generator=gen,
+                       dtype=torch.float64)
+    w = torch.zeros(case.in_channels, case.out_channels, *case.kernel_size,
+                    dtype=torch.float64, requires_grad=True)
+    out = torch.nn.functional.conv_transpose2d(x, w, padding=case.padding,
+                                               dilation=case.dilation)
+    (want,) = torch.autograd.grad(out, w, grad)
+    rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
+    xr, gr = rows(x), rows(grad)
+    shape = (ctypes.c_int * 13)(case.batch, *case.size, case.in_channels, *case.output_size,
+                                case.out_channels, *case.kernel_size, *case.padding,
+                                *case.dilation)
+    taps, rows_a_stage, _ = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation)
+    stages = case.batch * -(-case.output_size[0] // rows_a_stage) * -(-case.output_size[1] // 32)
+    for row_taps, grid in ((taps, 3), (1, stages + 2)):   # (blocks along the stages)
+        partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
+                             float("nan"), dtype=torch.float64)
+        assert lib.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, grid,
+                                                 xr.data_ptr(), gr.data_ptr(),
+                                                 partial.data_ptr()) == 0
+        assert not partial.isnan().any()
+        got = partial.sum(0).permute(2, 3, 0, 1)
+        assert rel_error(got, want) < 1e-6, (row_taps, grid)
