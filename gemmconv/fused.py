@@ -1152,11 +1152,11 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
     bottom, right = max(0, out_h + ph - height), max(0, out_w + pw - width)
     padded = torch.nn.functional.pad(x, (0, 0, left, right, top, bottom))
     reach = (kw - 1) * dw
+    start = left + pw - reach   # each box's first position
     g_flat = grad.reshape(-1, c_out)
     out = x.new_empty(c_in, c_out, kh, kw)
     for i in range(kh):
         first = top + ph - i * dh
-        start = left + pw - reach
         boxes = padded[:, first:first + out_h, start:start + out_w + reach]
         for j in range(kw):
             shift = (kw - 1 - j) * dw

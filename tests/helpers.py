@@ -90,6 +90,21 @@ def output_gradient(case, layout: str, dtype, device):
     return grad
 
 
+def weight_gradient_inputs(case, *keys) -> tuple:
+    """Fresh float64 ``x`` and output gradient of a 2-D ``case`` (CPU), and float64's weight
+    gradient of its transposed convolution for them."""
+    gen = generator(case.name, *keys)
+    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
+    grad = torch.randn(case.batch, case.out_channels, *case.output_size, generator=gen,
+                       dtype=torch.float64)
+    w = torch.zeros(case.in_channels, case.out_channels, *case.kernel_size,
+                    dtype=torch.float64, requires_grad=True)
+    out = torch.nn.functional.conv_transpose2d(x, w, padding=case.padding,
+                                               dilation=case.dilation)
+    (want,) = torch.autograd.grad(out, w, grad)
+    return x, grad, want
+
+
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     """||out - ref|| / ||ref|| in float64; inf for NaN or a shape mismatch."""
     if out.shape != ref.shape:

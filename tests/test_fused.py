@@ -11,7 +11,8 @@ import torch
 import gemmconv
 from gemmconv import cases, fused, ops
 from gemmconv.shapes import Geometry, conv_transpose_args
-from helpers import case_args, generator, interpreted, reference, rel_error
+from helpers import (case_args, generator, interpreted, reference, rel_error,
+                     weight_gradient_inputs)
 
 # The decomposition handles one group (fused.unavailable sends grouped calls elsewhere).
 TABLE = [c for c in cases.random_cases(60, seed=5) + cases.EDGE + cases.LARGE_KERNELS
@@ -1245,15 +1246,7 @@ def test_rows_weight_gradient_matches_float64(case):
     """fused.rows_weight_gradient's CPU path (the kernel's boxes and shifts as strided
     slices), on the rows of channels_last float32 tensors, against float64's weight
     gradient; malformed rows raise before any launch."""
-    gen = generator("rows-wgrad", case.name)
-    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
-    grad = torch.randn(case.batch, case.out_channels, *case.output_size, generator=gen,
-                       dtype=torch.float64)
-    w = torch.zeros(case.in_channels, case.out_channels, *case.kernel_size,
-                    dtype=torch.float64, requires_grad=True)
-    out = torch.nn.functional.conv_transpose2d(x, w, padding=case.padding,
-                                               dilation=case.dilation)
-    (want,) = torch.autograd.grad(out, w, grad)
+    x, grad, want = weight_gradient_inputs(case, "rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
     g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
     got = fused.rows_weight_gradient(rows(x), rows(grad), g)

@@ -21,7 +21,7 @@ import gemmconv
 from gemmconv import _cuda, cases
 from gemmconv.columns import blocks, col2im, col2im_interleaved, im2col, im2col_interleaved
 from gemmconv.shapes import Geometry
-from helpers import generator, rel_error, rows_outermost
+from helpers import generator, rel_error, rows_outermost, weight_gradient_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 DTYPES = {torch.float32: (0, 1e-6), torch.float64: (1, 1e-14), torch.float16: (2, 2e-3),
@@ -691,15 +691,7 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     lib = harness
     lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
         [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3
-    gen = generator("host-rows-wgrad", case.name)
-    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
-    grad = torch.randn(case.batch, case.out_channels, *case.output_size, generator=gen,
-                       dtype=torch.float64)
-    w = torch.zeros(case.in_channels, case.out_channels, *case.kernel_size,
-                    dtype=torch.float64, requires_grad=True)
-    out = torch.nn.functional.conv_transpose2d(x, w, padding=case.padding,
-                                               dilation=case.dilation)
-    (want,) = torch.autograd.grad(out, w, grad)
+    x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
     xr, gr = rows(x), rows(grad)
     shape = (ctypes.c_int * 13)(case.batch, *case.size, case.in_channels, *case.output_size,
