@@ -965,8 +965,8 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 // on 2d-1024). mma.sync takes its operands from registers, each loaded from any shared
 // address, so every W tap reads one box of input positions at a shifted row.
 //
-// A block owns 64 input by 64 output channels, WgradForm::row_taps rows of the kernel from
-// blockIdx.y on, and every W tap: a warp a tap, its 64 x 64 partial sums in registers. It
+// A block owns 64 input by 64 output channels, RowTaps rows of the kernel from
+// blockIdx.y * RowTaps on, and every W tap: a warp a tap, its 64 x 64 partial sums in registers. It
 // walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
 // `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
 // its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
@@ -983,8 +983,8 @@ constexpr int kWgradMaxWarps = 9;            // taps (warps) a block at most
 
 // The call's shape: input (N, H, W, C_in), output gradient (N, H_out, W_out, C_out). Plain
 // ints (each size, and the stages, below 2^31: _cuda.rows_weight_gradient checks), 64-bit
-// offsets only into the tensors: with 64-bit index math the kernel's 168 registers (9
-// warps a block) spilled.
+// offsets only into the tensors: 64-bit index math spilled more of the kernel's 168
+// registers (9 warps a block; 180-276 bytes still spill, benches/NOTES.md, session 69).
 struct RowsWgrad {
   int batch, height, width, c_in, out_h, out_w, c_out;
   int kernel_h, kernel_w, pad_h, pad_w, dilation_h, dilation_w;
@@ -1059,8 +1059,7 @@ GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int r
 // (row tap `tap` of the block's, W tap j). A is the input transposed (channels x
 // positions), m its tile of 16 channels; B the output gradient (positions x channels), n
 // its tile of 8. (PTX's fragment layouts: A's (row, column) = (g + 8 (e % 2), t + 4 (e / 2)),
-// B's (t + 4 e, g), g = lane / 4, t = lane % 4.) Plain ints, as the kernel holds them: the
-// 64-bit shape fields pushed its 168 registers (9 warps a block) into spills.
+// B's (t + 4 e, g), g = lane / 4, t = lane % 4.) Plain ints, as the kernel holds them.
 GC_FN int wgrad_a_float(int rows, int box_rows, int dilation_h, int row_taps, int tap,
                         int shift, int kk, int m, int e, int lane) {
   const int r = kk / kWgradStrip, p = kk % kWgradStrip + lane % 4 + 4 * (e / 2);
