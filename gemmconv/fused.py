@@ -1137,7 +1137,9 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
     positions ``x + p_w - (k_w - 1) d_w ...`` (input row ``y + p_h - i d_h``) serves every W
     tap j, read (k_w - 1 - j) d_w positions in. On CUDA tensors col2im.cu's
     tf32_weight_gradient (:func:`_cuda.rows_weight_gradient`: blocks of strips, TF32); on
-    the CPU the same boxes and shifts as strided slices, in float32."""
+    the CPU the same boxes and shifts as strided slices, in float32 on the output gradient
+    rounded to TF32 as the kernel rounds it (:func:`round_tf32`; the input multiplied as it
+    lies, where the tensor cores truncate it, as the interpreter runs the Triton kernels)."""
     for t, name in ((x, "input"), (grad, "output gradient")):
         if t.dim() != 4 or not t.is_contiguous() or t.dtype != torch.float32:
             raise ValueError(f"rows_weight_gradient: the {name}'s rows must be (N, H, W, C) "
@@ -1153,7 +1155,7 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
     padded = torch.nn.functional.pad(x, (0, 0, left, right, top, bottom))
     reach = (kw - 1) * dw
     start = left + pw - reach   # each box's first position
-    g_flat = grad.reshape(-1, c_out)
+    g_flat = round_tf32(grad).reshape(-1, c_out)
     out = x.new_empty(c_in, c_out, kh, kw)
     for i in range(kh):
         first = top + ph - i * dh

@@ -11,6 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 import gemmconv
 from gemmconv import channels_last as cl
+from gemmconv import fused
 from gemmconv.bench import OURS, TORCH  # noqa: F401  (re-exported for the tests)
 from gemmconv.bench import reference as reference64
 
@@ -90,9 +91,10 @@ def output_gradient(case, layout: str, dtype, device):
     return grad
 
 
-def weight_gradient_inputs(case, *keys) -> tuple:
+def weight_gradient_inputs(case, *keys, tf32: bool = False) -> tuple:
     """Fresh float64 ``x`` and output gradient of a 2-D ``case`` (CPU), and float64's weight
-    gradient of its transposed convolution for them."""
+    gradient of its transposed convolution for them (where ``tf32``, for the output
+    gradient rounded to TF32 as gemmconv's float32 weight gradients round it)."""
     gen = generator(case.name, *keys)
     x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
     grad = torch.randn(case.batch, case.out_channels, *case.output_size, generator=gen,
@@ -101,7 +103,8 @@ def weight_gradient_inputs(case, *keys) -> tuple:
                     dtype=torch.float64, requires_grad=True)
     out = torch.nn.functional.conv_transpose2d(x, w, padding=case.padding,
                                                dilation=case.dilation)
-    (want,) = torch.autograd.grad(out, w, grad)
+    rounded = fused.round_tf32(grad.float()).double() if tf32 else grad
+    (want,) = torch.autograd.grad(out, w, rounded)
     return x, grad, want
 
 
