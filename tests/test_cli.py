@@ -278,6 +278,19 @@ def test_explain_channels_last_and_grouped(monkeypatch):
     assert e.workspace_bytes == 2 * math.prod((32, 64, 128)) * 4 * 27 * 8 * 4
 
 
+def test_explain_names_the_mma_weight_gradient():
+    """explain's backward on float32 channels_last calls whose weight gradient takes the
+    "mma" form (fused.float32_weight_form: channels in 64s): no copy but the output
+    gradient's rows; with 32 channels the form that reads the rows through registers."""
+    x = _meta(8, 64, 512, 512, fmt=torch.channels_last)
+    e = gemmconv.explain(x, _meta(64, 64, 3, 7, fmt=torch.channels_last))
+    assert e.backward.endswith("mma.sync (every W tap at a shifted row of one box of inputs)")
+    assert e.backward_workspace_bytes == 8 * 64 * 514 * 518 * 4   # the output gradient's rows
+    narrow = gemmconv.explain(_meta(8, 32, 512, 1024, fmt=torch.channels_last),
+                              _meta(32, 32, 3, 3, fmt=torch.channels_last))
+    assert narrow.backward.endswith("channels_last rows as they lie")
+
+
 def test_explain_says_how_a_planar_column_backward_launches():
     # Each of ops.py's planar backward replays, by the shape of the call (both gradients):
     # the samples side by side (at most SAMPLES_INNER_MAX_POSITIONS positions a sample),
