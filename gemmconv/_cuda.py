@@ -89,6 +89,7 @@ def driver() -> ctypes.CDLL:
     u, p = ctypes.c_uint, ctypes.c_void_p
     lib.cuLaunchKernel.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    lib.cuFuncSetAttribute.argtypes = [p, ctypes.c_int, ctypes.c_int]
     return lib
 
 
@@ -394,16 +395,25 @@ def _launch_at(op: str, launch: Launch, device: torch.device, addresses: list[in
     """Launches ``op`` on torch's current stream of ``device``, over the launch's blocks or
     ``blocks``, with its tensor arguments given by address (0 for None)."""
     kernel = (_interleaved_kernels if launch.interleaved else _kernels)(*launch.kernels)[op]
+    _launch(kernel, device, (blocks or launch.blocks, 1, 1), BLOCK, 0, launch.addresses,
+            addresses)
+
+
+def _launch(kernel: int, device: torch.device, grid: tuple, threads: int, shared: int,
+            structs: tuple, addresses: list[int]) -> None:
+    """cuLaunchKernel of ``kernel`` on torch's current stream of ``device``: its arguments
+    the structs at ``structs`` (addresses of their values), then the tensors at
+    ``addresses``."""
     # cuLaunchKernel reads each argument through a pointer to its value: the structs', and
     # the tensors' addresses side by side in one array (one object to build, not one each).
     values = (ctypes.c_uint64 * len(addresses))(*addresses)
     first = ctypes.addressof(values)
-    params = (ctypes.c_void_p * (len(launch.addresses) + len(addresses)))(
-        *launch.addresses, *range(first, first + 8 * len(addresses), 8))
+    params = (ctypes.c_void_p * (len(structs) + len(addresses)))(
+        *structs, *range(first, first + 8 * len(addresses), 8))
     with on_device(device):
         stream = raw_stream(device)
-        _launch_status(driver().cuLaunchKernel(kernel, blocks or launch.blocks, 1, 1, BLOCK,
-                                               1, 1, 0, stream, params, None))
+        _launch_status(driver().cuLaunchKernel(kernel, *grid, threads, 1, 1, shared, stream,
+                                               params, None))
 
 
 def run_col2im(launch: Launch, device: torch.device, columns: int, bias: int, out: int) -> None:
@@ -824,10 +834,8 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
 def _wgrad_kernel(device_index: int, form: tuple) -> dict:
     kernels = _compile(device_index, {"wgrad": "gemmconv::tf32_weight_gradient<{}, {}, {}>"
                                       .format(*form)})
-    lib = driver()
-    lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
     # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB
-    _launch_status(lib.cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))
+    _launch_status(driver().cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))
     return kernels
 
 
@@ -853,11 +861,8 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
     partial = x.new_empty(grid[0], kh, kw, c_in, c_out)
     shape = (ctypes.c_int * 13)(n, height, width, c_in, out_h, out_w, c_out, kh, kw,
                                 *g.padding, *g.dilation)
-    pointers = (ctypes.c_uint64 * 3)(x.data_ptr(), grad.data_ptr(), partial.data_ptr())
-    first = ctypes.addressof(pointers)
-    params = (ctypes.c_void_p * 4)(ctypes.addressof(shape), first, first + 8, first + 16)
     with on_device(x.device):
         kernel = _wgrad_kernel(x.device.index, form)["wgrad"]
-        _launch_status(driver().cuLaunchKernel(kernel, *grid, 32 * taps * kw, 1, 1, shared,
-                                               raw_stream(x.device), params, None))
+    _launch(kernel, x.device, grid, 32 * taps * kw, shared, (ctypes.addressof(shape),),
+            [x.data_ptr(), grad.data_ptr(), partial.data_ptr()])
     return partial.sum(0).permute(2, 3, 0, 1).contiguous()
