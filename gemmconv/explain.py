@@ -375,7 +375,7 @@ def explain(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                 backward_route += BACKWARD_FOLDED.format(fold)
             elif size == 4:
                 moved = fused.moved_operand(a, size, interleaved)
-                if fused.float32_weight_form(a, interleaved) == "mma":
+                if fused.takes_mma(a, size, interleaved):
                     backward_route += BACKWARD_MMA
                 else:
                     backward_route += BACKWARD_ROWS if moved is None else BACKWARD_MOVED.format(

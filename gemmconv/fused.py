@@ -566,11 +566,10 @@ FLOAT32_BACKWARD_DIMS = (2, 3)
 # 2d-1024 (36,864) 10.12 -> 8.90, 0.81x -> 0.84x; 2d-3x7-512 (86,016) 6.24 -> 3.57,
 # 0.77x -> 1.08x.
 CHANNELS_LAST_PLANAR_PRODUCTS = 16384
-# ...unless its channels come in tiles of this many: then the "mma" form (col2im.cu's
-# tf32_weight_gradient), no copies and the W taps at shifted rows of one box. Weight
-# gradient alone (H100, results/s69/WF, benches/mma_wgrad.cu; torch / the planar form /
-# mma): 2d-1024 5.81 / 10.41 / 5.27 ms, 2d-3x7-512 3.48 / 4.44 / 3.21.
-MMA_CHANNELS = 64
+# ...unless its channels come in the tiles of col2im.cu's tf32_weight_gradient (64): then
+# the "mma" form, no copies and the W taps at shifted rows of one box. Weight gradient
+# alone (H100, results/s69/WF, benches/mma_wgrad.cu; torch / the planar form / mma):
+# 2d-1024 5.81 / 10.41 / 5.27 ms, 2d-3x7-512 3.48 / 4.44 / 3.21.
 
 
 # 3-D forwards on channels_last tensors go to the fused route too: in 16-bit types all of
@@ -1335,8 +1334,8 @@ def float32_weight_form(a: ConvTransposeArgs, interleaved: bool) -> str:
     if not interleaved:
         return "planar"
     g = a.geometry
-    if (g.nd == 2 and a.groups == 1 and a.in_channels % MMA_CHANNELS == 0
-            and a.out_channels % MMA_CHANNELS == 0
+    if (g.nd == 2 and a.groups == 1 and a.in_channels % _cuda.WGRAD_TILE == 0
+            and a.out_channels % _cuda.WGRAD_TILE == 0
             and _cuda.rows_weight_gradient_form(g.kernel_size, g.dilation) is not None):
         return "mma"
     products = math.prod(a.geometry.kernel_size) * a.in_channels * a.out_channels
@@ -1353,6 +1352,12 @@ def moved_operand(a: ConvTransposeArgs, element_size: int, interleaved: bool,
     if element_size != 4 or fold > 1 or float32_weight_form(a, interleaved) != "planar":
         return None
     return "input" if moves_input(a, element_size) else "grad"
+
+
+def takes_mma(a: ConvTransposeArgs, element_size: int, interleaved: bool, fold: int = 1) -> bool:
+    """Whether :func:`backward`'s weight gradient takes float32_weight_form's ``"mma"`` form
+    (float32, taps not folded): for backward and for what counts its memory and explains it."""
+    return element_size == 4 and fold == 1 and float32_weight_form(a, interleaved) == "mma"
 
 
 def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
@@ -1447,7 +1452,7 @@ def backward_bytes(a: ConvTransposeArgs, element_size: int, limit: Optional[int]
     shifted = moved is not None
     grid = a.image if moved == "input" else a.grid   # the sum's
     taps = math.prod(a.geometry.kernel_size)
-    if element_size == 4 and fold == 1 and float32_weight_form(a, interleaved) == "mma":
+    if takes_mma(a, element_size, interleaved, fold):
         splits = _cuda.rows_weight_gradient_grid(step, a.image, a.in_channels, a.out_channels,
                                                  a.geometry)[0]
     else:
@@ -1500,8 +1505,7 @@ def backward(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, a: C
     grad_input = None if not need[0] else out[0] if out else torch.empty_like(x)
     weights = tap_weights(weight, transpose=True, fold=fold) if need[0] else None
     grad_weight = grad_bias = None
-    mma = (wide and fold == 1 and interleaved
-           and float32_weight_form(a, interleaved) == "mma")
+    mma = takes_mma(a, x.element_size(), interleaved, fold)
     copies = need[0] or not shifted and need[1]   # the output gradient channels innermost
     summed = copies and grad_rows is None and len(need) > 2 and need[2]
     with _on(x.device):
