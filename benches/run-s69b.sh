@@ -22,8 +22,8 @@ WF) gpu   # (the timings first, while device time lasts; then both under memchec
   timeout 90 compute-sanitizer --tool memcheck python3 benches/mma_wgrad_probe.py --edges 2>&1 | tail -8 | tee $O/wgrad-memcheck.log
   timeout 120 compute-sanitizer --tool memcheck python3 benches/wgmma_forward_probe.py --edges 2>&1 | tail -15 | tee $O/forward-memcheck.log ;;
 esac
-# R: col2im.cu's tf32_weight_gradient through NVRTC as gemmconv would build it (edges,
-#    determinism, timings, the training step it would give), about 60 s; then its edges
+# R: col2im.cu's tf32_weight_gradient through gemmconv's own launch (edges,
+#    determinism, timings, the training step that takes it), about 60 s; then its edges
 #    under memcheck.
 case "$1" in R) gpu
   probe 200 rows rows_wgrad_probe.py
