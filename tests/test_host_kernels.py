@@ -45,6 +45,8 @@ def harness(tmp_path_factory):
     lib.gemmconv_host.argtypes = [ctypes.c_int] * 4 + [fields, fields] + [ctypes.c_void_p] * 3
     lib.gemmconv_reaching_taps.argtypes = [ctypes.c_longlong] * 4 + [fields]
     lib.gemmconv_host_interleaved.argtypes = lib.gemmconv_host.argtypes
+    lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
+        [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3
     return lib
 
 
@@ -688,9 +690,6 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks and in blocks of
     one row tap, with more blocks than stages: the partial sums' sum against float64's
     weight gradient, and none of them left unwritten."""
-    lib = harness
-    lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
-        [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
     xr, gr = rows(x), rows(grad)
@@ -702,7 +701,7 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     for row_taps, grid in ((taps, 3), (1, stages + 2)):   # (blocks along the stages)
         partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
                              float("nan"), dtype=torch.float64)
-        assert lib.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, grid,
+        assert harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, grid,
                                                  xr.data_ptr(), gr.data_ptr(),
                                                  partial.data_ptr()) == 0
         assert not partial.isnan().any()
