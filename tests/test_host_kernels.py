@@ -697,13 +697,14 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
                                 case.out_channels, *case.kernel_size, *case.padding,
                                 *case.dilation)
     taps, rows_a_stage, _ = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation)
-    stages = case.batch * -(-case.output_size[0] // rows_a_stage) * -(-case.output_size[1] // 32)
+    stages = case.batch * -(-case.output_size[0] // rows_a_stage) * \
+        -(-case.output_size[1] // _cuda.WGRAD_STRIP)
     for row_taps, grid in ((taps, 3), (1, stages + 2)):   # (blocks along the stages)
         partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
                              float("nan"), dtype=torch.float64)
         assert harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, grid,
-                                                 xr.data_ptr(), gr.data_ptr(),
-                                                 partial.data_ptr()) == 0
+                                                     xr.data_ptr(), gr.data_ptr(),
+                                                     partial.data_ptr()) == 0
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
         assert rel_error(got, want) < 1e-6, (row_taps, grid)
