@@ -2,14 +2,25 @@
 # Session 70's device calls. No GPU ran after session 69's `_cuda._launch` refactor (every
 # kernel launch goes through it), so A runs every CUDA test file first, then as much of the
 # float32 training table (NCHW and channels_last) as the call's 600 s leave.
-#   A: every CUDA test file (run-s35.sh P); then the float32 training table, layouts.
+#   A: every CUDA test file (run-s35.sh P); ncu on tf32_weight_gradient (2d-1024: what
+#      bounds it at 118 TFLOP/s, where its LDS and HMMA counts allow several times that);
+#      then the float32 training table, layouts, as far as time allows.
 #   G: the other three tables (bfloat16 training, the two forwards), layouts.
 source benches/run-lib.sh "$1"
+# ncu on tf32_weight_gradient's third launch of benches/wgrad_ncu.py: wgrad_ncu CASE
+wgrad_ncu() {
+  timeout 150 ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section ComputeWorkloadAnalysis --section InstructionStats --section Occupancy \
+    --section MemoryWorkloadAnalysis --section SourceCounters -k regex:tf32_weight_gradient \
+    --launch-skip 2 --launch-count 1 python3 benches/wgrad_ncu.py $1 > $O/ncu-$1.log 2>&1
+  grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate|Pipe|Occupancy|Warp Cycles" $O/ncu-$1.log | head -60
+}
 left() { echo $(( ${1:-570} - SECONDS )); }   # seconds left of the call's budget
 case "$1" in
 A) gpu
   node
   all_tests; cat $O/P.txt | tail -25
+  wgrad_ncu 2d-1024
   [ $(left) -gt 90 ] && TB=$(left) table train-f32-layouts --layouts --backward ;;
 G) gpu
   node
