@@ -1031,12 +1031,17 @@ struct WgradChunk {
   index_t source;
 };
 
-GC_FN WgradChunk wgrad_strip_chunk(const RowsWgrad& s, const WgradStage& st, int co0, int c) {
+GC_FN int wgrad_strip_float(int c) {
   constexpr int kChunks = kWgradTile / 4;  // a row's
+  return (c / kChunks) * kWgradPitch + c % kChunks * 4;
+}
+
+GC_FN WgradChunk wgrad_strip_chunk(const RowsWgrad& s, const WgradStage& st, int co0, int c) {
+  constexpr int kChunks = kWgradTile / 4;
   const int r = c / (kWgradStrip * kChunks), p = c / kChunks % kWgradStrip, k = c % kChunks;
   const int y = st.y + r, x = st.x0 + p;
   const bool inside = st.live && y < s.out_h && x < s.out_w;
-  return {(r * kWgradStrip + p) * kWgradPitch + k * 4,
+  return {wgrad_strip_float(c),
           inside ? static_cast<index_t>((st.n * s.out_h + y) * s.out_w + x) * s.c_out + co0 + k * 4
                  : -1};
 }
@@ -1207,13 +1212,19 @@ __global__ void im2col_interleaved_fixed(const Interleaved<ND> x, const T* __res
 // output rows a stage, a ring of Stages. Launch: blockDim.x = 32 k_w RowTaps (at most
 // kWgradMaxWarps warps), gridDim = (blocks, ceil(k_h / RowTaps), C_in / 64 * C_out / 64),
 // wgrad_stage_floats * Stages * 4 bytes of dynamic shared memory.
+__device__ inline float round_tf32(float v) {  // to nearest, ties away (cvt.rna)
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+  return __uint_as_float(r);
+}
+
 template <int RowTaps, int Rows, int Stages>
 __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     tf32_weight_gradient(const RowsWgrad s, const float* __restrict__ x,
                          const float* __restrict__ grad, float* __restrict__ partial) {
   static_assert(Stages >= 2, "a ring of one stage cannot load ahead");
   extern __shared__ float4 wgrad_shared[];  // (16-byte aligned, as cp.async needs)
-  const float* tiles = reinterpret_cast<const float*>(wgrad_shared);
+  float* tiles = reinterpret_cast<float*>(wgrad_shared);
   unsigned base;  // the ring's shared-memory address, as cp.async takes it
   asm("{\n.reg .u64 p;\ncvta.to.shared.u64 p, %1;\ncvt.u32.u64 %0, p;\n}\n"
       : "=r"(base) : "l"(wgrad_shared));
@@ -1258,10 +1269,18 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
   for (int k = 0; k < Stages - 1; ++k) load(k);
   for (int k = 0; k < mine; ++k) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(Stages - 2) : "memory");
-    __syncthreads();  // stage k landed for all, and all are past stage k - 1's reads
+    float* stage = tiles + (k % Stages) * stage_floats;
+    // The output gradient rounded to TF32 once, each chunk by the thread that copied it
+    // (its own copies are complete for it now), not by each of the warps that read it:
+    // in the products' loop the rounding took as many instructions as the mma.syncs.
+    for (int c = threadIdx.x; c < Rows * kWgradStrip * (kWgradTile / 4); c += blockDim.x) {
+      float4* chunk = reinterpret_cast<float4*>(stage + wgrad_strip_float(c));
+      const float4 v = *chunk;
+      *chunk = make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
+    }
+    __syncthreads();  // stage k landed and rounded for all, and all are past stage k - 1's reads
     load(k + Stages - 1);
     if (i >= s.kernel_h) continue;  // (a warp past the kernel's rows: loads only)
-    const float* stage = tiles + (k % Stages) * stage_floats;
 #pragma unroll
     for (int kk = 0; kk < Rows * kWgradStrip; kk += 8) {
       unsigned a[4][4], b[8][2];
@@ -1275,7 +1294,7 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e)
-          asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(b[n][e]) : "f"(stage[wgrad_b_float(kk, n, e, lane)]));
+          b[n][e] = __float_as_uint(stage[wgrad_b_float(kk, n, e, lane)]);
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll
