@@ -1059,6 +1059,14 @@ GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int r
                  : -1};
 }
 
+// Which input channel of the block's 64 a row of A stands for. PTX's m16n8k8 layout gives a
+// lane rows g and g + 8 of A (g = lane / 4); laid side by side (rows r and r + 8 as channels
+// 2 (r % 8) + r / 8 of the tile of 16), a lane's two lie in one 8-byte word, which one
+// float2 load puts in the register pair mma.sync takes: half the loads of A, and a
+// half-warp's 16 words (one 8-byte access phase) on distinct banks at kWgradPitch 72. (B's
+// register pair holds two positions, which lie rows apart: its loads stay one float each.)
+GC_FN int wgrad_in_channel(int m, int row) { return m * 16 + 2 * (row % 8) + row / 8; }
+
 // The shared float (into the stage) of an mma.sync m16n8k8 operand's element e (0-3 of A,
 // 0-1 of B) held by `lane`, at the stage's positions kk.. (a multiple of 8) for warp
 // (row tap `tap` of the block's, W tap j). A is the input transposed (channels x
@@ -1069,8 +1077,8 @@ GC_FN int wgrad_a_float(int rows, int box_rows, int dilation_h, int row_taps, in
                         int shift, int kk, int m, int e, int lane) {
   const int r = kk / kWgradStrip, p = kk % kWgradStrip + lane % 4 + 4 * (e / 2);
   const int box = r + (row_taps - 1 - tap) * dilation_h;
-  return (rows * kWgradStrip + box * box_rows + p + shift) * kWgradPitch + m * 16 + lane / 4 +
-         8 * (e % 2);
+  return (rows * kWgradStrip + box * box_rows + p + shift) * kWgradPitch +
+         wgrad_in_channel(m, lane / 4 + 8 * (e % 2));
 }
 
 // The row of a W tap's box that its first position reads: (k_w - 1 - j) d_w.
@@ -1081,8 +1089,8 @@ GC_FN int wgrad_b_float(int kk, int n, int e, int lane) {
 }
 
 // The (input channel, output channel) within the block's tiles of accumulator element e
-// (0-3) of tile (m, n) held by `lane`: (g + 8 (e / 2), 2 t + e % 2).
-GC_FN int wgrad_d_row(int m, int e, int lane) { return m * 16 + lane / 4 + 8 * (e / 2); }
+// (0-3) of tile (m, n) held by `lane`: PTX's (row g + 8 (e / 2), column 2 t + e % 2).
+GC_FN int wgrad_d_row(int m, int e, int lane) { return wgrad_in_channel(m, lane / 4 + 8 * (e / 2)); }
 GC_FN int wgrad_d_column(int n, int e, int lane) { return n * 8 + 2 * (lane % 4) + e % 2; }
 
 // The block's partial sums: (blocks, k_h, k_w, C_in, C_out), float32.
@@ -1284,17 +1292,20 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
 #pragma unroll
     for (int kk = 0; kk < Rows * kWgradStrip; kk += 8) {
       unsigned a[4][4], b[8][2];
+      auto pair = [&](int f, unsigned& first, unsigned& second) {  // (f even: 8-byte aligned)
+        const float2 v = *reinterpret_cast<const float2*>(stage + f);
+        first = __float_as_uint(v.x), second = __float_as_uint(v.y);
+      };
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          a[m][e] = __float_as_uint(stage[wgrad_a_float(Rows, box_rows, s.dilation_h, RowTaps,
-                                                        tap, shift, kk, m, e, lane)]);
+        for (int e = 0; e < 4; e += 2)
+          pair(wgrad_a_float(Rows, box_rows, s.dilation_h, RowTaps, tap, shift, kk, m, e, lane),
+               a[m][e], a[m][e + 1]);
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          b[n][e] = __float_as_uint(stage[wgrad_b_float(kk, n, e, lane)]);
+        for (int e = 0; e < 2; ++e) b[n][e] = __float_as_uint(stage[wgrad_b_float(kk, n, e, lane)]);
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll

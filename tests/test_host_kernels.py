@@ -47,6 +47,8 @@ def harness(tmp_path_factory):
     lib.gemmconv_host_interleaved.argtypes = lib.gemmconv_host.argtypes
     lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
         [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3
+    lib.gemmconv_wgrad_fragment_floats.argtypes = [ctypes.c_int] * 7 + [ctypes.c_void_p] * 2
+    lib.gemmconv_wgrad_fragment_floats.restype = None
     return lib
 
 
@@ -708,3 +710,28 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
         assert rel_error(got, want) < 1e-6, (row_taps, grid)
+
+
+@pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)
+def test_rows_weight_gradient_fragment_loads_are_free_of_bank_conflicts(harness, case):
+    """tf32_weight_gradient's fragment loads from shared memory, as wgrad_a_float and
+    wgrad_b_float place them, for every warp (row tap, W tap's shift) and step of the form
+    _cuda picks: each lane's pair of A (elements e, e + 1, one float2 load) adjacent and
+    8-byte aligned, each half-warp's 16 words of A on distinct pairs of the 32 banks (one
+    8-byte access phase), and each B load's 32 floats on distinct banks."""
+    taps, rows, _ = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation)
+    box_rows = _cuda.WGRAD_STRIP + (case.kernel_size[1] - 1) * case.dilation[1]
+    a, b = torch.empty(4, 4, 32, dtype=torch.int32), torch.empty(8, 2, 32, dtype=torch.int32)
+    for tap in range(taps):
+        for j in range(case.kernel_size[1]):
+            shift = (case.kernel_size[1] - 1 - j) * case.dilation[1]
+            for kk in range(0, rows * _cuda.WGRAD_STRIP, 8):
+                harness.gemmconv_wgrad_fragment_floats(rows, box_rows, case.dilation[0], taps,
+                                                       tap, shift, kk, a.data_ptr(), b.data_ptr())
+                assert torch.equal(a[:, 1::2], a[:, 0::2] + 1), (tap, shift, kk)
+                assert (a[:, 0::2] % 2 == 0).all(), (tap, shift, kk)
+                words = a[:, 0::2].reshape(-1, 2, 16) // 2 % 16   # (loads, half-warps, lanes)
+                assert all(len(set(h.tolist())) == 16 for h in words.reshape(-1, 16)), \
+                    (tap, shift, kk)
+                banks = b.reshape(-1, 32) % 32
+                assert all(len(set(load.tolist())) == 32 for load in banks), (tap, shift, kk)

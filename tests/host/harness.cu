@@ -354,18 +354,23 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                 for (int m = 0; m < 4; ++m)
                   for (int n = 0; n < 8; ++n)
                     for (int e = 0; e < 4; ++e) {
-                      // D's element e = sum over k of A(row, k) B(k, column): A's elements
-                      // (e % 2 + 2 h) hold k = t + 4 h, B's element h holds the same k.
-                      const int row = wgrad_d_row(m, e, lane), column = wgrad_d_column(n, e, lane);
+                      // D's element e, PTX's (row, column) = (g + 8 (e / 2), 2 t + e % 2),
+                      // = sum over k of A(row, k) B(k, column): A's row r is held by lanes
+                      // (r % 8) 4 + t in elements r / 8 + 2 h, for k = t + 4 h; B's column c
+                      // by lanes 4 c + t in element h, for the same k. Stored at the
+                      // channels wgrad_d_row and wgrad_d_column give.
+                      const int row = lane / 4 + 8 * (e / 2), column = 2 * (lane % 4) + e % 2;
+                      double& sum = d[wgrad_d_row(m, e, lane) * kWgradTile +
+                                      wgrad_d_column(n, e, lane)];
                       for (int h = 0; h < 2; ++h)
                         for (int t = 0; t < 4; ++t) {
-                          const int a_lane = (row % 8) * 4 + t, b_lane = (column % 8) * 4 + t;
+                          const int a_lane = (row % 8) * 4 + t, b_lane = column * 4 + t;
                           const double av = tile[wgrad_a_float(rows, wgrad_box_rows(s),
                                                                s.dilation_h, row_taps, tap,
                                                                wgrad_shift(s, j), kk, m,
-                                                               row % 16 / 8 + 2 * h, a_lane)];
+                                                               row / 8 + 2 * h, a_lane)];
                           const double bv = tile[wgrad_b_float(kk, n, h, b_lane)];
-                          d[row * kWgradTile + column] += av * bv;
+                          sum += av * bv;
                         }
                     }
           }
@@ -384,4 +389,21 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
         }
       }
   return 0;
+}
+
+// The shared floats tf32_weight_gradient's lanes read (wgrad_a_float, wgrad_b_float) for one
+// warp and one step kk of a stage: a[m][e][lane] (4 x 4 x 32) and b[n][e][lane] (8 x 2 x 32),
+// for the bank test in tests/test_host_kernels.py.
+extern "C" void gemmconv_wgrad_fragment_floats(int rows, int box_rows, int dilation_h,
+                                               int row_taps, int tap, int shift, int kk, int* a,
+                                               int* b) {
+  using namespace gemmconv;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int m = 0; m < 4; ++m)
+      for (int e = 0; e < 4; ++e)
+        a[(m * 4 + e) * 32 + lane] =
+            wgrad_a_float(rows, box_rows, dilation_h, row_taps, tap, shift, kk, m, e, lane);
+    for (int n = 0; n < 8; ++n)
+      for (int e = 0; e < 2; ++e) b[(n * 2 + e) * 32 + lane] = wgrad_b_float(kk, n, e, lane);
+  }
 }
