@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 70's device calls. No GPU ran after session 69's `_cuda._launch` refactor (every
-# kernel launch goes through it), so A runs every CUDA test file first, then as much of the
-# float32 training table (NCHW and channels_last) as the call's 600 s leave.
-#   A: every CUDA test file (run-s35.sh P); ncu on tf32_weight_gradient (2d-1024: what
-#      bounds it at 118 TFLOP/s, where its LDS and HMMA counts allow several times that);
-#      then the float32 training table, layouts, as far as time allows.
+# kernel launch goes through it), and tf32_weight_gradient changed this session, so A runs
+# every CUDA test file, then as much more as the call's 600 s leave.
+#   A: tf32_weight_gradient timed by build (about 60 s); every CUDA test file (run-s35.sh
+#      P); ncu on the kernel (2d-1024: what bounds it at 118 TFLOP/s, where its load and
+#      mma.sync counts allow several times that); the float32 training table, layouts.
 #   G: the other three tables (bfloat16 training, the two forwards), layouts.
 source benches/run-lib.sh "$1"
 # ncu on tf32_weight_gradient's third launch of benches/wgrad_ncu.py: wgrad_ncu CASE
@@ -15,12 +15,21 @@ wgrad_ncu() {
     --launch-skip 2 --launch-count 1 python3 benches/wgrad_ncu.py $1 > $O/ncu-$1.log 2>&1
   grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate|Pipe|Occupancy|Warp Cycles" $O/ncu-$1.log | head -60
 }
+# tf32_weight_gradient alone on the cases its form takes, by build: session 69's (scratch/
+# base), the output gradient rounded once in shared memory (scratch/round), and the tree's
+# (also A's pairs by float2). Carry scratch.
+wgrad_builds() {
+  for code in scratch/base scratch/round .; do for c in 2d-1024 2d-3x7-512; do
+    echo "$code $(PYTHONPATH=$code timeout 60 python3 benches/wgrad_ncu.py $c 2>&1 | tail -1)"
+  done; done | tee $O/wgrad-builds.log
+}
 left() { echo $(( ${1:-570} - SECONDS )); }   # seconds left of the call's budget
 case "$1" in
 A) gpu
   node
+  wgrad_builds
   all_tests; cat $O/P.txt | tail -25
-  wgrad_ncu 2d-1024
+  [ $(left) -gt 100 ] && wgrad_ncu 2d-1024
   [ $(left) -gt 90 ] && TB=$(left) table train-f32-layouts --layouts --backward ;;
 G) gpu
   node

@@ -1,7 +1,8 @@
 """col2im.cu's tf32_weight_gradient on one bench case, float32 channels_last, launched three
 times through gemmconv's own path (fused.rows_weight_gradient), for ncu to profile the last:
 ``PYTHONPATH=. ncu -k regex:tf32_weight_gradient --launch-skip 2 --launch-count 1 python3
-benches/wgrad_ncu.py [CASE]`` (default 2d-1024). Prints the form and one CUDA-event time."""
+benches/wgrad_ncu.py [CASE]`` (default 2d-1024). Prints the form, the median time and a
+checksum of the result (equal across builds whose sums run in the same order)."""
 import sys
 
 import torch
@@ -15,11 +16,13 @@ gen = torch.Generator("cuda").manual_seed(0)
 x = torch.randn(case.batch, *case.size, case.in_channels, device="cuda", generator=gen)
 grad = torch.randn(case.batch, *case.output_size, case.out_channels, device="cuda", generator=gen)
 g = Geometry(case.kernel_size, (1, 1), case.padding, case.dilation)
-start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-for _ in range(3):
+events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(10)]
+for start, end in events:
     start.record()
-    fused.rows_weight_gradient(x, grad, g)
+    out = fused.rows_weight_gradient(x, grad, g)
     end.record()
 torch.cuda.synchronize()
+times = sorted(start.elapsed_time(end) for start, end in events)
 print(case.name, "form", _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation),
-      f"{start.elapsed_time(end):.3f} ms")
+      f"median {times[5]:.3f} ms (least {times[0]:.3f}), sum {out.double().sum().item():.6e}")
