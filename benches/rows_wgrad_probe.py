@@ -33,7 +33,8 @@ def edges(gen) -> None:
         xr, gr = rows(channels_last(x)), rows(channels_last(grad))
         first, again = (fused.rows_weight_gradient(xr, gr, g) for _ in range(2))
         torch.cuda.synchronize()
-        print(f"{case.name}: form {_cuda.rows_weight_gradient_form(kernel, dilation)}, error "
+        form = _cuda.rows_weight_gradient_form(kernel, dilation, case.out_channels)
+        print(f"{case.name}: form {form}, error "
               f"{error(first, want):.1e}, bitwise again {bool(torch.equal(first, again))}",
               flush=True)
 
@@ -77,7 +78,8 @@ def timed(gen) -> None:
         del want
         ms = timers(torch.device("cuda"), calls, 15)
         print(f"{case.name} float32 channels_last, form "
-              f"{_cuda.rows_weight_gradient_form(kernel, dilation)}:", flush=True)
+              f"{_cuda.rows_weight_gradient_form(kernel, dilation, case.out_channels)}:",
+              flush=True)
         for name in calls:
             e = f"  error {errors[name]:.1e}" if name in errors else ""
             ref = "torch wgrad" if "wgrad" in name or "probe" in name else "torch step"

@@ -24,5 +24,6 @@ for start, end in events:
     end.record()
 torch.cuda.synchronize()
 times = sorted(start.elapsed_time(end) for start, end in events)
-print(case.name, "form", _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation),
+print(case.name, "form", _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
+                                               case.out_channels),
       f"median {times[5]:.3f} ms (least {times[0]:.3f}), sum {out.double().sum().item():.6e}")

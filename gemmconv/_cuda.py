@@ -783,7 +783,10 @@ def cublas_lt_handle(device_index: int) -> ctypes.c_void_p:
 
 # The float32 channels_last weight gradient on mma.sync (col2im.cu's tf32_weight_gradient,
 # fused.float32_weight_form's "mma" form). Its constants, as col2im.cu's kWgrad*.
-WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH, WGRAD_MAX_WARPS = 32, 64, 72, 9
+WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH, WGRAD_MAX_WARPS = 32, 64, 72, 10
+# Taps (row taps x W taps) a block at most, and the warps the grid counts an SM to hold: the
+# forms session 69 measured (9 warps at 168 registers: one block an SM).
+WGRAD_TAPS = 9
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 # Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
 # summed in a fixed order, then give the same bits on any of them, and their memory is
@@ -792,26 +795,31 @@ WGRAD_SMS = 132
 
 
 def _wgrad_shared(kernel: tuple, dilation: tuple, form: tuple) -> int:
-    taps, rows, stages = form
+    taps, rows, stages, out_tiles = form
     box_rows = WGRAD_STRIP + (kernel[1] - 1) * dilation[1]
     boxes = rows + (taps - 1) * dilation[0]
-    return stages * (rows * WGRAD_STRIP + boxes * box_rows) * WGRAD_PITCH * 4
+    return stages * (out_tiles * rows * WGRAD_STRIP + boxes * box_rows) * WGRAD_PITCH * 4
 
 
-def rows_weight_gradient_form(kernel: tuple, dilation: tuple) -> tuple | None:
-    """(row taps a block, output rows a stage, ring depth) of tf32_weight_gradient for a 2-D
-    kernel, or None where none fits: a warp a tap, at most WGRAD_MAX_WARPS a block. The forms
+def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
+                              out_channels: int) -> tuple | None:
+    """(row taps a block, output rows a stage, ring depth, tiles of 64 output channels a
+    block) of tf32_weight_gradient for a 2-D kernel, or None where none fits: a warp a tap and
+    output tile, at most WGRAD_TAPS taps and WGRAD_MAX_WARPS warps a block. The forms
     measured fastest (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row
     taps and stages of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in
     blocks of one row tap and stages of 2 rows, against 3.63 of 1), fewer rows where those
-    do not fit shared memory."""
+    do not fit shared memory. Blocks of one row tap take two output tiles where the warps
+    allow, so that each box serves both (2d-64to128: 3x5, 128 output channels)."""
     kh, kw = kernel
-    if kw > WGRAD_MAX_WARPS:
+    if kw > WGRAD_TAPS:
         return None
-    taps = min(kh, 3, WGRAD_MAX_WARPS // kw)
+    taps = min(kh, 3, WGRAD_TAPS // kw)
+    out_tiles = 2 if taps == 1 and out_channels % (2 * WGRAD_TILE) == 0 and \
+        2 * kw <= WGRAD_MAX_WARPS else 1
     for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
-        if _wgrad_shared(kernel, dilation, (taps, rows, stages)) <= SHARED_LIMIT:
-            return taps, rows, stages
+        if _wgrad_shared(kernel, dilation, (taps, rows, stages, out_tiles)) <= SHARED_LIMIT:
+            return taps, rows, stages, out_tiles
     return None
 
 
@@ -820,11 +828,12 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
     """tf32_weight_gradient's grid: (blocks along the stages, blocks of row taps, tiles of
     channels), as many blocks as WGRAD_SMS SMs hold (by its warps and shared memory), at
     most one a stage. :func:`rows_weight_gradient` stores the first's partial sums."""
-    taps, rows, stages = form = rows_weight_gradient_form(g.kernel_size, g.dilation)
+    form = rows_weight_gradient_form(g.kernel_size, g.dilation, c_out)
+    taps, rows, _, out_tiles = form
     kh, kw = g.kernel_size
-    per_sm = max(1, min(WGRAD_MAX_WARPS // (taps * kw),
+    per_sm = max(1, min(WGRAD_TAPS // (taps * kw * out_tiles),
                         SHARED_LIMIT // _wgrad_shared(g.kernel_size, g.dilation, form)))
-    channel_tiles = (c_in // WGRAD_TILE) * (c_out // WGRAD_TILE)
+    channel_tiles = (c_in // WGRAD_TILE) * (c_out // (WGRAD_TILE * out_tiles))
     stages = batch * -(-image[0] // rows) * -(-image[1] // WGRAD_STRIP)
     along = max(1, min(stages, WGRAD_SMS * per_sm // (-(-kh // taps) * channel_tiles)))
     return along, -(-kh // taps), channel_tiles
@@ -832,7 +841,7 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
 
 @functools.cache
 def _wgrad_kernel(device_index: int, form: tuple) -> dict:
-    kernels = _compile(device_index, {"wgrad": "gemmconv::tf32_weight_gradient<{}, {}, {}>"
+    kernels = _compile(device_index, {"wgrad": "gemmconv::tf32_weight_gradient<{}, {}, {}, {}>"
                                       .format(*form)})
     # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB
     _launch_status(driver().cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))
@@ -847,14 +856,14 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
     Each block's partial sums, then their sum over blocks in a fixed order."""
     n, height, width, c_in = x.shape
     _, out_h, out_w, c_out = grad.shape
-    form = rows_weight_gradient_form(g.kernel_size, g.dilation)
-    if form is None or c_in % WGRAD_TILE or c_out % WGRAD_TILE or g.nd != 2:
+    form = None if g.nd != 2 else rows_weight_gradient_form(g.kernel_size, g.dilation, c_out)
+    if form is None or c_in % WGRAD_TILE or c_out % WGRAD_TILE:
         raise ValueError(f"rows_weight_gradient takes 2-D kernels of at most "
-                         f"{WGRAD_MAX_WARPS} columns that fit shared memory, channels in "
+                         f"{WGRAD_TAPS} columns that fit shared memory, channels in "
                          f"multiples of {WGRAD_TILE}: got {g.kernel_size}, {c_in} -> {c_out}")
     if max(n * height * width, n * out_h * out_w) >= 2**31:   # (RowsWgrad's ints)
         raise ValueError("rows_weight_gradient: 2^31 positions or more")
-    taps, _, _ = form
+    taps, _, _, out_tiles = form
     kh, kw = g.kernel_size
     shared = _wgrad_shared(g.kernel_size, g.dilation, form)
     grid = rows_weight_gradient_grid(n, (out_h, out_w), c_in, c_out, g)
@@ -863,6 +872,6 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
                                 *g.padding, *g.dilation)
     with on_device(x.device):
         kernel = _wgrad_kernel(x.device.index, form)["wgrad"]
-    _launch(kernel, x.device, grid, 32 * taps * kw, shared, (ctypes.addressof(shape),),
+    _launch(kernel, x.device, grid, 32 * taps * kw * out_tiles, shared, (ctypes.addressof(shape),),
             [x.data_ptr(), grad.data_ptr(), partial.data_ptr()])
     return partial.sum(0).permute(2, 3, 0, 1).contiguous()

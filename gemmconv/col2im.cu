@@ -965,8 +965,9 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 // on 2d-1024). mma.sync takes its operands from registers, each loaded from any shared
 // address, so every W tap reads one box of input positions at a shifted row.
 //
-// A block owns 64 input by 64 output channels, RowTaps rows of the kernel from
-// blockIdx.y * RowTaps on, and every W tap: a warp a tap, its 64 x 64 partial sums in registers. It
+// A block owns 64 input by 64 OutTiles output channels, RowTaps rows of the kernel from
+// blockIdx.y * RowTaps on, and every W tap: a warp a tap and tile of 64 output channels, its
+// 64 x 64 partial sums in registers (two tiles a block: each box loaded once for both). It
 // walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
 // `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
 // its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
@@ -979,12 +980,12 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 constexpr int kWgradStrip = 32;              // positions a strip
 constexpr int kWgradTile = 64;               // channels a tile, either operand
 constexpr int kWgradPitch = kWgradTile + 8;  // floats a row in shared memory
-constexpr int kWgradMaxWarps = 9;            // taps (warps) a block at most
+constexpr int kWgradMaxWarps = 10;           // warps a block at most (168 registers each)
 
 // The call's shape: input (N, H, W, C_in), output gradient (N, H_out, W_out, C_out). Plain
 // ints (each size, and the stages, below 2^31: _cuda.rows_weight_gradient checks), 64-bit
-// offsets only into the tensors: 64-bit index math spilled more of the kernel's 168
-// registers (9 warps a block; 180-276 bytes still spill, benches/NOTES.md, session 69).
+// offsets only into the tensors: the kernel has 168 registers (9-10 warps a block), and
+// 64-bit index math spilled.
 struct RowsWgrad {
   int batch, height, width, c_in, out_h, out_w, c_out;
   int kernel_h, kernel_w, pad_h, pad_w, dilation_h, dilation_w;
@@ -1017,12 +1018,14 @@ GC_FN int wgrad_boxes(const RowsWgrad& s, int rows, int row_taps) {
   return rows + (row_taps - 1) * s.dilation_h;
 }
 
-// Floats of one stage in shared memory: the strips, then the boxes.
-GC_FN int wgrad_stage_floats(const RowsWgrad& s, int rows, int row_taps) {
-  return (rows * kWgradStrip + wgrad_boxes(s, rows, row_taps) * wgrad_box_rows(s)) * kWgradPitch;
+// Floats of one stage in shared memory: the strips of each output tile, then the boxes
+// from shared row `grad_rows` = out_tiles * rows * kWgradStrip on.
+GC_FN int wgrad_stage_floats(const RowsWgrad& s, int rows, int row_taps, int out_tiles) {
+  return (out_tiles * rows * kWgradStrip + wgrad_boxes(s, rows, row_taps) * wgrad_box_rows(s)) *
+         kWgradPitch;
 }
 
-// Where 16-byte chunk c of a stage's strips (c < rows * kWgradStrip * 16) or of its boxes
+// Where 16-byte chunk c of a stage's strips (c < out_tiles * rows * kWgradStrip * 16) or of its boxes
 // (c < wgrad_boxes * wgrad_box_rows * 16) lands (floats into the stage), and what it copies:
 // an element offset into the output gradient or the input, or -1 for zeros (off the image,
 // past the last stage).
@@ -1036,17 +1039,20 @@ GC_FN int wgrad_strip_float(int c) {
   return (c / kChunks) * kWgradPitch + c % kChunks * 4;
 }
 
-GC_FN WgradChunk wgrad_strip_chunk(const RowsWgrad& s, const WgradStage& st, int co0, int c) {
+GC_FN WgradChunk wgrad_strip_chunk(const RowsWgrad& s, const WgradStage& st, int rows, int co0,
+                                   int c) {
   constexpr int kChunks = kWgradTile / 4;
-  const int r = c / (kWgradStrip * kChunks), p = c / kChunks % kWgradStrip, k = c % kChunks;
+  const int o = c / (rows * kWgradStrip * kChunks), r = c / (kWgradStrip * kChunks) % rows;
+  const int p = c / kChunks % kWgradStrip, k = c % kChunks;
   const int y = st.y + r, x = st.x0 + p;
   const bool inside = st.live && y < s.out_h && x < s.out_w;
   return {wgrad_strip_float(c),
-          inside ? static_cast<index_t>((st.n * s.out_h + y) * s.out_w + x) * s.c_out + co0 + k * 4
+          inside ? static_cast<index_t>((st.n * s.out_h + y) * s.out_w + x) * s.c_out + co0 +
+                       o * kWgradTile + k * 4
                  : -1};
 }
 
-GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int rows,
+GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int grad_rows,
                                  int row_tap0, int row_taps, int ci0, int c) {
   constexpr int kChunks = kWgradTile / 4;
   const int box_rows = wgrad_box_rows(s);
@@ -1054,7 +1060,7 @@ GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int r
   const int h = st.y + s.pad_h - (row_tap0 + row_taps - 1) * s.dilation_h + b;
   const int w = st.x0 + s.pad_w - (s.kernel_w - 1) * s.dilation_w + r;
   const bool inside = st.live && h >= 0 && h < s.height && w >= 0 && w < s.width;
-  return {(rows * kWgradStrip + b * box_rows + r) * kWgradPitch + k * 4,
+  return {(grad_rows + b * box_rows + r) * kWgradPitch + k * 4,
           inside ? static_cast<index_t>((st.n * s.height + h) * s.width + w) * s.c_in + ci0 + k * 4
                  : -1};
 }
@@ -1069,23 +1075,23 @@ GC_FN int wgrad_in_channel(int m, int row) { return m * 16 + 2 * (row % 8) + row
 
 // The shared float (into the stage) of an mma.sync m16n8k8 operand's element e (0-3 of A,
 // 0-1 of B) held by `lane`, at the stage's positions kk.. (a multiple of 8) for warp
-// (row tap `tap` of the block's, W tap j). A is the input transposed (channels x
-// positions), m its tile of 16 channels; B the output gradient (positions x channels), n
-// its tile of 8. (PTX's fragment layouts: A's (row, column) = (g + 8 (e % 2), t + 4 (e / 2)),
+// (row tap `tap` of the block's, W tap j, output tile o). A is the input transposed
+// (channels x positions), m its tile of 16 channels; B the output gradient (positions x
+// channels), n its tile of 8. (PTX's fragment layouts: A's (row, column) = (g + 8 (e % 2), t + 4 (e / 2)),
 // B's (t + 4 e, g), g = lane / 4, t = lane % 4.) Plain ints, as the kernel holds them.
-GC_FN int wgrad_a_float(int rows, int box_rows, int dilation_h, int row_taps, int tap,
+GC_FN int wgrad_a_float(int grad_rows, int box_rows, int dilation_h, int row_taps, int tap,
                         int shift, int kk, int m, int e, int lane) {
   const int r = kk / kWgradStrip, p = kk % kWgradStrip + lane % 4 + 4 * (e / 2);
   const int box = r + (row_taps - 1 - tap) * dilation_h;
-  return (rows * kWgradStrip + box * box_rows + p + shift) * kWgradPitch +
+  return (grad_rows + box * box_rows + p + shift) * kWgradPitch +
          wgrad_in_channel(m, lane / 4 + 8 * (e % 2));
 }
 
 // The row of a W tap's box that its first position reads: (k_w - 1 - j) d_w.
 GC_FN int wgrad_shift(const RowsWgrad& s, int j) { return (s.kernel_w - 1 - j) * s.dilation_w; }
 
-GC_FN int wgrad_b_float(int kk, int n, int e, int lane) {
-  return (kk + lane % 4 + 4 * e) * kWgradPitch + n * 8 + lane / 4;
+GC_FN int wgrad_b_float(int rows, int o, int kk, int n, int e, int lane) {
+  return (o * rows * kWgradStrip + kk + lane % 4 + 4 * e) * kWgradPitch + n * 8 + lane / 4;
 }
 
 // The (input channel, output channel) within the block's tiles of accumulator element e
@@ -1216,17 +1222,18 @@ __global__ void im2col_interleaved_fixed(const Interleaved<ND> x, const T* __res
   im2col_interleaved_all<P, R, T, I>(taps, x, image, columns);
 }
 
-// The weight gradient described above wgrad_stage: RowTaps rows of the kernel a block, Rows
-// output rows a stage, a ring of Stages. Launch: blockDim.x = 32 k_w RowTaps (at most
-// kWgradMaxWarps warps), gridDim = (blocks, ceil(k_h / RowTaps), C_in / 64 * C_out / 64),
-// wgrad_stage_floats * Stages * 4 bytes of dynamic shared memory.
 __device__ inline float round_tf32(float v) {  // to nearest, ties away (cvt.rna)
   unsigned r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
   return __uint_as_float(r);
 }
 
-template <int RowTaps, int Rows, int Stages>
+// The weight gradient described above wgrad_stage: RowTaps rows of the kernel and OutTiles
+// tiles of output channels a block, Rows output rows a stage, a ring of Stages. Launch:
+// blockDim.x = 32 k_w RowTaps OutTiles (at most kWgradMaxWarps warps), gridDim = (blocks,
+// ceil(k_h / RowTaps), C_in / 64 * C_out / (64 OutTiles)), wgrad_stage_floats * Stages * 4
+// bytes of dynamic shared memory.
+template <int RowTaps, int Rows, int Stages, int OutTiles>
 __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     tf32_weight_gradient(const RowsWgrad s, const float* __restrict__ x,
                          const float* __restrict__ grad, float* __restrict__ partial) {
@@ -1237,13 +1244,16 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
   asm("{\n.reg .u64 p;\ncvta.to.shared.u64 p, %1;\ncvt.u32.u64 %0, p;\n}\n"
       : "=r"(base) : "l"(wgrad_shared));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int tap = warp / s.kernel_w, j = warp % s.kernel_w;
-  const int row_tap0 = blockIdx.y * RowTaps, i = row_tap0 + tap;
-  const int co_tiles = s.c_out / kWgradTile;
-  const int ci0 = blockIdx.z / co_tiles * kWgradTile, co0 = blockIdx.z % co_tiles * kWgradTile;
+  const int o = warp / (RowTaps * s.kernel_w), tap = warp / s.kernel_w % RowTaps;
+  const int j = warp % s.kernel_w, row_tap0 = blockIdx.y * RowTaps, i = row_tap0 + tap;
+  const int co_blocks = s.c_out / (kWgradTile * OutTiles);
+  const int ci0 = blockIdx.z / co_blocks * kWgradTile;
+  const int co0 = blockIdx.z % co_blocks * kWgradTile * OutTiles;  // the block's first
   const int stages = wgrad_stages(s, Rows), first = blockIdx.x, step = gridDim.x;
   const int mine = first < stages ? (stages - first + step - 1) / step : 0;
-  const int stage_floats = wgrad_stage_floats(s, Rows, RowTaps);
+  constexpr int kGradRows = OutTiles * Rows * kWgradStrip;
+  constexpr int kGradChunks = kGradRows * (kWgradTile / 4);
+  const int stage_floats = wgrad_stage_floats(s, Rows, RowTaps, OutTiles);
   const int box_chunks = wgrad_boxes(s, Rows, RowTaps) * wgrad_box_rows(s) * (kWgradTile / 4);
   const int box_rows = wgrad_box_rows(s), shift = wgrad_shift(s, j);
 
@@ -1255,12 +1265,12 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     // (k past the last: a stage of zeros, no branch around the barrier's loads)
     const WgradStage st = wgrad_stage(s, Rows, first + k * step);
     const unsigned slot = base + static_cast<unsigned>(k % Stages) * stage_floats * 4;
-    for (int c = threadIdx.x; c < Rows * kWgradStrip * (kWgradTile / 4); c += blockDim.x) {
-      const WgradChunk ch = wgrad_strip_chunk(s, st, co0, c);
+    for (int c = threadIdx.x; c < kGradChunks; c += blockDim.x) {
+      const WgradChunk ch = wgrad_strip_chunk(s, st, Rows, co0, c);
       copy(slot + ch.shared * 4, grad, ch.source);
     }
     for (int c = threadIdx.x; c < box_chunks; c += blockDim.x) {
-      const WgradChunk ch = wgrad_box_chunk(s, st, Rows, row_tap0, RowTaps, ci0, c);
+      const WgradChunk ch = wgrad_box_chunk(s, st, kGradRows, row_tap0, RowTaps, ci0, c);
       copy(slot + ch.shared * 4, x, ch.source);
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -1281,7 +1291,7 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     // The output gradient rounded to TF32 once, each chunk by the thread that copied it
     // (its own copies are complete for it now), not by each of the warps that read it:
     // in the products' loop the rounding took as many instructions as the mma.syncs.
-    for (int c = threadIdx.x; c < Rows * kWgradStrip * (kWgradTile / 4); c += blockDim.x) {
+    for (int c = threadIdx.x; c < kGradChunks; c += blockDim.x) {
       float4* chunk = reinterpret_cast<float4*>(stage + wgrad_strip_float(c));
       const float4 v = *chunk;
       *chunk = make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
@@ -1300,12 +1310,13 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
       for (int m = 0; m < 4; ++m)
 #pragma unroll
         for (int e = 0; e < 4; e += 2)
-          pair(wgrad_a_float(Rows, box_rows, s.dilation_h, RowTaps, tap, shift, kk, m, e, lane),
+          pair(wgrad_a_float(kGradRows, box_rows, s.dilation_h, RowTaps, tap, shift, kk, m, e,
+                             lane),
                a[m][e], a[m][e + 1]);
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) b[n][e] = __float_as_uint(stage[wgrad_b_float(kk, n, e, lane)]);
+        for (int e = 0; e < 2; ++e) b[n][e] = __float_as_uint(stage[wgrad_b_float(Rows, o, kk, n, e, lane)]);
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll
@@ -1320,7 +1331,7 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
   }
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   if (i >= s.kernel_h) return;
-  float* out = partial + wgrad_partial(s, blockIdx.x, i, j, ci0, co0);
+  float* out = partial + wgrad_partial(s, blockIdx.x, i, j, ci0, co0 + o * kWgradTile);
 #pragma unroll
   for (int m = 0; m < 4; ++m)
 #pragma unroll

@@ -1336,7 +1336,8 @@ def float32_weight_form(a: ConvTransposeArgs, interleaved: bool) -> str:
     g = a.geometry
     if (g.nd == 2 and a.groups == 1 and a.in_channels % _cuda.WGRAD_TILE == 0
             and a.out_channels % _cuda.WGRAD_TILE == 0
-            and _cuda.rows_weight_gradient_form(g.kernel_size, g.dilation) is not None):
+            and _cuda.rows_weight_gradient_form(g.kernel_size, g.dilation,
+                                                a.out_channels) is not None):
         return "mma"
     products = math.prod(a.geometry.kernel_size) * a.in_channels * a.out_channels
     return "planar" if products >= CHANNELS_LAST_PLANAR_PRODUCTS else "rows"

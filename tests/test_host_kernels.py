@@ -8,6 +8,7 @@ gemmconv/columns.py over many geometries and all four dtypes.
 import contextlib
 import ctypes
 import dataclasses
+import itertools
 import math
 import os
 import shutil
@@ -46,8 +47,8 @@ def harness(tmp_path_factory):
     lib.gemmconv_reaching_taps.argtypes = [ctypes.c_longlong] * 4 + [fields]
     lib.gemmconv_host_interleaved.argtypes = lib.gemmconv_host.argtypes
     lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
-        [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3
-    lib.gemmconv_wgrad_fragment_floats.argtypes = [ctypes.c_int] * 7 + [ctypes.c_void_p] * 2
+        [ctypes.c_int] * 4 + [ctypes.c_void_p] * 3
+    lib.gemmconv_wgrad_fragment_floats.argtypes = [ctypes.c_int] * 9 + [ctypes.c_void_p] * 2
     lib.gemmconv_wgrad_fragment_floats.restype = None
     return lib
 
@@ -689,49 +690,54 @@ def test_host_im2col_interleaved_matches_torch(harness, case, dtype, wide, varia
 def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     """col2im.cu's tf32_weight_gradient, its decomposition run on the host through its own
     functions (blocks, stages, 16-byte chunks, each lane's mma.sync fragments, the partial
-    sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks and in blocks of
-    one row tap, with more blocks than stages: the partial sums' sum against float64's
-    weight gradient, and none of them left unwritten."""
+    sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks, in blocks of
+    one row tap with more blocks than stages, and in blocks of two output tiles where the
+    output channels allow: the partial sums' sum against float64's weight gradient, and
+    none of them left unwritten."""
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
     xr, gr = rows(x), rows(grad)
     shape = (ctypes.c_int * 13)(case.batch, *case.size, case.in_channels, *case.output_size,
                                 case.out_channels, *case.kernel_size, *case.padding,
                                 *case.dilation)
-    taps, rows_a_stage, _ = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation)
+    taps, rows_a_stage, _, out_tiles = _cuda.rows_weight_gradient_form(
+        case.kernel_size, case.dilation, case.out_channels)
     stages = case.batch * -(-case.output_size[0] // rows_a_stage) * \
         -(-case.output_size[1] // _cuda.WGRAD_STRIP)
-    for row_taps, grid in ((taps, 3), (1, stages + 2)):   # (blocks along the stages)
+    forms = [(taps, out_tiles, 3), (1, 1, stages + 2)]   # (row taps, output tiles, blocks)
+    if case.out_channels % 128 == 0:
+        forms.append((1, 2, 5))
+    for row_taps, tiles, grid in forms:
         partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
                              float("nan"), dtype=torch.float64)
-        assert harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, grid,
+        assert harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, tiles, grid,
                                                      xr.data_ptr(), gr.data_ptr(),
                                                      partial.data_ptr()) == 0
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
-        assert rel_error(got, want) < 1e-6, (row_taps, grid)
+        assert rel_error(got, want) < 1e-6, (row_taps, tiles, grid)
 
 
 @pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)
 def test_rows_weight_gradient_fragment_loads_are_free_of_bank_conflicts(harness, case):
     """tf32_weight_gradient's fragment loads from shared memory, as wgrad_a_float and
-    wgrad_b_float place them, for every warp (row tap, W tap's shift) and step of the form
-    _cuda picks: each lane's pair of A (elements e, e + 1, one float2 load) adjacent and
-    8-byte aligned, each half-warp's 16 words of A on distinct pairs of the 32 banks (one
-    8-byte access phase), and each B load's 32 floats on distinct banks."""
-    taps, rows, _ = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation)
+    wgrad_b_float place them, for every warp (row tap, W tap's shift, output tile) and step
+    of the form _cuda picks: each lane's pair of A (elements e, e + 1, one float2 load)
+    adjacent and 8-byte aligned, each half-warp's 16 words of A on distinct pairs of the 32
+    banks (one 8-byte access phase), and each B load's 32 floats on distinct banks."""
+    taps, rows, _, out_tiles = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
+                                                               case.out_channels)
     box_rows = _cuda.WGRAD_STRIP + (case.kernel_size[1] - 1) * case.dilation[1]
     a, b = torch.empty(4, 4, 32, dtype=torch.int32), torch.empty(8, 2, 32, dtype=torch.int32)
-    for tap in range(taps):
-        for j in range(case.kernel_size[1]):
-            shift = (case.kernel_size[1] - 1 - j) * case.dilation[1]
-            for kk in range(0, rows * _cuda.WGRAD_STRIP, 8):
-                harness.gemmconv_wgrad_fragment_floats(rows, box_rows, case.dilation[0], taps,
-                                                       tap, shift, kk, a.data_ptr(), b.data_ptr())
-                assert torch.equal(a[:, 1::2], a[:, 0::2] + 1), (tap, shift, kk)
-                assert (a[:, 0::2] % 2 == 0).all(), (tap, shift, kk)
-                words = a[:, 0::2].reshape(-1, 2, 16) // 2 % 16   # (loads, half-warps, lanes)
-                assert all(len(set(h.tolist())) == 16 for h in words.reshape(-1, 16)), \
-                    (tap, shift, kk)
-                banks = b.reshape(-1, 32) % 32
-                assert all(len(set(load.tolist())) == 32 for load in banks), (tap, shift, kk)
+    for tap, j, o in itertools.product(range(taps), range(case.kernel_size[1]), range(out_tiles)):
+        shift = (case.kernel_size[1] - 1 - j) * case.dilation[1]
+        for kk in range(0, rows * _cuda.WGRAD_STRIP, 8):
+            harness.gemmconv_wgrad_fragment_floats(rows, out_tiles, box_rows, case.dilation[0],
+                                                   taps, tap, shift, o, kk, a.data_ptr(),
+                                                   b.data_ptr())
+            assert torch.equal(a[:, 1::2], a[:, 0::2] + 1), (tap, shift, o, kk)
+            assert (a[:, 0::2] % 2 == 0).all(), (tap, shift, o, kk)
+            words = a[:, 0::2].reshape(-1, 16) // 2 % 16   # (a load's half-warps, lanes)
+            assert all(len(set(h.tolist())) == 16 for h in words), (tap, shift, o, kk)
+            banks = b.reshape(-1, 32) % 32
+            assert all(len(set(load.tolist())) == 32 for load in banks), (tap, shift, o, kk)

@@ -43,12 +43,14 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form).
-template __global__ void tf32_weight_gradient<3, 4, 2>(const RowsWgrad, const float*,
-                                                        const float*, float*);
-template __global__ void tf32_weight_gradient<2, 2, 3>(const RowsWgrad, const float*,
-                                                        const float*, float*);
-template __global__ void tf32_weight_gradient<1, 2, 3>(const RowsWgrad, const float*,
-                                                        const float*, float*);
+template __global__ void tf32_weight_gradient<3, 4, 2, 1>(const RowsWgrad, const float*,
+                                                           const float*, float*);
+template __global__ void tf32_weight_gradient<2, 2, 3, 1>(const RowsWgrad, const float*,
+                                                           const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 1>(const RowsWgrad, const float*,
+                                                           const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 2>(const RowsWgrad, const float*,
+                                                           const float*, float*);
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
 template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 1, false, 3, 3, 1, 1, 1, 1>(
@@ -313,40 +315,45 @@ extern "C" int gemmconv_reaching_taps(long long kernel, long long stride, long l
 }
 
 // tf32_weight_gradient's decomposition on the host, in double, through the kernel's own
-// functions: for every block (blocks x ceil(k_h / row_taps) x channel tiles) its stages in
+// functions: for every block (blocks x ceil(k_h / row_taps) x channel tiles of 64 input by
+// 64 out_tiles output channels) its stages in
 // its order, each stage's shared tiles as its 16-byte chunks fill them (zeros for source
 // -1), each warp's mma.sync fragments read by lane and element as wgrad_a_float and
 // wgrad_b_float say, and its sums stored where wgrad_d_row, wgrad_d_column and
 // wgrad_partial say. `partial`: (blocks, k_h, k_w, C_in, C_out); shape: RowsWgrad's 13
 // fields. Returns 0.
 extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int rows,
-                                             int blocks, const float* x, const float* grad,
-                                             double* partial) {
+                                             int out_tiles, int blocks, const float* x,
+                                             const float* grad, double* partial) {
   using namespace gemmconv;
   RowsWgrad s;
   std::memcpy(&s, shape, sizeof s);
-  const int floats = wgrad_stage_floats(s, rows, row_taps);
+  const int floats = wgrad_stage_floats(s, rows, row_taps, out_tiles);
+  const int grad_rows = out_tiles * rows * kWgradStrip, warps = out_tiles * row_taps * s.kernel_w;
   const int box_chunks = wgrad_boxes(s, rows, row_taps) * wgrad_box_rows(s) * (kWgradTile / 4);
   std::vector<double> tile(floats);
   const int stages = wgrad_stages(s, rows);
-  for (int z = 0; z < s.c_in / kWgradTile * (s.c_out / kWgradTile); ++z)
+  const int co_blocks = s.c_out / (kWgradTile * out_tiles);
+  // A warp's tile, row tap and W tap, as the kernel splits them.
+  auto warp_o = [&](int w) { return w / (row_taps * s.kernel_w); };
+  auto warp_tap = [&](int w) { return w / s.kernel_w % row_taps; };
+  for (int z = 0; z < s.c_in / kWgradTile * co_blocks; ++z)
     for (int y = 0; y * row_taps < s.kernel_h; ++y)
       for (int block = 0; block < blocks; ++block) {
-        const int ci0 = z / (s.c_out / kWgradTile) * kWgradTile;
-        const int co0 = z % (s.c_out / kWgradTile) * kWgradTile;
-        std::vector<double> sums(row_taps * s.kernel_w * kWgradTile * kWgradTile, 0.0);
+        const int ci0 = z / co_blocks * kWgradTile, co0 = z % co_blocks * kWgradTile * out_tiles;
+        std::vector<double> sums(warps * kWgradTile * kWgradTile, 0.0);
         for (int q = block; q < stages; q += blocks) {
           const WgradStage st = wgrad_stage(s, rows, q);
           std::fill(tile.begin(), tile.end(), std::nan(""));   // (the rows' padding stays NaN)
           auto fill = [&](WgradChunk ch, const float* from) {
             for (int v = 0; v < 4; ++v) tile[ch.shared + v] = ch.source < 0 ? 0.0 : from[ch.source + v];
           };
-          for (int c = 0; c < rows * kWgradStrip * (kWgradTile / 4); ++c)
-            fill(wgrad_strip_chunk(s, st, co0, c), grad);
+          for (int c = 0; c < grad_rows * (kWgradTile / 4); ++c)
+            fill(wgrad_strip_chunk(s, st, rows, co0, c), grad);
           for (int c = 0; c < box_chunks; ++c)
-            fill(wgrad_box_chunk(s, st, rows, y * row_taps, row_taps, ci0, c), x);
-          for (int warp = 0; warp < row_taps * s.kernel_w; ++warp) {
-            const int tap = warp / s.kernel_w, j = warp % s.kernel_w;
+            fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, c), x);
+          for (int warp = 0; warp < warps; ++warp) {
+            const int o = warp_o(warp), tap = warp_tap(warp), j = warp % s.kernel_w;
             if (y * row_taps + tap >= s.kernel_h) continue;
             double* d = &sums[warp * kWgradTile * kWgradTile];
             for (int kk = 0; kk < rows * kWgradStrip; kk += 8)
@@ -365,25 +372,26 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                       for (int h = 0; h < 2; ++h)
                         for (int t = 0; t < 4; ++t) {
                           const int a_lane = (row % 8) * 4 + t, b_lane = column * 4 + t;
-                          const double av = tile[wgrad_a_float(rows, wgrad_box_rows(s),
+                          const double av = tile[wgrad_a_float(grad_rows, wgrad_box_rows(s),
                                                                s.dilation_h, row_taps, tap,
                                                                wgrad_shift(s, j), kk, m,
                                                                row / 8 + 2 * h, a_lane)];
-                          const double bv = tile[wgrad_b_float(kk, n, h, b_lane)];
+                          const double bv = tile[wgrad_b_float(rows, o, kk, n, h, b_lane)];
                           sum += av * bv;
                         }
                     }
           }
         }
-        for (int warp = 0; warp < row_taps * s.kernel_w; ++warp) {
-          const int tap = warp / s.kernel_w, j = warp % s.kernel_w, i = y * row_taps + tap;
+        for (int warp = 0; warp < warps; ++warp) {
+          const int j = warp % s.kernel_w, i = y * row_taps + warp_tap(warp);
           if (i >= s.kernel_h) continue;
           for (int lane = 0; lane < 32; ++lane)
             for (int m = 0; m < 4; ++m)
               for (int n = 0; n < 8; ++n)
                 for (int e = 0; e < 4; ++e) {
                   const int row = wgrad_d_row(m, e, lane), column = wgrad_d_column(n, e, lane);
-                  partial[wgrad_partial(s, block, i, j, ci0 + row, co0 + column)] =
+                  partial[wgrad_partial(s, block, i, j, ci0 + row,
+                                        co0 + warp_o(warp) * kWgradTile + column)] =
                       sums[warp * kWgradTile * kWgradTile + row * kWgradTile + column];
                 }
         }
@@ -392,18 +400,20 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
 }
 
 // The shared floats tf32_weight_gradient's lanes read (wgrad_a_float, wgrad_b_float) for one
-// warp and one step kk of a stage: a[m][e][lane] (4 x 4 x 32) and b[n][e][lane] (8 x 2 x 32),
-// for the bank test in tests/test_host_kernels.py.
-extern "C" void gemmconv_wgrad_fragment_floats(int rows, int box_rows, int dilation_h,
-                                               int row_taps, int tap, int shift, int kk, int* a,
-                                               int* b) {
+// warp (row tap, shift, output tile o) and one step kk of a stage: a[m][e][lane] (4 x 4 x
+// 32) and b[n][e][lane] (8 x 2 x 32), for the bank test in tests/test_host_kernels.py.
+extern "C" void gemmconv_wgrad_fragment_floats(int rows, int out_tiles, int box_rows,
+                                               int dilation_h, int row_taps, int tap, int shift,
+                                               int o, int kk, int* a, int* b) {
   using namespace gemmconv;
   for (int lane = 0; lane < 32; ++lane) {
     for (int m = 0; m < 4; ++m)
       for (int e = 0; e < 4; ++e)
         a[(m * 4 + e) * 32 + lane] =
-            wgrad_a_float(rows, box_rows, dilation_h, row_taps, tap, shift, kk, m, e, lane);
+            wgrad_a_float(out_tiles * rows * kWgradStrip, box_rows, dilation_h, row_taps, tap,
+                          shift, kk, m, e, lane);
     for (int n = 0; n < 8; ++n)
-      for (int e = 0; e < 2; ++e) b[(n * 2 + e) * 32 + lane] = wgrad_b_float(kk, n, e, lane);
+      for (int e = 0; e < 2; ++e)
+        b[(n * 2 + e) * 32 + lane] = wgrad_b_float(rows, o, kk, n, e, lane);
   }
 }
