@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Session 70's device calls. No GPU ran after session 69's `_cuda._launch` refactor (every
 # kernel launch goes through it), and tf32_weight_gradient changed this session, so A runs
-# every CUDA test file, then as much more as the call's 600 s leave.
-#   A: tf32_weight_gradient timed by build (about 60 s); every CUDA test file (run-s35.sh
-#      P); ncu on the kernel (2d-1024: what bounds it at 118 TFLOP/s, where its load and
-#      mma.sync counts allow several times that); the float32 training table, layouts.
+# every CUDA test file after two short timings.
+#   A: tf32_weight_gradient timed by build (about 90 s); 2d-64to128's float32 channels_last
+#      step with and without the fused backward (cl128_probe.py, about 60 s); every CUDA
+#      test file (run-s35.sh P, about 380 s).
+#   B: ncu on the kernel (2d-1024); the float32 training table, layouts.
 #   G: the other three tables (bfloat16 training, the two forwards), layouts.
 source benches/run-lib.sh "$1"
 # ncu on tf32_weight_gradient's third launch of benches/wgrad_ncu.py: wgrad_ncu CASE
@@ -19,7 +20,7 @@ wgrad_ncu() {
 # base), the output gradient rounded once in shared memory (scratch/round), and the tree's
 # (also A's pairs by float2). Carry scratch.
 wgrad_builds() {
-  for code in scratch/base scratch/round .; do for c in 2d-1024 2d-3x7-512; do
+  for code in scratch/base scratch/round .; do for c in 2d-1024 2d-3x7-512 2d-64to128; do
     echo "$code $(PYTHONPATH=$code timeout 60 python3 benches/wgrad_ncu.py $c 2>&1 | tail -1)"
   done; done | tee $O/wgrad-builds.log
 }
@@ -28,8 +29,11 @@ case "$1" in
 A) gpu
   node
   wgrad_builds
-  all_tests; cat $O/P.txt | tail -25
-  [ $(left) -gt 100 ] && wgrad_ncu 2d-1024
+  probe 90 cl128 cl128_probe.py; probe 90 cl128-rows512 cl128_probe.py --rows 512
+  all_tests; cat $O/P.txt | tail -25 ;;
+B) gpu
+  node
+  wgrad_ncu 2d-1024
   [ $(left) -gt 90 ] && TB=$(left) table train-f32-layouts --layouts --backward ;;
 G) gpu
   node
