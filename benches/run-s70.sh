@@ -41,3 +41,16 @@ G) gpu
   TB=150 table fwd-bf16-layouts --layouts --dtype bfloat16
   [ $(left) -gt 60 ] && TB=$(left) table fwd-f32-layouts --layouts ;;
 esac
+# C: after A ran out of time inside run-s35.sh P (test_cuda, _channels_last and the
+#    depthwise bfloat16 tests passed there): test_cuda_fused, _graphs, _replay and _reuse
+#    in twelve processes of node ids listed in scratch/shards (carried; made here by
+#    `pytest --co`), each cut at $TC seconds; counts into $O/counts.txt, logs in one tar.
+case "$1" in C) gpu
+  for f in scratch/shards/*; do
+    timeout ${TC:-260} python3 -m pytest -v -m cuda -p no:cacheprovider $(cat $f) > /tmp/$(basename $f).log 2>&1 &
+  done
+  wait
+  cat /tmp/fused*.log /tmp/graphs*.log /tmp/reuse*.log > /tmp/all.txt
+  { count /tmp/all.txt; for f in /tmp/fused*.log /tmp/graphs*.log /tmp/reuse*.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
+  tar -czf $O/logs.tgz -C /tmp $(cd /tmp && ls fused*.log graphs*.log reuse*.log) ;;
+esac
