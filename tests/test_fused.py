@@ -1174,7 +1174,15 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         wide = _meta(64, 64, 128, 256), _meta(64, 128, 3, 5)
         aw = conv_transpose_args("conv_transpose2d", 2, *wide, None, 1, 0, 0, 1, 1)
         assert fused.backward_unavailable(aw, *wide) is None
-        assert "channels_last float32 of 128" in fused.backward_unavailable(aw, *wide, interleaved=True)
+        # 128 output channels: fused where the weight gradient takes the mma form in blocks
+        # of two output tiles (2d-64to128's 3x5), not where it cannot (10 columns), nor over
+        # 128 channels
+        assert fused.backward_unavailable(aw, *wide, interleaved=True) is None
+        for c_out, kernel, limit in ((128, (3, 10), 64), (192, (3, 5), 128)):
+            other = _meta(64, 64, 128, 256), _meta(64, c_out, *kernel)
+            ao = conv_transpose_args("conv_transpose2d", 2, *other, None, 1, 0, 0, 1, 1)
+            assert f"channels_last float32 of {c_out} output channels (over {limit}:" in \
+                fused.backward_unavailable(ao, *other, interleaved=True), (c_out, kernel)
         assert fused.backward_unavailable(aw, *(t.to(torch.bfloat16) for t in wide), interleaved=True) is None
         cube = _meta(8, 64, 64, 64, 64, **bf16), _meta(64, 64, 3, 3, 3, **bf16)
         a3 = conv_transpose_args("conv_transpose3d", 3, *cube, None, 1, 0, 0, 1, 1)
@@ -1236,6 +1244,12 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
     weight = 64 * 64 * 9
     assert fused.backward_bytes(a, 4, interleaved=True, grad_rows=True) == \
         4 * weight * (blocks + 3) + 2 * weight * 4
+    # 2d-64to128's 3x5 of 128 output channels: one row tap a block, both output tiles
+    two = args((2, 64, 16, 32), (64, 128, 3, 5))
+    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 128) == (1, 2, 3, 2)
+    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 64) == (1, 2, 3, 1)
+    assert gemmconv._cuda.rows_weight_gradient_grid(2, (18, 36), 64, 128, two.geometry) == \
+        (2 * 9 * 2, 3, 1)
     assert fused.float32_weight_form(args((2, 96, 16, 32), (96, 64, 3, 3)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 16, 32), (64, 64, 3, 10)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 4, 8, 8), (64, 64, 3, 3, 3)), True) != "mma"
