@@ -42,15 +42,23 @@ G) gpu
   [ $(left) -gt 60 ] && TB=$(left) table fwd-f32-layouts --layouts ;;
 esac
 # C: after A ran out of time inside run-s35.sh P (test_cuda, _channels_last and the
-#    depthwise bfloat16 tests passed there): test_cuda_fused, _graphs, _replay and _reuse
-#    in twelve processes of node ids listed in scratch/shards (carried; made here by
-#    `pytest --co`), each cut at $TC seconds; counts into $O/counts.txt, logs in one tar.
+#    depthwise bfloat16 tests passed there; the rest did not come back): test_cuda_fused,
+#    _graphs, _replay and _reuse in twelve processes of node ids (`pytest --co`, dealt
+#    round-robin), each cut at $TC seconds; counts into $O/counts.txt, logs in one tar.
 case "$1" in C) gpu
-  for f in scratch/shards/*; do
-    timeout ${TC:-260} python3 -m pytest -v -m cuda -p no:cacheprovider $(cat $f) > /tmp/$(basename $f).log 2>&1 &
+  shard() {   # shard NAME PROCESSES FILES...: the files' node ids into /tmp/NAME0..
+    name=$1 n=$2; shift 2
+    python3 -m pytest --co -q -m cuda -p no:cacheprovider "$@" 2>/dev/null | grep "::" |
+      awk -v n=$n -v f=/tmp/$name '{print > (f (NR - 1) % n ".ids")}'
+  }
+  shard fused 6 tests/test_cuda_fused.py
+  shard graphs 4 tests/test_cuda_graphs.py tests/test_cuda_replay.py
+  shard reuse 2 tests/test_cuda_reuse.py
+  for f in /tmp/*.ids; do
+    timeout ${TC:-260} python3 -m pytest -v -m cuda -p no:cacheprovider $(cat $f) > ${f%.ids}.log 2>&1 &
   done
   wait
-  cat /tmp/fused*.log /tmp/graphs*.log /tmp/reuse*.log > /tmp/all.txt
-  { count /tmp/all.txt; for f in /tmp/fused*.log /tmp/graphs*.log /tmp/reuse*.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
-  tar -czf $O/logs.tgz -C /tmp $(cd /tmp && ls fused*.log graphs*.log reuse*.log) ;;
+  cd /tmp && cat fused*.log graphs*.log reuse*.log > all.txt
+  { count all.txt; for f in fused*.log graphs*.log reuse*.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
+  tar -czf $O/logs.tgz fused*.log graphs*.log reuse*.log ;;
 esac
