@@ -1025,8 +1025,9 @@ GC_FN int wgrad_stage_floats(const RowsWgrad& s, int rows, int row_taps, int out
          kWgradPitch;
 }
 
-// Where 16-byte chunk c of a stage's strips (c < out_tiles * rows * kWgradStrip * 16) or of its boxes
-// (c < wgrad_boxes * wgrad_box_rows * 16) lands (floats into the stage), and what it copies:
+// Where 16-byte chunk c of a stage's strips (c < out_tiles * rows * kWgradStrip * 16) or of
+// its boxes (c < wgrad_boxes * wgrad_box_rows * 16) lands (floats into the stage), and what
+// it copies:
 // an element offset into the output gradient or the input, or -1 for zeros (off the image,
 // past the last stage).
 struct WgradChunk {
@@ -1077,8 +1078,9 @@ GC_FN int wgrad_in_channel(int m, int row) { return m * 16 + 2 * (row % 8) + row
 // 0-1 of B) held by `lane`, at the stage's positions kk.. (a multiple of 8) for warp
 // (row tap `tap` of the block's, W tap j, output tile o). A is the input transposed
 // (channels x positions), m its tile of 16 channels; B the output gradient (positions x
-// channels), n its tile of 8. (PTX's fragment layouts: A's (row, column) = (g + 8 (e % 2), t + 4 (e / 2)),
-// B's (t + 4 e, g), g = lane / 4, t = lane % 4.) Plain ints, as the kernel holds them.
+// channels), n its tile of 8. (PTX's fragment layouts: A's (row, column) = (g + 8 (e % 2),
+// t + 4 (e / 2)), B's (t + 4 e, g), g = lane / 4, t = lane % 4.) Plain ints, as the kernel
+// holds them.
 GC_FN int wgrad_a_float(int grad_rows, int box_rows, int dilation_h, int row_taps, int tap,
                         int shift, int kk, int m, int e, int lane) {
   const int r = kk / kWgradStrip, p = kk % kWgradStrip + lane % 4 + 4 * (e / 2);
@@ -1096,7 +1098,9 @@ GC_FN int wgrad_b_float(int rows, int o, int kk, int n, int e, int lane) {
 
 // The (input channel, output channel) within the block's tiles of accumulator element e
 // (0-3) of tile (m, n) held by `lane`: PTX's (row g + 8 (e / 2), column 2 t + e % 2).
-GC_FN int wgrad_d_row(int m, int e, int lane) { return wgrad_in_channel(m, lane / 4 + 8 * (e / 2)); }
+GC_FN int wgrad_d_row(int m, int e, int lane) {
+  return wgrad_in_channel(m, lane / 4 + 8 * (e / 2));
+}
 GC_FN int wgrad_d_column(int n, int e, int lane) { return n * 8 + 2 * (lane % 4) + e % 2; }
 
 // The block's partial sums: (blocks, k_h, k_w, C_in, C_out), float32.
@@ -1316,7 +1320,8 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) b[n][e] = __float_as_uint(stage[wgrad_b_float(Rows, o, kk, n, e, lane)]);
+        for (int e = 0; e < 2; ++e)
+          b[n][e] = __float_as_uint(stage[wgrad_b_float(Rows, o, kk, n, e, lane)]);
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll
