@@ -841,8 +841,8 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
 
 @functools.cache
 def _wgrad_kernel(device_index: int, form: tuple) -> dict:
-    kernels = _compile(device_index, {"wgrad": "gemmconv::tf32_weight_gradient<{}, {}, {}, {}>"
-                                      .format(*form)})
+    name = "gemmconv::tf32_weight_gradient<{}, {}, {}, {}>".format(*form)
+    kernels = _compile(device_index, {"wgrad": name})
     # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB
     _launch_status(driver().cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))
     return kernels
@@ -872,6 +872,6 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
                                 *g.padding, *g.dilation)
     with on_device(x.device):
         kernel = _wgrad_kernel(x.device.index, form)["wgrad"]
-    _launch(kernel, x.device, grid, 32 * taps * kw * out_tiles, shared, (ctypes.addressof(shape),),
-            [x.data_ptr(), grad.data_ptr(), partial.data_ptr()])
+    _launch(kernel, x.device, grid, 32 * taps * kw * out_tiles, shared,
+            (ctypes.addressof(shape),), [x.data_ptr(), grad.data_ptr(), partial.data_ptr()])
     return partial.sum(0).permute(2, 3, 0, 1).contiguous()

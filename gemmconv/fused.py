@@ -540,12 +540,11 @@ SMALL_OUTPUT = 1 << 26
 SMALL_COLUMNS = 1 << 28   # the same for the 3-D backward, in column elements
 
 # The float32 fused backward of a channels_last call: above this many bytes of output
-# channels a position the column routes' backward ran faster (backward_unavailable); up to
-# the second where the weight gradient takes float32_weight_form's "mma" form, in blocks of
-# two output tiles (2d-64to128's step, H100, results/s70/A: 10.09 ms fused against 11.60
-# on the column routes, torch 9.87-9.90).
+# channels a position the column routes' backward ran faster (backward_unavailable), but
+# where the weight gradient takes float32_weight_form's "mma" form with all output channels
+# in one block (two tiles of 64: 2d-64to128's step, H100, results/s70/A: 10.09 ms fused
+# against 11.60 on the column routes, torch 9.87-9.90).
 CHANNELS_LAST_FLOAT32_ROWS = 256
-CHANNELS_LAST_FLOAT32_MMA_ROWS = 512
 # The dims of the calls whose float32 backward may take the fused kernels. Not 1-D: the
 # 1-D cases' training step on the column routes took 0.66-0.75 of its time on the fused
 # kernels (H100, results/s27/B/probe.log; their weight gradient reads copies of the output
@@ -1372,7 +1371,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     the cost model sends it (:func:`backward_preferred`), at stride 1, with output channels
     in whole 16-byte rows too (the output gradient's rows are the kernels' input); in
     float32, 2-D calls only, and on channels_last tensors only where the output channels'
-    rows take at most ``CHANNELS_LAST_FLOAT32_ROWS`` bytes (``CHANNELS_LAST_FLOAT32_MMA_ROWS``
+    rows take at most ``CHANNELS_LAST_FLOAT32_ROWS`` bytes (or one block's output tiles
     where the weight gradient takes :func:`takes_mma`'s form); where
     one sample's copies fit in ``limit`` bytes, if given (the workspace limit:
     :func:`backward` takes whole samples, the column routes split further)."""
@@ -1385,8 +1384,12 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
                 f"{SMALL_COLUMNS:,} column elements)")
     if x.dtype == torch.float32 and a.geometry.nd not in FLOAT32_BACKWARD_DIMS:
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
-    rows = CHANNELS_LAST_FLOAT32_MMA_ROWS if takes_mma(a, 4, True) else CHANNELS_LAST_FLOAT32_ROWS
-    if interleaved and x.dtype == torch.float32 and a.out_channels * 4 > rows:
+    channels = CHANNELS_LAST_FLOAT32_ROWS // 4
+    if takes_mma(a, 4, True):   # (its output tiles a block)
+        g = a.geometry
+        channels = max(channels, _cuda.WGRAD_TILE * _cuda.rows_weight_gradient_form(
+            g.kernel_size, g.dilation, a.out_channels)[3])
+    if interleaved and x.dtype == torch.float32 and a.out_channels > channels:
         # The five stride-1 2-D cases' channels_last training steps against the column
         # routes' (H200, results/s58/B): 10-31% faster at 32 and 64 output channels, 37%
         # slower at 128 (2d-64to128, its weight gradient on rows). With the planar form
@@ -1394,7 +1397,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
         # (results/s59/B), where its column routes' read 0.96x (results/s59/A); with the
         # mma form's two output tiles, 0.98x against 0.85x (H100, results/s70/A).
         return (f"channels_last float32 of {a.out_channels} output channels (over "
-                f"{rows // 4}: the column routes' backward is faster)")
+                f"{channels}: the column routes' backward is faster)")
     if any(s != 1 for s in a.geometry.stride):
         return "stride > 1"
     if a.out_channels * x.element_size() % 16:

@@ -1174,11 +1174,12 @@ def test_unavailable_names_what_keeps_a_call_off_the_fused_route():
         wide = _meta(64, 64, 128, 256), _meta(64, 128, 3, 5)
         aw = conv_transpose_args("conv_transpose2d", 2, *wide, None, 1, 0, 0, 1, 1)
         assert fused.backward_unavailable(aw, *wide) is None
-        # 128 output channels: fused where the weight gradient takes the mma form in blocks
-        # of two output tiles (2d-64to128's 3x5), not where it cannot (10 columns), nor over
-        # 128 channels
+        # 128 output channels: fused where the weight gradient takes the mma form with both
+        # output tiles in one block (2d-64to128's 3x5), not where it cannot (10 columns), nor
+        # where its blocks take one tile (3x3: three row taps), nor over 128 channels
         assert fused.backward_unavailable(aw, *wide, interleaved=True) is None
-        for c_out, kernel, limit in ((128, (3, 10), 64), (192, (3, 5), 128)):
+        for c_out, kernel, limit in ((128, (3, 10), 64), (128, (3, 3), 64), (192, (3, 5), 64),
+                                     (256, (3, 5), 128)):
             other = _meta(64, 64, 128, 256), _meta(64, c_out, *kernel)
             ao = conv_transpose_args("conv_transpose2d", 2, *other, None, 1, 0, 0, 1, 1)
             assert f"channels_last float32 of {c_out} output channels (over {limit}:" in \
