@@ -45,7 +45,10 @@ esac
 #    depthwise bfloat16 tests passed there; the rest did not come back): test_cuda_fused,
 #    _graphs, _replay and _reuse in twelve processes of node ids (`pytest --co`, dealt
 #    round-robin), each cut at $TC seconds; counts into $O/counts.txt, logs in one tar.
-case "$1" in C) gpu
+# N: next session's first call (about 540 s): C; mma.sync's own rate (mma_rate_probe.py,
+#    the weight-gradient kernel's ceiling); the float32 training rows of the three cases
+#    the mma weight gradient takes, both layouts; ncu on the kernel as time allows.
+rest_tests() {
   shard() {   # shard NAME PROCESSES FILES...: the files' node ids into /tmp/NAME0..
     name=$1 n=$2; shift 2
     python3 -m pytest --co -q -m cuda -p no:cacheprovider "$@" 2>/dev/null | grep "::" |
@@ -58,7 +61,17 @@ case "$1" in C) gpu
     timeout ${TC:-260} python3 -m pytest -v -m cuda -p no:cacheprovider $(cat $f) > ${f%.ids}.log 2>&1 &
   done
   wait
-  cd /tmp && cat fused*.log graphs*.log reuse*.log > all.txt
-  { count all.txt; for f in fused*.log graphs*.log reuse*.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
-  tar -czf $O/logs.tgz fused*.log graphs*.log reuse*.log ;;
+  (cd /tmp && cat fused*.log graphs*.log reuse*.log > all.txt
+   { count all.txt; for f in fused*.log graphs*.log reuse*.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
+   tar -czf $O/logs.tgz fused*.log graphs*.log reuse*.log)
+}
+case "$1" in
+C) gpu
+  rest_tests ;;
+N) gpu
+  node
+  rest_tests
+  probe 60 mma-rate mma_rate_probe.py
+  TB=170 table train-f32 --layouts --backward --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128
+  [ $(left) -gt 100 ] && wgrad_ncu 2d-1024 ;;
 esac
