@@ -1025,9 +1025,9 @@ GC_FN int wgrad_stage_floats(const RowsWgrad& s, int rows, int row_taps, int out
          kWgradPitch;
 }
 
-// Where 16-byte chunk c of a stage's strips (c < out_tiles * rows * kWgradStrip * 16) or of
-// its boxes (c < wgrad_boxes * wgrad_box_rows * 16) lands (floats into the stage), and what
-// it copies:
+// Where 16-byte chunk c of a stage's strips (c < out_tiles * rows * kWgradStrip * 16), or
+// chunk k of row r of its box b (b < wgrad_boxes, r < wgrad_box_rows, k < 16), lands
+// (floats into the stage), and what it copies:
 // an element offset into the output gradient or the input, or -1 for zeros (off the image,
 // past the last stage).
 struct WgradChunk {
@@ -1054,16 +1054,21 @@ GC_FN WgradChunk wgrad_strip_chunk(const RowsWgrad& s, const WgradStage& st, int
 }
 
 GC_FN WgradChunk wgrad_box_chunk(const RowsWgrad& s, const WgradStage& st, int grad_rows,
-                                 int row_tap0, int row_taps, int ci0, int c) {
-  constexpr int kChunks = kWgradTile / 4;
+                                 int row_tap0, int row_taps, int ci0, int b, int r, int k) {
   const int box_rows = wgrad_box_rows(s);
-  const int b = c / (box_rows * kChunks), r = c / kChunks % box_rows, k = c % kChunks;
   const int h = st.y + s.pad_h - (row_tap0 + row_taps - 1) * s.dilation_h + b;
   const int w = st.x0 + s.pad_w - (s.kernel_w - 1) * s.dilation_w + r;
   const bool inside = st.live && h >= 0 && h < s.height && w >= 0 && w < s.width;
   return {(grad_rows + b * box_rows + r) * kWgradPitch + k * 4,
           inside ? static_cast<index_t>((st.n * s.height + h) * s.width + w) * s.c_in + ci0 + k * 4
                  : -1};
+}
+
+// The next box row a thread copies, `step` rows on (its threads / 16: each copies chunk
+// threadIdx.x % 16 of rows threadIdx.x / 16, + step, ...), walked without dividing by the
+// run-time box_rows: the division per chunk took most of the loads' instructions.
+GC_FN void wgrad_next_box_row(int& b, int& r, int step, int box_rows) {
+  for (r += step; r >= box_rows; r -= box_rows) ++b;
 }
 
 // Which input channel of the block's 64 a row of A stands for. PTX's m16n8k8 layout gives a
@@ -1258,8 +1263,9 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
   constexpr int kGradRows = OutTiles * Rows * kWgradStrip;
   constexpr int kGradChunks = kGradRows * (kWgradTile / 4);
   const int stage_floats = wgrad_stage_floats(s, Rows, RowTaps, OutTiles);
-  const int box_chunks = wgrad_boxes(s, Rows, RowTaps) * wgrad_box_rows(s) * (kWgradTile / 4);
-  const int box_rows = wgrad_box_rows(s), shift = wgrad_shift(s, j);
+  const int boxes = wgrad_boxes(s, Rows, RowTaps), box_rows = wgrad_box_rows(s);
+  const int shift = wgrad_shift(s, j), row_step = blockDim.x / 16, chunk = threadIdx.x % 16;
+  const int first_b = threadIdx.x / 16 / box_rows, first_r = threadIdx.x / 16 % box_rows;
 
   auto copy = [](unsigned to, const float* from, index_t source) {  // zeros where source < 0
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to),
@@ -1273,8 +1279,8 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
       const WgradChunk ch = wgrad_strip_chunk(s, st, Rows, co0, c);
       copy(slot + ch.shared * 4, grad, ch.source);
     }
-    for (int c = threadIdx.x; c < box_chunks; c += blockDim.x) {
-      const WgradChunk ch = wgrad_box_chunk(s, st, kGradRows, row_tap0, RowTaps, ci0, c);
+    for (int b = first_b, r = first_r; b < boxes; wgrad_next_box_row(b, r, row_step, box_rows)) {
+      const WgradChunk ch = wgrad_box_chunk(s, st, kGradRows, row_tap0, RowTaps, ci0, b, r, chunk);
       copy(slot + ch.shared * 4, x, ch.source);
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -330,7 +330,7 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
   std::memcpy(&s, shape, sizeof s);
   const int floats = wgrad_stage_floats(s, rows, row_taps, out_tiles);
   const int grad_rows = out_tiles * rows * kWgradStrip, warps = out_tiles * row_taps * s.kernel_w;
-  const int box_chunks = wgrad_boxes(s, rows, row_taps) * wgrad_box_rows(s) * (kWgradTile / 4);
+  const int boxes = wgrad_boxes(s, rows, row_taps), box_rows = wgrad_box_rows(s);
   std::vector<double> tile(floats);
   const int stages = wgrad_stages(s, rows);
   const int co_blocks = s.c_out / (kWgradTile * out_tiles);
@@ -350,8 +350,10 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
           };
           for (int c = 0; c < grad_rows * (kWgradTile / 4); ++c)
             fill(wgrad_strip_chunk(s, st, rows, co0, c), grad);
-          for (int c = 0; c < box_chunks; ++c)
-            fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, c), x);
+          for (int t = 0; t < 32 * warps; ++t)   // each thread's box rows, as it walks them
+            for (int b = t / 16 / box_rows, r = t / 16 % box_rows; b < boxes;
+                 wgrad_next_box_row(b, r, 2 * warps, box_rows))
+              fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, b, r, t % 16), x);
           for (int warp = 0; warp < warps; ++warp) {
             const int o = warp_o(warp), tap = warp_tap(warp), j = warp % s.kernel_w;
             if (y * row_taps + tap >= s.kernel_h) continue;
