@@ -16,11 +16,14 @@ wgrad_ncu() {
     --launch-skip 2 --launch-count 1 python3 benches/wgrad_ncu.py $1 > $O/ncu-$1.log 2>&1
   grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate|Pipe|Occupancy|Warp Cycles" $O/ncu-$1.log | head -60
 }
-# tf32_weight_gradient alone on the cases its form takes, by build: session 69's (scratch/
-# base), the output gradient rounded once in shared memory (scratch/round), and the tree's
-# (also A's pairs by float2). Carry scratch.
+# tf32_weight_gradient alone on the cases its form takes, by build: $BUILDS (folders holding
+# a copy of the package, carried in scratch/; "." the tree's). In A: session 69's
+# (scratch/base), the output gradient rounded once in shared memory (scratch/round), and
+# the tree's (also A's pairs by float2). In N: before the division-free walk of the box
+# rows and the tree's; make the first here before the call (scratch/ is not tracked):
+# mkdir -p scratch/prewalk && git archive b095122^ gemmconv | tar -x -C scratch/prewalk
 wgrad_builds() {
-  for code in scratch/base scratch/round .; do for c in 2d-1024 2d-3x7-512 2d-64to128; do
+  for code in ${BUILDS:-scratch/base scratch/round .}; do for c in 2d-1024 2d-3x7-512 2d-64to128; do
     echo "$code $(PYTHONPATH=$code timeout 60 python3 benches/wgrad_ncu.py $c 2>&1 | tail -1)"
   done; done | tee $O/wgrad-builds.log
 }
@@ -45,9 +48,10 @@ esac
 #    depthwise bfloat16 tests passed there; the rest did not come back): test_cuda_fused,
 #    _graphs, _replay and _reuse in twelve processes of node ids (`pytest --co`, dealt
 #    round-robin), each cut at $TC seconds; counts into $O/counts.txt, logs in one tar.
-# N: next session's first call (about 540 s): C; mma.sync's own rate (mma_rate_probe.py,
-#    the weight-gradient kernel's ceiling); the float32 training rows of the three cases
-#    the mma weight gradient takes, both layouts; ncu on the kernel as time allows.
+# N: next session's first call (about 560 s; carry scratch): C; mma.sync's own rate
+#    (mma_rate_probe.py, the weight-gradient kernel's ceiling); the kernel by build (the
+#    box rows' walk); the float32 training rows of the three cases the mma weight gradient
+#    takes, both layouts; ncu on the kernel as time allows.
 rest_tests() {
   shard() {   # shard NAME PROCESSES FILES...: the files' node ids into /tmp/NAME0..
     name=$1 n=$2; shift 2
@@ -72,6 +76,7 @@ N) gpu
   node
   rest_tests
   probe 60 mma-rate mma_rate_probe.py
-  TB=170 table train-f32 --layouts --backward --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128
+  BUILDS="scratch/prewalk ." wgrad_builds
+  TB=150 table train-f32 --layouts --backward --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128
   [ $(left) -gt 100 ] && wgrad_ncu 2d-1024 ;;
 esac
