@@ -316,12 +316,11 @@ extern "C" int gemmconv_reaching_taps(long long kernel, long long stride, long l
 
 // tf32_weight_gradient's decomposition on the host, in double, through the kernel's own
 // functions: for every block (blocks x ceil(k_h / row_taps) x channel tiles of 64 input by
-// 64 out_tiles output channels) its stages in
-// its order, each stage's shared tiles as its 16-byte chunks fill them (zeros for source
-// -1), each warp's mma.sync fragments read by lane and element as wgrad_a_float and
-// wgrad_b_float say, and its sums stored where wgrad_d_row, wgrad_d_column and
-// wgrad_partial say. `partial`: (blocks, k_h, k_w, C_in, C_out); shape: RowsWgrad's 13
-// fields. Returns 0.
+// 64 out_tiles output channels) its stages in its order, each stage's shared tiles as its
+// threads' 16-byte chunks fill them (zeros for source -1), each warp's mma.sync fragments
+// read by lane and element as wgrad_a_float and wgrad_b_float say, and its sums stored
+// where wgrad_d_row, wgrad_d_column and wgrad_partial say. `partial`: (blocks, k_h, k_w,
+// C_in, C_out); shape: RowsWgrad's 13 fields. Returns 0.
 extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int rows,
                                              int out_tiles, int blocks, const float* x,
                                              const float* grad, double* partial) {
@@ -329,7 +328,8 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
   RowsWgrad s;
   std::memcpy(&s, shape, sizeof s);
   const int floats = wgrad_stage_floats(s, rows, row_taps, out_tiles);
-  const int grad_rows = out_tiles * rows * kWgradStrip, warps = out_tiles * row_taps * s.kernel_w;
+  const int grad_rows = out_tiles * rows * kWgradStrip;
+  const int warps = out_tiles * row_taps * s.kernel_w;
   const int boxes = wgrad_boxes(s, rows, row_taps), box_rows = wgrad_box_rows(s);
   std::vector<double> tile(floats);
   const int stages = wgrad_stages(s, rows);
@@ -340,7 +340,8 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
   for (int z = 0; z < s.c_in / kWgradTile * co_blocks; ++z)
     for (int y = 0; y * row_taps < s.kernel_h; ++y)
       for (int block = 0; block < blocks; ++block) {
-        const int ci0 = z / co_blocks * kWgradTile, co0 = z % co_blocks * kWgradTile * out_tiles;
+        const int ci0 = z / co_blocks * kWgradTile;
+        const int co0 = z % co_blocks * kWgradTile * out_tiles;
         std::vector<double> sums(warps * kWgradTile * kWgradTile, 0.0);
         for (int q = block; q < stages; q += blocks) {
           const WgradStage st = wgrad_stage(s, rows, q);
@@ -353,7 +354,8 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
           for (int t = 0; t < 32 * warps; ++t)   // each thread's box rows, as it walks them
             for (int b = t / 16 / box_rows, r = t / 16 % box_rows; b < boxes;
                  wgrad_next_box_row(b, r, 2 * warps, box_rows))
-              fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, b, r, t % 16), x);
+              fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, b, r, t % 16),
+                   x);
           for (int warp = 0; warp < warps; ++warp) {
             const int o = warp_o(warp), tap = warp_tap(warp), j = warp % s.kernel_w;
             if (y * row_taps + tap >= s.kernel_h) continue;
