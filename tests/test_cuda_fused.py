@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import cases, fused
+from gemmconv import _cuda, cases, fused
 from gemmconv.bench import reference as reference64
 from gemmconv.shapes import Geometry, conv_transpose_args
 from helpers import (OURS, check_against_float64, generator, poison_allocator, rel_error,
@@ -343,20 +343,29 @@ def test_fused_backward_of_planar_stride_one_calls(monkeypatch, launches, case, 
 def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches, case, mode):
     """A channels_last call's backward through the fused kernels (reading the input's and
     the output gradient's rows as they lie, no copy of either) in 16-bit types, and in
-    float32 for 2-D and 3-D calls of at most 64 output channels; else the column routes'. Both
-    against float64, the input's gradient channels_last, into poisoned memory, bitwise
-    repeatable."""
+    float32 for 2-D and 3-D calls of at most 64 output channels, or of as many as one block
+    of the mma weight gradient holds (2d-64to128-small's 128); else the column routes'.
+    Float32's weight gradient by fused.rows_weight_gradient where its "mma" form takes the
+    call, else by fused.weight_gradient. Both against float64, the input's gradient
+    channels_last, into poisoned memory, bitwise repeatable."""
     monkeypatch.setattr(fused, "preferred", lambda a, interleaved: True)
     weight_grads = _counted(monkeypatch, "weight_gradient")
+    mma_grads = _counted(monkeypatch, "rows_weight_gradient")
     copies = _counted(monkeypatch, "_channels_innermost")
     dtype, precision, tolerance = MODES[mode]
     x, w, b = _tensors(case, "cl-backward" + mode, dtype, True)
     layout = torch.channels_last if case.nd == 2 else torch.channels_last_3d
     grad_out = _grad_out(case, "gcl").contiguous(memory_format=layout)
     mine, again = _gradients_twice(case, (x, w, b), precision, grad_out)
+    a = conv_transpose_args(f"conv_transpose{case.nd}d", case.nd, x, w, b, case.stride,
+                            case.padding, case.output_padding, case.groups, case.dilation)
+    mma = dtype == torch.float32 and fused.takes_mma(a, 4, True)
+    tiles = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
+                                            case.out_channels)[3] if mma else 1
     columns = dtype == torch.float32 and (case.nd not in fused.FLOAT32_BACKWARD_DIMS or
-                                          case.out_channels > 64)
-    assert weight_grads[0] == (0 if columns else 2) and copies[0] == 0
+                                          case.out_channels > 64 * tiles)
+    assert (weight_grads[0], mma_grads[0]) == ((0, 0) if columns else (0, 2) if mma else (2, 0))
+    assert copies[0] == 0
     if x.is_contiguous(memory_format=layout):
         assert mine[0].is_contiguous(memory_format=layout)
     assert all(torch.equal(m, g) for m, g in zip(mine, again))
