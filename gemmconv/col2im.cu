@@ -972,10 +972,11 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 // `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
 // its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
 // cp.async into a ring of `stages`; each input row serves all the stage's output rows.
-// Shared rows are padded to kWgradPitch floats, so that a warp's fragment loads (8
-// channels by 4 positions) hit 32 banks. Each block stores its partial sums; a fixed-order
-// sum over the blocks follows (deterministic). TF32: the output gradient rounded to nearest
-// (as the fused kernels round it), the input truncated by the tensor cores.
+// Shared rows are padded to kWgradPitch floats, so that a warp's fragment loads (B's 8
+// channels by 4 positions, A's pairs of channels by 4 positions a half-warp) hit 32 banks.
+// Each block stores its partial sums; a fixed-order sum over the blocks follows
+// (deterministic). TF32: the output gradient rounded to nearest once a stage in shared
+// memory (as the fused kernels round it), the input truncated by the tensor cores.
 
 constexpr int kWgradStrip = 32;              // positions a strip
 constexpr int kWgradTile = 64;               // channels a tile, either operand
