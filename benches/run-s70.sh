@@ -8,12 +8,12 @@
 #   B: ncu on the kernel (2d-1024); the float32 training table, layouts.
 #   G: the other three tables (bfloat16 training, the two forwards), layouts.
 source benches/run-lib.sh "$1"
-# ncu on tf32_weight_gradient's third launch of benches/wgrad_ncu.py: wgrad_ncu CASE
+# ncu on tf32_weight_gradient's third launch of benches/rows_wgrad_ncu.py: wgrad_ncu CASE
 wgrad_ncu() {
   timeout 150 ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section ComputeWorkloadAnalysis --section InstructionStats --section Occupancy \
     --section MemoryWorkloadAnalysis --section SourceCounters -k regex:tf32_weight_gradient \
-    --launch-skip 2 --launch-count 1 python3 benches/wgrad_ncu.py $1 > $O/ncu-$1.log 2>&1
+    --launch-skip 2 --launch-count 1 python3 benches/rows_wgrad_ncu.py $1 > $O/ncu-$1.log 2>&1
   grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate|Pipe|Occupancy|Warp Cycles" $O/ncu-$1.log | head -60
 }
 # tf32_weight_gradient alone on the cases its form takes, by build: $BUILDS (folders holding
@@ -24,7 +24,7 @@ wgrad_ncu() {
 # mkdir -p scratch/prewalk && git archive b095122^ gemmconv | tar -x -C scratch/prewalk
 wgrad_builds() {
   for code in ${BUILDS:-scratch/base scratch/round .}; do for c in 2d-1024 2d-3x7-512 2d-64to128; do
-    echo "$code $(PYTHONPATH=$code timeout 60 python3 benches/wgrad_ncu.py $c 2>&1 | tail -1)"
+    echo "$code $(PYTHONPATH=$code timeout 60 python3 benches/rows_wgrad_ncu.py $c 2>&1 | tail -1)"
   done; done | tee $O/wgrad-builds.log
 }
 left() { echo $(( ${1:-570} - SECONDS )); }   # seconds left of the call's budget

@@ -1,0 +1,35 @@
+"""col2im.cu's tf32_weight_gradient on one bench case, float32 channels_last, launched ten
+times through gemmconv's own path (fused.rows_weight_gradient), on one generator's inputs:
+``PYTHONPATH=. python3 benches/rows_wgrad_ncu.py [CASE]`` (default 2d-1024) prints the
+form, the median CUDA-event time and a checksum of the result (equal across builds whose
+sums run in the same order; PYTHONPATH may point at another copy of the package). For ncu
+on the third launch: ``ncu -k regex:tf32_weight_gradient --launch-skip 2 --launch-count 1
+python3 benches/rows_wgrad_ncu.py``. (Session 70's A ran it as wgrad_ncu.py, a name that
+is session 62's probe of the planar weight gradient's kernel.)"""
+import sys
+
+import torch
+
+from gemmconv import _cuda, fused
+from gemmconv.cases import BENCH
+from gemmconv.shapes import Geometry
+
+case = next(c for c in BENCH if c.name == (sys.argv[1] if len(sys.argv) > 1 else "2d-1024"))
+gen = torch.Generator("cuda").manual_seed(0)
+x = torch.randn(case.batch, *case.size, case.in_channels, device="cuda", generator=gen)
+grad = torch.randn(case.batch, *case.output_size, case.out_channels, device="cuda", generator=gen)
+g = Geometry(case.kernel_size, (1, 1), case.padding, case.dilation)
+events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(10)]
+for start, end in events:
+    start.record()
+    out = fused.rows_weight_gradient(x, grad, g)
+    end.record()
+torch.cuda.synchronize()
+times = sorted(start.elapsed_time(end) for start, end in events)
+try:
+    form = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation, case.out_channels)
+except TypeError:   # (builds before session 70's: no output tiles)
+    form = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation)
+print(case.name, "form", form, f"median {times[5]:.3f} ms (least {times[0]:.3f}), "
+      f"sum {out.double().sum().item():.6e}")
