@@ -1385,8 +1385,8 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     if x.dtype == torch.float32 and a.geometry.nd not in FLOAT32_BACKWARD_DIMS:
         return f"float32 {a.geometry.nd}-D (the column routes' backward is faster there)"
     channels = CHANNELS_LAST_FLOAT32_ROWS // 4
-    if takes_mma(a, 4, True):   # (its output tiles a block)
-        g = a.geometry
+    if interleaved and x.dtype == torch.float32 and takes_mma(a, 4, True):
+        g = a.geometry   # (the output channels one block of the mma form holds)
         channels = max(channels, _cuda.WGRAD_TILE * _cuda.rows_weight_gradient_form(
             g.kernel_size, g.dilation, a.out_channels)[3])
     if interleaved and x.dtype == torch.float32 and a.out_channels > channels:
