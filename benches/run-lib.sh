@@ -41,3 +41,41 @@ probe() { s=$1; log=$2; shift 2; timeout $s python3 benches/"$@" 2>&1 | grep -v 
 zoo_model() { timeout $2 python3 -m gemmconv bench --models --model $1 --layers > $O/$1.log 2>&1; grep -A14 "^model " $O/$1.log | grep -v "^---"; }
 # Builds the C++ autograd node first, so that no timing waits for its compile.
 node() { python3 -c "from gemmconv import _node; print(_node.load())" > /dev/null 2>&1; }
+# CUDA tests in parallel processes, each cut at $TC seconds: sharded_tests SPEC...; a SPEC is
+# NAME:PROCESSES:FILES[:KEYWORDS] (FILES split by spaces, KEYWORDS pytest's -k), its node ids
+# (`pytest --co`) dealt round-robin. Counts into $O/counts.txt, the logs in $O/logs.tgz.
+sharded_tests() {
+  d=/tmp/shards; rm -rf $d; mkdir -p $d
+  for spec; do
+    IFS=: read -r name n files k <<< "$spec"
+    python3 -m pytest --co -q -m cuda -p no:cacheprovider $files ${k:+-k "$k"} 2>/dev/null | grep "::" |
+      awk -v n=$n -v f=$d/$name '{print > (f (NR - 1) % n ".ids")}'
+  done
+  for f in $d/*.ids; do
+    timeout ${TC:-260} python3 -m pytest -v -m cuda -p no:cacheprovider $(cat $f) > ${f%.ids}.log 2>&1 &
+  done
+  wait
+  (cd $d && cat *.log > all.txt
+   { count all.txt; for f in *.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
+   tar -czf $O/logs.tgz *.log)
+}
+# ncu on tf32_weight_gradient's third launch of benches/rows_wgrad_ncu.py: wgrad_ncu CASE
+wgrad_ncu() {
+  timeout 150 ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section ComputeWorkloadAnalysis --section InstructionStats --section Occupancy \
+    --section MemoryWorkloadAnalysis --section SourceCounters -k regex:tf32_weight_gradient \
+    --launch-skip 2 --launch-count 1 python3 benches/rows_wgrad_ncu.py $1 > $O/ncu-$1.log 2>&1
+  grep -E "Duration|Throughput|Busy|Stall|Issued|Eligible|Hit Rate|Pipe|Occupancy|Warp Cycles" $O/ncu-$1.log | head -60
+}
+# tf32_weight_gradient alone on the cases its form takes, by build: $BUILDS (folders holding
+# a copy of the package, carried in scratch/; "." the tree's). In A: session 69's
+# (scratch/base), the output gradient rounded once in shared memory (scratch/round), and
+# the tree's (also A's pairs by float2). In N: before the division-free walk of the box
+# rows and the tree's; make the first here before the call (scratch/ is not tracked):
+# mkdir -p scratch/prewalk && git archive b095122^ gemmconv | tar -x -C scratch/prewalk
+wgrad_builds() {
+  for code in ${BUILDS:-scratch/base scratch/round .}; do for c in 2d-1024 2d-3x7-512 2d-64to128; do
+    echo "$code $(PYTHONPATH=$code timeout 60 python3 benches/rows_wgrad_ncu.py $c 2>&1 | tail -1)"
+  done; done | tee $O/wgrad-builds.log
+}
+left() { echo $(( ${1:-570} - SECONDS )); }   # seconds left of the call's budget

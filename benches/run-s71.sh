@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Session 71's device calls, after run-s70.sh N (the CUDA test files session 70's A could
-# not finish, mma.sync's rate, the kernel by build, the three mma cases' training rows).
-#   B: the depthwise tests of the precisions session 70's A did not reach (float32 IEEE and
-#      TF32, float16, the rest: about 180 s in four processes), then the whole float32
-#      training table in both layouts (the only table session 70's kernel changes), then,
-#      on an H200 only, the zoo's DCGAN (its float32 channels_last layers are the ones
-#      under 0.8x).
+# Session 71's device calls. Machines were scarce again (no start from 02:10 to 02:55), so A
+# is run-s70.sh N cut to what decides most, the CUDA tests first:
+#   A: the CUDA tests session 70's A did not reach (test_cuda_fused, _graphs, _replay,
+#      _reuse, and test_cuda_depthwise but for its bfloat16 tests) in sixteen processes,
+#      about 300 s; mma.sync's own rate (mma_rate_probe.py, about 20 s); the mma weight
+#      gradient alone before and after the box rows' walk (carry scratch; make
+#      scratch/prewalk first: `git archive b095122^ gemmconv | tar -x -C scratch/prewalk`);
+#      the float32 training rows of the three cases it takes, both layouts.
+#   B: the whole float32 training table in both layouts (the only table session 70's
+#      kernel changes), then, on an H200 only, the zoo's DCGAN (its float32 channels_last
+#      layers are the ones under 0.8x).
 source benches/run-lib.sh "$1"
 case "$1" in
+A) gpu
+  node
+  TC=300 sharded_tests fused:6:tests/test_cuda_fused.py "graphs:4:tests/test_cuda_graphs.py tests/test_cuda_replay.py" \
+    reuse:2:tests/test_cuda_reuse.py "depthwise:4:tests/test_cuda_depthwise.py:not bfloat16"
+  probe 40 mma-rate mma_rate_probe.py
+  BUILDS="scratch/prewalk ." wgrad_builds
+  TB=$(( $(left 575) < 150 ? $(left 575) : 150 )) table train-f32 --layouts --backward \
+    --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 ;;
 B) gpu
   node
-  t dw-ieee tests/test_cuda_depthwise.py -k "float32-ieee" &
-  t dw-tf32 tests/test_cuda_depthwise.py -k "float32-tf32" &
-  t dw-f16 tests/test_cuda_depthwise.py -k "float16 and not bfloat16" &
-  t dw-rest tests/test_cuda_depthwise.py -k "not matches_float64" &
-  summary > $O/counts.txt; cat $O/counts.txt   # (summary's wait must run in this shell)
-  (cd $O && tar -czf dw-logs.tgz dw-*.log && rm -f dw-*.log all.txt)
   TB=230 table train-f32-layouts --layouts --backward
   if grep -q H200 $O/gpu.txt; then zoo_model dcgan 120; fi ;;
 esac
