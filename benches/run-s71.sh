@@ -10,7 +10,9 @@
 #   B: the whole float32 training table in both layouts (the only table session 70's
 #      kernel changes), then, on an H200 only, the zoo's DCGAN (its float32 channels_last
 #      layers are the ones under 0.8x).
+#   BUDGET: A's seconds (575 unless given: run's timeout less a few seconds).
 source benches/run-lib.sh "$1"
+BUDGET=${BUDGET:-575}
 case "$1" in
 A) gpu
   node
@@ -18,7 +20,7 @@ A) gpu
     reuse:2:tests/test_cuda_reuse.py "depthwise:4:tests/test_cuda_depthwise.py:not bfloat16"
   probe 40 mma-rate mma_rate_probe.py
   BUILDS="scratch/prewalk ." wgrad_builds
-  TB=$(( $(left 575) < 150 ? $(left 575) : 150 )) table train-f32 --layouts --backward \
+  TB=$(( $(left $BUDGET) < 150 ? $(left $BUDGET) : 150 )) table train-f32 --layouts --backward \
     --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 ;;
 B) gpu
   node
