@@ -16,7 +16,7 @@ BUDGET=${BUDGET:-575}
 case "$1" in
 A) gpu
   node
-  TC=300 sharded_tests fused:6:tests/test_cuda_fused.py "graphs:4:tests/test_cuda_graphs.py tests/test_cuda_replay.py" \
+  TC=${TC:-300} sharded_tests fused:6:tests/test_cuda_fused.py "graphs:4:tests/test_cuda_graphs.py tests/test_cuda_replay.py" \
     reuse:2:tests/test_cuda_reuse.py "depthwise:4:tests/test_cuda_depthwise.py:not bfloat16"
   probe 40 mma-rate mma_rate_probe.py
   BUILDS="scratch/prewalk ." wgrad_builds
