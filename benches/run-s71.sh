@@ -10,14 +10,15 @@
 #   B: the whole float32 training table in both layouts (the only table session 70's
 #      kernel changes), then, on an H200 only, the zoo's DCGAN (its float32 channels_last
 #      layers are the ones under 0.8x).
-#   BUDGET: A's seconds (575 unless given: run's timeout less a few seconds).
+#   DW: if set, A runs the depthwise tests too (their kernels ran in bfloat16 on session
+#   69's launches in session 70). BUDGET: A's seconds (575 unless given: run's timeout less a few seconds).
 source benches/run-lib.sh "$1"
 BUDGET=${BUDGET:-575}
 case "$1" in
 A) gpu
   node
   TC=${TC:-300} sharded_tests fused:6:tests/test_cuda_fused.py "graphs:4:tests/test_cuda_graphs.py tests/test_cuda_replay.py" \
-    reuse:2:tests/test_cuda_reuse.py "depthwise:4:tests/test_cuda_depthwise.py:not bfloat16"
+    reuse:2:tests/test_cuda_reuse.py ${DW:+"depthwise:4:tests/test_cuda_depthwise.py:not bfloat16"}
   probe 40 mma-rate mma_rate_probe.py
   BUILDS="scratch/prewalk ." wgrad_builds
   TB=$(( $(left $BUDGET) < 150 ? $(left $BUDGET) : 150 )) table train-f32 --layouts --backward \
