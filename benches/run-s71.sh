@@ -7,6 +7,7 @@
 #      gradient alone before and after the box rows' walk (carry scratch; make
 #      scratch/prewalk first: `git archive b095122^ gemmconv | tar -x -C scratch/prewalk`);
 #      the float32 training rows of the three cases it takes, both layouts.
+#   S: A cut to under 300 s: mma.sync's rate, then the tests (fused in eight processes).
 #   B: the whole float32 training table in both layouts (the only table session 70's
 #      kernel changes), then, on an H200 only, the zoo's DCGAN (its float32 channels_last
 #      layers are the ones under 0.8x).
@@ -23,6 +24,11 @@ A) gpu
   BUILDS="scratch/prewalk ." wgrad_builds
   TB=$(( $(left $BUDGET) < 150 ? $(left $BUDGET) : 150 )) table train-f32 --layouts --backward \
     --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 ;;
+S) gpu   # A cut to under 300 s, when little device time is left: the rate, then the tests
+  node
+  probe 40 mma-rate mma_rate_probe.py
+  TC=${TC:-200} sharded_tests fused:8:tests/test_cuda_fused.py "graphs:4:tests/test_cuda_graphs.py tests/test_cuda_replay.py" \
+    reuse:2:tests/test_cuda_reuse.py ;;
 B) gpu
   node
   TB=230 table train-f32-layouts --layouts --backward
