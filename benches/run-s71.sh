@@ -33,4 +33,11 @@ B) gpu
   node
   TB=230 table train-f32-layouts --layouts --backward
   if grep -q H200 $O/gpu.txt; then zoo_model dcgan 120; fi ;;
+W) gpu   # (run inline on the warm machine after S, with 221 s left; the 2d-3x7-512 row alone after)
+  node
+  BUILDS="scratch/prewalk ." wgrad_builds
+  TB=$(( 150 - SECONDS )) table train-f32 --layouts --backward --case 2d-1024 --case 2d-64to128 ;;
+n)   # ncu's three sections on the kernel (2d-1024), in the last 80 s of the budget
+  timeout 75 ncu --section SpeedOfLight --section WarpStateStats --section Occupancy -k regex:tf32_weight_gradient \
+    --launch-skip 2 --launch-count 1 python3 benches/rows_wgrad_ncu.py 2d-1024 > $O/ncu.log 2>&1 ;;
 esac
