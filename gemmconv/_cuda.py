@@ -783,10 +783,16 @@ def cublas_lt_handle(device_index: int) -> ctypes.c_void_p:
 
 # The float32 channels_last weight gradient on mma.sync (col2im.cu's tf32_weight_gradient,
 # fused.float32_weight_form's "mma" form). Its constants, as col2im.cu's kWgrad*.
-WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH, WGRAD_MAX_WARPS = 32, 64, 72, 10
+WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH, WGRAD_MAX_WARPS = 32, 64, 72, 12
 # Taps (row taps x W taps) a block at most, and the warps the grid counts an SM to hold: the
 # forms session 69 measured (9 warps at 168 registers: one block an SM).
 WGRAD_TAPS = 9
+# W taps a warp of tf32_weight_gradient (col2im.cu's wgrad_warp_tile): 1, its four tiles of
+# 16 input channels; or 3 where k_w is a multiple of 3, one tile of each, so that 3 x 3 taps
+# fill 12 warps, where 9 leave one of an SM's four schedulers three and mma.sync ran at 3/4
+# of 12's rate (session 71's mma_rate_probe). Three is built and checked on the host, not
+# yet timed on a GPU: off.
+WGRAD_WARP_TAPS = 1
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 # Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
 # summed in a fixed order, then give the same bits on any of them, and their memory is
@@ -795,7 +801,7 @@ WGRAD_SMS = 132
 
 
 def _wgrad_shared(kernel: tuple, dilation: tuple, form: tuple) -> int:
-    taps, rows, stages, out_tiles = form
+    taps, rows, stages, out_tiles, _ = form
     box_rows = WGRAD_STRIP + (kernel[1] - 1) * dilation[1]
     boxes = rows + (taps - 1) * dilation[0]
     return stages * (out_tiles * rows * WGRAD_STRIP + boxes * box_rows) * WGRAD_PITCH * 4
@@ -804,8 +810,9 @@ def _wgrad_shared(kernel: tuple, dilation: tuple, form: tuple) -> int:
 def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
                               out_channels: int) -> tuple | None:
     """(row taps a block, output rows a stage, ring depth, tiles of 64 output channels a
-    block) of tf32_weight_gradient for a 2-D kernel, or None where none fits: a warp a tap and
-    output tile, at most WGRAD_TAPS taps and WGRAD_MAX_WARPS warps a block. The forms
+    block, W taps a warp) of tf32_weight_gradient for a 2-D kernel, or None where none fits:
+    at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or one of three:
+    :data:`WGRAD_WARP_TAPS`). The forms
     measured fastest (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row
     taps and stages of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in
     blocks of one row tap and stages of 2 rows, against 3.63 of 1), fewer rows where those
@@ -816,11 +823,21 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
         return None
     taps = min(kh, 3, WGRAD_TAPS // kw)
     out_tiles = 2 if taps == 1 and out_channels % (2 * WGRAD_TILE) == 0 and \
-        2 * kw <= WGRAD_MAX_WARPS else 1
+        2 * kw <= 10 else 1   # (the two-tile forms measured: session 70, 10 warps at most)
+    w_taps = 3 if WGRAD_WARP_TAPS == 3 and kw % 3 == 0 and \
+        4 * kw // 3 * taps * out_tiles <= WGRAD_MAX_WARPS else 1
     for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
-        if _wgrad_shared(kernel, dilation, (taps, rows, stages, out_tiles)) <= SHARED_LIMIT:
-            return taps, rows, stages, out_tiles
+        form = taps, rows, stages, out_tiles, w_taps
+        if _wgrad_shared(kernel, dilation, form) <= SHARED_LIMIT:
+            return form
     return None
+
+
+def _wgrad_warps(kernel: tuple, form: tuple) -> int:
+    """tf32_weight_gradient's warps a block: four tiles of A a tap and output tile, four a
+    warp of one W tap or one a warp of each of three."""
+    taps, _, _, out_tiles, w_taps = form
+    return 4 * taps * kernel[1] * out_tiles // (4 if w_taps == 1 else w_taps)
 
 
 def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
@@ -829,7 +846,7 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
     channels), as many blocks as WGRAD_SMS SMs hold (by its warps and shared memory), at
     most one a stage. :func:`rows_weight_gradient` stores the first's partial sums."""
     form = rows_weight_gradient_form(g.kernel_size, g.dilation, c_out)
-    taps, rows, _, out_tiles = form
+    taps, rows, _, out_tiles, _ = form
     kh, kw = g.kernel_size
     per_sm = max(1, min(WGRAD_TAPS // (taps * kw * out_tiles),
                         SHARED_LIMIT // _wgrad_shared(g.kernel_size, g.dilation, form)))
@@ -841,7 +858,7 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
 
 @functools.cache
 def _wgrad_kernel(device_index: int, form: tuple) -> dict:
-    name = "gemmconv::tf32_weight_gradient<{}, {}, {}, {}>".format(*form)
+    name = "gemmconv::tf32_weight_gradient<{}, {}, {}, {}, {}>".format(*form)
     kernels = _compile(device_index, {"wgrad": name})
     # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB
     _launch_status(driver().cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))
@@ -863,7 +880,6 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
                          f"multiples of {WGRAD_TILE}: got {g.kernel_size}, {c_in} -> {c_out}")
     if max(n * height * width, n * out_h * out_w) >= 2**31:   # (RowsWgrad's ints)
         raise ValueError("rows_weight_gradient: 2^31 positions or more")
-    taps, _, _, out_tiles = form
     kh, kw = g.kernel_size
     shared = _wgrad_shared(g.kernel_size, g.dilation, form)
     grid = rows_weight_gradient_grid(n, (out_h, out_w), c_in, c_out, g)
@@ -872,6 +888,6 @@ def rows_weight_gradient(x: torch.Tensor, grad: torch.Tensor, g: Geometry) -> to
                                 *g.padding, *g.dilation)
     with on_device(x.device):
         kernel = _wgrad_kernel(x.device.index, form)["wgrad"]
-    _launch(kernel, x.device, grid, 32 * taps * kw * out_tiles, shared,
+    _launch(kernel, x.device, grid, 32 * _wgrad_warps(g.kernel_size, form), shared,
             (ctypes.addressof(shape),), [x.data_ptr(), grad.data_ptr(), partial.data_ptr()])
     return partial.sum(0).permute(2, 3, 0, 1).contiguous()

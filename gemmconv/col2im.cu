@@ -966,8 +966,9 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 // address, so every W tap reads one box of input positions at a shifted row.
 //
 // A block owns 64 input by 64 OutTiles output channels, RowTaps rows of the kernel from
-// blockIdx.y * RowTaps on, and every W tap: a warp a tap and tile of 64 output channels, its
-// 64 x 64 partial sums in registers (two tiles a block: each box loaded once for both). It
+// blockIdx.y * RowTaps on, and every W tap: a warp four (or three) 16 x 64 tiles of the
+// partial sums of one tap and tile of 64 output channels, or of W taps side by side
+// (wgrad_warp_tile), in registers (two tiles a block: each box loaded once for both). It
 // walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
 // `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
 // its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
@@ -981,7 +982,7 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 constexpr int kWgradStrip = 32;              // positions a strip
 constexpr int kWgradTile = 64;               // channels a tile, either operand
 constexpr int kWgradPitch = kWgradTile + 8;  // floats a row in shared memory
-constexpr int kWgradMaxWarps = 10;           // warps a block at most (168 registers each)
+constexpr int kWgradMaxWarps = 12;           // warps a block at most (168 registers each)
 
 // The call's shape: input (N, H, W, C_in), output gradient (N, H_out, W_out, C_out). Plain
 // ints (each size, and the stages, below 2^31: _cuda.rows_weight_gradient checks), 64-bit
@@ -1108,6 +1109,24 @@ GC_FN int wgrad_d_row(int m, int e, int lane) {
   return wgrad_in_channel(m, lane / 4 + 8 * (e / 2));
 }
 GC_FN int wgrad_d_column(int n, int e, int lane) { return n * 8 + 2 * (lane % 4) + e % 2; }
+
+// A warp's tiles of A (16 input channels of one W tap each): with j_taps 1, the four of one
+// W tap; with j_taps 3, one of three W taps side by side, so that 3 x 3 taps fill 12 warps,
+// where 9 leave one of an SM's four schedulers three warps and mma.sync 3/4 of its rate
+// (k_w a multiple of j_taps). Either way a warp's tiles share the output tile and row tap,
+// hence B. Its first tile's (o, row tap, W tap j, tile m); the others are j + v, m + u.
+// Warps in the order (o, tap, m, j).
+struct WgradWarpTile {
+  int o, tap, j, m;
+};
+
+GC_FN constexpr int wgrad_m_tiles(int j_taps) { return j_taps == 1 ? 4 : 1; }
+
+GC_FN WgradWarpTile wgrad_warp_tile(int kernel_w, int row_taps, int j_taps, int warp) {
+  const int js = kernel_w / j_taps, ms = 4 / wgrad_m_tiles(j_taps);  // groups a tap
+  return {warp / (js * ms * row_taps), warp / (js * ms) % row_taps, warp % js * j_taps,
+          warp / js % ms * wgrad_m_tiles(j_taps)};
+}
 
 // The block's partial sums: (blocks, k_h, k_w, C_in, C_out), float32.
 GC_FN index_t wgrad_partial(const RowsWgrad& s, int block, int i, int j, int ci, int co) {
@@ -1239,23 +1258,26 @@ __device__ inline float round_tf32(float v) {  // to nearest, ties away (cvt.rna
 }
 
 // The weight gradient described above wgrad_stage: RowTaps rows of the kernel and OutTiles
-// tiles of output channels a block, Rows output rows a stage, a ring of Stages. Launch:
-// blockDim.x = 32 k_w RowTaps OutTiles (at most kWgradMaxWarps warps), gridDim = (blocks,
+// tiles of output channels a block, Rows output rows a stage, a ring of Stages, JTaps W taps
+// a warp (wgrad_warp_tile). Launch: blockDim.x = 32 (k_w / JTaps) (4 / wgrad_m_tiles(JTaps))
+// RowTaps OutTiles (at most kWgradMaxWarps warps), gridDim = (blocks,
 // ceil(k_h / RowTaps), C_in / 64 * C_out / (64 OutTiles)), wgrad_stage_floats * Stages * 4
 // bytes of dynamic shared memory.
-template <int RowTaps, int Rows, int Stages, int OutTiles>
+template <int RowTaps, int Rows, int Stages, int OutTiles, int JTaps>
 __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     tf32_weight_gradient(const RowsWgrad s, const float* __restrict__ x,
                          const float* __restrict__ grad, float* __restrict__ partial) {
   static_assert(Stages >= 2, "a ring of one stage cannot load ahead");
+  static_assert(JTaps == 1 || JTaps == 3, "a warp's tiles: four of a W tap, or one of three");
+  constexpr int MTiles = wgrad_m_tiles(JTaps);
   extern __shared__ float4 wgrad_shared[];  // (16-byte aligned, as cp.async needs)
   float* tiles = reinterpret_cast<float*>(wgrad_shared);
   unsigned base;  // the ring's shared-memory address, as cp.async takes it
   asm("{\n.reg .u64 p;\ncvta.to.shared.u64 p, %1;\ncvt.u32.u64 %0, p;\n}\n"
       : "=r"(base) : "l"(wgrad_shared));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int o = warp / (RowTaps * s.kernel_w), tap = warp / s.kernel_w % RowTaps;
-  const int j = warp % s.kernel_w, row_tap0 = blockIdx.y * RowTaps, i = row_tap0 + tap;
+  const WgradWarpTile w = wgrad_warp_tile(s.kernel_w, RowTaps, JTaps, warp);
+  const int o = w.o, tap = w.tap, row_tap0 = blockIdx.y * RowTaps, i = row_tap0 + tap;
   const int co_blocks = s.c_out / (kWgradTile * OutTiles);
   const int ci0 = blockIdx.z / co_blocks * kWgradTile;
   const int co0 = blockIdx.z % co_blocks * kWgradTile * OutTiles;  // the block's first
@@ -1265,7 +1287,7 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
   constexpr int kGradChunks = kGradRows * (kWgradTile / 4);
   const int stage_floats = wgrad_stage_floats(s, Rows, RowTaps, OutTiles);
   const int boxes = wgrad_boxes(s, Rows, RowTaps), box_rows = wgrad_box_rows(s);
-  const int shift = wgrad_shift(s, j), row_step = blockDim.x / 16, chunk = threadIdx.x % 16;
+  const int row_step = blockDim.x / 16, chunk = threadIdx.x % 16;
   const int first_b = threadIdx.x / 16 / box_rows, first_r = threadIdx.x / 16 % box_rows;
 
   auto copy = [](unsigned to, const float* from, index_t source) {  // zeros where source < 0
@@ -1287,9 +1309,9 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   };
 
-  float d[4][8][4];  // tiles of 16 input by 8 output channels
+  float d[JTaps * MTiles][8][4];  // tiles of 16 input by 8 output channels, (v, u)
 #pragma unroll
-  for (int m = 0; m < 4; ++m)
+  for (int m = 0; m < JTaps * MTiles; ++m)
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
@@ -1312,25 +1334,27 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
     if (i >= s.kernel_h) continue;  // (a warp past the kernel's rows: loads only)
 #pragma unroll
     for (int kk = 0; kk < Rows * kWgradStrip; kk += 8) {
-      unsigned a[4][4], b[8][2];
+      unsigned a[JTaps * MTiles][4], b[8][2];
       auto pair = [&](int f, unsigned& first, unsigned& second) {  // (f even: 8-byte aligned)
         const float2 v = *reinterpret_cast<const float2*>(stage + f);
         first = __float_as_uint(v.x), second = __float_as_uint(v.y);
       };
 #pragma unroll
-      for (int m = 0; m < 4; ++m)
+      for (int v = 0; v < JTaps; ++v)
 #pragma unroll
-        for (int e = 0; e < 4; e += 2)
-          pair(wgrad_a_float(kGradRows, box_rows, s.dilation_h, RowTaps, tap, shift, kk, m, e,
-                             lane),
-               a[m][e], a[m][e + 1]);
+        for (int u = 0; u < MTiles; ++u)
+#pragma unroll
+          for (int e = 0; e < 4; e += 2)
+            pair(wgrad_a_float(kGradRows, box_rows, s.dilation_h, RowTaps, tap,
+                               wgrad_shift(s, w.j + v), kk, w.m + u, e, lane),
+                 a[v * MTiles + u][e], a[v * MTiles + u][e + 1]);
 #pragma unroll
       for (int n = 0; n < 8; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e)
           b[n][e] = __float_as_uint(stage[wgrad_b_float(Rows, o, kk, n, e, lane)]);
 #pragma unroll
-      for (int m = 0; m < 4; ++m)
+      for (int m = 0; m < JTaps * MTiles; ++m)
 #pragma unroll
         for (int n = 0; n < 8; ++n)
           asm volatile(
@@ -1343,15 +1367,19 @@ __global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
   }
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   if (i >= s.kernel_h) return;
-  float* out = partial + wgrad_partial(s, blockIdx.x, i, j, ci0, co0 + o * kWgradTile);
 #pragma unroll
-  for (int m = 0; m < 4; ++m)
+  for (int v = 0; v < JTaps; ++v) {
+    float* out = partial + wgrad_partial(s, blockIdx.x, i, w.j + v, ci0, co0 + o * kWgradTile);
 #pragma unroll
-    for (int n = 0; n < 8; ++n)
+    for (int u = 0; u < MTiles; ++u)
 #pragma unroll
-      for (int e = 0; e < 4; e += 2)
-        *reinterpret_cast<float2*>(out + wgrad_d_row(m, e, lane) * s.c_out +
-                                   wgrad_d_column(n, e, lane)) = make_float2(d[m][n][e], d[m][n][e + 1]);
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; e += 2)
+          *reinterpret_cast<float2*>(out + wgrad_d_row(w.m + u, e, lane) * s.c_out +
+                                     wgrad_d_column(n, e, lane)) =
+              make_float2(d[v * MTiles + u][n][e], d[v * MTiles + u][n][e + 1]);
+  }
 }
 #endif
 

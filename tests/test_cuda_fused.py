@@ -13,7 +13,7 @@ from gemmconv import _cuda, cases, fused
 from gemmconv.bench import reference as reference64
 from gemmconv.shapes import Geometry, conv_transpose_args
 from helpers import (OURS, check_against_float64, generator, poison_allocator, rel_error,
-                     requested_during)
+                     requested_during, weight_gradient_inputs)
 from test_cuda import on_a_busy_stream
 
 pytestmark = pytest.mark.cuda
@@ -443,6 +443,26 @@ def test_float32_channels_last_weight_gradient_on_mma(case, grad_layout):
     assert all(torch.equal(m, g) for m, g in zip(*runs))
     for m, t in zip(runs[0], refs):
         assert rel_error(m, t) < 5e-3
+
+
+@pytest.mark.parametrize("case", [c for c in cases.MMA_WEIGHT_GRADIENT
+                                  if c.kernel_size[1] % 3 == 0], ids=lambda c: c.name)
+def test_rows_weight_gradient_in_warps_of_three_w_taps(monkeypatch, case):
+    """tf32_weight_gradient in warps of three W taps (_cuda.WGRAD_WARP_TAPS 3, session 71's
+    12-warp form for 3x3, off by default): its partial sums on NaN-poisoned memory, the
+    same bits as the default form's (every weight's sum in the same order), and float64's
+    weight gradient of the output gradient rounded to TF32 within TF32's error."""
+    x, grad, want = weight_gradient_inputs(case, "warp-taps", tf32=True)
+    rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous().cuda()
+    g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
+    default = fused.rows_weight_gradient(rows(x), rows(grad), g)
+    monkeypatch.setattr(_cuda, "WGRAD_WARP_TAPS", 3)
+    assert _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
+                                           case.out_channels)[4] == 3
+    poison_allocator(64 << 20)
+    got = fused.rows_weight_gradient(rows(x), rows(grad), g)
+    assert torch.equal(got, default)
+    assert rel_error(got.cpu(), want) < 5e-3
 
 
 # The stride-1 cases of the table at a size where the small buffers torch's reductions

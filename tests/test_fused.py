@@ -1218,7 +1218,7 @@ def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_m
     assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 48 * 16 * 32
 
 
-def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
+def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile(monkeypatch):
     """fused.float32_weight_form's "mma" form (col2im.cu's tf32_weight_gradient): 2-D
     channels_last calls of channels in tiles of 64 and kernels of at most 9 columns (a warp a
     tap), the bench's 2d-1024 and 2d-3x7-512 among them; planar calls, other channel counts,
@@ -1247,10 +1247,16 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
         4 * weight * (blocks + 3) + 2 * weight * 4
     # 2d-64to128's 3x5 of 128 output channels: one row tap a block, both output tiles
     two = args((2, 64, 16, 32), (64, 128, 3, 5))
-    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 128) == (1, 2, 3, 2)
-    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 64) == (1, 2, 3, 1)
+    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 128) == (1, 2, 3, 2, 1)
+    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 64) == (1, 2, 3, 1, 1)
     assert gemmconv._cuda.rows_weight_gradient_grid(2, (18, 36), 64, 128, two.geometry) == \
         (2 * 9 * 2, 3, 1)
+    # Warps of three W taps (off): 3x3 in 12 warps, 1x6 in 8; not where k_w is 5
+    monkeypatch.setattr(gemmconv._cuda, "WGRAD_WARP_TAPS", 3)
+    for kernel, form, warps in (((3, 3), (3, 4, 2, 1, 3), 12), ((1, 6), (1, 2, 3, 1, 3), 8),
+                                ((3, 5), (1, 2, 3, 2, 1), 10)):
+        assert gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), 128) == form
+        assert gemmconv._cuda._wgrad_warps(kernel, form) == warps
     assert fused.float32_weight_form(args((2, 96, 16, 32), (96, 64, 3, 3)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 16, 32), (64, 64, 3, 10)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 4, 8, 8), (64, 64, 3, 3, 3)), True) != "mma"

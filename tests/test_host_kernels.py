@@ -47,7 +47,7 @@ def harness(tmp_path_factory):
     lib.gemmconv_reaching_taps.argtypes = [ctypes.c_longlong] * 4 + [fields]
     lib.gemmconv_host_interleaved.argtypes = lib.gemmconv_host.argtypes
     lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
-        [ctypes.c_int] * 4 + [ctypes.c_void_p] * 3
+        [ctypes.c_int] * 5 + [ctypes.c_void_p] * 3
     lib.gemmconv_wgrad_fragment_floats.argtypes = [ctypes.c_int] * 9 + [ctypes.c_void_p] * 2
     lib.gemmconv_wgrad_fragment_floats.restype = None
     return lib
@@ -691,31 +691,37 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     """col2im.cu's tf32_weight_gradient, its decomposition run on the host through its own
     functions (blocks, stages, 16-byte chunks, each lane's mma.sync fragments, the partial
     sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks, in blocks of
-    one row tap with more blocks than stages, and in blocks of two output tiles where the
-    output channels allow: the partial sums' sum against float64's weight gradient, and
-    none of them left unwritten."""
+    one row tap with more blocks than stages, in blocks of two output tiles where the
+    output channels allow, and in warps of three W taps where k_w is a multiple of 3
+    (refused where not): the partial sums' sum against float64's weight gradient, and none
+    of them left unwritten."""
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
     xr, gr = rows(x), rows(grad)
     shape = (ctypes.c_int * 13)(case.batch, *case.size, case.in_channels, *case.output_size,
                                 case.out_channels, *case.kernel_size, *case.padding,
                                 *case.dilation)
-    taps, rows_a_stage, _, out_tiles = _cuda.rows_weight_gradient_form(
+    taps, rows_a_stage, _, out_tiles, w_taps = _cuda.rows_weight_gradient_form(
         case.kernel_size, case.dilation, case.out_channels)
     stages = case.batch * -(-case.output_size[0] // rows_a_stage) * \
         -(-case.output_size[1] // _cuda.WGRAD_STRIP)
-    forms = [(taps, out_tiles, 3), (1, 1, stages + 2)]   # (row taps, output tiles, blocks)
+    # (row taps, output tiles, W taps a warp, blocks)
+    forms = [(taps, out_tiles, w_taps, 3), (1, 1, 1, stages + 2), (taps, out_tiles, 3, 2)]
     if case.out_channels % 128 == 0:
-        forms.append((1, 2, 5))
-    for row_taps, tiles, grid in forms:
+        forms.append((1, 2, 1, 5))
+    for row_taps, tiles, w_taps, grid in forms:
         partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
                              float("nan"), dtype=torch.float64)
-        assert harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, tiles, grid,
-                                                     xr.data_ptr(), gr.data_ptr(),
-                                                     partial.data_ptr()) == 0
+        status = harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, tiles,
+                                                       w_taps, grid, xr.data_ptr(),
+                                                       gr.data_ptr(), partial.data_ptr())
+        if case.kernel_size[1] % w_taps:
+            assert status == 1
+            continue
+        assert status == 0
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
-        assert rel_error(got, want) < 1e-6, (row_taps, tiles, grid)
+        assert rel_error(got, want) < 1e-6, (row_taps, tiles, w_taps, grid)
 
 
 @pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)
@@ -725,8 +731,9 @@ def test_rows_weight_gradient_fragment_loads_are_free_of_bank_conflicts(harness,
     of the form _cuda picks: each lane's pair of A (elements e, e + 1, one float2 load)
     adjacent and 8-byte aligned, each half-warp's 16 words of A on distinct pairs of the 32
     banks (one 8-byte access phase), and each B load's 32 floats on distinct banks."""
-    taps, rows, _, out_tiles = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
-                                                               case.out_channels)
+    taps, rows, _, out_tiles, _ = _cuda.rows_weight_gradient_form(case.kernel_size,
+                                                                  case.dilation,
+                                                                  case.out_channels)
     box_rows = _cuda.WGRAD_STRIP + (case.kernel_size[1] - 1) * case.dilation[1]
     a, b = torch.empty(4, 4, 32, dtype=torch.int32), torch.empty(8, 2, 32, dtype=torch.int32)
     for tap, j, o in itertools.product(range(taps), range(case.kernel_size[1]), range(out_tiles)):

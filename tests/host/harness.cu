@@ -43,14 +43,16 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form).
-template __global__ void tf32_weight_gradient<3, 4, 2, 1>(const RowsWgrad, const float*,
-                                                           const float*, float*);
-template __global__ void tf32_weight_gradient<2, 2, 3, 1>(const RowsWgrad, const float*,
-                                                           const float*, float*);
-template __global__ void tf32_weight_gradient<1, 2, 3, 1>(const RowsWgrad, const float*,
-                                                           const float*, float*);
-template __global__ void tf32_weight_gradient<1, 2, 3, 2>(const RowsWgrad, const float*,
-                                                           const float*, float*);
+template __global__ void tf32_weight_gradient<3, 4, 2, 1, 1>(const RowsWgrad, const float*,
+                                                              const float*, float*);
+template __global__ void tf32_weight_gradient<3, 4, 2, 1, 3>(const RowsWgrad, const float*,
+                                                              const float*, float*);
+template __global__ void tf32_weight_gradient<2, 2, 3, 1, 1>(const RowsWgrad, const float*,
+                                                              const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 1, 1>(const RowsWgrad, const float*,
+                                                              const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 2, 1>(const RowsWgrad, const float*,
+                                                              const float*, float*);
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
 template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 1, false, 3, 3, 1, 1, 1, 1>(
@@ -317,32 +319,38 @@ extern "C" int gemmconv_reaching_taps(long long kernel, long long stride, long l
 // tf32_weight_gradient's decomposition on the host, in double, through the kernel's own
 // functions: for every block (blocks x ceil(k_h / row_taps) x channel tiles of 64 input by
 // 64 out_tiles output channels) its stages in its order, each stage's shared tiles as its
-// threads' 16-byte chunks fill them (zeros for source -1), each warp's mma.sync fragments
-// read by lane and element as wgrad_a_float and wgrad_b_float say, and its sums stored
-// where wgrad_d_row, wgrad_d_column and wgrad_partial say. `partial`: (blocks, k_h, k_w,
-// C_in, C_out); shape: RowsWgrad's 13 fields. Returns 0.
+// threads' 16-byte chunks fill them (zeros for source -1), each warp's tiles of j_taps W
+// taps (wgrad_warp_tile) and their mma.sync fragments read by lane and element as
+// wgrad_a_float and wgrad_b_float say, and its sums stored where wgrad_d_row,
+// wgrad_d_column and wgrad_partial say. `partial`: (blocks, k_h, k_w, C_in, C_out); shape:
+// RowsWgrad's 13 fields. Returns 0, or 1 where k_w is no multiple of j_taps.
 extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int rows,
-                                             int out_tiles, int blocks, const float* x,
-                                             const float* grad, double* partial) {
+                                             int out_tiles, int j_taps, int blocks,
+                                             const float* x, const float* grad,
+                                             double* partial) {
   using namespace gemmconv;
   RowsWgrad s;
   std::memcpy(&s, shape, sizeof s);
   const int floats = wgrad_stage_floats(s, rows, row_taps, out_tiles);
   const int grad_rows = out_tiles * rows * kWgradStrip;
-  const int warps = out_tiles * row_taps * s.kernel_w;
+  if (s.kernel_w % j_taps) return 1;
+  const int m_tiles = wgrad_m_tiles(j_taps);
+  const int warps = out_tiles * row_taps * (s.kernel_w / j_taps) * (4 / m_tiles);
   const int boxes = wgrad_boxes(s, rows, row_taps), box_rows = wgrad_box_rows(s);
   std::vector<double> tile(floats);
   const int stages = wgrad_stages(s, rows);
   const int co_blocks = s.c_out / (kWgradTile * out_tiles);
-  // A warp's tile, row tap and W tap, as the kernel splits them.
-  auto warp_o = [&](int w) { return w / (row_taps * s.kernel_w); };
-  auto warp_tap = [&](int w) { return w / s.kernel_w % row_taps; };
+  // The sums of each (output tile, row tap, W tap): 64 x 64, as the warps' tiles fill them.
+  auto sums_of = [&](const WgradWarpTile& w) {
+    return ((w.o * row_taps + w.tap) * s.kernel_w + w.j) * kWgradTile * kWgradTile;
+  };
   for (int z = 0; z < s.c_in / kWgradTile * co_blocks; ++z)
     for (int y = 0; y * row_taps < s.kernel_h; ++y)
       for (int block = 0; block < blocks; ++block) {
         const int ci0 = z / co_blocks * kWgradTile;
         const int co0 = z % co_blocks * kWgradTile * out_tiles;
-        std::vector<double> sums(warps * kWgradTile * kWgradTile, 0.0);
+        std::vector<double> sums(out_tiles * row_taps * s.kernel_w * kWgradTile * kWgradTile,
+                                 0.0);
         for (int q = block; q < stages; q += blocks) {
           const WgradStage st = wgrad_stage(s, rows, q);
           std::fill(tile.begin(), tile.end(), std::nan(""));   // (the rows' padding stays NaN)
@@ -356,13 +364,15 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                  wgrad_next_box_row(b, r, 2 * warps, box_rows))
               fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, b, r, t % 16),
                    x);
-          for (int warp = 0; warp < warps; ++warp) {
-            const int o = warp_o(warp), tap = warp_tap(warp), j = warp % s.kernel_w;
-            if (y * row_taps + tap >= s.kernel_h) continue;
-            double* d = &sums[warp * kWgradTile * kWgradTile];
-            for (int kk = 0; kk < rows * kWgradStrip; kk += 8)
-              for (int lane = 0; lane < 32; ++lane)
-                for (int m = 0; m < 4; ++m)
+          for (int warp = 0; warp < warps; ++warp)
+            for (int t = 0; t < j_taps * m_tiles; ++t) {   // its tiles, (W tap, channels)
+              const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
+              const WgradWarpTile w{w0.o, w0.tap, w0.j + t / m_tiles, w0.m + t % m_tiles};
+              const int o = w.o, tap = w.tap, j = w.j, m = w.m;
+              if (y * row_taps + tap >= s.kernel_h) continue;
+              double* d = &sums[sums_of(w)];
+              for (int kk = 0; kk < rows * kWgradStrip; kk += 8)
+                for (int lane = 0; lane < 32; ++lane)
                   for (int n = 0; n < 8; ++n)
                     for (int e = 0; e < 4; ++e) {
                       // D's element e, PTX's (row, column) = (g + 8 (e / 2), 2 t + e % 2),
@@ -384,21 +394,23 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                           sum += av * bv;
                         }
                     }
-          }
+            }
         }
-        for (int warp = 0; warp < warps; ++warp) {
-          const int j = warp % s.kernel_w, i = y * row_taps + warp_tap(warp);
-          if (i >= s.kernel_h) continue;
-          for (int lane = 0; lane < 32; ++lane)
-            for (int m = 0; m < 4; ++m)
+        for (int warp = 0; warp < warps; ++warp)
+          for (int t = 0; t < j_taps * m_tiles; ++t) {
+            const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
+            const WgradWarpTile w{w0.o, w0.tap, w0.j + t / m_tiles, w0.m + t % m_tiles};
+            const int i = y * row_taps + w.tap;
+            if (i >= s.kernel_h) continue;
+            for (int lane = 0; lane < 32; ++lane)
               for (int n = 0; n < 8; ++n)
                 for (int e = 0; e < 4; ++e) {
-                  const int row = wgrad_d_row(m, e, lane), column = wgrad_d_column(n, e, lane);
-                  partial[wgrad_partial(s, block, i, j, ci0 + row,
-                                        co0 + warp_o(warp) * kWgradTile + column)] =
-                      sums[warp * kWgradTile * kWgradTile + row * kWgradTile + column];
+                  const int row = wgrad_d_row(w.m, e, lane), column = wgrad_d_column(n, e, lane);
+                  partial[wgrad_partial(s, block, i, w.j, ci0 + row,
+                                        co0 + w.o * kWgradTile + column)] =
+                      sums[sums_of(w) + row * kWgradTile + column];
                 }
-        }
+          }
       }
   return 0;
 }
