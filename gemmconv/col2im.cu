@@ -966,9 +966,9 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 // address, so every W tap reads one box of input positions at a shifted row.
 //
 // A block owns 64 input by 64 OutTiles output channels, RowTaps rows of the kernel from
-// blockIdx.y * RowTaps on, and every W tap: a warp four (or three) 16 x 64 tiles of the
-// partial sums of one tap and tile of 64 output channels, or of W taps side by side
-// (wgrad_warp_tile), in registers (two tiles a block: each box loaded once for both). It
+// blockIdx.y * RowTaps on, and every W tap, its partial sums in registers as tiles of 16
+// input by 64 output channels: a warp holds the four of one tap, or one of each of three W
+// taps (wgrad_warp_tile; two output tiles a block: each box loaded once for both). It
 // walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
 // `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
 // its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
