@@ -12,7 +12,7 @@ A) gpu
   node
   timeout 120 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_fused.py \
     -k "warps_of_three or on_mma" > $O/warp-taps-tests.log 2>&1; count $O/warp-taps-tests.log
-  for c in 2d-1024 2d-3x7-512; do for t in 1 3; do
+  for c in 2d-1024; do for t in 1 3 1 3; do   # (in turns: two samples of each)
     echo "taps $t: $(timeout 60 python3 benches/rows_wgrad_ncu.py $c $t 2>&1 | tail -1)"
   done; done | tee $O/wgrad-forms.log
   probe 60 step-1 cl128_probe.py 2d-1024; probe 60 step-3 cl128_probe.py --warp-taps 3 2d-1024
