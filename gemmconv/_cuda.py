@@ -800,24 +800,32 @@ SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 WGRAD_SMS = 132
 
 
-def _wgrad_shared(kernel: tuple, dilation: tuple, form: tuple) -> int:
-    taps, rows, stages, out_tiles, _ = form
+class WgradForm(NamedTuple):
+    """tf32_weight_gradient's template arguments, in order."""
+    row_taps: int    # rows of the kernel a block
+    rows: int        # output rows a stage
+    stages: int      # the ring's depth
+    out_tiles: int   # tiles of 64 output channels a block
+    w_taps: int      # W taps a warp: 1 (its four tiles of A of one tap) or 3 (one of each)
+
+
+def _wgrad_shared(kernel: tuple, dilation: tuple, form: WgradForm) -> int:
     box_rows = WGRAD_STRIP + (kernel[1] - 1) * dilation[1]
-    boxes = rows + (taps - 1) * dilation[0]
-    return stages * (out_tiles * rows * WGRAD_STRIP + boxes * box_rows) * WGRAD_PITCH * 4
+    boxes = form.rows + (form.row_taps - 1) * dilation[0]
+    return form.stages * (form.out_tiles * form.rows * WGRAD_STRIP + boxes * box_rows) * \
+        WGRAD_PITCH * 4
 
 
 def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
-                              out_channels: int) -> tuple | None:
-    """(row taps a block, output rows a stage, ring depth, tiles of 64 output channels a
-    block, W taps a warp) of tf32_weight_gradient for a 2-D kernel, or None where none fits:
-    at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or one of three:
-    :data:`WGRAD_WARP_TAPS`). The forms
-    measured fastest (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row
-    taps and stages of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in
-    blocks of one row tap and stages of 2 rows, against 3.63 of 1), fewer rows where those
-    do not fit shared memory. Blocks of one row tap take two output tiles where the warps
-    allow, so that each box serves both (2d-64to128: 3x5, 128 output channels)."""
+                              out_channels: int) -> WgradForm | None:
+    """The :class:`WgradForm` of tf32_weight_gradient for a 2-D kernel, or None where none
+    fits: at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or one of
+    three: :data:`WGRAD_WARP_TAPS`). The forms measured fastest (benches/NOTES.md, session
+    69: 2d-1024 5.27 ms in blocks of three row taps and stages of 4 rows, against 6.41 of 2
+    rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row tap and stages of 2 rows,
+    against 3.63 of 1), fewer rows where those do not fit shared memory. Blocks of one row
+    tap take two output tiles where the warps allow, so that each box serves both
+    (2d-64to128: 3x5, 128 output channels)."""
     kh, kw = kernel
     if kw > WGRAD_TAPS:
         return None
@@ -827,17 +835,17 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
     w_taps = 3 if WGRAD_WARP_TAPS == 3 and kw % 3 == 0 and \
         4 * kw // 3 * taps * out_tiles <= WGRAD_MAX_WARPS else 1
     for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
-        form = taps, rows, stages, out_tiles, w_taps
+        form = WgradForm(taps, rows, stages, out_tiles, w_taps)
         if _wgrad_shared(kernel, dilation, form) <= SHARED_LIMIT:
             return form
     return None
 
 
-def _wgrad_warps(kernel: tuple, form: tuple) -> int:
+def _wgrad_warps(kernel: tuple, form: WgradForm) -> int:
     """tf32_weight_gradient's warps a block: four tiles of A a tap and output tile, four a
     warp of one W tap or one a warp of each of three."""
-    taps, _, _, out_tiles, w_taps = form
-    return 4 * taps * kernel[1] * out_tiles // (4 if w_taps == 1 else w_taps)
+    return 4 * form.row_taps * kernel[1] * form.out_tiles // \
+        (4 if form.w_taps == 1 else form.w_taps)
 
 
 def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
@@ -846,7 +854,7 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
     channels), as many blocks as WGRAD_SMS SMs hold (by its warps and shared memory), at
     most one a stage. :func:`rows_weight_gradient` stores the first's partial sums."""
     form = rows_weight_gradient_form(g.kernel_size, g.dilation, c_out)
-    taps, rows, _, out_tiles, _ = form
+    taps, rows, out_tiles = form.row_taps, form.rows, form.out_tiles
     kh, kw = g.kernel_size
     per_sm = max(1, min(WGRAD_TAPS // (taps * kw * out_tiles),
                         SHARED_LIMIT // _wgrad_shared(g.kernel_size, g.dilation, form)))
@@ -857,7 +865,7 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
 
 
 @functools.cache
-def _wgrad_kernel(device_index: int, form: tuple) -> dict:
+def _wgrad_kernel(device_index: int, form: WgradForm) -> dict:
     name = "gemmconv::tf32_weight_gradient<{}, {}, {}, {}, {}>".format(*form)
     kernels = _compile(device_index, {"wgrad": name})
     # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB

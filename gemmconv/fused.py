@@ -1388,7 +1388,7 @@ def backward_unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Te
     if interleaved and x.dtype == torch.float32 and takes_mma(a, 4, True):
         g = a.geometry   # (the output channels one block of the mma form holds)
         channels = max(channels, _cuda.WGRAD_TILE * _cuda.rows_weight_gradient_form(
-            g.kernel_size, g.dilation, a.out_channels)[3])
+            g.kernel_size, g.dilation, a.out_channels).out_tiles)
     if interleaved and x.dtype == torch.float32 and a.out_channels > channels:
         # The five stride-1 2-D cases' channels_last training steps against the column
         # routes' (H200, results/s58/B): 10-31% faster at 32 and 64 output channels, 37%

@@ -361,7 +361,7 @@ def test_fused_backward_of_channels_last_stride_one_calls(monkeypatch, launches,
                             case.padding, case.output_padding, case.groups, case.dilation)
     mma = dtype == torch.float32 and fused.takes_mma(a, 4, True)
     tiles = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
-                                            case.out_channels)[3] if mma else 1
+                                            case.out_channels).out_tiles if mma else 1
     columns = dtype == torch.float32 and (case.nd not in fused.FLOAT32_BACKWARD_DIMS or
                                           case.out_channels > 64 * tiles)
     assert (weight_grads[0], mma_grads[0]) == ((0, 0) if columns else (0, 2) if mma else (2, 0))
@@ -458,7 +458,7 @@ def test_rows_weight_gradient_in_warps_of_three_w_taps(monkeypatch, case):
     default = fused.rows_weight_gradient(rows(x), rows(grad), g)
     monkeypatch.setattr(_cuda, "WGRAD_WARP_TAPS", 3)
     assert _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
-                                           case.out_channels)[4] == 3
+                                           case.out_channels).w_taps == 3
     poison_allocator(64 << 20)
     got = fused.rows_weight_gradient(rows(x), rows(grad), g)
     assert torch.equal(got, default)

@@ -1255,8 +1255,9 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile(monkey
     monkeypatch.setattr(gemmconv._cuda, "WGRAD_WARP_TAPS", 3)
     for kernel, form, warps in (((3, 3), (3, 4, 2, 1, 3), 12), ((1, 6), (1, 2, 3, 1, 3), 8),
                                 ((3, 5), (1, 2, 3, 2, 1), 10)):
-        assert gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), 128) == form
-        assert gemmconv._cuda._wgrad_warps(kernel, form) == warps
+        got = gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), 128)
+        assert got == form
+        assert gemmconv._cuda._wgrad_warps(kernel, got) == warps
     assert fused.float32_weight_form(args((2, 96, 16, 32), (96, 64, 3, 3)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 16, 32), (64, 64, 3, 10)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 4, 8, 8), (64, 64, 3, 3, 3)), True) != "mma"

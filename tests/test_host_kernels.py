@@ -701,12 +701,13 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     shape = (ctypes.c_int * 13)(case.batch, *case.size, case.in_channels, *case.output_size,
                                 case.out_channels, *case.kernel_size, *case.padding,
                                 *case.dilation)
-    taps, rows_a_stage, _, out_tiles, w_taps = _cuda.rows_weight_gradient_form(
-        case.kernel_size, case.dilation, case.out_channels)
+    form = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation, case.out_channels)
+    rows_a_stage = form.rows
     stages = case.batch * -(-case.output_size[0] // rows_a_stage) * \
         -(-case.output_size[1] // _cuda.WGRAD_STRIP)
     # (row taps, output tiles, W taps a warp, blocks)
-    forms = [(taps, out_tiles, w_taps, 3), (1, 1, 1, stages + 2), (taps, out_tiles, 3, 2)]
+    forms = [(form.row_taps, form.out_tiles, form.w_taps, 3), (1, 1, 1, stages + 2),
+             (form.row_taps, form.out_tiles, 3, 2)]
     if case.out_channels % 128 == 0:
         forms.append((1, 2, 1, 5))
     for row_taps, tiles, w_taps, grid in forms:
@@ -731,9 +732,8 @@ def test_rows_weight_gradient_fragment_loads_are_free_of_bank_conflicts(harness,
     of the form _cuda picks: each lane's pair of A (elements e, e + 1, one float2 load)
     adjacent and 8-byte aligned, each half-warp's 16 words of A on distinct pairs of the 32
     banks (one 8-byte access phase), and each B load's 32 floats on distinct banks."""
-    taps, rows, _, out_tiles, _ = _cuda.rows_weight_gradient_form(case.kernel_size,
-                                                                  case.dilation,
-                                                                  case.out_channels)
+    form = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation, case.out_channels)
+    taps, rows, out_tiles = form.row_taps, form.rows, form.out_tiles
     box_rows = _cuda.WGRAD_STRIP + (case.kernel_size[1] - 1) * case.dilation[1]
     a, b = torch.empty(4, 4, 32, dtype=torch.int32), torch.empty(8, 2, 32, dtype=torch.int32)
     for tap, j, o in itertools.product(range(taps), range(case.kernel_size[1]), range(out_tiles)):
