@@ -364,10 +364,10 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                  wgrad_next_box_row(b, r, 2 * warps, box_rows))
               fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, b, r, t % 16),
                    x);
-          for (int warp = 0; warp < warps; ++warp)
-            for (int t = 0; t < j_taps * m_tiles; ++t) {   // its tiles, (W tap, channels)
-              const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
-              const WgradWarpTile w{w0.o, w0.tap, w0.j + t / m_tiles, w0.m + t % m_tiles};
+          for (int warp = 0; warp < warps; ++warp) {
+            const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
+            for (int u = 0; u < j_taps * m_tiles; ++u) {   // its tiles, (W tap, channels)
+              const WgradWarpTile w{w0.o, w0.tap, w0.j + u / m_tiles, w0.m + u % m_tiles};
               const int o = w.o, tap = w.tap, j = w.j, m = w.m;
               if (y * row_taps + tap >= s.kernel_h) continue;
               double* d = &sums[sums_of(w)];
@@ -395,11 +395,12 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                         }
                     }
             }
+          }
         }
-        for (int warp = 0; warp < warps; ++warp)
-          for (int t = 0; t < j_taps * m_tiles; ++t) {
-            const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
-            const WgradWarpTile w{w0.o, w0.tap, w0.j + t / m_tiles, w0.m + t % m_tiles};
+        for (int warp = 0; warp < warps; ++warp) {
+          const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
+          for (int u = 0; u < j_taps * m_tiles; ++u) {
+            const WgradWarpTile w{w0.o, w0.tap, w0.j + u / m_tiles, w0.m + u % m_tiles};
             const int i = y * row_taps + w.tap;
             if (i >= s.kernel_h) continue;
             for (int lane = 0; lane < 32; ++lane)
@@ -411,6 +412,7 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
                       sums[sums_of(w) + row * kWgradTile + column];
                 }
           }
+        }
       }
   return 0;
 }
