@@ -18,9 +18,11 @@ depthwise_tests() {
   t dw-rest tests/test_cuda_depthwise.py -k "${2:-not matches_float64}" &
 }
 grouped_tests() { depthwise_tests "grouped and " "$1"; }   # the grouped cases; -k "$1" for the fifth
+# The counts of DIR's test logs (all of them in DIR/all.txt), and each log's last line: tally DIR
+tally() { (cd $1 && cat *.log > all.txt; count all.txt; for f in *.log; do echo "$f: $(tail -1 $f)"; done); }
 summary() {   # once the background tests end: their counts, and each process's last line
   wait
-  cat $O/*.log > $O/all.txt; count $O/all.txt; for f in $O/*.log; do echo "$f: $(tail -1 $f)"; done
+  tally $O
 }
 # One layer kernel by kernel, torch against ours (benches/layer.py): layer LAYER --input ...
 layer() { echo "== $*"; timeout 120 python3 benches/layer.py "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -40; }
@@ -55,9 +57,8 @@ sharded_tests() {
     timeout ${TC:-260} python3 -m pytest -v -m cuda -p no:cacheprovider $(cat $f) > ${f%.ids}.log 2>&1 &
   done
   wait
-  (cd $d && cat *.log > all.txt
-   { count all.txt; for f in *.log; do echo "$f: $(tail -1 $f)"; done; } | tee $O/counts.txt
-   tar -czf $O/logs.tgz *.log)
+  tally $d | tee $O/counts.txt
+  (cd $d && tar -czf $O/logs.tgz *.log)
 }
 # ncu on tf32_weight_gradient's third launch of benches/rows_wgrad_ncu.py: wgrad_ncu CASE
 wgrad_ncu() {
