@@ -783,16 +783,18 @@ def cublas_lt_handle(device_index: int) -> ctypes.c_void_p:
 
 # The float32 channels_last weight gradient on mma.sync (col2im.cu's tf32_weight_gradient,
 # fused.float32_weight_form's "mma" form). Its constants, as col2im.cu's kWgrad*.
-WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH, WGRAD_MAX_WARPS = 32, 64, 72, 12
+WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH = 32, 64, 72
 # Taps (row taps x W taps) a block at most, and the warps the grid counts an SM to hold: the
 # forms session 69 measured (9 warps at 168 registers: one block an SM).
 WGRAD_TAPS = 9
-# W taps a warp of tf32_weight_gradient (col2im.cu's wgrad_warp_tile): 1, its four tiles of
-# 16 input channels; or 3 where k_w is a multiple of 3, one tile of each, so that 3 x 3 taps
-# fill 12 warps, where 9 leave one of an SM's four schedulers three and mma.sync ran at 3/4
-# of 12's rate (session 71's mma_rate_probe). Three is built and checked on the host, not
-# yet timed on a GPU: off.
-WGRAD_WARP_TAPS = 1
+# Whether tf32_weight_gradient spreads a block's tiles of A over more warps (col2im.cu's
+# wgrad_warp_tile): a warp holds four tiles of 16 input channels of one W tap; spread, one
+# of each of three W taps where k_w is a multiple of 3 (3 x 3 taps in 12 warps, where 9
+# leave one of an SM's four schedulers three and mma.sync ran at 3/4 of 12's rate: session
+# 71's mma_rate_probe), else two of one tap where a block has fewer than 8 warps (1 x 7
+# taps in 14, where 7 leave a scheduler under two warps to hide latency). Built and checked
+# on the host, not yet timed on a GPU: off.
+WGRAD_SPREAD = False
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 # Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
 # summed in a fixed order, then give the same bits on any of them, and their memory is
@@ -806,7 +808,8 @@ class WgradForm(NamedTuple):
     rows: int        # output rows a stage
     stages: int      # the ring's depth
     out_tiles: int   # tiles of 64 output channels a block
-    w_taps: int      # W taps a warp: 1 (its four tiles of A of one tap) or 3 (one of each)
+    w_taps: int      # W taps a warp: 1, or 3 (a tile of A of each)
+    m_tiles: int     # tiles of A (16 input channels) a warp and W tap: 4, 2 or (w_taps 3) 1
 
 
 def _wgrad_shared(kernel: tuple, dilation: tuple, form: WgradForm) -> int:
@@ -816,11 +819,11 @@ def _wgrad_shared(kernel: tuple, dilation: tuple, form: WgradForm) -> int:
         WGRAD_PITCH * 4
 
 
-def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
-                              out_channels: int) -> WgradForm | None:
+def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
+                              spread: bool | None = None) -> WgradForm | None:
     """The :class:`WgradForm` of tf32_weight_gradient for a 2-D kernel, or None where none
-    fits: at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or one of
-    three: :data:`WGRAD_WARP_TAPS`). The forms measured fastest (benches/NOTES.md, session
+    fits: at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or fewer,
+    where `spread`, by default :data:`WGRAD_SPREAD`). The forms measured fastest (benches/NOTES.md, session
     69: 2d-1024 5.27 ms in blocks of three row taps and stages of 4 rows, against 6.41 of 2
     rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row tap and stages of 2 rows,
     against 3.63 of 1), fewer rows where those do not fit shared memory. Blocks of one row
@@ -832,20 +835,24 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple,
     taps = min(kh, 3, WGRAD_TAPS // kw)
     out_tiles = 2 if taps == 1 and out_channels % (2 * WGRAD_TILE) == 0 and \
         2 * kw <= 10 else 1   # (the two-tile forms measured: session 70, 10 warps at most)
-    w_taps = 3 if WGRAD_WARP_TAPS == 3 and kw % 3 == 0 and \
-        4 * kw // 3 * taps * out_tiles <= WGRAD_MAX_WARPS else 1
+    spread = WGRAD_SPREAD if spread is None else spread
+    warps = taps * kw * out_tiles   # (of four tiles; col2im.cu's wgrad_max_warps: at most
+    w_taps, m_tiles = 1, 4          # 12 warps of three tiles or more, 16 of two)
+    if spread and kw % 3 == 0 and warps * 4 // 3 <= 12:
+        w_taps, m_tiles = 3, 1
+    elif spread and warps < 8:
+        m_tiles = 2
     for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
-        form = WgradForm(taps, rows, stages, out_tiles, w_taps)
+        form = WgradForm(taps, rows, stages, out_tiles, w_taps, m_tiles)
         if _wgrad_shared(kernel, dilation, form) <= SHARED_LIMIT:
             return form
     return None
 
 
 def _wgrad_warps(kernel: tuple, form: WgradForm) -> int:
-    """tf32_weight_gradient's warps a block: four tiles of A a tap and output tile, four a
-    warp of one W tap or one a warp of each of three."""
-    return 4 * form.row_taps * kernel[1] * form.out_tiles // \
-        (4 if form.w_taps == 1 else form.w_taps)
+    """tf32_weight_gradient's warps a block: four tiles of A a tap and output tile, dealt
+    to warps in (W taps x tiles) of :class:`WgradForm`'s w_taps x m_tiles."""
+    return 4 * form.row_taps * kernel[1] * form.out_tiles // (form.w_taps * form.m_tiles)
 
 
 def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
@@ -866,7 +873,7 @@ def rows_weight_gradient_grid(batch: int, image: tuple, c_in: int, c_out: int,
 
 @functools.cache
 def _wgrad_kernel(device_index: int, form: WgradForm) -> dict:
-    name = "gemmconv::tf32_weight_gradient<{}, {}, {}, {}, {}>".format(*form)
+    name = "gemmconv::tf32_weight_gradient<{}, {}, {}, {}, {}, {}>".format(*form)
     kernels = _compile(device_index, {"wgrad": name})
     # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: what a launch may ask for, beyond 48 KB
     _launch_status(driver().cuFuncSetAttribute(kernels["wgrad"], 8, SHARED_LIMIT))

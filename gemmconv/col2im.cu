@@ -982,11 +982,10 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 constexpr int kWgradStrip = 32;              // positions a strip
 constexpr int kWgradTile = 64;               // channels a tile, either operand
 constexpr int kWgradPitch = kWgradTile + 8;  // floats a row in shared memory
-constexpr int kWgradMaxWarps = 12;           // warps a block at most (168 registers each)
 
 // The call's shape: input (N, H, W, C_in), output gradient (N, H_out, W_out, C_out). Plain
 // ints (each size, and the stages, below 2^31: _cuda.rows_weight_gradient checks), 64-bit
-// offsets only into the tensors: the kernel has 168 registers (9-10 warps a block), and
+// offsets only into the tensors: the kernel has 168 registers or fewer (wgrad_max_warps), and
 // 64-bit index math spilled.
 struct RowsWgrad {
   int batch, height, width, c_in, out_h, out_w, c_out;
@@ -1110,23 +1109,28 @@ GC_FN int wgrad_d_row(int m, int e, int lane) {
 }
 GC_FN int wgrad_d_column(int n, int e, int lane) { return n * 8 + 2 * (lane % 4) + e % 2; }
 
-// A warp's tiles of A (16 input channels of one W tap each): with j_taps 1, the four of one
-// W tap; with j_taps 3, one of three W taps side by side, so that 3 x 3 taps fill 12 warps,
-// where 9 leave one of an SM's four schedulers three warps and mma.sync 3/4 of its rate
-// (k_w a multiple of j_taps). Either way a warp's tiles share the output tile and row tap,
-// hence B. Its first tile's (o, row tap, W tap j, tile m); the others are j + v, m + u.
-// Warps in the order (o, tap, m, j).
+// A warp's tiles of A (16 input channels of one W tap each), j_taps W taps side by side
+// times m_tiles tiles of channels: (1, 4), the four of one W tap; (3, 1), one of each of
+// three, so that 3 x 3 taps fill 12 warps where 9 leave one of an SM's four schedulers
+// three warps and mma.sync 3/4 of its rate (k_w a multiple of 3); (1, 2), two of one tap,
+// so that 1 x 7 taps fill 14 warps where 7 leave a scheduler less than two to hide
+// latency. Either way a warp's tiles share the output tile and row tap, hence B. Its
+// first tile's (o, row tap, W tap j, tile m); the others are j + v, m + u. Warps in the
+// order (o, tap, m, j).
 struct WgradWarpTile {
   int o, tap, j, m;
 };
 
-GC_FN constexpr int wgrad_m_tiles(int j_taps) { return j_taps == 1 ? 4 : 1; }
-
-GC_FN WgradWarpTile wgrad_warp_tile(int kernel_w, int row_taps, int j_taps, int warp) {
-  const int js = kernel_w / j_taps, ms = 4 / wgrad_m_tiles(j_taps);  // groups a tap
+GC_FN WgradWarpTile wgrad_warp_tile(int kernel_w, int row_taps, int j_taps, int m_tiles,
+                                    int warp) {
+  const int js = kernel_w / j_taps, ms = 4 / m_tiles;  // groups a tap
   return {warp / (js * ms * row_taps), warp / (js * ms) % row_taps, warp % js * j_taps,
-          warp / js % ms * wgrad_m_tiles(j_taps)};
+          warp / js % ms * m_tiles};
 }
+
+// Warps a block at most, by a warp's tiles of A: the register cap __launch_bounds__ then
+// sets (65,536 / 32 warps) holds a warp's accumulators, 32 floats a tile, and its operands.
+GC_FN constexpr int wgrad_max_warps(int warp_tiles) { return warp_tiles >= 3 ? 12 : 16; }
 
 // The block's partial sums: (blocks, k_h, k_w, C_in, C_out), float32.
 GC_FN index_t wgrad_partial(const RowsWgrad& s, int block, int i, int j, int ci, int co) {
@@ -1259,24 +1263,24 @@ __device__ inline float round_tf32(float v) {  // to nearest, ties away (cvt.rna
 
 // The weight gradient described above wgrad_stage: RowTaps rows of the kernel and OutTiles
 // tiles of output channels a block, Rows output rows a stage, a ring of Stages, JTaps W taps
-// a warp (wgrad_warp_tile). Launch: blockDim.x = 32 (k_w / JTaps) (4 / wgrad_m_tiles(JTaps))
-// RowTaps OutTiles (at most kWgradMaxWarps warps), gridDim = (blocks,
-// ceil(k_h / RowTaps), C_in / 64 * C_out / (64 OutTiles)), wgrad_stage_floats * Stages * 4
-// bytes of dynamic shared memory.
-template <int RowTaps, int Rows, int Stages, int OutTiles, int JTaps>
-__global__ void __launch_bounds__(32 * kWgradMaxWarps, 1)
+// by MTiles tiles of channels a warp (wgrad_warp_tile). Launch: blockDim.x = 32 (k_w /
+// JTaps) (4 / MTiles) RowTaps OutTiles (at most wgrad_max_warps(JTaps MTiles) warps),
+// gridDim = (blocks, ceil(k_h / RowTaps), C_in / 64 * C_out / (64 OutTiles)),
+// wgrad_stage_floats * Stages * 4 bytes of dynamic shared memory.
+template <int RowTaps, int Rows, int Stages, int OutTiles, int JTaps, int MTiles>
+__global__ void __launch_bounds__(32 * wgrad_max_warps(JTaps * MTiles), 1)
     tf32_weight_gradient(const RowsWgrad s, const float* __restrict__ x,
                          const float* __restrict__ grad, float* __restrict__ partial) {
   static_assert(Stages >= 2, "a ring of one stage cannot load ahead");
-  static_assert(JTaps == 1 || JTaps == 3, "a warp's tiles: four of a W tap, or one of three");
-  constexpr int MTiles = wgrad_m_tiles(JTaps);
+  static_assert((JTaps == 1 && (MTiles == 4 || MTiles == 2)) || (JTaps == 3 && MTiles == 1),
+                "a warp's tiles: four or two of a W tap, or one of each of three");
   extern __shared__ float4 wgrad_shared[];  // (16-byte aligned, as cp.async needs)
   float* tiles = reinterpret_cast<float*>(wgrad_shared);
   unsigned base;  // the ring's shared-memory address, as cp.async takes it
   asm("{\n.reg .u64 p;\ncvta.to.shared.u64 p, %1;\ncvt.u32.u64 %0, p;\n}\n"
       : "=r"(base) : "l"(wgrad_shared));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const WgradWarpTile w = wgrad_warp_tile(s.kernel_w, RowTaps, JTaps, warp);
+  const WgradWarpTile w = wgrad_warp_tile(s.kernel_w, RowTaps, JTaps, MTiles, warp);
   const int o = w.o, tap = w.tap, row_tap0 = blockIdx.y * RowTaps, i = row_tap0 + tap;
   const int co_blocks = s.c_out / (kWgradTile * OutTiles);
   const int ci0 = blockIdx.z / co_blocks * kWgradTile;

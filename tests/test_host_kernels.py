@@ -47,7 +47,7 @@ def harness(tmp_path_factory):
     lib.gemmconv_reaching_taps.argtypes = [ctypes.c_longlong] * 4 + [fields]
     lib.gemmconv_host_interleaved.argtypes = lib.gemmconv_host.argtypes
     lib.gemmconv_rows_weight_gradient.argtypes = [ctypes.POINTER(ctypes.c_int)] + \
-        [ctypes.c_int] * 5 + [ctypes.c_void_p] * 3
+        [ctypes.c_int] * 6 + [ctypes.c_void_p] * 3
     lib.gemmconv_wgrad_fragment_floats.argtypes = [ctypes.c_int] * 9 + [ctypes.c_void_p] * 2
     lib.gemmconv_wgrad_fragment_floats.restype = None
     return lib
@@ -692,8 +692,8 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     functions (blocks, stages, 16-byte chunks, each lane's mma.sync fragments, the partial
     sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks, in blocks of
     one row tap with more blocks than stages, in blocks of two output tiles where the
-    output channels allow, and in warps of three W taps where k_w is a multiple of 3
-    (refused where not): the partial sums' sum against float64's weight gradient, and none
+    output channels allow, in warps of two tiles of A, and in warps of three W taps where
+    k_w is a multiple of 3 (refused where not): the partial sums' sum against float64's weight gradient, and none
     of them left unwritten."""
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
@@ -705,16 +705,17 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     rows_a_stage = form.rows
     stages = case.batch * -(-case.output_size[0] // rows_a_stage) * \
         -(-case.output_size[1] // _cuda.WGRAD_STRIP)
-    # (row taps, output tiles, W taps a warp, blocks)
-    forms = [(form.row_taps, form.out_tiles, form.w_taps, 3), (1, 1, 1, stages + 2),
-             (form.row_taps, form.out_tiles, 3, 2)]
+    # (row taps, output tiles, W taps and tiles of A a warp, blocks)
+    forms = [(form.row_taps, form.out_tiles, form.w_taps, form.m_tiles, 3),
+             (1, 1, 1, 4, stages + 2), (form.row_taps, form.out_tiles, 3, 1, 2),
+             (form.row_taps, form.out_tiles, 1, 2, 4)]
     if case.out_channels % 128 == 0:
-        forms.append((1, 2, 1, 5))
-    for row_taps, tiles, w_taps, grid in forms:
+        forms.append((1, 2, 1, 4, 5))
+    for row_taps, tiles, w_taps, m_tiles, grid in forms:
         partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
                              float("nan"), dtype=torch.float64)
         status = harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, tiles,
-                                                       w_taps, grid, xr.data_ptr(),
+                                                       w_taps, m_tiles, grid, xr.data_ptr(),
                                                        gr.data_ptr(), partial.data_ptr())
         if case.kernel_size[1] % w_taps:
             assert status == 1
@@ -722,7 +723,7 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
         assert status == 0
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
-        assert rel_error(got, want) < 1e-6, (row_taps, tiles, w_taps, grid)
+        assert rel_error(got, want) < 1e-6, (row_taps, tiles, w_taps, m_tiles, grid)
 
 
 @pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)

@@ -42,17 +42,24 @@ GC_INSTANTIATE_ALL(double)
 GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
-// The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form).
-template __global__ void tf32_weight_gradient<3, 4, 2, 1, 1>(const RowsWgrad, const float*,
-                                                              const float*, float*);
-template __global__ void tf32_weight_gradient<3, 4, 2, 1, 3>(const RowsWgrad, const float*,
-                                                              const float*, float*);
-template __global__ void tf32_weight_gradient<2, 2, 3, 1, 1>(const RowsWgrad, const float*,
-                                                              const float*, float*);
-template __global__ void tf32_weight_gradient<1, 2, 3, 1, 1>(const RowsWgrad, const float*,
-                                                              const float*, float*);
-template __global__ void tf32_weight_gradient<1, 2, 3, 2, 1>(const RowsWgrad, const float*,
-                                                              const float*, float*);
+// The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form),
+// spread over more warps (_cuda.WGRAD_SPREAD) or not.
+template __global__ void tf32_weight_gradient<3, 4, 2, 1, 1, 4>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<2, 2, 3, 1, 1, 4>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 1, 1, 4>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 2, 1, 4>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<3, 4, 2, 1, 3, 1>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<2, 2, 3, 1, 3, 1>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 1, 1, 2>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<3, 4, 2, 1, 1, 2>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
 template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 1, false, 3, 3, 1, 1, 1, 1>(
@@ -320,13 +327,13 @@ extern "C" int gemmconv_reaching_taps(long long kernel, long long stride, long l
 // functions: for every block (blocks x ceil(k_h / row_taps) x channel tiles of 64 input by
 // 64 out_tiles output channels) its stages in its order, each stage's shared tiles as its
 // threads' 16-byte chunks fill them (zeros for source -1), each warp's tiles of j_taps W
-// taps (wgrad_warp_tile) and their mma.sync fragments read by lane and element as
-// wgrad_a_float and wgrad_b_float say, and its sums stored where wgrad_d_row,
-// wgrad_d_column and wgrad_partial say. `partial`: (blocks, k_h, k_w, C_in, C_out); shape:
-// RowsWgrad's 13 fields. Returns 0, or 1 where k_w is no multiple of j_taps.
+// taps by m_tiles tiles of channels (wgrad_warp_tile) and their mma.sync fragments read by
+// lane and element as wgrad_a_float and wgrad_b_float say, and its sums stored where
+// wgrad_d_row, wgrad_d_column and wgrad_partial say. `partial`: (blocks, k_h, k_w, C_in,
+// C_out); shape: RowsWgrad's 13 fields. Returns 0, or 1 where k_w is no multiple of j_taps.
 extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int rows,
-                                             int out_tiles, int j_taps, int blocks,
-                                             const float* x, const float* grad,
+                                             int out_tiles, int j_taps, int m_tiles,
+                                             int blocks, const float* x, const float* grad,
                                              double* partial) {
   using namespace gemmconv;
   RowsWgrad s;
@@ -334,7 +341,6 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
   const int floats = wgrad_stage_floats(s, rows, row_taps, out_tiles);
   const int grad_rows = out_tiles * rows * kWgradStrip;
   if (s.kernel_w % j_taps) return 1;
-  const int m_tiles = wgrad_m_tiles(j_taps);
   const int warps = out_tiles * row_taps * (s.kernel_w / j_taps) * (4 / m_tiles);
   const int boxes = wgrad_boxes(s, rows, row_taps), box_rows = wgrad_box_rows(s);
   std::vector<double> tile(floats);
@@ -365,7 +371,8 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
               fill(wgrad_box_chunk(s, st, grad_rows, y * row_taps, row_taps, ci0, b, r, t % 16),
                    x);
           for (int warp = 0; warp < warps; ++warp) {
-            const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
+            const WgradWarpTile w0 =
+                wgrad_warp_tile(s.kernel_w, row_taps, j_taps, m_tiles, warp);
             for (int u = 0; u < j_taps * m_tiles; ++u) {   // its tiles, (W tap, channels)
               const WgradWarpTile w{w0.o, w0.tap, w0.j + u / m_tiles, w0.m + u % m_tiles};
               const int o = w.o, tap = w.tap, j = w.j, m = w.m;
@@ -398,7 +405,8 @@ extern "C" int gemmconv_rows_weight_gradient(const int* shape, int row_taps, int
           }
         }
         for (int warp = 0; warp < warps; ++warp) {
-          const WgradWarpTile w0 = wgrad_warp_tile(s.kernel_w, row_taps, j_taps, warp);
+          const WgradWarpTile w0 =
+              wgrad_warp_tile(s.kernel_w, row_taps, j_taps, m_tiles, warp);
           for (int u = 0; u < j_taps * m_tiles; ++u) {
             const WgradWarpTile w{w0.o, w0.tap, w0.j + u / m_tiles, w0.m + u % m_tiles};
             const int i = y * row_taps + w.tap;
