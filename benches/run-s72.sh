@@ -7,9 +7,11 @@
 #      channels_last steps in both (cl128_probe.py); then test_cuda_depthwise but for its
 #      bfloat16 tests (949, not run on session 70's code); then the float32 training table
 #      with the layouts, in what is left of the call (about 560 s in all; no carry needed).
+#   S: A's first half (its tests, the kernel alone and the steps, about 250 s), where little
+#      device time is left.
 source benches/run-lib.sh "$1"
 case "$1" in
-A) gpu
+A|S) gpu
   node
   timeout 120 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_fused.py \
     -k "spread or on_mma" > $O/spread-tests.log 2>&1; count $O/spread-tests.log
@@ -18,6 +20,7 @@ A) gpu
   done; done | tee $O/wgrad-forms.log
   probe 90 step cl128_probe.py 2d-1024 2d-3x7-512
   probe 90 step-spread cl128_probe.py --spread 2d-1024 2d-3x7-512
+  [ "$1" = S ] && exit
   TC=190 sharded_tests "depthwise:6:tests/test_cuda_depthwise.py:not bfloat16"
   TB=$(( $(left 560) < 200 ? $(left 560) : 200 )) table train-f32-layouts --layouts --backward ;;
 esac
