@@ -1,11 +1,11 @@
 """Float32 channels_last training steps of bench cases, torch against gemmconv as its rules
 pick routes, with ``--rows BYTES`` raising fused.CHANNELS_LAST_FLOAT32_ROWS (so that calls
 of more output channels, 2d-64to128's 128, take the fused backward, whose weight gradient
-is col2im.cu's tf32_weight_gradient in blocks of two output tiles), and ``--spread``
-setting _cuda.WGRAD_SPREAD (that kernel's tiles over more warps: 3x3 in 12, 3x7 in 14).
+is col2im.cu's tf32_weight_gradient in blocks of two output tiles), and ``--balanced``
+setting _cuda.WGRAD_BALANCED (that kernel's tiles over more warps: 3x3 in 12, 3x7 in 14).
 Also the weight gradient alone, torch's against fused.rows_weight_gradient. Errors against
 float64 of the weight gradient. Needs a GPU; about 30 s a case:
-``PYTHONPATH=. python benches/cl128_probe.py [--rows 512] [--spread] [CASE ...]``."""
+``PYTHONPATH=. python benches/cl128_probe.py [--rows 512] [--balanced] [CASE ...]``."""
 import argparse
 
 import torch
@@ -20,12 +20,12 @@ from gemmconv.shapes import Geometry, conv_transpose_args
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=None)
-    parser.add_argument("--spread", action="store_true")
+    parser.add_argument("--balanced", action="store_true")
     parser.add_argument("cases", nargs="*", default=["2d-64to128"])
     args = parser.parse_args()
     if args.rows is not None:
         fused.CHANNELS_LAST_FLOAT32_ROWS = args.rows
-    _cuda.WGRAD_SPREAD = args.spread
+    _cuda.WGRAD_BALANCED = args.balanced
     gen = torch.Generator("cuda").manual_seed(0)
     cl = lambda t: t.contiguous(memory_format=torch.channels_last)
     for case in BENCH:

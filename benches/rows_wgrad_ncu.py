@@ -6,7 +6,7 @@ sums run in the same order; PYTHONPATH may point at another copy of the package)
 on the third launch: ``ncu -k regex:tf32_weight_gradient --launch-skip 2 --launch-count 1
 python3 benches/rows_wgrad_ncu.py``. (Session 70's A ran it as wgrad_ncu.py, a name that
 is session 62's probe of the planar weight gradient's kernel.) A second argument sets
-_cuda.WGRAD_SPREAD (1: the block's tiles of A spread over more warps, session 71-72's
+_cuda.WGRAD_BALANCED (1: the block's tiles of A dealt to balanced warps, sessions 71-72's
 forms); the checksum should not move with it, since every weight's sum runs over the same
 blocks, stages and mma.sync steps in the same order."""
 import sys
@@ -19,7 +19,7 @@ from gemmconv.shapes import Geometry
 
 case = next(c for c in BENCH if c.name == (sys.argv[1] if len(sys.argv) > 1 else "2d-1024"))
 if len(sys.argv) > 2:
-    _cuda.WGRAD_SPREAD = bool(int(sys.argv[2]))
+    _cuda.WGRAD_BALANCED = bool(int(sys.argv[2]))
 gen = torch.Generator("cuda").manual_seed(0)
 x = torch.randn(case.batch, *case.size, case.in_channels, device="cuda", generator=gen)
 grad = torch.randn(case.batch, *case.output_size, case.out_channels, device="cuda", generator=gen)

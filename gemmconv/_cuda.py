@@ -787,14 +787,15 @@ WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH = 32, 64, 72
 # Taps (row taps x W taps) a block at most, and the warps the grid counts an SM to hold: the
 # forms session 69 measured (9 warps at 168 registers: one block an SM).
 WGRAD_TAPS = 9
-# Whether tf32_weight_gradient spreads a block's tiles of A over more warps (col2im.cu's
-# wgrad_warp_tile): a warp holds four tiles of 16 input channels of one W tap; spread, one
-# of each of three W taps where k_w is a multiple of 3 (3 x 3 taps in 12 warps, where 9
-# leave one of an SM's four schedulers three and mma.sync ran at 3/4 of 12's rate: session
-# 71's mma_rate_probe), else two of one tap where a block has fewer than 8 warps (1 x 7
-# taps in 14, where 7 leave a scheduler under two warps to hide latency). Built and checked
-# on the host, not yet timed on a GPU: off.
-WGRAD_SPREAD = False
+# Whether tf32_weight_gradient deals a block's tiles of A to warps that an SM's four
+# schedulers share evenly, or more of them (col2im.cu's wgrad_warp_tile). A warp holds four
+# tiles of 16 input channels of one W tap; balanced, where k_w is a multiple of 3, one of
+# each of three W taps (3 x 3 taps in 12 warps, where 9 leave one scheduler three and
+# mma.sync ran at 3/4 of 12's rate: session 71's mma_rate_probe); where 10 warps take 5 W
+# taps, one of each of five (8 warps, 10 ran at 0.84 of the rate); else, under 8 warps,
+# two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under two to hide
+# latency). Built and checked on the host, not yet timed on a GPU: off.
+WGRAD_BALANCED = False
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 # Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
 # summed in a fixed order, then give the same bits on any of them, and their memory is
@@ -808,8 +809,8 @@ class WgradForm(NamedTuple):
     rows: int        # output rows a stage
     stages: int      # the ring's depth
     out_tiles: int   # tiles of 64 output channels a block
-    w_taps: int      # W taps a warp: 1, or 3 (a tile of A of each)
-    m_tiles: int     # tiles of A (16 input channels) a warp and W tap: 4, 2 or (w_taps 3) 1
+    w_taps: int      # W taps a warp: 1, 3 or 5 (a tile of A of each)
+    m_tiles: int     # tiles of A (16 input channels) a warp and W tap: 4, 2 or 1 (w_taps > 1)
 
 
 def _wgrad_shared(kernel: tuple, dilation: tuple, form: WgradForm) -> int:
@@ -820,10 +821,10 @@ def _wgrad_shared(kernel: tuple, dilation: tuple, form: WgradForm) -> int:
 
 
 def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
-                              spread: bool | None = None) -> WgradForm | None:
+                              balanced: bool | None = None) -> WgradForm | None:
     """The :class:`WgradForm` of tf32_weight_gradient for a 2-D kernel, or None where none
-    fits: at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or fewer,
-    where `spread`, by default :data:`WGRAD_SPREAD`). The forms measured fastest (benches/NOTES.md, session
+    fits: at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or others
+    where `balanced`, by default :data:`WGRAD_BALANCED`). The forms measured fastest (benches/NOTES.md, session
     69: 2d-1024 5.27 ms in blocks of three row taps and stages of 4 rows, against 6.41 of 2
     rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row tap and stages of 2 rows,
     against 3.63 of 1), fewer rows where those do not fit shared memory. Blocks of one row
@@ -835,12 +836,14 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
     taps = min(kh, 3, WGRAD_TAPS // kw)
     out_tiles = 2 if taps == 1 and out_channels % (2 * WGRAD_TILE) == 0 and \
         2 * kw <= 10 else 1   # (the two-tile forms measured: session 70, 10 warps at most)
-    spread = WGRAD_SPREAD if spread is None else spread
+    balanced = WGRAD_BALANCED if balanced is None else balanced
     warps = taps * kw * out_tiles   # (of four tiles; col2im.cu's wgrad_max_warps: at most
-    w_taps, m_tiles = 1, 4          # 12 warps of three tiles or more, 16 of two)
-    if spread and kw % 3 == 0 and warps * 4 // 3 <= 12:
+    w_taps, m_tiles = 1, 4          # 16 warps of two tiles, 12 of 3-4, 8 of five)
+    if balanced and kw % 3 == 0 and warps * 4 // 3 <= 12:
         w_taps, m_tiles = 3, 1
-    elif spread and warps < 8:
+    elif balanced and kw % 5 == 0 and warps == 10:
+        w_taps, m_tiles = 5, 1
+    elif balanced and warps < 8:
         m_tiles = 2
     for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
         form = WgradForm(taps, rows, stages, out_tiles, w_taps, m_tiles)

@@ -1130,7 +1130,9 @@ GC_FN WgradWarpTile wgrad_warp_tile(int kernel_w, int row_taps, int j_taps, int 
 
 // Warps a block at most, by a warp's tiles of A: the register cap __launch_bounds__ then
 // sets (65,536 / 32 warps) holds a warp's accumulators, 32 floats a tile, and its operands.
-GC_FN constexpr int wgrad_max_warps(int warp_tiles) { return warp_tiles >= 3 ? 12 : 16; }
+GC_FN constexpr int wgrad_max_warps(int warp_tiles) {
+  return warp_tiles >= 5 ? 8 : warp_tiles >= 3 ? 12 : 16;
+}
 
 // The block's partial sums: (blocks, k_h, k_w, C_in, C_out), float32.
 GC_FN index_t wgrad_partial(const RowsWgrad& s, int block, int i, int j, int ci, int co) {
@@ -1272,8 +1274,9 @@ __global__ void __launch_bounds__(32 * wgrad_max_warps(JTaps * MTiles), 1)
     tf32_weight_gradient(const RowsWgrad s, const float* __restrict__ x,
                          const float* __restrict__ grad, float* __restrict__ partial) {
   static_assert(Stages >= 2, "a ring of one stage cannot load ahead");
-  static_assert((JTaps == 1 && (MTiles == 4 || MTiles == 2)) || (JTaps == 3 && MTiles == 1),
-                "a warp's tiles: four or two of a W tap, or one of each of three");
+  static_assert((JTaps == 1 && (MTiles == 4 || MTiles == 2)) ||
+                    ((JTaps == 3 || JTaps == 5) && MTiles == 1),
+                "a warp's tiles: four or two of a W tap, or one of each of three or five");
   extern __shared__ float4 wgrad_shared[];  // (16-byte aligned, as cp.async needs)
   float* tiles = reinterpret_cast<float*>(wgrad_shared);
   unsigned base;  // the ring's shared-memory address, as cp.async takes it

@@ -1251,17 +1251,17 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile(monkey
     assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 64) == (1, 2, 3, 1, 1, 4)
     assert gemmconv._cuda.rows_weight_gradient_grid(2, (18, 36), 64, 128, two.geometry) == \
         (2 * 9 * 2, 3, 1)
-    # Spread over more warps (off): 3x3 in 12 warps of three W taps, 1x6 in 8; 3x7 and 1x5
-    # in twice the warps of two tiles; not 3x5 of two output tiles (10 warps already)
-    monkeypatch.setattr(gemmconv._cuda, "WGRAD_SPREAD", True)
+    # Balanced warps (off): 3x3 in 12 warps of three W taps, 1x6 in 8; 3x5 of two output
+    # tiles in 8 of five; 3x7 and 1x5 in twice the warps, of two tiles
+    monkeypatch.setattr(gemmconv._cuda, "WGRAD_BALANCED", True)
     for kernel, out, form, warps in (((3, 3), 128, (3, 4, 2, 1, 3, 1), 12),
                                      ((1, 6), 128, (1, 2, 3, 1, 3, 1), 8),
+                                     ((3, 5), 128, (1, 2, 3, 2, 5, 1), 8),
                                      ((3, 7), 64, (1, 2, 3, 1, 1, 2), 14),
-                                     ((1, 5), 64, (1, 2, 3, 1, 1, 2), 10),
-                                     ((3, 5), 128, (1, 2, 3, 2, 1, 4), 10)):
+                                     ((1, 5), 64, (1, 2, 3, 1, 1, 2), 10)):
         got = gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), out)
         assert got == form
-        assert gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), out, spread=False) \
+        assert gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), out, balanced=False) \
             .m_tiles == 4
         assert gemmconv._cuda._wgrad_warps(kernel, got) == warps
     assert fused.float32_weight_form(args((2, 96, 16, 32), (96, 64, 3, 3)), True) == "planar"

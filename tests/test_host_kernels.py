@@ -692,8 +692,8 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     functions (blocks, stages, 16-byte chunks, each lane's mma.sync fragments, the partial
     sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks, in blocks of
     one row tap with more blocks than stages, in blocks of two output tiles where the
-    output channels allow, in warps of two tiles of A, and in warps of three W taps where
-    k_w is a multiple of 3 (refused where not): the partial sums' sum against float64's weight gradient, and none
+    output channels allow, in warps of two tiles of A, and in warps of three or five W
+    taps where k_w is a multiple of 3 or 5 (refused where not): the partial sums' sum against float64's weight gradient, and none
     of them left unwritten."""
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
@@ -708,7 +708,7 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     # (row taps, output tiles, W taps and tiles of A a warp, blocks)
     forms = [(form.row_taps, form.out_tiles, form.w_taps, form.m_tiles, 3),
              (1, 1, 1, 4, stages + 2), (form.row_taps, form.out_tiles, 3, 1, 2),
-             (form.row_taps, form.out_tiles, 1, 2, 4)]
+             (form.row_taps, form.out_tiles, 1, 2, 4), (form.row_taps, form.out_tiles, 5, 1, 3)]
     if case.out_channels % 128 == 0:
         forms.append((1, 2, 1, 4, 5))
     for row_taps, tiles, w_taps, m_tiles, grid in forms:

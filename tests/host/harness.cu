@@ -43,7 +43,7 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form),
-// spread over more warps (_cuda.WGRAD_SPREAD) or not.
+// in balanced warps (_cuda.WGRAD_BALANCED) or not.
 template __global__ void tf32_weight_gradient<3, 4, 2, 1, 1, 4>(const RowsWgrad, const float*,
                                                                  const float*, float*);
 template __global__ void tf32_weight_gradient<2, 2, 3, 1, 1, 4>(const RowsWgrad, const float*,
@@ -55,6 +55,8 @@ template __global__ void tf32_weight_gradient<1, 2, 3, 2, 1, 4>(const RowsWgrad,
 template __global__ void tf32_weight_gradient<3, 4, 2, 1, 3, 1>(const RowsWgrad, const float*,
                                                                  const float*, float*);
 template __global__ void tf32_weight_gradient<2, 2, 3, 1, 3, 1>(const RowsWgrad, const float*,
+                                                                 const float*, float*);
+template __global__ void tf32_weight_gradient<1, 2, 3, 2, 5, 1>(const RowsWgrad, const float*,
                                                                  const float*, float*);
 template __global__ void tf32_weight_gradient<1, 2, 3, 1, 1, 2>(const RowsWgrad, const float*,
                                                                  const float*, float*);
