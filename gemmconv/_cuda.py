@@ -792,8 +792,8 @@ WGRAD_TAPS = 9
 # tiles of 16 input channels of one W tap; balanced, where k_w is a multiple of 3, one of
 # each of three W taps (3 x 3 taps in 12 warps, where 9 leave one scheduler three and
 # mma.sync ran at 3/4 of 12's rate: session 71's mma_rate_probe); where 10 warps take 5 W
-# taps, one of each of five (8 warps, 10 ran at 0.84 of the rate); else, under 8 warps,
-# two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under two to hide
+# taps, one of each of five (8 warps, 10 ran at 0.84 of the rate); else, with 5-7 warps
+# (a block an SM), two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under two to hide
 # latency). Built and checked on the host, not yet timed on a GPU: off.
 WGRAD_BALANCED = False
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
@@ -843,7 +843,7 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
         w_taps, m_tiles = 3, 1
     elif balanced and kw % 5 == 0 and warps == 10:
         w_taps, m_tiles = 5, 1
-    elif balanced and warps < 8:
+    elif balanced and 5 <= warps < 8:   # (fewer: blocks share an SM, per WGRAD_TAPS)
         m_tiles = 2
     for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
         form = WgradForm(taps, rows, stages, out_tiles, w_taps, m_tiles)
