@@ -793,8 +793,8 @@ WGRAD_TAPS = 9
 # each of three W taps (3 x 3 taps in 12 warps, where 9 leave one scheduler three and
 # mma.sync ran at 3/4 of 12's rate: session 71's mma_rate_probe); where 10 warps take 5 W
 # taps, one of each of five (8 warps, 10 ran at 0.84 of the rate); else, with 5-7 warps
-# (a block an SM), two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under two to hide
-# latency). Built and checked on the host, not yet timed on a GPU: off.
+# (a block an SM), two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under
+# two to hide latency). Built and checked on the host, not yet timed on a GPU: off.
 WGRAD_BALANCED = False
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 # Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
