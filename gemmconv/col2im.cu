@@ -967,8 +967,9 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 //
 // A block owns 64 input by 64 OutTiles output channels, RowTaps rows of the kernel from
 // blockIdx.y * RowTaps on, and every W tap, its partial sums in registers as tiles of 16
-// input by 64 output channels: a warp holds the four of one tap, or one of each of three W
-// taps (wgrad_warp_tile; two output tiles a block: each box loaded once for both). It
+// input by 64 output channels: a warp holds the four of one tap, two of one tap, or one of
+// each of three or five W taps (wgrad_warp_tile; two output tiles a block: each box loaded
+// once for both). It
 // walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
 // `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
 // its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
