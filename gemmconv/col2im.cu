@@ -969,11 +969,11 @@ GC_FN void im2col_interleaved_element(const Taps<ND>& t, const Interleaved<ND>& 
 // blockIdx.y * RowTaps on, and every W tap, its partial sums in registers as tiles of 16
 // input by 64 output channels: a warp holds the four of one tap, two of one tap, or one of
 // each of three or five W taps (wgrad_warp_tile; two output tiles a block: each box loaded
-// once for both). It
-// walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of kWgradStrip positions of
-// `rows` output rows. Per stage it loads the strips' output gradient and, for each input row
-// its row taps reach, one box of the strip's positions widened by (k_w - 1) d_w, by
-// cp.async into a ring of `stages`; each input row serves all the stage's output rows.
+// once for both). It walks stages blockIdx.x, + gridDim.x, ...; a stage is a strip of
+// kWgradStrip positions of `rows` output rows. Per stage it loads the strips' output
+// gradient and, for each input row its row taps reach, one box of the strip's positions
+// widened by (k_w - 1) d_w, by cp.async into a ring of `stages`; each input row serves all
+// the stage's output rows.
 // Shared rows are padded to kWgradPitch floats, so that a warp's fragment loads (B's 8
 // channels by 4 positions, A's pairs of channels by 4 positions a half-warp) hit 32 banks.
 // Each block stores its partial sums; a fixed-order sum over the blocks follows
