@@ -1111,11 +1111,12 @@ GC_FN int wgrad_d_row(int m, int e, int lane) {
 GC_FN int wgrad_d_column(int n, int e, int lane) { return n * 8 + 2 * (lane % 4) + e % 2; }
 
 // A warp's tiles of A (16 input channels of one W tap each), j_taps W taps side by side
-// times m_tiles tiles of channels: (1, 4), the four of one W tap; (3, 1), one of each of
-// three, so that 3 x 3 taps fill 12 warps where 9 leave one of an SM's four schedulers
-// three warps and mma.sync 3/4 of its rate (k_w a multiple of 3); (1, 2), two of one tap,
-// so that 1 x 7 taps fill 14 warps where 7 leave a scheduler less than two to hide
-// latency. Either way a warp's tiles share the output tile and row tap, hence B. Its
+// times m_tiles tiles of channels, so that an SM's four schedulers share the warps evenly:
+// (1, 4), the four of one W tap; (3, 1), one of each of three (3 x 3 taps in 12 warps,
+// where 9 leave one scheduler three and mma.sync ran at 3/4 of its rate); (5, 1), one of
+// each of five (1 x 5 taps of two output tiles in 8 warps, where 10 ran at 0.84); (1, 2),
+// two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under two to hide
+// latency). Either way a warp's tiles share the output tile and row tap, hence B. Its
 // first tile's (o, row tap, W tap j, tile m); the others are j + v, m + u. Warps in the
 // order (o, tap, m, j).
 struct WgradWarpTile {
