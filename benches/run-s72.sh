@@ -9,16 +9,17 @@
 #      in what is left of the call's 560 s, test_cuda_depthwise but for its bfloat16 tests
 #      (949, not run on session 70's code) and the float32 training table with the layouts.
 #   S: A's first half (its tests, the kernel alone and the steps, about 300 s), where little
-#      device time is left.
+#      device time is left; T: its tests and the kernel alone (about 150 s).
 source benches/run-lib.sh "$1"
 case "$1" in
-A|S) gpu
+A|S|T) gpu
   node
   timeout 120 python3 -m pytest -v -m cuda -p no:cacheprovider tests/test_cuda_fused.py \
     -k "balanced or on_mma" > $O/balanced-tests.log 2>&1; count $O/balanced-tests.log
   for c in 2d-1024 2d-3x7-512 2d-64to128; do for t in 0 1 0 1; do   # (two samples each, in turns)
     echo "balanced $t: $(timeout 40 python3 benches/rows_wgrad_ncu.py $c $t 2>&1 | tail -1)"
   done; done | tee $O/wgrad-forms.log
+  [ "$1" = T ] && exit
   probe 100 step cl128_probe.py 2d-1024 2d-3x7-512 2d-64to128
   probe 100 step-balanced cl128_probe.py --balanced 2d-1024 2d-3x7-512 2d-64to128
   [ "$1" = S ] && exit
