@@ -1,22 +1,23 @@
 // The rate of mma.sync alone on a Hopper SM, for the ceiling of col2im.cu's
-// tf32_weight_gradient: each warp issues `steps` rounds of 32 independent products (4 x 8
-// tiles of a 64 x 64 accumulator, as the kernel's warps hold them) on operands held in
-// registers, no loads: m16n8k8 TF32 (K = 8), and m16n8k16 bfloat16 (K = 16) for
-// comparison. benches/mma_rate_probe.py times them by warps an SM.
+// tf32_weight_gradient: each warp issues `steps` rounds of M x 8 independent products (M
+// tiles of 16 rows by 8 of 8 columns, as the kernel's warps hold them: M = 4 by default, 2
+// or 5 in its balanced forms) on operands held in registers, no loads: m16n8k8 TF32 (K =
+// 8), and m16n8k16 bfloat16 (K = 16) for comparison. benches/mma_rate_probe.py times them
+// by warps an SM.
 
-template <int K>
+template <int K, int M>
 __device__ void products(float* out, int steps, unsigned seed) {
   // (bfloat16 operands masked to finite values; the TF32 ones may be anything)
   const unsigned mask = K == 8 ? 0xffffffffu : 0x3f803f80u;
-  float d[4][8][4] = {};
-  unsigned a[4][4], b[8][2];
-  for (int m = 0; m < 4; ++m)
+  float d[M][8][4] = {};
+  unsigned a[M][4], b[8][2];
+  for (int m = 0; m < M; ++m)
     for (int e = 0; e < 4; ++e) a[m][e] = (seed * (m * 4 + e + threadIdx.x)) & mask;
   for (int n = 0; n < 8; ++n)
     for (int e = 0; e < 2; ++e) b[n][e] = (seed ^ (n * 2 + e + threadIdx.x)) & mask;
   for (int s = 0; s < steps; ++s) {
 #pragma unroll
-    for (int m = 0; m < 4; ++m)
+    for (int m = 0; m < M; ++m)
 #pragma unroll
       for (int n = 0; n < 8; ++n) {
         float* c = d[m][n];
@@ -37,19 +38,30 @@ __device__ void products(float* out, int steps, unsigned seed) {
       }
   }
   float sum = 0.f;
-  for (int m = 0; m < 4; ++m)
+  for (int m = 0; m < M; ++m)
     for (int n = 0; n < 8; ++n)
       for (int e = 0; e < 4; ++e) sum += d[m][n][e];
   out[blockIdx.x * blockDim.x + threadIdx.x] = sum;   // (so that no product is dropped)
 }
 
-// At most 10 warps a block, as tf32_weight_gradient (168 registers).
-extern "C" __global__ void __launch_bounds__(320, 1) tf32_rate(float* out, int steps,
+// Warps a block at most as tf32_weight_gradient's forms of M tiles (col2im.cu's
+// wgrad_max_warps): 12 of four, 16 of two, 8 of five.
+extern "C" __global__ void __launch_bounds__(384, 1) tf32_rate(float* out, int steps,
                                                                 unsigned seed) {
-  products<8>(out, steps, seed);
+  products<8, 4>(out, steps, seed);
 }
 
-extern "C" __global__ void __launch_bounds__(320, 1) bf16_rate(float* out, int steps,
+extern "C" __global__ void __launch_bounds__(384, 1) bf16_rate(float* out, int steps,
                                                                 unsigned seed) {
-  products<16>(out, steps, seed);
+  products<16, 4>(out, steps, seed);
+}
+
+extern "C" __global__ void __launch_bounds__(512, 1) tf32_rate_m2(float* out, int steps,
+                                                                   unsigned seed) {
+  products<8, 2>(out, steps, seed);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) tf32_rate_m5(float* out, int steps,
+                                                                   unsigned seed) {
+  products<8, 5>(out, steps, seed);
 }

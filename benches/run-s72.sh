@@ -5,7 +5,8 @@
 #      three W taps, 2d-64to128's 3x5 of two output tiles in 8 of five, 3x7 in 14 of two
 #      tiles; built offline, off): its CUDA tests against the default form's bits, the
 #      kernel alone in both forms on the three cases (rows_wgrad_ncu.py, one process each,
-#      in turns; checksums equal), the channels_last steps in both (cl128_probe.py); then,
+#      in turns; checksums equal), mma.sync's own rate at each form's tiles and warps
+#      (mma_rate_probe.py), the channels_last steps in both (cl128_probe.py); then,
 #      in what is left of the call's 560 s, test_cuda_depthwise but for its bfloat16 tests
 #      (949, not run on session 70's code) and the float32 training table with the layouts.
 #   S: A's first half (its tests, the kernel alone and the steps, about 300 s), where little
@@ -19,6 +20,7 @@ A|S|T) gpu
   for c in 2d-1024 2d-3x7-512 2d-64to128; do for t in 0 1 0 1; do   # (two samples each, in turns)
     echo "balanced $t: $(timeout 40 python3 benches/rows_wgrad_ncu.py $c $t 2>&1 | tail -1)"
   done; done | tee $O/wgrad-forms.log
+  probe 40 mma-rate mma_rate_probe.py
   [ "$1" = T ] && exit
   probe 100 step cl128_probe.py 2d-1024 2d-3x7-512 2d-64to128
   probe 100 step-balanced cl128_probe.py --balanced 2d-1024 2d-3x7-512 2d-64to128
