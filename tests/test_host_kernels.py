@@ -50,6 +50,9 @@ def harness(tmp_path_factory):
         [ctypes.c_int] * 6 + [ctypes.c_void_p] * 3
     lib.gemmconv_wgrad_fragment_floats.argtypes = [ctypes.c_int] * 9 + [ctypes.c_void_p] * 2
     lib.gemmconv_wgrad_fragment_floats.restype = None
+    lib.gemmconv_wgrad_max_warps.argtypes = [ctypes.c_int]
+    lib.gemmconv_wgrad_warp_tile.argtypes = [ctypes.c_int] * 5 + [ctypes.c_void_p]
+    lib.gemmconv_wgrad_warp_tile.restype = None
     return lib
 
 
@@ -724,6 +727,38 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
         assert rel_error(got, want) < 1e-6, (row_taps, tiles, w_taps, m_tiles, grid)
+
+
+def test_rows_weight_gradient_forms_launch_within_their_bounds_and_cover_every_tile(harness):
+    """Every form _cuda.rows_weight_gradient_form picks, balanced or not, for 2-D kernels
+    of 1-9 columns, dilations 1-2 and 64 or 128 output channels: its warps a block
+    (_cuda._wgrad_warps, the launch's) at most what the kernel's __launch_bounds__ allow
+    for its tiles a warp (col2im.cu's wgrad_max_warps), and its warps' tiles
+    (wgrad_warp_tile) each (output tile, row tap, W tap, tile of 16 input channels) of the
+    block once. A launch past the bounds fails on the GPU; a tile dealt twice or never
+    leaves weights wrong or unwritten."""
+    tile = (ctypes.c_int * 4)()
+    forms = set()
+    for kh, kw, d, out, balanced in itertools.product(range(1, 6), range(1, 10), (1, 2),
+                                                      (64, 128), (False, True)):
+        form = _cuda.rows_weight_gradient_form((kh, kw), (d, d), out, balanced=balanced)
+        if form is None:
+            continue
+        forms.add(form[4:])
+        warps = _cuda._wgrad_warps((kh, kw), form)
+        per_warp = form.w_taps * form.m_tiles
+        assert warps <= harness.gemmconv_wgrad_max_warps(per_warp), ((kh, kw), form)
+        dealt = []
+        for warp in range(warps):
+            harness.gemmconv_wgrad_warp_tile(kw, form.row_taps, form.w_taps, form.m_tiles,
+                                             warp, tile)
+            o, tap, j, m = tile
+            dealt += [(o, tap, j + v, m + u) for v in range(form.w_taps)
+                      for u in range(form.m_tiles)]
+        want = itertools.product(range(form.out_tiles), range(form.row_taps), range(kw),
+                                 range(4))
+        assert sorted(dealt) == sorted(want), ((kh, kw), form)
+    assert forms == {(1, 4), (3, 1), (5, 1), (1, 2)}   # (every form a warp may hold)
 
 
 @pytest.mark.parametrize("case", cases.MMA_WEIGHT_GRADIENT, ids=lambda c: c.name)

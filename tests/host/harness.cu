@@ -445,3 +445,16 @@ extern "C" void gemmconv_wgrad_fragment_floats(int rows, int out_tiles, int box_
         b[(n * 2 + e) * 32 + lane] = wgrad_b_float(rows, o, kk, n, e, lane);
   }
 }
+
+// The warps a block of tf32_weight_gradient may have (its __launch_bounds__) for a warp's
+// tiles of A, and a warp's first tile (o, row tap, j, m), as the kernel deals them.
+extern "C" int gemmconv_wgrad_max_warps(int warp_tiles) {
+  return gemmconv::wgrad_max_warps(warp_tiles);
+}
+
+extern "C" void gemmconv_wgrad_warp_tile(int kernel_w, int row_taps, int j_taps, int m_tiles,
+                                         int warp, int* tile) {
+  const gemmconv::WgradWarpTile w =
+      gemmconv::wgrad_warp_tile(kernel_w, row_taps, j_taps, m_tiles, warp);
+  tile[0] = w.o, tile[1] = w.tap, tile[2] = w.j, tile[3] = w.m;
+}
