@@ -824,12 +824,12 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
                               balanced: bool | None = None) -> WgradForm | None:
     """The :class:`WgradForm` of tf32_weight_gradient for a 2-D kernel, or None where none
     fits: at most WGRAD_TAPS taps a block, a warp's four tiles of A of one tap (or others
-    where `balanced`, by default :data:`WGRAD_BALANCED`). The forms measured fastest (benches/NOTES.md, session
-    69: 2d-1024 5.27 ms in blocks of three row taps and stages of 4 rows, against 6.41 of 2
-    rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row tap and stages of 2 rows,
-    against 3.63 of 1), fewer rows where those do not fit shared memory. Blocks of one row
-    tap take two output tiles where the warps allow, so that each box serves both
-    (2d-64to128: 3x5, 128 output channels)."""
+    where `balanced`, by default :data:`WGRAD_BALANCED`). The forms measured fastest
+    (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row taps and stages
+    of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row
+    tap and stages of 2 rows, against 3.63 of 1), fewer rows where those do not fit shared
+    memory. Blocks of one row tap take two output tiles where the warps allow, so that each
+    box serves both (2d-64to128: 3x5, 128 output channels)."""
     kh, kw = kernel
     if kw > WGRAD_TAPS:
         return None

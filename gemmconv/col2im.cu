@@ -986,8 +986,8 @@ constexpr int kWgradPitch = kWgradTile + 8;  // floats a row in shared memory
 
 // The call's shape: input (N, H, W, C_in), output gradient (N, H_out, W_out, C_out). Plain
 // ints (each size, and the stages, below 2^31: _cuda.rows_weight_gradient checks), 64-bit
-// offsets only into the tensors: the kernel has 168 registers or fewer (wgrad_max_warps), and
-// 64-bit index math spilled.
+// offsets only into the tensors: the kernel's registers are capped (wgrad_max_warps: 128
+// to 255 a thread, by form), and 64-bit index math spilled at 168.
 struct RowsWgrad {
   int batch, height, width, c_in, out_h, out_w, c_out;
   int kernel_h, kernel_w, pad_h, pad_w, dilation_h, dilation_w;

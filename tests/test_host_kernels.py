@@ -696,8 +696,8 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks, in blocks of
     one row tap with more blocks than stages, in blocks of two output tiles where the
     output channels allow, in warps of two tiles of A, and in warps of three or five W
-    taps where k_w is a multiple of 3 or 5 (refused where not): the partial sums' sum against float64's weight gradient, and none
-    of them left unwritten."""
+    taps where k_w is a multiple of 3 or 5 (refused where not): the partial sums' sum
+    against float64's weight gradient, and none of them left unwritten."""
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
     xr, gr = rows(x), rows(grad)
