@@ -46,22 +46,12 @@ __device__ void products(float* out, int steps, unsigned seed) {
 
 // Warps a block at most as tf32_weight_gradient's forms of M tiles (col2im.cu's
 // wgrad_max_warps): 12 of four, 16 of two, 8 of five.
-extern "C" __global__ void __launch_bounds__(384, 1) tf32_rate(float* out, int steps,
-                                                                unsigned seed) {
-  products<8, 4>(out, steps, seed);
-}
-
-extern "C" __global__ void __launch_bounds__(384, 1) bf16_rate(float* out, int steps,
-                                                                unsigned seed) {
-  products<16, 4>(out, steps, seed);
-}
-
-extern "C" __global__ void __launch_bounds__(512, 1) tf32_rate_m2(float* out, int steps,
-                                                                   unsigned seed) {
-  products<8, 2>(out, steps, seed);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 1) tf32_rate_m5(float* out, int steps,
-                                                                   unsigned seed) {
-  products<8, 5>(out, steps, seed);
-}
+#define RATE_KERNEL(NAME, K, M, WARPS)                                                  \
+  extern "C" __global__ void __launch_bounds__(32 * WARPS, 1) NAME(float* out, int steps, \
+                                                                 unsigned seed) {       \
+    products<K, M>(out, steps, seed);                                                   \
+  }
+RATE_KERNEL(tf32_rate, 8, 4, 12)
+RATE_KERNEL(bf16_rate, 16, 4, 12)
+RATE_KERNEL(tf32_rate_m2, 8, 2, 16)
+RATE_KERNEL(tf32_rate_m5, 8, 5, 8)
