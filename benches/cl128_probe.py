@@ -2,7 +2,8 @@
 pick routes, with ``--rows BYTES`` raising fused.CHANNELS_LAST_FLOAT32_ROWS (so that calls
 of more output channels, 2d-64to128's 128, take the fused backward, whose weight gradient
 is col2im.cu's tf32_weight_gradient in blocks of two output tiles), and ``--balanced``
-setting _cuda.WGRAD_BALANCED (that kernel's tiles over more warps: 3x3 in 12, 3x7 in 14).
+setting _cuda.WGRAD_BALANCED (that kernel's tiles dealt to balanced warps: 3x3 in 12, 3x5
+of two output tiles in 8, 3x7 in 14).
 Also the weight gradient alone, torch's against fused.rows_weight_gradient. Errors against
 float64 of the weight gradient. Needs a GPU; about 30 s a case:
 ``PYTHONPATH=. python benches/cl128_probe.py [--rows 512] [--balanced] [CASE ...]``."""
