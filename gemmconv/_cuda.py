@@ -788,14 +788,15 @@ WGRAD_STRIP, WGRAD_TILE, WGRAD_PITCH = 32, 64, 72
 # forms session 69 measured (9 warps at 168 registers: one block an SM).
 WGRAD_TAPS = 9
 # Whether tf32_weight_gradient deals a block's tiles of A to warps that an SM's four
-# schedulers share evenly, or more of them (col2im.cu's wgrad_warp_tile). A warp holds four
-# tiles of 16 input channels of one W tap; balanced, where k_w is a multiple of 3, one of
-# each of three W taps (3 x 3 taps in 12 warps, where 9 leave one scheduler three and
-# mma.sync ran at 3/4 of 12's rate: session 71's mma_rate_probe); where 10 warps take 5 W
-# taps, one of each of five (8 warps, 10 ran at 0.84 of the rate); else, with 5-7 warps
-# (a block an SM), two of one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under
-# two to hide latency). Built and checked on the host, not yet timed on a GPU: off.
-WGRAD_BALANCED = False
+# schedulers share evenly (col2im.cu's wgrad_warp_tile). Unbalanced, a warp holds four tiles
+# of 16 input channels of one W tap. Balanced, where k_w is a multiple of 3, one of each of
+# three W taps (3 x 3 taps in 12 warps, where 9 leave one scheduler three: mma.sync ran at
+# 231 TFLOP/s at 9 warps, 301 at 12); where 10 warps take 5 W taps, one of each of five (8
+# warps: 252 at 10, 294 at 8 of five tiles); else, with 5-7 warps (a block an SM), two of
+# one tap (1 x 7 taps in 14 warps, where 7 leave a scheduler under two to hide latency).
+# Session 73 (H100), the kernel alone: 2d-1024 5.03 -> 3.83 ms, 2d-3x7-512 3.26 -> 3.01,
+# 2d-64to128 4.50 -> 4.27, the same bits.
+WGRAD_BALANCED = True
 SHARED_LIMIT = 227 * 1024   # an H100's or H200's opt-in shared memory a block
 # Its grid fills this many SMs (an H100's or H200's) on every card: the blocks' partial sums,
 # summed in a fixed order, then give the same bits on any of them, and their memory is

@@ -2,6 +2,7 @@
 in float64, and its Triton kernel run on the CPU through Triton's interpreter, on the shared
 case table. tests/test_cuda_fused.py runs the kernel on the GPU."""
 import dataclasses
+import functools
 import math
 import os
 
@@ -1218,7 +1219,7 @@ def test_float32_channels_last_weight_gradient_reads_copies_where_products_are_m
     assert fused.backward_workspace(a, 4, 1, interleaved=True) == planar + 48 * 16 * 32
 
 
-def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile(monkeypatch):
+def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
     """fused.float32_weight_form's "mma" form (col2im.cu's tf32_weight_gradient): 2-D
     channels_last calls of channels in tiles of 64 and kernels of at most 9 columns (a warp a
     tap), the bench's 2d-1024 and 2d-3x7-512 among them; planar calls, other channel counts,
@@ -1247,13 +1248,13 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile(monkey
         4 * weight * (blocks + 3) + 2 * weight * 4
     # 2d-64to128's 3x5 of 128 output channels: one row tap a block, both output tiles
     two = args((2, 64, 16, 32), (64, 128, 3, 5))
-    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 128) == (1, 2, 3, 2, 1, 4)
-    assert gemmconv._cuda.rows_weight_gradient_form((3, 5), (1, 1), 64) == (1, 2, 3, 1, 1, 4)
+    unbalanced = functools.partial(gemmconv._cuda.rows_weight_gradient_form, balanced=False)
+    assert unbalanced((3, 5), (1, 1), 128) == (1, 2, 3, 2, 1, 4)
+    assert unbalanced((3, 5), (1, 1), 64) == (1, 2, 3, 1, 1, 4)
     assert gemmconv._cuda.rows_weight_gradient_grid(2, (18, 36), 64, 128, two.geometry) == \
         (2 * 9 * 2, 3, 1)
-    # Balanced warps (off): 3x3 in 12 warps of three W taps, 1x6 in 8; 3x5 of two output
-    # tiles in 8 of five; 3x7 and 1x5 in twice the warps, of two tiles
-    monkeypatch.setattr(gemmconv._cuda, "WGRAD_BALANCED", True)
+    # Balanced warps (the default): 3x3 in 12 warps of three W taps, 1x6 in 8; 3x5 of two
+    # output tiles in 8 of five; 3x7 and 1x5 in twice the warps, of two tiles
     for kernel, out, form, warps in (((3, 3), 128, (3, 4, 2, 1, 3, 1), 12),
                                      ((1, 6), 128, (1, 2, 3, 1, 3, 1), 8),
                                      ((3, 5), 128, (1, 2, 3, 2, 5, 1), 8),
@@ -1261,8 +1262,7 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile(monkey
                                      ((1, 5), 64, (1, 2, 3, 1, 1, 2), 10)):
         got = gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), out)
         assert got == form
-        assert gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), out, balanced=False) \
-            .m_tiles == 4
+        assert unbalanced(kernel, (1, 1), out).m_tiles == 4
         assert gemmconv._cuda._wgrad_warps(kernel, got) == warps
     assert fused.float32_weight_form(args((2, 96, 16, 32), (96, 64, 3, 3)), True) == "planar"
     assert fused.float32_weight_form(args((2, 64, 16, 32), (64, 64, 3, 10)), True) == "planar"
