@@ -695,8 +695,9 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     functions (blocks, stages, 16-byte chunks, each lane's mma.sync fragments, the partial
     sums' stores; tests/host/harness.cu) in float64, in the form _cuda picks, in blocks of
     one row tap with more blocks than stages, in blocks of two output tiles where the
-    output channels allow, in warps of two tiles of A, and in warps of three or five W
-    taps where k_w is a multiple of 3 or 5 (refused where not): the partial sums' sum
+    output channels allow, in warps of two tiles of A, in warps of three or five W taps
+    where k_w is a multiple of 3 or 5 (refused where not), and in stages of 3 and 5 output
+    rows (rows that are no power of two, and odd tails of rows): the partial sums' sum
     against float64's weight gradient, and none of them left unwritten."""
     x, grad, want = weight_gradient_inputs(case, "host-rows-wgrad")
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous()
@@ -705,16 +706,20 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
                                 case.out_channels, *case.kernel_size, *case.padding,
                                 *case.dilation)
     form = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation, case.out_channels)
-    rows_a_stage = form.rows
-    stages = case.batch * -(-case.output_size[0] // rows_a_stage) * \
+    stages = case.batch * -(-case.output_size[0] // form.rows) * \
         -(-case.output_size[1] // _cuda.WGRAD_STRIP)
-    # (row taps, output tiles, W taps and tiles of A a warp, blocks)
-    forms = [(form.row_taps, form.out_tiles, form.w_taps, form.m_tiles, 3),
-             (1, 1, 1, 4, stages + 2), (form.row_taps, form.out_tiles, 3, 1, 2),
-             (form.row_taps, form.out_tiles, 1, 2, 4), (form.row_taps, form.out_tiles, 5, 1, 3)]
+    # (row taps, rows a stage, output tiles, W taps and tiles of A a warp, blocks)
+    taps, tiles = form.row_taps, form.out_tiles
+    forms = [(taps, form.rows, tiles, form.w_taps, form.m_tiles, 3),
+             (1, form.rows, 1, 1, 4, stages + 2),
+             (taps, form.rows, tiles, 3, 1, 2),
+             (taps, form.rows, tiles, 1, 2, 4),
+             (taps, form.rows, tiles, 5, 1, 3),
+             (1, 3, 1, 1, 2, 3),
+             (taps, 5, tiles, form.w_taps, form.m_tiles, 2)]
     if case.out_channels % 128 == 0:
-        forms.append((1, 2, 1, 4, 5))
-    for row_taps, tiles, w_taps, m_tiles, grid in forms:
+        forms.append((1, form.rows, 2, 1, 4, 5))
+    for row_taps, rows_a_stage, tiles, w_taps, m_tiles, grid in forms:
         partial = torch.full((grid, *case.kernel_size, case.in_channels, case.out_channels),
                              float("nan"), dtype=torch.float64)
         status = harness.gemmconv_rows_weight_gradient(shape, row_taps, rows_a_stage, tiles,
@@ -726,7 +731,7 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
         assert status == 0
         assert not partial.isnan().any()
         got = partial.sum(0).permute(2, 3, 0, 1)
-        assert rel_error(got, want) < 1e-6, (row_taps, tiles, w_taps, m_tiles, grid)
+        assert rel_error(got, want) < 1e-6, (row_taps, rows_a_stage, tiles, w_taps, m_tiles, grid)
 
 
 def test_rows_weight_gradient_forms_launch_within_their_bounds_and_cover_every_tile(harness):

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The next session's device calls (written in session 73, after its last GPU run).
+#   A (about 520 s): tf32_weight_gradient in stages of more output rows a barrier, the kernel
+#      alone (rows_wgrad_ncu.py's third argument; the form _cuda picks first, then each
+#      candidate, two samples each in turns); then every CUDA test not run on the code since
+#      session 71's JTaps template (test_cuda, test_cuda_channels_last but float32,
+#      test_cuda_graphs, test_cuda_replay, test_cuda_reuse, test_cuda_depthwise's bfloat16),
+#      in 14 processes.
+#   G (about 580 s): the four tables with the layouts (not run whole since session 67).
+#   Z1 (about 550 s): the zoo but DCGAN and the VAE decoder (session 73): unet2d, depthwise,
+#      fcn, hifigan; Z2: unet3d and the float32 channels_last ncu of 2d-64to128's kernel.
+source benches/run-lib.sh "$1"
+rows_forms() {   # CASE FORM...: each "ROWS,STAGES" (or "-": _cuda's pick), twice in turns
+  c=$1; shift
+  for t in 1 2; do for f in "$@"; do
+    echo "$f: $(timeout 40 python3 benches/rows_wgrad_ncu.py $c 1 ${f#-} 2>&1 | tail -1)"
+  done; done
+}
+case "$1" in
+A) gpu
+  node
+  { rows_forms 2d-3x7-512 - 4,2 3,3 3,2; rows_forms 2d-64to128 - 3,2
+    rows_forms 2d-1024 - 5,2 3,3; } | tee $O/wgrad-rows.log
+  TC=$(( $(left 520) - 20 )) sharded_tests "cuda:6:tests/test_cuda.py" \
+    "cl:2:tests/test_cuda_channels_last.py:not float32" \
+    "graphs:4:tests/test_cuda_graphs.py tests/test_cuda_replay.py tests/test_cuda_reuse.py" \
+    "dw:2:tests/test_cuda_depthwise.py:bfloat16" ;;
+G) gpu
+  node
+  TB=170 table train-f32-layouts --layouts --backward
+  TB=170 table train-bf16-layouts --layouts --backward --dtype bfloat16
+  TB=110 table fwd-f32-layouts --layouts
+  TB=110 table fwd-bf16-layouts --layouts --dtype bfloat16 ;;
+Z1) gpu
+  node
+  zoo_model unet2d 200; zoo_model depthwise 100; zoo_model fcn 130; zoo_model hifigan 120 ;;
+Z2) gpu
+  node
+  zoo_model unet3d 200
+  wgrad_ncu 2d-64to128 ;;
+esac
