@@ -43,15 +43,16 @@ GC_INSTANTIATE_ALL(half_t)
 GC_INSTANTIATE_ALL(bfloat16_t)
 
 // The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form),
-// in balanced warps (_cuda.WGRAD_BALANCED) or not, and (last line) the stages of more rows
-// that benches/rows_wgrad_ncu.py times.
+// in balanced warps (_cuda.WGRAD_BALANCED) or not, and (last two lines) the stages of more
+// rows that benches/rows_wgrad_ncu.py times.
 #define GC_WGRAD(...) \
   template __global__ void tf32_weight_gradient<__VA_ARGS__>(const RowsWgrad, const float*, \
                                                              const float*, float*);
 GC_WGRAD(3, 4, 2, 1, 1, 4) GC_WGRAD(2, 2, 3, 1, 1, 4) GC_WGRAD(1, 2, 3, 1, 1, 4)
 GC_WGRAD(1, 2, 3, 2, 1, 4) GC_WGRAD(3, 4, 2, 1, 3, 1) GC_WGRAD(2, 2, 3, 1, 3, 1)
 GC_WGRAD(1, 2, 3, 2, 5, 1) GC_WGRAD(1, 2, 3, 1, 1, 2) GC_WGRAD(3, 4, 2, 1, 1, 2)
-GC_WGRAD(1, 4, 2, 1, 1, 2) GC_WGRAD(1, 3, 3, 1, 1, 2) GC_WGRAD(1, 3, 2, 2, 5, 1) GC_WGRAD(3, 5, 2, 1, 3, 1)
+GC_WGRAD(1, 4, 2, 1, 1, 2) GC_WGRAD(1, 3, 3, 1, 1, 2) GC_WGRAD(1, 3, 2, 1, 1, 2)
+GC_WGRAD(1, 3, 2, 2, 5, 1) GC_WGRAD(3, 5, 2, 1, 3, 1) GC_WGRAD(3, 3, 3, 1, 3, 1)
 
 // Compile-time taps, as gemmconv/_cuda.py names them for NVRTC.
 template __global__ void col2im_fixed<float, int, 2, 4, 1, false, 1, false, 3, 3, 1, 1, 1, 1>(
