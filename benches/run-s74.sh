@@ -8,7 +8,9 @@
 #      in 14 processes.
 #   G (about 580 s): the four tables with the layouts (not run whole since session 67).
 #   Z1 (about 550 s): the zoo but DCGAN and the VAE decoder (session 73): unet2d, depthwise,
-#      fcn, hifigan; Z2: unet3d and the float32 channels_last ncu of 2d-64to128's kernel.
+#      fcn, hifigan; Z2: unet3d, the float32 channels_last ncu of 2d-64to128's kernel, and
+#      the VAE decoder's 3x3 Conv2d layers kernel by kernel (0.14-0.47x in session 73's zoo,
+#      about 0.18 ms a call whatever their size: host time or kernels?).
 source benches/run-lib.sh "$1"
 rows_forms() {   # CASE FORM...: each "ROWS,STAGES" (or "-": _cuda's pick), twice in turns
   c=$1; shift
@@ -37,5 +39,8 @@ Z1) gpu
 Z2) gpu
   node
   zoo_model unet3d 200
-  wgrad_ncu 2d-64to128 ;;
+  wgrad_ncu 2d-64to128
+  { layer "Conv2d(512, 512, 3, padding=1)" --input 16,512,8,8 --channels-last --dtype bfloat16
+    layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64 --channels-last --dtype bfloat16
+    layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64; } | tee $O/vae-convs.log ;;
 esac
