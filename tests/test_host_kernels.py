@@ -709,14 +709,14 @@ def test_rows_weight_gradient_decomposition_matches_float64(harness, case):
     stages = case.batch * -(-case.output_size[0] // form.rows) * \
         -(-case.output_size[1] // _cuda.WGRAD_STRIP)
     # (row taps, rows a stage, output tiles, W taps and tiles of A a warp, blocks)
-    taps, tiles = form.row_taps, form.out_tiles
-    forms = [(taps, form.rows, tiles, form.w_taps, form.m_tiles, 3),
+    taps, out_tiles = form.row_taps, form.out_tiles   # (the picked form's)
+    forms = [(taps, form.rows, out_tiles, form.w_taps, form.m_tiles, 3),
              (1, form.rows, 1, 1, 4, stages + 2),
-             (taps, form.rows, tiles, 3, 1, 2),
-             (taps, form.rows, tiles, 1, 2, 4),
-             (taps, form.rows, tiles, 5, 1, 3),
+             (taps, form.rows, out_tiles, 3, 1, 2),
+             (taps, form.rows, out_tiles, 1, 2, 4),
+             (taps, form.rows, out_tiles, 5, 1, 3),
              (1, 3, 1, 1, 2, 3),
-             (taps, 5, tiles, form.w_taps, form.m_tiles, 2)]
+             (taps, 5, out_tiles, form.w_taps, form.m_tiles, 2)]
     if case.out_channels % 128 == 0:
         forms.append((1, form.rows, 2, 1, 4, 5))
     for row_taps, rows_a_stage, tiles, w_taps, m_tiles, grid in forms:
