@@ -828,8 +828,8 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
     where `balanced`, by default :data:`WGRAD_BALANCED`). The forms measured fastest
     (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row taps and stages
     of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row
-    tap and stages of 2 rows, against 3.63 of 1), fewer rows where those do not fit shared
-    memory. Blocks of one row tap take two output tiles where the warps allow, so that each
+    tap and stages of 2 rows, against 3.63 of 1; session 74: more, below), fewer rows where
+    those do not fit shared memory. Blocks of one row tap take two output tiles where the warps allow, so that each
     box serves both (2d-64to128: 3x5, 128 output channels)."""
     kh, kw = kernel
     if kw > WGRAD_TAPS:
@@ -846,7 +846,18 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
         w_taps, m_tiles = 5, 1
     elif balanced and 5 <= warps < 8:   # (fewer: blocks share an SM, per WGRAD_TAPS)
         m_tiles = 2
-    for rows, stages in ((4, 2), (2, 3), (1, 4)) if taps == 3 else ((2, 3), (1, 4)):
+    # More rows a stage where they fit: fewer barriers and turns of the ring a block.
+    # Session 74 (H100), the kernel alone: 2d-3x7-512 (one row tap, warps of two tiles of
+    # A) 3.05 ms in stages of 2 rows, 2.80 of 4; 2d-1024 (three row taps, warps of three W
+    # taps) 3.85 of 4, 3.79 of 5; 2d-64to128 (two output tiles) 4.27 of 2 and of 3. Only
+    # the forms timed: of the others at more rows, ptxas spills up to 252 bytes more.
+    if taps == 3:
+        shapes = ((5, 2), (4, 2), (2, 3), (1, 4)) if w_taps == 3 else ((4, 2), (2, 3), (1, 4))
+    elif taps == 1 and out_tiles == 1 and m_tiles == 2:
+        shapes = ((4, 2), (2, 3), (1, 4))
+    else:
+        shapes = ((2, 3), (1, 4))
+    for rows, stages in shapes:
         form = WgradForm(taps, rows, stages, out_tiles, w_taps, m_tiles)
         if _wgrad_shared(kernel, dilation, form) <= SHARED_LIMIT:
             return form

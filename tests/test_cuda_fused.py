@@ -453,16 +453,19 @@ BALANCED_CASES = [c for c in cases.MMA_WEIGHT_GRADIENT if _cuda.rows_weight_grad
 def test_rows_weight_gradient_in_balanced_warps(monkeypatch, case):
     """tf32_weight_gradient in balanced warps (_cuda.WGRAD_BALANCED, the default: warps of
     three or five W taps, or of two tiles of A): its partial sums on NaN-poisoned memory, the
-    same bits as the unbalanced form's (every weight's sum in the same order), and float64's
-    weight gradient of the output gradient rounded to TF32 within TF32's error."""
+    same bits as the unbalanced form's in stages of as many rows (every weight's sum in the
+    same order), and float64's weight gradient of the output gradient rounded to TF32
+    within TF32's error."""
     x, grad, want = weight_gradient_inputs(case, "balanced", tf32=True)
     rows = lambda t: t.float().permute(0, 2, 3, 1).contiguous().cuda()
     g = Geometry(case.kernel_size, case.stride, case.padding, case.dilation)
-    monkeypatch.setattr(_cuda, "WGRAD_BALANCED", False)
-    unbalanced = fused.rows_weight_gradient(rows(x), rows(grad), g)
-    monkeypatch.setattr(_cuda, "WGRAD_BALANCED", True)
-    assert _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation,
-                                           case.out_channels).m_tiles != 4
+    form = _cuda.rows_weight_gradient_form(case.kernel_size, case.dilation, case.out_channels)
+    assert form.m_tiles != 4
+    picked = _cuda.rows_weight_gradient_form
+    with monkeypatch.context() as patch:   # (the unbalanced form's own rows may differ)
+        patch.setattr(_cuda, "rows_weight_gradient_form", lambda *args, balanced=None: picked(
+            *args, balanced=False)._replace(rows=form.rows, stages=form.stages))
+        unbalanced = fused.rows_weight_gradient(rows(x), rows(grad), g)
     poison_allocator(64 << 20)
     got = fused.rows_weight_gradient(rows(x), rows(grad), g)
     assert torch.equal(got, unbalanced)

@@ -1242,7 +1242,7 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
     assert fused.backward_workspace(a, 4, 1, interleaved=True) == 64 * 18 * 34
     assert fused.backward_workspace(a, 4, 1, interleaved=True, grad_rows=True) == 0
     blocks = gemmconv._cuda.rows_weight_gradient_grid(2, (18, 34), 64, 64, a.geometry)[0]
-    assert blocks == 2 * 5 * 2   # one a stage: 2 samples, 18 rows in fours, 34 in strips of 32
+    assert blocks == 2 * 4 * 2   # one a stage: 2 samples, 18 rows in fives, 34 in strips of 32
     weight = 64 * 64 * 9
     assert fused.backward_bytes(a, 4, interleaved=True, grad_rows=True) == \
         4 * weight * (blocks + 3) + 2 * weight * 4
@@ -1253,13 +1253,14 @@ def test_float32_channels_last_weight_gradient_on_mma_where_channels_tile():
     assert unbalanced((3, 5), (1, 1), 64) == (1, 2, 3, 1, 1, 4)
     assert gemmconv._cuda.rows_weight_gradient_grid(2, (18, 36), 64, 128, two.geometry) == \
         (2 * 9 * 2, 3, 1)
-    # Balanced warps (the default): 3x3 in 12 warps of three W taps, 1x6 in 8; 3x5 of two
-    # output tiles in 8 of five; 3x7 and 1x5 in twice the warps, of two tiles
-    for kernel, out, form, warps in (((3, 3), 128, (3, 4, 2, 1, 3, 1), 12),
+    # Balanced warps (the default): 3x3 in 12 warps of three W taps (stages of 5 rows), 1x6
+    # in 8; 3x5 of two output tiles in 8 of five; 3x7 and 1x5 in twice the warps, of two
+    # tiles (stages of 4 rows)
+    for kernel, out, form, warps in (((3, 3), 128, (3, 5, 2, 1, 3, 1), 12),
                                      ((1, 6), 128, (1, 2, 3, 1, 3, 1), 8),
                                      ((3, 5), 128, (1, 2, 3, 2, 5, 1), 8),
-                                     ((3, 7), 64, (1, 2, 3, 1, 1, 2), 14),
-                                     ((1, 5), 64, (1, 2, 3, 1, 1, 2), 10)):
+                                     ((3, 7), 64, (1, 4, 2, 1, 1, 2), 14),
+                                     ((1, 5), 64, (1, 4, 2, 1, 1, 2), 10)):
         got = gemmconv._cuda.rows_weight_gradient_form(kernel, (1, 1), out)
         assert got == form
         assert unbalanced(kernel, (1, 1), out).m_tiles == 4

@@ -44,7 +44,7 @@ GC_INSTANTIATE_ALL(bfloat16_t)
 
 // The float32 channels_last weight gradient's forms (_cuda.rows_weight_gradient_form),
 // in balanced warps (_cuda.WGRAD_BALANCED) or not, and (last two lines) the stages of more
-// rows that benches/rows_wgrad_ncu.py times.
+// rows that benches/rows_wgrad_ncu.py times (two of them picked since session 74).
 #define GC_WGRAD(...) \
   template __global__ void tf32_weight_gradient<__VA_ARGS__>(const RowsWgrad, const float*, \
                                                              const float*, float*);
