@@ -116,6 +116,17 @@ CONV_BENCH = [
     _c("conv2d-strided", 16, 32, 64, (3, 3), (256, 256), stride=2, padding=1),
     _c("conv2d-grouped", 16, 64, 64, (3, 3), (256, 256), padding=1, groups=4),
 ]
+# The zoo's kinds of convolution at test sizes (gemmconv.conv{nd}d, as CONV_BENCH): small
+# layers whose forwards ops._ConvReplay launches as CUDA graphs; the last over the columns
+# a graph takes (ops.GRAPHED_BACKWARD_MAX_COLUMNS), whose forward launches eagerly.
+CONV_LAYERS = [
+    _c("vae-conv3x3", 4, 64, 64, (3, 3), (8, 8), padding=1),
+    _c("unet-conv3x3-narrowing", 2, 32, 16, (3, 3), (16, 16), padding=1, bias=False),
+    _c("hifigan-conv-k7-dil3", 2, 32, 32, 7, 64, padding=9, dilation=3),
+    _c("unet3d-conv3x3x3", 2, 16, 8, (3, 3, 3), (8, 8, 8), padding=1),
+    _c("conv-strided-grouped", 2, 32, 32, (3, 3), (16, 16), stride=2, padding=1, groups=4),
+    _c("vae-conv3x3-wide", 2, 64, 32, (3, 3), (256, 128), padding=1),
+]
 FOLD_BENCH = [
     _c("unfold-512", 8, 64, 64, (3, 3), (512, 512), padding=1),
     _c("unfold-strided", 16, 32, 32, (4, 4), (256, 256), stride=2, padding=1),

@@ -341,12 +341,13 @@ def forward_by_rows(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
 
 def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
              weight: Union[torch.Tensor, Callable[[], torch.Tensor]], a: ConvTransposeArgs,
-             need: List[bool], limit: int,
-             bias: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
+             need: List[bool], limit: int, bias: Optional[torch.Tensor] = None,
+             out: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
     """Gradients of input, weight and bias, as ``need`` asks, channels_last (the weight's
     contiguous), from tensors in any layout; ``weight`` may be a function making it. As
     ops._backward, the input gradient is also the forward of the convolution ``a`` is the
-    adjoint of, to which ``bias (C_in,)`` is then added."""
+    adjoint of, to which ``bias (C_in,)`` is then added; into ``out`` where given
+    (channels_last: a graph's run, ops._ConvReplay)."""
     g, groups = a.geometry, a.groups
     cin, cout = a.in_channels // groups, a.out_channels // groups
     m = cout * g.taps
@@ -357,7 +358,8 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         x_rows = _padded(x_rows, width)
     acc = cols.accumulation_dtype(grad_out.dtype)
     empty_grad = lambda: grad_out.new_empty(0)
-    grad_input = empty(grad_out, (a.batch, a.in_channels, *a.grid), True) if need[0] else None
+    grad_input = None if not need[0] else out if out is not None else \
+        empty(grad_out, (a.batch, a.in_channels, *a.grid), True)
     grad_weight = grad_out.new_zeros((1, groups, width // groups, m), dtype=acc) \
         if need[1] else None
     if need[0] or need[1]:

@@ -331,13 +331,14 @@ class _Replay(NamedTuple):
 
 
 def _graphed_forward(replay, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                     a: ConvTransposeArgs, nbytes: Callable[[], int]) -> torch.Tensor:
-    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay: its ``run``
-    into an output of its layout), launched as a CUDA graph where one is kept for these
-    tensors' addresses (graphs.py); ``nbytes()``: the memory a graph of the call takes while
-    it runs."""
+                     a: ConvTransposeArgs, nbytes: Callable[[], int],
+                     shape: Optional[tuple] = None) -> torch.Tensor:
+    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay, _ConvReplay:
+    its ``run`` into an output of its layout, of ``shape``, by default ``a``'s output's),
+    launched as a CUDA graph where one is kept for these tensors' addresses (graphs.py);
+    ``nbytes()``: the memory a graph of the call takes while it runs."""
     from . import _cuda
-    out = cl.empty(x, a.output_shape, replay.interleaved)
+    out = cl.empty(x, a.output_shape if shape is None else shape, replay.interleaved)
     addresses = _forward_addresses(x, weight, bias, out)
     run = lambda: replay.run(x, weight, bias, a, out=out)   # noqa: E731
     if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
@@ -1700,7 +1701,69 @@ def _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, sam
 def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], torch.Tensor]],
                   bias: Optional[torch.Tensor], a: ConvTransposeArgs,
                   interleaved: Optional[bool] = None) -> torch.Tensor:
+    """The output of the convolution ``a`` is the adjoint of: by its replay where a CUDA
+    call has one (_ConvReplay), else _backward's input gradient (``interleaved``: as there)."""
+    if interleaved is None and input.is_cuda and not callable(weight):
+        replay, _ = _kept(_conv_replays, _replay_key(a, None, input, weight, bias),
+                          lambda: (_ConvReplay.planned(input, weight, a), ()))
+        if replay is not None:
+            return replay.graphed(input, weight, bias, a)
     return _backward(input, None, weight, a, [True, False, False], bias, interleaved)[0]
+
+
+class _ConvReplay(NamedTuple):
+    """A CUDA convolution's forward small enough (GRAPHED_BACKWARD_MAX_COLUMNS column
+    elements at most) to wait on the host: its im2col, weight views, bias columns and GEMM
+    (_backward's, or channels_last.backward's where ``interleaved``), as they run eagerly,
+    launched as a CUDA graph where one is kept. The VAE decoder's 3x3 convolutions took
+    0.23-0.43 ms a call whose kernels took 0.02-0.15 (session 74, H100)."""
+    interleaved: bool
+    columns: int   # elements of the columns, the bias's rows of ones too
+
+    @staticmethod
+    def planned(x: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs) -> Optional["_ConvReplay"]:
+        """The replay of the call ``a`` (a convolution's forward on ``x``), or None where
+        it has none: no positions or channels, or more columns than a graph is worth."""
+        cells = math.prod(a.grid)
+        if 0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):
+            return None
+        columns = a.batch * cells * a.groups * (a.column_rows + 16)   # (16 rows of ones at most)
+        if columns > GRAPHED_BACKWARD_MAX_COLUMNS:
+            return None
+        return _ConvReplay(cl.suggested(x, weight), columns)
+
+    def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The convolution's output ``(N, C_out, *grid)`` (``a``'s input's shape), into
+        ``out`` where given (contiguous, or channels_last where ``interleaved``)."""
+        need = [True, False, False]
+        if self.interleaved:
+            return cl.backward(x, None, weight, a, need, _workspace_limit, bias, out=out)[0]
+        return _backward(x, None, weight, a, need, bias, False,
+                         None if out is None else [out, None, None])[0]
+
+    def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                a: ConvTransposeArgs) -> torch.Tensor:
+        """The output as :meth:`run` gives it, as a CUDA graph where one is kept."""
+        return _graphed_forward(self, x, weight, bias, a, lambda: self.graph_bytes(x, weight, a),
+                                (a.batch, a.in_channels, *a.grid))
+
+    def graph_bytes(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs, at most: its columns; the
+        input's copy in the call's layout; the output again (the planar products side by
+        side, or the channels_last products over padded channels, cl.padded_channels);
+        the weight's copies (contiguous, reordered, block-diagonal over the groups, padded,
+        with the bias's columns: 16 more a row or column at most); cuBLAS's workspace."""
+        width = cl.padded_channels(a, x.element_size()) if self.interleaved else a.in_channels
+        outputs = a.batch * math.prod(a.grid) * (a.in_channels + width)
+        weights = weight.numel() * (4 + a.groups) + 16 * (a.in_channels + a.groups * a.column_rows)
+        return (self.columns + x.numel() + outputs + weights) * x.element_size() + \
+            gemm.LT_WORKSPACE
+
+
+# Convolutions' forward replays by call, as _replays.
+_conv_replays: dict[tuple, Optional[_ConvReplay]] = {}
 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,

@@ -82,6 +82,86 @@ def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, 
     assert rel_error(launches, reference64(case, x, w, b)[0]) < tolerance
 
 
+CONV_PARAMS = [(c, layout) for c in cases.CONV_LAYERS for layout in _layouts(c)]
+CONV_IDS = [f"{c.name}-{layout}" for c, layout in CONV_PARAMS]
+CONVOLUTIONS = {1: gemmconv.conv1d, 2: gemmconv.conv2d, 3: gemmconv.conv3d}
+
+
+def _conv_layer(case, layout, dtype):
+    """Fresh ``(x, w, b)`` of the convolution ``case`` (cases.CONV_LAYERS), drawn in float64,
+    x channels_last where ``layout`` says, and ``conv(x, w, b)``, gemmconv's call on them."""
+    gen = generator(case.name, "conv", layout, str(dtype))
+    make = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64).to(CUDA, dtype)
+    x = make(case.batch, case.in_channels, *case.size)
+    w = make(case.out_channels, case.in_channels // case.groups, *case.kernel_size)
+    b = make(case.out_channels) if case.bias else None
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last if case.nd == 2 else
+                         torch.channels_last_3d)
+    kw = dict(stride=case.stride, padding=case.padding, dilation=case.dilation, groups=case.groups)
+    return x, w, b, lambda *tensors: CONVOLUTIONS[case.nd](*tensors, **kw)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", CONV_PARAMS, ids=CONV_IDS)
+def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
+    """A small convolution's forward (ops._ConvReplay) launched as a CUDA graph from its
+    third call at the same addresses, bit for bit as its kernels launched one by one, into
+    poisoned memory, in the input's layout, and right against float64. The last layer's
+    columns are more than a graph takes: it launches its kernels, with no replay."""
+    x, w, b, conv = _conv_layer(case, layout, dtype)
+
+    def call():
+        poison_allocator(x.numel() * x.element_size() * 4)
+        return conv(x, w, b)
+    with torch.no_grad():
+        launches = _without_graphs(monkeypatch, call)
+        answers, launch = [], graphs.launch
+
+        def conv_launch(owner, *args):
+            answer = launch(owner, *args)
+            if isinstance(owner, ops._ConvReplay):
+                answers.append(answer)
+            return answer
+        monkeypatch.setattr(graphs, "launch", conv_launch)
+        same = [torch.equal(call(), launches) for _ in range(CALLS)]
+    if case is cases.CONV_LAYERS[-1]:
+        assert answers == [] and graphs.kept() == 0
+    else:
+        assert answers[-2:] == [True, True], "the last calls ran as a graph"
+        assert graphs.kept() == 1
+    assert all(same)
+    assert launches.is_contiguous(memory_format=torch.channels_last if case.nd == 2 else
+                                  torch.channels_last_3d) == (layout == "channels_last")
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    x64, w64, b64 = (None if t is None else t.double() for t in (x, w, b))
+    assert rel_error(launches, conv(x64, w64, b64)) < tolerance
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", CONV_PARAMS[:-1], ids=CONV_IDS[:-1])
+def test_a_convolution_graph_takes_no_more_memory_than_its_call_bounds(monkeypatch, case,
+                                                                      layout, dtype):
+    """A small convolution's forward graph (ops._ConvReplay.graph_bytes, what the graph
+    memory limit compares) bounds the most the caching allocator hands out while its
+    launches run one by one, on a third call (the first plans, and times cuBLAS's
+    algorithms)."""
+    x, w, b, conv = _conv_layer(case, layout, dtype)
+    taken = []
+
+    def measured(owner, addresses, run, nbytes, device, stream):
+        taken.append((type(owner).__name__, requested_during(run)[0], nbytes()))
+        return True
+    monkeypatch.setattr(graphs, "launch", measured)
+    with torch.no_grad():
+        for _ in range(3):
+            taken.clear()
+            conv(x, w, b)
+    assert [owner for owner, *_ in taken] == ["_ConvReplay"], taken
+    for owner, used, bound in taken:
+        assert used <= bound, f"{owner}: took {used:,} bytes, bounded at {bound:,}"
+
+
 # The 2-D model layers on the fused route (ops._FusedReplay), its cost model's floor lowered.
 FUSED_PARAMS = [(c, layout) for c in cases.MODEL_LAYERS if c.nd == 2
                 for layout in ("planar", "channels_last")]
