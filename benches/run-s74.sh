@@ -11,6 +11,12 @@
 #      fcn, hifigan; Z2: unet3d, the float32 channels_last ncu of 2d-64to128's kernel, and
 #      the VAE decoder's 3x3 Conv2d layers kernel by kernel (0.14-0.47x in session 73's zoo,
 #      about 0.18 ms a call whatever their size: host time or kernels?).
+#   V (about 540 s, after A, G and Z2 ran): this session's two CUDA-reaching changes. The
+#      weight gradient's stages of more rows alone (the form _cuda picks now, twice); the
+#      CUDA tests they reach (test_cuda_fused, test_cuda_channels_last's float32,
+#      test_cuda_graphs, test_cuda_reuse, test_cuda's col2im test of a convolution) in 17
+#      processes; the VAE decoder's 3x3 convolutions as Z2 timed them, now graphed
+#      (ops._ConvReplay); float32 training of the three mma cases; the VAE decoder's zoo.
 source benches/run-lib.sh "$1"
 rows_forms() {   # CASE FORM...: each "ROWS,STAGES" (or "-": _cuda's pick), twice in turns
   c=$1; shift
@@ -43,4 +49,16 @@ Z2) gpu
   { layer "Conv2d(512, 512, 3, padding=1)" --input 16,512,8,8 --channels-last --dtype bfloat16
     layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64 --channels-last --dtype bfloat16
     layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64; } | tee $O/vae-convs.log ;;
+V) gpu
+  node
+  { rows_forms 2d-3x7-512 -; rows_forms 2d-1024 -; rows_forms 2d-64to128 -; } | tee $O/wgrad-rows.log
+  TC=210 sharded_tests "fused:8:tests/test_cuda_fused.py" "cl:3:tests/test_cuda_channels_last.py:float32" \
+    "graphs:3:tests/test_cuda_graphs.py" "reuse:2:tests/test_cuda_reuse.py" \
+    "cuda:1:tests/test_cuda.py:no_receiving_rows"
+  { layer "Conv2d(512, 512, 3, padding=1)" --input 16,512,8,8 --channels-last --dtype bfloat16
+    layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64 --channels-last --dtype bfloat16
+    layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64; } | tee $O/vae-convs.log
+  timeout 130 python3 -m gemmconv bench --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 \
+    --layouts --backward > $O/train-f32-mma.log 2>&1; grep -A5 "^case" $O/train-f32-mma.log
+  [ $(left 550) -gt 100 ] && zoo_model vae-decoder $(( $(left 550) - 10 )) ;;
 esac
