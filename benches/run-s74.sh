@@ -17,6 +17,10 @@
 #      test_cuda_graphs, test_cuda_reuse, test_cuda's col2im test of a convolution) in 17
 #      processes; the VAE decoder's 3x3 convolutions as Z2 timed them, now graphed
 #      (ops._ConvReplay); float32 training of the three mma cases; the VAE decoder's zoo.
+#   W (about 230 s, after V): the convolutions' graphs up to 2^27 column elements (V's took
+#      2^25: the VAE decoder's layers of 64x64 and more launched eagerly). Their tests; the
+#      VAE layers again, and CONV_BENCH's conv2d-strided (80M elements) graphed and eager
+#      (the limit set back to 2^25), GPU-bound; the VAE decoder's zoo.
 source benches/run-lib.sh "$1"
 rows_forms() {   # CASE FORM...: each "ROWS,STAGES" (or "-": _cuda's pick), twice in turns
   c=$1; shift
@@ -61,4 +65,19 @@ V) gpu
   timeout 130 python3 -m gemmconv bench --case 2d-1024 --case 2d-3x7-512 --case 2d-64to128 \
     --layouts --backward > $O/train-f32-mma.log 2>&1; grep -A5 "^case" $O/train-f32-mma.log
   [ $(left 550) -gt 100 ] && zoo_model vae-decoder $(( $(left 550) - 10 )) ;;
+W) gpu
+  node
+  TC=120 sharded_tests "graphs:3:tests/test_cuda_graphs.py:convolution"
+  eager() { echo "== (eager: columns over 2^25 not graphed)"; timeout 120 python3 -c "import runpy, sys
+import gemmconv.ops as o; o.GRAPHED_CONV_MAX_COLUMNS = 1 << 25
+sys.argv = ['layer.py'] + sys.argv[1:]; runpy.run_path('benches/layer.py', run_name='__main__')" "$@" 2>&1 | grep -v "Warn\|_warn_once" | head -12; }
+  { layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64 --channels-last --dtype bfloat16
+    layer "Conv2d(64, 64, 3, padding=1)" --input 16,64,64,64
+    layer "Conv2d(32, 3, 3, padding=1)" --input 16,32,128,128
+    layer "Conv2d(32, 64, 3, stride=2, padding=1)" --input 16,32,256,256
+    eager "Conv2d(32, 64, 3, stride=2, padding=1)" --input 16,32,256,256
+    layer "Conv2d(32, 64, 3, stride=2, padding=1)" --input 16,32,256,256 --dtype bfloat16
+    eager "Conv2d(32, 64, 3, stride=2, padding=1)" --input 16,32,256,256 --dtype bfloat16
+  } | tee $O/convs.log
+  [ $(left 290) -gt 90 ] && zoo_model vae-decoder $(( $(left 290) - 10 )) ;;
 esac

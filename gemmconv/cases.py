@@ -117,8 +117,8 @@ CONV_BENCH = [
     _c("conv2d-grouped", 16, 64, 64, (3, 3), (256, 256), padding=1, groups=4),
 ]
 # The zoo's kinds of convolution at test sizes (gemmconv.conv{nd}d, as CONV_BENCH): small
-# layers whose forwards ops._ConvReplay launches as CUDA graphs; the last over the columns
-# a graph takes (ops.GRAPHED_BACKWARD_MAX_COLUMNS), whose forward launches eagerly.
+# layers, whose forwards ops._ConvReplay launches as CUDA graphs; the last of the most
+# column elements (the tests lower ops.GRAPHED_CONV_MAX_COLUMNS below them).
 CONV_LAYERS = [
     _c("vae-conv3x3", 4, 64, 64, (3, 3), (8, 8), padding=1),
     _c("unet-conv3x3-narrowing", 2, 32, 16, (3, 3), (16, 16), padding=1, bias=False),

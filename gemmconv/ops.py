@@ -1711,12 +1711,17 @@ def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], 
     return _backward(input, None, weight, a, [True, False, False], bias, interleaved)[0]
 
 
+# The most column elements a _ConvReplay call takes. The VAE decoder's 3x3 convolutions
+# took 0.17-0.50 ms a forward whose kernels took 0.02-0.15 (session 74, H100), the largest
+# of 80M column elements (as CONV_BENCH's conv2d-strided; its others have 0.7-1.2G).
+GRAPHED_CONV_MAX_COLUMNS = 1 << 27
+
+
 class _ConvReplay(NamedTuple):
-    """A CUDA convolution's forward small enough (GRAPHED_BACKWARD_MAX_COLUMNS column
-    elements at most) to wait on the host: its im2col, weight views, bias columns and GEMM
-    (_backward's, or channels_last.backward's where ``interleaved``), as they run eagerly,
-    launched as a CUDA graph where one is kept. The VAE decoder's 3x3 convolutions took
-    0.23-0.43 ms a call whose kernels took 0.02-0.15 (session 74, H100)."""
+    """A CUDA convolution's forward small enough (GRAPHED_CONV_MAX_COLUMNS) to wait on the
+    host: its im2col, weight views, bias columns and GEMM (_backward's, or
+    channels_last.backward's where ``interleaved``), as they run eagerly, launched as a
+    CUDA graph where one is kept."""
     interleaved: bool
     columns: int   # elements of the columns, the bias's rows of ones too
 
@@ -1729,7 +1734,7 @@ class _ConvReplay(NamedTuple):
         if 0 in (a.batch, a.in_channels, a.out_channels, cells, math.prod(a.image)):
             return None
         columns = a.batch * cells * a.groups * (a.column_rows + 16)   # (16 rows of ones at most)
-        if columns > GRAPHED_BACKWARD_MAX_COLUMNS:
+        if columns > GRAPHED_CONV_MAX_COLUMNS:
             return None
         return _ConvReplay(cl.suggested(x, weight), columns)
 

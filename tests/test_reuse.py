@@ -57,11 +57,11 @@ CONV_LAYER_PARAMS = [(c, layout) for c in cases.CONV_LAYERS
 
 @pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS,
                          ids=[f"{c.name}-{layout}" for c, layout in CONV_LAYER_PARAMS])
-def test_conv_replay_runs_into_the_output_it_is_given(case, layout):
+def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout):
     """ops._ConvReplay.run, the launches a small CUDA convolution's graph captures, on the
     CPU: every element of the output it is given (NaN before) written, in the layout the
     call takes, against torch's float64 convolution. A call of more columns than a graph
-    takes, or of no samples, has no replay."""
+    takes (ops.GRAPHED_CONV_MAX_COLUMNS), or of no samples, has no replay."""
     from gemmconv import channels_last as cl, ops
     from gemmconv.shapes import conv_args
     x, w, b = (None if t is None else t.detach() for t in _conv_tensors(case, "replay"))
@@ -69,15 +69,16 @@ def test_conv_replay_runs_into_the_output_it_is_given(case, layout):
         x = x.contiguous(memory_format=cl.memory_format(x.dim()))
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
     replay = ops._ConvReplay.planned(x, w, a)
-    if case is cases.CONV_LAYERS[-1]:
-        assert replay is None
-        replay = ops._ConvReplay(cl.suggested(x, w), 0)
     assert replay is not None and replay.interleaved == (layout == "channels_last")
     out = cl.empty(x, (a.batch, a.in_channels, *a.grid), replay.interleaved).fill_(float("nan"))
     assert replay.run(x, w, b, a, out=out) is out
     assert rel_error(out, CONV[case.nd][0](x, w, b, **_conv_kwargs(case))) < 1e-12
     empty = conv_args(f"conv{case.nd}d", case.nd, x[:0], w, b, **_conv_kwargs(case))
     assert ops._ConvReplay.planned(x[:0], w, empty) is None
+    monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", replay.columns)
+    assert ops._ConvReplay.planned(x, w, a) == replay
+    monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", replay.columns - 1)
+    assert ops._ConvReplay.planned(x, w, a) is None
 
 
 @pytest.mark.parametrize("padding", ["same", "valid"])
