@@ -885,6 +885,43 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     return out
 
 
+def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
+    """The stride-1 convolution that the transposed convolution ``a`` is the adjoint of
+    (shapes.conv_args), of ``x (N, C_out, *image)`` into ``out (N, C_in, *grid)``, both in
+    any layout; ``weight (C_in, C_out, *kernel)`` (the convolution's own, out channels
+    first), ``bias (C_in,)``. The backward's input-gradient kernel (:func:`backward`) with
+    the bias added, as :func:`forward` runs the transposed convolution: no columns in
+    memory, where the column route writes and reads K C_out elements an output position.
+    Not yet a route of ops.py's (benches/conv_fused_probe.py times it)."""
+    tf32 = x.dtype == torch.float32
+    with _on(x.device):
+        if copies_input(x):
+            rows, rounded = channels_innermost(x.contiguous(), tf32), tf32
+        else:
+            rows, rounded = x.movedim(1, -1), False
+        implicit_gemm(rows, tap_weights(weight, transpose=True), bias,
+                      convolution_taps(a.geometry), out.movedim(1, -1), round_input=not rounded)
+    return out
+
+
+def convolution_unavailable(a: ConvTransposeArgs, x: torch.Tensor,
+                            weight: torch.Tensor) -> Optional[str]:
+    """Why :func:`convolution` cannot take the convolution ``a`` is the adjoint of, on its
+    input ``x``, or None where it can: as :func:`unavailable` says of a transposed
+    convolution (the cost model aside), at stride 1, the convolution's input channels in
+    whole 16-byte rows too (the kernel's input)."""
+    why = _unable(a, x, weight)
+    if why is not None:
+        return why
+    if any(s != 1 for s in a.geometry.stride):
+        return "stride > 1"
+    if a.out_channels * x.element_size() % 16:
+        return (f"{a.out_channels} input channels of {x.element_size()} bytes: rows not "
+                f"whole 16-byte units")
+    return None
+
+
 def forward_tile(a: ConvTransposeArgs, x: torch.Tensor, planar: bool) -> Config:
     """The tile :func:`forward` launches with for call ``a`` on ``x (N, C_in, *grid)`` into
     an output ``planar`` or channels innermost (for :func:`gemmconv.explain`)."""

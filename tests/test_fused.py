@@ -8,10 +8,12 @@ import os
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import gemmconv
 from gemmconv import cases, fused, ops
-from gemmconv.shapes import Geometry, conv_transpose_args
+from gemmconv import channels_last as cl
+from gemmconv.shapes import Geometry, conv_args, conv_transpose_args
 from helpers import (case_args, generator, interpreted, reference, rel_error,
                      weight_gradient_inputs)
 
@@ -181,6 +183,46 @@ def test_kernel_computes_the_stride_one_input_gradient(case):
                         _unrounded(w, transpose=True), None,
                         fused.convolution_taps(_geometry(case)), got, "ieee")
     assert rel_error(got.movedim(-1, 1), ref) < 1e-5
+
+
+# The zoo's convolutions of one group at stride 1, their channels in whole 16-byte rows.
+FUSED_CONVOLUTIONS = [c for c in cases.CONV_LAYERS[:-1] if set(c.stride) == {1} and c.groups == 1]
+
+
+@interpreted
+@pytest.mark.parametrize("layout", ["planar", "channels_last"])
+@pytest.mark.parametrize("case", FUSED_CONVOLUTIONS, ids=lambda c: c.name)
+def test_fused_convolution_matches_float64_through_the_interpreter(case, layout):
+    """fused.convolution (a convolution's forward on the input-gradient kernel, bias added),
+    from a planar input (copied channels innermost, rounded to TF32 on the way) or a
+    channels_last one (rounded in the kernel), into NaN: torch's float64 convolution within
+    TF32's error. convolution_unavailable takes it on a CUDA device alone, and says why
+    not for a strided or grouped call or misaligned channels."""
+    if layout == "channels_last" and case.nd == 1:
+        pytest.skip("no channels_last layout for 1-D tensors")
+    gen = generator(case.name, "fused-convolution")
+    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
+    w = torch.randn(case.out_channels, case.in_channels, *case.kernel_size, generator=gen,
+                    dtype=torch.float64)
+    b = torch.randn(case.out_channels, generator=gen, dtype=torch.float64) if case.bias else None
+    kw = dict(stride=case.stride, padding=case.padding, dilation=case.dilation)
+    ref = getattr(F, f"conv{case.nd}d")(x, w, b, **kw)
+    xf, wf, bf = (None if t is None else t.float() for t in (x, w, b))
+    if layout == "channels_last":
+        xf = xf.contiguous(memory_format=cl.memory_format(x.dim()))
+    a = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, groups=1, **kw)
+    assert fused.convolution_unavailable(a, xf, wf) == "tensors not on a CUDA device"
+    meta = lambda t: t.to("meta")
+    assert fused.convolution_unavailable(a, meta(xf), meta(wf)) is None
+    out = torch.full(ref.shape, float("nan"))
+    fused.convolution(xf, wf, bf, a, out)
+    assert rel_error(out, ref) < 5e-3
+    strided = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, stride=2,
+                        padding=case.padding, dilation=case.dilation, groups=1)
+    assert fused.convolution_unavailable(strided, meta(xf), meta(wf)) == "stride > 1"
+    odd, narrow_w = meta(xf[:, :-1]), meta(wf[:, :-1])
+    narrow = conv_args(f"conv{case.nd}d", case.nd, odd, narrow_w, None, groups=1, **kw)
+    assert "input channels" in fused.convolution_unavailable(narrow, odd, narrow_w)
 
 
 STRIDE_ONE = [c for c in TABLE if set(c.stride) == {1}]
