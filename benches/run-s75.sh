@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The next session's device calls (written in session 74, after its last GPU run).
+#   P (about 200 s): fused.convolution against the column route and torch on the VAE
+#      decoder's six 3x3 convolutions (benches/conv_fused_probe.py), float32 and bfloat16,
+#      planar and channels_last: does a stride-1 convolution's forward want the fused
+#      kernel where its columns' traffic bounds the column route (the 64x64 and 128x128
+#      layers at 0.24-0.39x in session 74's zoo)?
+#   Z1 (about 550 s): the zoo models not run on this code: unet2d, depthwise, fcn, hifigan.
+#   Z3 (about 300 s): dcgan and unet3d.
+source benches/run-lib.sh "$1"
+case "$1" in
+P) gpu
+  node
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 60 conv-fused-$d-$l conv_fused_probe.py $d $l
+  done; done ;;
+Z1) gpu
+  node
+  zoo_model unet2d 200; zoo_model depthwise 100; zoo_model fcn 130; zoo_model hifigan 120 ;;
+Z3) gpu
+  node
+  zoo_model dcgan 120; zoo_model unet3d 200 ;;
+esac
