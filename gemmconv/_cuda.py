@@ -829,8 +829,8 @@ def rows_weight_gradient_form(kernel: tuple, dilation: tuple, out_channels: int,
     (benches/NOTES.md, session 69: 2d-1024 5.27 ms in blocks of three row taps and stages
     of 4 rows, against 6.41 of 2 rows and 7.00 of 1; 2d-3x7-512 3.21 in blocks of one row
     tap and stages of 2 rows, against 3.63 of 1; session 74: more, below), fewer rows where
-    those do not fit shared memory. Blocks of one row tap take two output tiles where the warps allow, so that each
-    box serves both (2d-64to128: 3x5, 128 output channels)."""
+    those do not fit shared memory. Blocks of one row tap take two output tiles where the
+    warps allow, so that each box serves both (2d-64to128: 3x5, 128 output channels)."""
     kh, kw = kernel
     if kw > WGRAD_TAPS:
         return None
