@@ -185,7 +185,8 @@ def test_kernel_computes_the_stride_one_input_gradient(case):
     assert rel_error(got.movedim(-1, 1), ref) < 1e-5
 
 
-# The zoo's convolutions of one group at stride 1, their channels in whole 16-byte rows.
+# The zoo's convolutions of one group at stride 1 (their channels in whole 16-byte rows),
+# but the wide one: the interpreter's time.
 FUSED_CONVOLUTIONS = [c for c in cases.CONV_LAYERS[:-1] if set(c.stride) == {1} and c.groups == 1]
 
 
@@ -196,8 +197,8 @@ def test_fused_convolution_matches_float64_through_the_interpreter(case, layout)
     """fused.convolution (a convolution's forward on the input-gradient kernel, bias added),
     from a planar input (copied channels innermost, rounded to TF32 on the way) or a
     channels_last one (rounded in the kernel), into NaN: torch's float64 convolution within
-    TF32's error. convolution_unavailable takes it on a CUDA device alone, and says why
-    not for a strided or grouped call or misaligned channels."""
+    TF32's error. convolution_unavailable takes it on a CUDA device alone (meta tensors
+    stand in for one), and says why not for a strided call or misaligned channels."""
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("no channels_last layout for 1-D tensors")
     gen = generator(case.name, "fused-convolution")
