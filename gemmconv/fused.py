@@ -874,15 +874,22 @@ def forward(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     kernel as it is, which rounds its tiles to TF32 in registers; a planar one through
     :func:`channels_innermost`, rounded on the way; the kernel writes ``out`` through its
     strides."""
-    tf32 = x.dtype == torch.float32
     with _on(x.device):
-        if copies_input(x):
-            rows, rounded = channels_innermost(x.contiguous(), tf32), tf32
-        else:
-            rows, rounded = x.movedim(1, -1), False
+        rows, rounded = _input_rows(x)
         implicit_gemm(rows, tap_weights(weight), bias, transposed_taps(a.geometry),
                       out.movedim(1, -1), round_input=not rounded)
     return out
+
+
+def _input_rows(x: torch.Tensor) -> tuple:
+    """``x (N, C, *grid)`` as the forward kernel reads it, ``(N, *grid, C)``, and whether it
+    is rounded to TF32 already: as it lies where :func:`copies_input` says it may be (the
+    kernel rounds float32 tiles in registers), else :func:`channels_innermost`'s copy,
+    float32 rounded on the way."""
+    if copies_input(x):
+        tf32 = x.dtype == torch.float32
+        return channels_innermost(x.contiguous(), tf32), tf32
+    return x.movedim(1, -1), False
 
 
 def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -894,12 +901,8 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     the bias added, as :func:`forward` runs the transposed convolution: no columns in
     memory, where the column route writes and reads K C_out elements an output position.
     Not yet a route of ops.py's (benches/conv_fused_probe.py times it)."""
-    tf32 = x.dtype == torch.float32
     with _on(x.device):
-        if copies_input(x):
-            rows, rounded = channels_innermost(x.contiguous(), tf32), tf32
-        else:
-            rows, rounded = x.movedim(1, -1), False
+        rows, rounded = _input_rows(x)
         implicit_gemm(rows, tap_weights(weight, transpose=True), bias,
                       convolution_taps(a.geometry), out.movedim(1, -1), round_input=not rounded)
     return out
