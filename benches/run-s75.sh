@@ -4,7 +4,10 @@
 #      decoder's six 3x3 convolutions (benches/conv_fused_probe.py), float32 and bfloat16,
 #      planar and channels_last: does a stride-1 convolution's forward want the fused
 #      kernel where its columns' traffic bounds the column route (the 64x64 and 128x128
-#      layers at 0.24-0.39x in session 74's zoo)?
+#      layers at 0.24-0.72x in session 74's zoo)?
+#   R (about 200 s): the same layers' training steps with the weight gradient as ops.py
+#      runs it (eagerly) and by the transposed convolution's backward replay, patched in by
+#      benches/conv_wgrad_replay_probe.py alone (0.23-0.58x in session 74's V).
 #   Z1 (about 550 s): the zoo models not run on this code: unet2d, depthwise, fcn, hifigan.
 #   Z3 (about 300 s): dcgan and unet3d.
 source benches/run-lib.sh "$1"
@@ -13,6 +16,11 @@ P) gpu
   node
   for d in float32 bfloat16; do for l in planar channels_last; do
     probe 60 conv-fused-$d-$l conv_fused_probe.py $d $l
+  done; done ;;
+R) gpu
+  node
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 60 conv-wgrad-$d-$l conv_wgrad_replay_probe.py $d $l
   done; done ;;
 Z1) gpu
   node

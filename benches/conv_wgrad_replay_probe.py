@@ -1,0 +1,80 @@
+"""The VAE decoder's 3x3 convolutions' training steps (gemmconv/zoo.py, batch 16) with
+their weight gradient as ops.py runs it (``_backward`` eagerly, every call) and by the
+transposed convolution's backward replay (``_replayed_backward``: the same product with
+the input and the output gradient in each other's roles, replayed and graphed), patched in
+for this process only, each against torch's step in the same run.
+``PYTHONPATH=. python3 benches/conv_wgrad_replay_probe.py [float32|bfloat16] [planar|channels_last]``
+prints, per layer: the milliseconds of a step (forward and the three gradients) by torch,
+as ops.py runs it, and patched (median of gemmconv.measure.timers' samples in turns), the
+speedups over torch, and each one's weight gradient's error against float64. Session 74:
+these steps read 0.23-0.58x, their forward and input gradient graphed, the weight
+gradient eager. The replay may take the fused or depthwise weight gradient where the
+transposed convolution's would (their cost models), so the errors are printed, not
+compared bit for bit."""
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import gemmconv
+from gemmconv import channels_last as cl
+from gemmconv import ops
+from gemmconv.measure import timers
+
+DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
+LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
+LAYERS = [(512, 512, 8), (256, 256, 16), (128, 128, 32), (64, 64, 64), (32, 32, 128),
+          (32, 3, 128)]   # (in, out, image side): the decoder's convolutions
+eager_backward = ops._conv_backward
+
+
+def replayed_backward(grad_output, input, weight, a, need, interleaved=None):
+    """ops._conv_backward, its weight gradient by the backward replay where the call has one."""
+    if interleaved is None:
+        interleaved = cl.suggested(input, weight)
+    grads = eager_backward(grad_output, input, weight, a, [need[0], False, need[2]], interleaved)
+    if need[1]:
+        replayed = ops._replayed_backward(input, grad_output, weight, a, [False, True, False],
+                                          interleaved)
+        grads[1] = replayed[1] if replayed is not None else eager_backward(
+            grad_output, input, weight, a, [False, True, False], interleaved)[1]
+    return grads
+
+
+def with_backward(backward, step):
+    def patched():
+        ops._conv_backward = backward
+        try:
+            return step()
+        finally:
+            ops._conv_backward = eager_backward
+    return patched
+
+
+device = torch.device("cuda")
+print(f"{DTYPE} {LAYOUT}; ms a training step (speedup over torch), weight gradient's error "
+      "against float64")
+for cin, cout, side in LAYERS:
+    gen = torch.Generator(device).manual_seed(cin + side)
+    x = torch.randn(16, cin, side, side, device=device, generator=gen).to(DTYPE)
+    w = (torch.randn(cout, cin, 3, 3, device=device, generator=gen) / (3 * cin ** 0.5)).to(DTYPE)
+    b = torch.randn(cout, device=device, generator=gen).to(DTYPE)
+    if LAYOUT == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    leaves = [t.requires_grad_() for t in (x, w, b)]
+    grad = torch.randn(16, cout, side, side, device=device, generator=gen).to(DTYPE)
+    if LAYOUT == "channels_last":
+        grad = grad.contiguous(memory_format=torch.channels_last)
+
+    def step(conv):
+        return lambda: torch.autograd.grad(conv(x, w, b, padding=1), leaves, grad)
+    calls = {"torch": step(F.conv2d), "eager wgrad": step(gemmconv.conv2d),
+             "replayed wgrad": with_backward(replayed_backward, step(gemmconv.conv2d))}
+    leaves64 = [t.detach().double().requires_grad_() for t in leaves]
+    want = torch.autograd.grad(F.conv2d(*leaves64, padding=1), leaves64[1], grad.double())[0]
+    errors = {name: ((call()[1].double() - want).norm() / want.norm()).item()
+              for name, call in calls.items()}
+    times = timers(device, calls, 20)
+    row = "  ".join(f"{name} {ms:.3f} ({times['torch'] / ms:.2f}x, {errors[name]:.1e})"
+                    for name, ms in times.items())
+    print(f"conv {cin:3d}->{cout:3d} {side:3d}x{side:<3d}  {row}")
