@@ -6,8 +6,9 @@ and fused.convolution captured in a CUDA graph (its kernels without the host's l
 ``PYTHONPATH=. python3 benches/conv_fused_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: the milliseconds of each (median of gemmconv.measure.timers' samples
 in turns), their speedups over torch, and each one's error against float64 (norm of the
-difference over the reference's). Session 74 measured the column route at 0.24-0.39x on
-the 64x64 and 128x128 layers, GPU-bound: their columns' traffic, which this route has not."""
+difference over the reference's). Session 74 measured the column route, graphed, at
+0.24-0.75x on the 64x64 and 128x128 layers: their columns' traffic, which this route has
+not."""
 import sys
 
 import torch
