@@ -18,20 +18,14 @@ import gemmconv
 from gemmconv import fused
 from gemmconv.measure import timers
 from gemmconv.shapes import conv_args
+from vae_convolutions import LAYERS, tensors
 
 DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
 LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
-LAYERS = [(512, 512, 8), (256, 256, 16), (128, 128, 32), (64, 64, 64), (32, 32, 128),
-          (32, 3, 128)]   # (in, out, image side): the decoder's convolutions
 device = torch.device("cuda")
 print(f"{DTYPE} {LAYOUT}; ms a call (speedup over torch), error against float64")
 for cin, cout, side in LAYERS:
-    gen = torch.Generator(device).manual_seed(cin + side)
-    x = torch.randn(16, cin, side, side, device=device, generator=gen).to(DTYPE)
-    w = (torch.randn(cout, cin, 3, 3, device=device, generator=gen) / (3 * cin ** 0.5)).to(DTYPE)
-    b = torch.randn(cout, device=device, generator=gen).to(DTYPE)
-    if LAYOUT == "channels_last":
-        x = x.contiguous(memory_format=torch.channels_last)
+    x, w, b = tensors(cin, cout, side, DTYPE, LAYOUT)
     a = conv_args("conv2d", 2, x, w, b, 1, 1, 1, 1)
     why = fused.convolution_unavailable(a, x, w)
     out = torch.empty_like(F.conv2d(x, w, b, padding=1))

@@ -20,11 +20,10 @@ import gemmconv
 from gemmconv import channels_last as cl
 from gemmconv import ops
 from gemmconv.measure import timers
+from vae_convolutions import LAYERS, tensors
 
 DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
 LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
-LAYERS = [(512, 512, 8), (256, 256, 16), (128, 128, 32), (64, 64, 64), (32, 32, 128),
-          (32, 3, 128)]   # (in, out, image side): the decoder's convolutions
 eager_backward = ops._conv_backward
 
 
@@ -35,7 +34,7 @@ def replayed_backward(grad_output, input, weight, a, need, interleaved=None):
     grads = eager_backward(grad_output, input, weight, a, [need[0], False, need[2]], interleaved)
     if need[1]:
         replayed = ops._replayed_backward(input, grad_output, weight, a, [False, True, False],
-                                          interleaved)
+                                          interleaved) if input.is_cuda else None
         grads[1] = replayed[1] if replayed is not None else eager_backward(
             grad_output, input, weight, a, [False, True, False], interleaved)[1]
     return grads
@@ -55,14 +54,10 @@ device = torch.device("cuda")
 print(f"{DTYPE} {LAYOUT}; ms a training step (speedup over torch), weight gradient's error "
       "against float64")
 for cin, cout, side in LAYERS:
-    gen = torch.Generator(device).manual_seed(cin + side)
-    x = torch.randn(16, cin, side, side, device=device, generator=gen).to(DTYPE)
-    w = (torch.randn(cout, cin, 3, 3, device=device, generator=gen) / (3 * cin ** 0.5)).to(DTYPE)
-    b = torch.randn(cout, device=device, generator=gen).to(DTYPE)
-    if LAYOUT == "channels_last":
-        x = x.contiguous(memory_format=torch.channels_last)
+    x, w, b = tensors(cin, cout, side, DTYPE, LAYOUT)
     leaves = [t.requires_grad_() for t in (x, w, b)]
-    grad = torch.randn(16, cout, side, side, device=device, generator=gen).to(DTYPE)
+    grad = torch.randn(16, cout, side, side, device=device,
+                       generator=torch.Generator(device).manual_seed(side)).to(DTYPE)
     if LAYOUT == "channels_last":
         grad = grad.contiguous(memory_format=torch.channels_last)
 

@@ -1,0 +1,19 @@
+"""The VAE decoder's 3x3 stride-1 convolutions (gemmconv/zoo.py's vae_decoder, batch 16),
+for the probes that time them: ``LAYERS`` and :func:`tensors`."""
+import torch
+
+LAYERS = [(512, 512, 8), (256, 256, 16), (128, 128, 32), (64, 64, 64), (32, 32, 128),
+          (32, 3, 128)]   # (in channels, out channels, image side)
+
+
+def tensors(cin: int, cout: int, side: int, dtype: torch.dtype, layout: str) -> tuple:
+    """Fresh ``(x, w, b)`` of one layer on the GPU, seeded by its sizes, weights scaled to
+    keep the outputs near unit size; x channels_last where ``layout`` says."""
+    device = torch.device("cuda")
+    gen = torch.Generator(device).manual_seed(cin + side)
+    x = torch.randn(16, cin, side, side, device=device, generator=gen).to(dtype)
+    w = (torch.randn(cout, cin, 3, 3, device=device, generator=gen) / (3 * cin ** 0.5)).to(dtype)
+    b = torch.randn(cout, device=device, generator=gen).to(dtype)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x, w, b
