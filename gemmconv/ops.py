@@ -781,12 +781,14 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     tensors where ``interleaved`` (channels_last.py); None: where ``grad_out``, ``x`` or the
     weight is channels_last. Planar, ``out`` (a gradient per ``need``, None for the others:
     the input's contiguous) takes the gradients, and is returned (a graph's run,
-    _GraphedBackward)."""
+    _GraphedBackward, _ConvReplay); channels_last, it takes the input gradient alone."""
     if interleaved is None:
         interleaved = cl.suggested(grad_out, x, None if callable(weight) else weight)
     if interleaved:
-        assert out is None, "the channels_last backward allocates its gradients"
-        return cl.backward(grad_out, x, weight, a, need, _workspace_limit, bias)
+        assert out is None or not (need[1] or need[2]), \
+            "the channels_last backward allocates its weight and bias gradients"
+        return cl.backward(grad_out, x, weight, a, need, _workspace_limit, bias,
+                           None if out is None else out[0])
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
@@ -1742,10 +1744,7 @@ class _ConvReplay(NamedTuple):
             a: ConvTransposeArgs, out: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The convolution's output ``(N, C_out, *grid)`` (``a``'s input's shape), into
         ``out`` where given (contiguous, or channels_last where ``interleaved``)."""
-        need = [True, False, False]
-        if self.interleaved:
-            return cl.backward(x, None, weight, a, need, _workspace_limit, bias, out=out)[0]
-        return _backward(x, None, weight, a, need, bias, False,
+        return _backward(x, None, weight, a, [True, False, False], bias, self.interleaved,
                          None if out is None else [out, None, None])[0]
 
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
