@@ -10,10 +10,12 @@ import torch
 
 import gemmconv
 from gemmconv import bench, cases, fused, graphs, ops, zoo
+from gemmconv import channels_last as cl
 from gemmconv.shapes import conv_transpose_args
 from gemmconv.bench import reference as reference64
 from helpers import (OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error,
                      requested_during)
+from test_reuse import CONV, _conv_kwargs, _conv_tensors
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -84,22 +86,16 @@ def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, 
 
 CONV_PARAMS = [(c, layout) for c in cases.CONV_LAYERS for layout in _layouts(c)]
 CONV_IDS = [f"{c.name}-{layout}" for c, layout in CONV_PARAMS]
-CONVOLUTIONS = {1: gemmconv.conv1d, 2: gemmconv.conv2d, 3: gemmconv.conv3d}
 
 
 def _conv_layer(case, layout, dtype):
     """Fresh ``(x, w, b)`` of the convolution ``case`` (cases.CONV_LAYERS), drawn in float64,
     x channels_last where ``layout`` says, and ``conv(x, w, b)``, gemmconv's call on them."""
-    gen = generator(case.name, "conv", layout, str(dtype))
-    make = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64).to(CUDA, dtype)
-    x = make(case.batch, case.in_channels, *case.size)
-    w = make(case.out_channels, case.in_channels // case.groups, *case.kernel_size)
-    b = make(case.out_channels) if case.bias else None
+    x, w, b = (None if t is None else t.detach().to(CUDA, dtype)
+               for t in _conv_tensors(case, layout + str(dtype)))
     if layout == "channels_last":
-        x = x.contiguous(memory_format=torch.channels_last if case.nd == 2 else
-                         torch.channels_last_3d)
-    kw = dict(stride=case.stride, padding=case.padding, dilation=case.dilation, groups=case.groups)
-    return x, w, b, lambda *tensors: CONVOLUTIONS[case.nd](*tensors, **kw)
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+    return x, w, b, lambda *tensors: CONV[case.nd][1](*tensors, **_conv_kwargs(case))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

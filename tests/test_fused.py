@@ -8,7 +8,6 @@ import os
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import gemmconv
 from gemmconv import cases, fused, ops
@@ -16,6 +15,7 @@ from gemmconv import channels_last as cl
 from gemmconv.shapes import Geometry, conv_args, conv_transpose_args
 from helpers import (case_args, generator, interpreted, reference, rel_error,
                      weight_gradient_inputs)
+from test_reuse import CONV, _conv_kwargs, _conv_tensors
 
 # The decomposition handles one group (fused.unavailable sends grouped calls elsewhere).
 TABLE = [c for c in cases.random_cases(60, seed=5) + cases.EDGE + cases.LARGE_KERNELS
@@ -201,28 +201,24 @@ def test_fused_convolution_matches_float64_through_the_interpreter(case, layout)
     stand in for one), and says why not for a strided call or misaligned channels."""
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("no channels_last layout for 1-D tensors")
-    gen = generator(case.name, "fused-convolution")
-    x = torch.randn(case.batch, case.in_channels, *case.size, generator=gen, dtype=torch.float64)
-    w = torch.randn(case.out_channels, case.in_channels, *case.kernel_size, generator=gen,
-                    dtype=torch.float64)
-    b = torch.randn(case.out_channels, generator=gen, dtype=torch.float64) if case.bias else None
-    kw = dict(stride=case.stride, padding=case.padding, dilation=case.dilation)
-    ref = getattr(F, f"conv{case.nd}d")(x, w, b, **kw)
+    x, w, b = (None if t is None else t.detach()
+               for t in _conv_tensors(case, "fused-convolution"))
+    kw = _conv_kwargs(case)
+    ref = CONV[case.nd][0](x, w, b, **kw)
     xf, wf, bf = (None if t is None else t.float() for t in (x, w, b))
     if layout == "channels_last":
         xf = xf.contiguous(memory_format=cl.memory_format(x.dim()))
-    a = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, groups=1, **kw)
+    a = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, **kw)
     assert fused.convolution_unavailable(a, xf, wf) == "tensors not on a CUDA device"
     meta = lambda t: t.to("meta")
     assert fused.convolution_unavailable(a, meta(xf), meta(wf)) is None
     out = torch.full(ref.shape, float("nan"))
     fused.convolution(xf, wf, bf, a, out)
     assert rel_error(out, ref) < 5e-3
-    strided = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, stride=2,
-                        padding=case.padding, dilation=case.dilation, groups=1)
+    strided = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, **{**kw, "stride": 2})
     assert fused.convolution_unavailable(strided, meta(xf), meta(wf)) == "stride > 1"
     odd, narrow_w = meta(xf[:, :-1]), meta(wf[:, :-1])
-    narrow = conv_args(f"conv{case.nd}d", case.nd, odd, narrow_w, None, groups=1, **kw)
+    narrow = conv_args(f"conv{case.nd}d", case.nd, odd, narrow_w, None, **kw)
     assert "input channels" in fused.convolution_unavailable(narrow, odd, narrow_w)
 
 
