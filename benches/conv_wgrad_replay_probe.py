@@ -12,6 +12,7 @@ gradient eager. The replay may take the fused or depthwise weight gradient where
 transposed convolution's would (their cost models), so the errors are printed, not
 compared bit for bit."""
 import sys
+import unittest.mock
 
 import torch
 import torch.nn.functional as F
@@ -42,11 +43,8 @@ def replayed_backward(grad_output, input, weight, a, need, interleaved=None):
 
 def with_backward(backward, step):
     def patched():
-        ops._conv_backward = backward
-        try:
+        with unittest.mock.patch.object(ops, "_conv_backward", backward):
             return step()
-        finally:
-            ops._conv_backward = eager_backward
     return patched
 
 
