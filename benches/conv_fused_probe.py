@@ -8,7 +8,8 @@ prints, per layer: the milliseconds of each (median of gemmconv.measure.timers' 
 in turns), their speedups over torch, and each one's error against float64 (norm of the
 difference over the reference's). Session 74 measured the column route, graphed, at
 0.24-0.75x on the 64x64 and 128x128 layers: their columns' traffic, which this route has
-not."""
+not. Two larger layers of the same form follow (a U-Net's widths at 128x128 and 256x256),
+past the graph's limit: the column route launched eagerly there."""
 import sys
 
 import torch
@@ -24,7 +25,7 @@ DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
 LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
 device = torch.device("cuda")
 print(f"{DTYPE} {LAYOUT}; ms a call (speedup over torch), error against float64")
-for cin, cout, side in LAYERS:
+for cin, cout, side in LAYERS + [(128, 128, 128), (64, 64, 256)]:
     x, w, b = tensors(cin, cout, side, DTYPE, LAYOUT)
     a = conv_args("conv2d", 2, x, w, b, 1, 1, 1, 1)
     why = fused.convolution_unavailable(a, x, w)

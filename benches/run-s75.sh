@@ -15,7 +15,7 @@ case "$1" in
 P) gpu
   node
   for d in float32 bfloat16; do for l in planar channels_last; do
-    probe 60 conv-fused-$d-$l conv_fused_probe.py $d $l
+    probe 80 conv-fused-$d-$l conv_fused_probe.py $d $l
   done; done ;;
 R) gpu
   node
