@@ -900,12 +900,32 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
     first), ``bias (C_in,)``. The backward's input-gradient kernel (:func:`backward`) with
     the bias added, as :func:`forward` runs the transposed convolution: no columns in
     memory, where the column route writes and reads K C_out elements an output position.
-    Not yet a route of ops.py's (benches/conv_fused_probe.py times it)."""
+    ops._ConvFusedReplay runs it where :func:`convolution_takes` says."""
     with _on(x.device):
         rows, rounded = _input_rows(x)
         implicit_gemm(rows, tap_weights(weight, transpose=True), bias,
                       convolution_taps(a.geometry), out.movedim(1, -1), round_input=not rounded)
     return out
+
+
+# The fewest column elements (output positions times C_in times taps) of a 2-D convolution
+# whose forward the cost model sends to :func:`convolution` rather than the column route
+# (im2col and a GEMM): set from benches/conv_fused_probe.py's rows (session 75).
+CONVOLUTION_MIN_COLUMNS = 1 << 24
+
+
+def convolution_preferred(a: ConvTransposeArgs) -> bool:
+    """Whether the cost model sends the forward of the convolution ``a`` is the adjoint of
+    to :func:`convolution`: 2-D, of at least CONVOLUTION_MIN_COLUMNS column elements."""
+    return a.geometry.nd == 2 and \
+        a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps >= CONVOLUTION_MIN_COLUMNS
+
+
+def convolution_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether the forward of the convolution ``a`` is the adjoint of takes
+    :func:`convolution`: where the cost model prefers it (asked first, as :func:`takes`
+    does) and :func:`convolution_unavailable` is None."""
+    return convolution_preferred(a) and convolution_unavailable(a, x, weight) is None
 
 
 def convolution_unavailable(a: ConvTransposeArgs, x: torch.Tensor,

@@ -333,10 +333,11 @@ class _Replay(NamedTuple):
 def _graphed_forward(replay, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                      a: ConvTransposeArgs, nbytes: Callable[[], int],
                      shape: Optional[tuple] = None) -> torch.Tensor:
-    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay, _ConvReplay:
-    its ``run`` into an output of its layout, of ``shape``, by default ``a``'s output's),
-    launched as a CUDA graph where one is kept for these tensors' addresses (graphs.py);
-    ``nbytes()``: the memory a graph of the call takes while it runs."""
+    """The output of a forward replay (_Replay, _FusedReplay, _DepthwiseReplay, _ConvReplay,
+    _ConvFusedReplay: its ``run`` into an output of its layout, of ``shape``, by default
+    ``a``'s output's), launched as a CUDA graph where one is kept for these tensors'
+    addresses (graphs.py); ``nbytes()``: the memory a graph of the call takes while it
+    runs."""
     from . import _cuda
     out = cl.empty(x, a.output_shape if shape is None else shape, replay.interleaved)
     addresses = _forward_addresses(x, weight, bias, out)
@@ -1704,10 +1705,10 @@ def _conv_forward(input: torch.Tensor, weight: Union[torch.Tensor, Callable[[], 
                   bias: Optional[torch.Tensor], a: ConvTransposeArgs,
                   interleaved: Optional[bool] = None) -> torch.Tensor:
     """The output of the convolution ``a`` is the adjoint of: by its replay where a CUDA
-    call has one (_ConvReplay), else _backward's input gradient (``interleaved``: as there)."""
+    call has one (_conv_replay), else _backward's input gradient (``interleaved``: as there)."""
     if interleaved is None and input.is_cuda and not callable(weight):
         replay, _ = _kept(_conv_replays, _replay_key(a, None, input, weight, bias),
-                          lambda: (_ConvReplay.planned(input, weight, a), ()))
+                          lambda: (_conv_replay(input, weight, a), ()))
         if replay is not None:
             return replay.graphed(input, weight, bias, a)
     return _backward(input, None, weight, a, [True, False, False], bias, interleaved)[0]
@@ -1766,8 +1767,40 @@ class _ConvReplay(NamedTuple):
             gemm.LT_WORKSPACE
 
 
+class _ConvFusedReplay(NamedTuple):
+    """A CUDA convolution's forward that takes the fused kernel (fused.convolution_takes):
+    no columns in memory. Launched as a CUDA graph where one is kept, whatever its size,
+    as _FusedReplay is."""
+    interleaved: bool
+
+    def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            a: ConvTransposeArgs, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The convolution's output ``(N, C_out, *grid)``, into ``out`` where given (of
+        any layout; else channels_last where ``interleaved``)."""
+        if out is None:
+            out = cl.empty(x, (a.batch, a.in_channels, *a.grid), self.interleaved)
+        return fused.convolution(x, weight, bias, a, out)
+
+    def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                a: ConvTransposeArgs) -> torch.Tensor:
+        """The output as :meth:`run` gives it, as a CUDA graph where one is kept."""
+        return _graphed_forward(self, x, weight, bias, a,
+                                lambda: fused.forward_bytes(x, weight, a.in_channels),
+                                (a.batch, a.in_channels, *a.grid))
+
+
+def _conv_replay(x: torch.Tensor, weight: torch.Tensor,
+                 a: ConvTransposeArgs) -> Union[_ConvFusedReplay, _ConvReplay, None]:
+    """The replay of a CUDA convolution's forward ``a`` on ``x``: the fused kernel's where
+    it takes the call, else the column route's where a graph is worth it, else None."""
+    interleaved = cl.suggested(x, weight)
+    if fused.convolution_takes(a, x, weight):
+        return _ConvFusedReplay(interleaved)
+    return _ConvReplay.planned(x, weight, a)
+
+
 # Convolutions' forward replays by call, as _replays.
-_conv_replays: dict[tuple, Optional[_ConvReplay]] = {}
+_conv_replays: dict[tuple, Union[_ConvFusedReplay, _ConvReplay, None]] = {}
 
 
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,

@@ -195,9 +195,9 @@ FUSED_CONVOLUTIONS = [c for c in cases.CONV_LAYERS[:-1] if set(c.stride) == {1} 
 @pytest.mark.parametrize("case", FUSED_CONVOLUTIONS, ids=lambda c: c.name)
 def test_fused_convolution_matches_float64_through_the_interpreter(case, layout):
     """fused.convolution (a convolution's forward on the input-gradient kernel, bias added),
-    from a planar input (copied channels innermost, rounded to TF32 on the way) or a
-    channels_last one (rounded in the kernel), into NaN: torch's float64 convolution within
-    TF32's error. convolution_unavailable takes it on a CUDA device alone (meta tensors
+    as ops._ConvFusedReplay runs it, from a planar input (copied channels innermost,
+    rounded to TF32 on the way) or a channels_last one (rounded in the kernel), into NaN:
+    torch's float64 convolution within TF32's error. convolution_unavailable takes it on a CUDA device alone (meta tensors
     stand in for one), and says why not for a strided call or misaligned channels."""
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("no channels_last layout for 1-D tensors")
@@ -213,7 +213,7 @@ def test_fused_convolution_matches_float64_through_the_interpreter(case, layout)
     meta = lambda t: t.to("meta")
     assert fused.convolution_unavailable(a, meta(xf), meta(wf)) is None
     out = torch.full(ref.shape, float("nan"))
-    fused.convolution(xf, wf, bf, a, out)
+    assert ops._ConvFusedReplay(layout == "channels_last").run(xf, wf, bf, a, out) is out
     assert rel_error(out, ref) < 5e-3
     strided = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, **{**kw, "stride": 2})
     assert fused.convolution_unavailable(strided, meta(xf), meta(wf)) == "stride > 1"

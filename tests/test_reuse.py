@@ -81,6 +81,33 @@ def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout)
     assert ops._ConvReplay.planned(x, w, a) is None
 
 
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS,
+                         ids=[f"{c.name}-{layout}" for c, layout in CONV_LAYER_PARAMS])
+def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypatch, case, layout):
+    """ops._conv_replay, on meta tensors (a CUDA device's stand-in): a 2-D convolution that
+    fused.convolution can take (stride 1, one group, channels in whole 16-byte rows) of at
+    least fused.CONVOLUTION_MIN_COLUMNS column elements takes it, in the input's layout;
+    one column element fewer, or a call it cannot take, the column route's replay."""
+    import math
+    from gemmconv import channels_last as cl, fused, ops
+    from gemmconv.shapes import conv_args
+    x, w, b = (None if t is None else t.detach().float().to("meta")
+               for t in _conv_tensors(case, "route"))
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+    a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
+    columns = a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps
+    takes = case.nd == 2 and set(case.stride) == {1} and case.groups == 1
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", columns)
+    replay = ops._conv_replay(x, w, a)
+    if takes:
+        assert replay == ops._ConvFusedReplay(layout == "channels_last")
+    else:
+        assert replay == ops._ConvReplay.planned(x, w, a) and replay is not None
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", columns + 1)
+    assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
+
+
 @pytest.mark.parametrize("padding", ["same", "valid"])
 @pytest.mark.parametrize("case", [c for c in CONV_CASES if all(s == 1 for s in c.stride)][:30],
                          ids=lambda c: c.name)
