@@ -1810,9 +1810,24 @@ def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch
         interleaved = cl.suggested(input, weight)
     empty = lambda: input.new_empty(0)
     return [_forward(grad_output, weight, None, a, interleaved=interleaved) if need[0] else empty(),
-            _backward(input, grad_output, weight, a, [False, True, False],
-                      interleaved=interleaved)[1] if need[1] else empty(),
+            _conv_weight_grad(grad_output, input, weight, a, interleaved) if need[1] else empty(),
             _bias_grad(grad_output, interleaved) if need[2] else empty()]
+
+
+def _conv_weight_grad(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                      a: ConvTransposeArgs, interleaved: bool) -> torch.Tensor:
+    """The weight gradient ``(C_out, C_in / groups, *kernel)`` of the convolution ``a`` is
+    the adjoint of: the transposed convolution's, its input ``grad_output`` and its output
+    gradient ``input``, by that call's backward replay where a CUDA call has one
+    (_replayed_backward: graphed, or the fused or depthwise kernels where their cost models
+    send it), else _backward's."""
+    if input.is_cuda:
+        replayed = _replayed_backward(input, grad_output, weight, a, [False, True, False],
+                                      interleaved)
+        if replayed is not None:
+            return replayed[1]
+    return _backward(input, grad_output, weight, a, [False, True, False],
+                     interleaved=interleaved)[1]
 
 
 @torch.library.custom_op("gemmconv::convolution", mutates_args=())

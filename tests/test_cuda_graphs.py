@@ -105,9 +105,34 @@ def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layo
     third call at the same addresses, bit for bit as its kernels launched one by one, into
     poisoned memory, in the input's layout, and right against float64. The last layer's
     columns made more than a graph takes: it launches its kernels, with no replay."""
-    x, w, b, conv = _conv_layer(case, layout, dtype)
-    if case is cases.CONV_LAYERS[-1]:
+    graphed = case is not cases.CONV_LAYERS[-1]
+    if not graphed:
         monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", 1 << 20)
+    _check_graphed_convolution(monkeypatch, case, layout, dtype, ops._ConvReplay, graphed)
+
+
+# The convolutions fused.convolution can take (stride 1, one group, 2-D), the cost model's
+# floor lowered to them.
+FUSED_CONV_PARAMS = [(c, layout) for c, layout in CONV_PARAMS
+                     if c.nd == 2 and set(c.stride) == {1} and c.groups == 1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", FUSED_CONV_PARAMS,
+                         ids=[f"{c.name}-{layout}" for c, layout in FUSED_CONV_PARAMS])
+def test_graphed_fused_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
+    """A convolution's forward on the fused kernel (ops._ConvFusedReplay), as
+    test_graphed_convolution_is_the_launches_bit_for_bit checks the column route's."""
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", 0)
+    _check_graphed_convolution(monkeypatch, case, layout, dtype, ops._ConvFusedReplay, True)
+
+
+def _check_graphed_convolution(monkeypatch, case, layout, dtype, owner, graphed):
+    """A convolution's forward, by a replay of class ``owner`` launched as a CUDA graph from
+    its third call at the same addresses where ``graphed`` (else its kernels launched, no
+    replay), bit for bit as launched one by one, into poisoned memory, in the input's
+    layout, and right against float64."""
+    x, w, b, conv = _conv_layer(case, layout, dtype)
 
     def call():
         poison_allocator(x.numel() * x.element_size() * 4)
@@ -116,18 +141,18 @@ def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layo
         launches = _without_graphs(monkeypatch, call)
         answers, launch = [], graphs.launch
 
-        def conv_launch(owner, *args):
-            answer = launch(owner, *args)
-            if isinstance(owner, ops._ConvReplay):
-                answers.append(answer)
+        def conv_launch(replay, *args):
+            answer = launch(replay, *args)
+            if isinstance(replay, (ops._ConvReplay, ops._ConvFusedReplay)):
+                answers.append((type(replay), answer))
             return answer
         monkeypatch.setattr(graphs, "launch", conv_launch)
         same = [torch.equal(call(), launches) for _ in range(CALLS)]
-    if case is cases.CONV_LAYERS[-1]:
-        assert answers == [] and graphs.kept() == 0
-    else:
-        assert answers[-2:] == [True, True], "the last calls ran as a graph"
+    if graphed:
+        assert answers[-2:] == [(owner, True)] * 2, "the last calls ran as a graph"
         assert graphs.kept() == 1
+    else:
+        assert answers == [] and graphs.kept() == 0
     assert all(same)
     assert launches.is_contiguous(memory_format=torch.channels_last if case.nd == 2 else
                                   torch.channels_last_3d) == (layout == "channels_last")
@@ -138,12 +163,67 @@ def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layo
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case,layout", CONV_PARAMS, ids=CONV_IDS)
+def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
+    """A small convolution's training step, its weight gradient by the transposed
+    convolution's backward replay (ops._conv_weight_grad) where that call has one, graphed
+    in the last steps, bit for bit as its kernels launched one by one, into poisoned
+    memory; every gradient right against float64. The zoo's 3x3 convolution (the first
+    layer) has one in both layouts."""
+    x, w, b, conv = _conv_layer(case, layout, dtype)
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    with torch.no_grad():
+        shape = conv(x, w, b).shape
+    grad = torch.randn(shape, generator=generator(case.name, "step"), dtype=torch.float64)
+    grad = grad.to(CUDA, dtype)
+    if layout == "channels_last":
+        grad = grad.contiguous(memory_format=cl.memory_format(grad.dim()))
+    owners = (ops._BackwardReplay, ops._GraphedBackward, ops._FusedBackward,
+              ops._DepthwiseBackward)
+
+    def grads():
+        poison_allocator(x.numel() * x.element_size() * 4)
+        return torch.autograd.grad(conv(x, w, b), leaves, grad)
+    ops._backward_replays.clear()
+    launches = _without_graphs(monkeypatch, grads)
+    replayed = any(isinstance(r, owners) for r in ops._backward_replays.values())
+    answers, launch = [], graphs.launch
+
+    def backward_launch(replay, *args):
+        answer = launch(replay, *args)
+        if isinstance(replay, owners):
+            answers.append(answer)
+        return answer
+    monkeypatch.setattr(graphs, "launch", backward_launch)
+    same = [all(torch.equal(g, h) for g, h in zip(grads(), launches))
+            for _ in range(BACKWARD_CALLS)]
+    if case is cases.CONV_LAYERS[0]:
+        assert replayed, "the zoo's 3x3 convolution's weight gradient has a replay"
+    assert answers[-2:] == [True, True] if replayed else answers == []
+    assert all(same)
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    x64, w64, b64 = (None if t is None else t.detach().double().requires_grad_()
+                     for t in (x, w, b))
+    refs = torch.autograd.grad(CONV[case.nd][0](x64, w64, b64, **_conv_kwargs(case)),
+                               [t for t in (x64, w64, b64) if t is not None], grad.double())
+    for ours, ref in zip(launches, refs):
+        assert rel_error(ours, ref) < tolerance
+
+
+CONV_BOUND_PARAMS = [(c, layout, "columns") for c, layout in CONV_PARAMS] + \
+    [(c, layout, "fused") for c, layout in FUSED_CONV_PARAMS]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout,route", CONV_BOUND_PARAMS,
+                         ids=[f"{c.name}-{layout}-{r}" for c, layout, r in CONV_BOUND_PARAMS])
 def test_a_convolution_graph_takes_no_more_memory_than_its_call_bounds(monkeypatch, case,
-                                                                      layout, dtype):
-    """A small convolution's forward graph (ops._ConvReplay.graph_bytes, what the graph
-    memory limit compares) bounds the most the caching allocator hands out while its
-    launches run one by one, on a third call (the first plans, and times cuBLAS's
-    algorithms)."""
+                                                                      layout, route, dtype):
+    """A small convolution's forward graph (ops._ConvReplay.graph_bytes, or
+    ops._ConvFusedReplay's fused.forward_bytes: what the graph memory limit compares)
+    bounds the most the caching allocator hands out while its launches run one by one, on
+    a third call (the first plans, and times cuBLAS's algorithms)."""
+    if route == "fused":
+        monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", 0)
     x, w, b, conv = _conv_layer(case, layout, dtype)
     taken = []
 
@@ -155,9 +235,10 @@ def test_a_convolution_graph_takes_no_more_memory_than_its_call_bounds(monkeypat
         for _ in range(3):
             taken.clear()
             conv(x, w, b)
-    assert [owner for owner, *_ in taken] == ["_ConvReplay"], taken
-    for owner, used, bound in taken:
-        assert used <= bound, f"{owner}: took {used:,} bytes, bounded at {bound:,}"
+    owner = "_ConvFusedReplay" if route == "fused" else "_ConvReplay"
+    assert [name for name, *_ in taken] == [owner], taken
+    for name, used, bound in taken:
+        assert used <= bound, f"{name}: took {used:,} bytes, bounded at {bound:,}"
 
 
 # The 2-D model layers on the fused route (ops._FusedReplay), its cost model's floor lowered.
