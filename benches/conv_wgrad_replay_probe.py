@@ -1,8 +1,9 @@
 """The VAE decoder's 3x3 convolutions' training steps (gemmconv/zoo.py, batch 16) with
-their weight gradient as ops.py runs it (``_backward`` eagerly, every call) and by the
-transposed convolution's backward replay (``_replayed_backward``: the same product with
-the input and the output gradient in each other's roles, replayed and graphed), patched in
-for this process only, each against torch's step in the same run.
+their weight gradient as ops.py runs it by default (``_backward`` eagerly, every call) and
+by the transposed convolution's backward replay (``ops._conv_weight_grad`` with
+``ops.CONV_WEIGHT_GRAD_REPLAYED`` on: the same product with the input and the output
+gradient in each other's roles, replayed and graphed), each against torch's step in the
+same run.
 ``PYTHONPATH=. python3 benches/conv_wgrad_replay_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: the milliseconds of a step (forward and the three gradients) by torch,
 as ops.py runs it, and patched (median of gemmconv.measure.timers' samples in turns), the
@@ -18,32 +19,17 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from gemmconv import channels_last as cl
 from gemmconv import ops
 from gemmconv.measure import timers
 from vae_convolutions import LAYERS, tensors
 
 DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
 LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
-eager_backward = ops._conv_backward
 
 
-def replayed_backward(grad_output, input, weight, a, need, interleaved=None):
-    """ops._conv_backward, its weight gradient by the backward replay where the call has one."""
-    if interleaved is None:
-        interleaved = cl.suggested(input, weight)
-    grads = eager_backward(grad_output, input, weight, a, [need[0], False, need[2]], interleaved)
-    if need[1]:
-        replayed = ops._replayed_backward(input, grad_output, weight, a, [False, True, False],
-                                          interleaved) if input.is_cuda else None
-        grads[1] = replayed[1] if replayed is not None else eager_backward(
-            grad_output, input, weight, a, [False, True, False], interleaved)[1]
-    return grads
-
-
-def with_backward(backward, step):
+def with_replay(step):
     def patched():
-        with unittest.mock.patch.object(ops, "_conv_backward", backward):
+        with unittest.mock.patch.object(ops, "CONV_WEIGHT_GRAD_REPLAYED", True):
             return step()
     return patched
 
@@ -62,7 +48,7 @@ for cin, cout, side in LAYERS:
     def step(conv):
         return lambda: torch.autograd.grad(conv(x, w, b, padding=1), leaves, grad)
     calls = {"torch": step(F.conv2d), "eager wgrad": step(gemmconv.conv2d),
-             "replayed wgrad": with_backward(replayed_backward, step(gemmconv.conv2d))}
+             "replayed wgrad": with_replay(step(gemmconv.conv2d))}
     leaves64 = [t.detach().double().requires_grad_() for t in leaves]
     want = torch.autograd.grad(F.conv2d(*leaves64, padding=1), leaves64[1], grad.double())[0]
     errors = {name: ((call()[1].double() - want).norm() / want.norm()).item()

@@ -11,11 +11,9 @@
 #   Z1 (about 550 s): the zoo models not run on this code: unet2d, depthwise, fcn, hifigan.
 #   Z3 (about 300 s): dcgan and unet3d.
 #   C (one call, up to $LIMIT s, by default 580; session 75, when machines were scarce):
-#      P, and R in two of its four precisions and layouts, on the code before this session's routes
-#      (scratch/base: mkdir -p scratch/base && git archive 1d0d602 gemmconv | tar -x -C
-#      scratch/base; carry scratch/base), then test_cuda_graphs and test_cuda_reuse on the
-#      tree's code (the fused convolution route and the replayed weight gradient), and the
-#      zoo's VAE decoder on it in the time left.
+#      P and R in two of their four precisions and layouts (the routes they time are off
+#      by default: fused.CONVOLUTION_MIN_COLUMNS, ops.CONV_WEIGHT_GRAD_REPLAYED), then
+#      test_cuda_graphs and test_cuda_reuse (whose tests turn them on), then P's other two.
 source benches/run-lib.sh "$1"
 case "$1" in
 P) gpu
@@ -30,19 +28,14 @@ R) gpu
   done; done ;;
 C) gpu
   node
-  export PYTHONPATH=scratch/base
   for dl in "float32 planar" "bfloat16 channels_last"; do
     probe 80 conv-fused-${dl/ /-} conv_fused_probe.py $dl
     probe 60 conv-wgrad-${dl/ /-} conv_wgrad_replay_probe.py $dl
   done
-  export PYTHONPATH=.
   TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py" "reuse:6:tests/test_cuda_reuse.py"
-  export PYTHONPATH=scratch/base
   for dl in "float32 channels_last" "bfloat16 planar"; do
-    probe 80 conv-fused-${dl/ /-} conv_fused_probe.py $dl
-  done
-  export PYTHONPATH=.
-  [ $(left ${LIMIT:-580}) -gt 60 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-580}) - 5 )) ;;
+    [ $(left ${LIMIT:-580}) -gt 60 ] && probe 80 conv-fused-${dl/ /-} conv_fused_probe.py $dl
+  done ;;
 Z1) gpu
   node
   zoo_model unet2d 200; zoo_model depthwise 100; zoo_model fcn 130; zoo_model hifigan 120 ;;

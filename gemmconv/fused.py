@@ -910,15 +910,18 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
 
 # The fewest column elements (output positions times C_in times taps) of a 2-D convolution
 # whose forward the cost model sends to :func:`convolution` rather than the column route
-# (im2col and a GEMM): set from benches/conv_fused_probe.py's rows (session 75).
-CONVOLUTION_MIN_COLUMNS = 1 << 24
+# (im2col and a GEMM), or None: none. None until benches/conv_fused_probe.py has timed the
+# route and its GPU tests have run (test_cuda_graphs: they lower it to 0); no machine came
+# in session 75, which built it.
+CONVOLUTION_MIN_COLUMNS: Optional[int] = None
 
 
 def convolution_preferred(a: ConvTransposeArgs) -> bool:
     """Whether the cost model sends the forward of the convolution ``a`` is the adjoint of
     to :func:`convolution`: 2-D, of at least CONVOLUTION_MIN_COLUMNS column elements."""
-    return a.geometry.nd == 2 and \
-        a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps >= CONVOLUTION_MIN_COLUMNS
+    least = CONVOLUTION_MIN_COLUMNS
+    return least is not None and a.geometry.nd == 2 and \
+        a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps >= least
 
 
 def convolution_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:

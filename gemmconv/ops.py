@@ -1814,14 +1814,21 @@ def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch
             _bias_grad(grad_output, interleaved) if need[2] else empty()]
 
 
+# Whether a CUDA convolution's weight gradient takes the transposed convolution's backward
+# replay (_conv_weight_grad). Off until benches/conv_wgrad_replay_probe.py has timed it and
+# its GPU test has run (test_cuda_graphs turns it on); no machine came in session 75,
+# which built it.
+CONV_WEIGHT_GRAD_REPLAYED = False
+
+
 def _conv_weight_grad(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                       a: ConvTransposeArgs, interleaved: bool) -> torch.Tensor:
     """The weight gradient ``(C_out, C_in / groups, *kernel)`` of the convolution ``a`` is
     the adjoint of: the transposed convolution's, its input ``grad_output`` and its output
-    gradient ``input``, by that call's backward replay where a CUDA call has one
-    (_replayed_backward: graphed, or the fused or depthwise kernels where their cost models
-    send it), else _backward's."""
-    if input.is_cuda:
+    gradient ``input``, by that call's backward replay where a CUDA call has one and
+    CONV_WEIGHT_GRAD_REPLAYED (_replayed_backward: graphed, or the fused or depthwise
+    kernels where their cost models send it), else _backward's."""
+    if input.is_cuda and CONV_WEIGHT_GRAD_REPLAYED:
         replayed = _replayed_backward(input, grad_output, weight, a, [False, True, False],
                                       interleaved)
         if replayed is not None:

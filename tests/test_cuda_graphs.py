@@ -169,6 +169,7 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
     in the last steps, bit for bit as its kernels launched one by one, into poisoned
     memory; every gradient right against float64. The zoo's 3x3 convolution (the first
     layer) has one in both layouts."""
+    monkeypatch.setattr(ops, "CONV_WEIGHT_GRAD_REPLAYED", True)
     x, w, b, conv = _conv_layer(case, layout, dtype)
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
     with torch.no_grad():

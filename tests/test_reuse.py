@@ -87,7 +87,8 @@ def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypa
     """ops._conv_replay, on meta tensors (a CUDA device's stand-in): a 2-D convolution that
     fused.convolution can take (stride 1, one group, channels in whole 16-byte rows) of at
     least fused.CONVOLUTION_MIN_COLUMNS column elements takes it, in the input's layout;
-    one column element fewer, or a call it cannot take, the column route's replay."""
+    one column element fewer, a call it cannot take, or any call while that floor is None,
+    the column route's replay."""
     import math
     from gemmconv import channels_last as cl, fused, ops
     from gemmconv.shapes import conv_args
@@ -104,8 +105,9 @@ def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypa
         assert replay == ops._ConvFusedReplay(layout == "channels_last")
     else:
         assert replay == ops._ConvReplay.planned(x, w, a) and replay is not None
-    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", columns + 1)
-    assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
+    for off in (columns + 1, None):
+        monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", off)
+        assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
 
 
 @pytest.mark.parametrize("padding", ["same", "valid"])
