@@ -14,6 +14,8 @@
 #      P and R in two of their four precisions and layouts (the routes they time are off
 #      by default: fused.CONVOLUTION_MIN_COLUMNS, ops.CONV_WEIGHT_GRAD_REPLAYED), then
 #      test_cuda_graphs and test_cuda_reuse (whose tests turn them on), then P's other two.
+#   M (about 200 s, the least of C): P and R in float32 planar, and test_cuda_graphs'
+#      convolution tests.
 source benches/run-lib.sh "$1"
 case "$1" in
 P) gpu
@@ -36,6 +38,11 @@ C) gpu
   for dl in "float32 channels_last" "bfloat16 planar"; do
     [ $(left ${LIMIT:-580}) -gt 60 ] && probe 80 conv-fused-${dl/ /-} conv_fused_probe.py $dl
   done ;;
+M) gpu
+  node
+  probe 60 conv-fused-float32-planar conv_fused_probe.py float32 planar
+  probe 50 conv-wgrad-float32-planar conv_wgrad_replay_probe.py float32 planar
+  TC=$(left ${LIMIT:-200}) sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution" ;;
 Z1) gpu
   node
   zoo_model unet2d 200; zoo_model depthwise 100; zoo_model fcn 130; zoo_model hifigan 120 ;;
