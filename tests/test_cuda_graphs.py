@@ -32,10 +32,17 @@ def fresh_graphs():
     graphs.forget()
 
 
-def _spy(monkeypatch) -> list:
-    """Records each graphs.launch's answer: True where a graph ran the call."""
+def _spy(monkeypatch, owners=object) -> list:
+    """Records graphs.launch's answer for each call of a replay of a class in ``owners``
+    (by default every call): True where a graph ran the call."""
     answers, launch = [], graphs.launch
-    monkeypatch.setattr(graphs, "launch", lambda *args: answers.append(launch(*args)) or answers[-1])
+
+    def spied(replay, *args):
+        answer = launch(replay, *args)
+        if isinstance(replay, owners):
+            answers.append(answer)
+        return answer
+    monkeypatch.setattr(graphs, "launch", spied)
     return answers
 
 
@@ -139,17 +146,10 @@ def _check_graphed_convolution(monkeypatch, case, layout, dtype, owner, graphed)
         return conv(x, w, b)
     with torch.no_grad():
         launches = _without_graphs(monkeypatch, call)
-        answers, launch = [], graphs.launch
-
-        def conv_launch(replay, *args):
-            answer = launch(replay, *args)
-            if isinstance(replay, (ops._ConvReplay, ops._ConvFusedReplay)):
-                answers.append((type(replay), answer))
-            return answer
-        monkeypatch.setattr(graphs, "launch", conv_launch)
+        answers = _spy(monkeypatch, owner)
         same = [torch.equal(call(), launches) for _ in range(CALLS)]
     if graphed:
-        assert answers[-2:] == [(owner, True)] * 2, "the last calls ran as a graph"
+        assert answers[-2:] == [True, True], "the last calls ran as a graph"
         assert graphs.kept() == 1
     else:
         assert answers == [] and graphs.kept() == 0
@@ -187,14 +187,7 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
     ops._backward_replays.clear()
     launches = _without_graphs(monkeypatch, grads)
     replayed = any(isinstance(r, owners) for r in ops._backward_replays.values())
-    answers, launch = [], graphs.launch
-
-    def backward_launch(replay, *args):
-        answer = launch(replay, *args)
-        if isinstance(replay, owners):
-            answers.append(answer)
-        return answer
-    monkeypatch.setattr(graphs, "launch", backward_launch)
+    answers = _spy(monkeypatch, owners)
     same = [all(torch.equal(g, h) for g, h in zip(grads(), launches))
             for _ in range(BACKWARD_CALLS)]
     if case is cases.CONV_LAYERS[0]:
@@ -381,14 +374,7 @@ def _check_graphed_backward(monkeypatch, case, layout, dtype, key, owners):
         poison_allocator(x.numel() * x.element_size())
         return torch.autograd.grad(OURS[case.nd](x, w, b, **case.kwargs), leaves, grad_out)
     launches = _without_graphs(monkeypatch, grads)
-    answers, launch = [], graphs.launch
-
-    def backward_launch(owner, *args):
-        answer = launch(owner, *args)
-        if isinstance(owner, owners):
-            answers.append(answer)
-        return answer
-    monkeypatch.setattr(graphs, "launch", backward_launch)
+    answers = _spy(monkeypatch, owners)
     same = [all(torch.equal(g, h) for g, h in zip(grads(), launches))
             for _ in range(BACKWARD_CALLS)]
     assert answers[-2:] == [True, True], "the last backwards ran as a graph"
