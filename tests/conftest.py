@@ -13,12 +13,14 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def fresh_replays(monkeypatch):
-    """Each test starts with no replays kept (ops._replays, ops._backward_replays, a
-    module's ops._steady) and no graphs of them (graphs.py): a replay keeps its first
-    call's route, which a test's patched cost model or routes would not reach otherwise."""
+    """Each test starts with no replays kept (ops._replays, ops._backward_replays,
+    ops._conv_replays, a module's ops._steady) and no graphs of them (graphs.py): a replay
+    keeps its first call's route, which a test's patched cost model or routes would not
+    reach otherwise."""
     import weakref
     from gemmconv import graphs, ops
     monkeypatch.setattr(ops, "_replays", {})
     monkeypatch.setattr(ops, "_backward_replays", {})
+    monkeypatch.setattr(ops, "_conv_replays", {})
     monkeypatch.setattr(ops, "_steady", weakref.WeakKeyDictionary())
     graphs.forget()
