@@ -1,12 +1,13 @@
 """The VAE decoder's 3x3 stride-1 convolutions (gemmconv/zoo.py, batch 16) by three routes,
 each against torch's in the same run: gemmconv.conv2d as it runs today (im2col and a GEMM,
 graphed up to ops.GRAPHED_CONV_MAX_COLUMNS), fused.convolution launched (the backward's
-input-gradient kernel with the bias, no columns in memory; not yet a route of ops.py's),
+input-gradient kernel with the bias, no columns in memory: ops._ConvFusedReplay's),
 and fused.convolution captured in a CUDA graph (its kernels without the host's launches).
 ``PYTHONPATH=. python3 benches/conv_fused_probe.py [float32|bfloat16] [planar|channels_last]``
-prints, per layer: the milliseconds of each (median of gemmconv.measure.timers' samples
-in turns), their speedups over torch, and each one's error against float64 (norm of the
-difference over the reference's). Session 74 measured the column route, graphed, at
+prints, per layer: its column elements (the measure of fused.CONVOLUTION_MIN_COLUMNS, the
+route's floor, None until set from these rows), the milliseconds of each (median of
+gemmconv.measure.timers' samples in turns), their speedups over torch, and each one's
+error against float64 (norm of the difference over the reference's). Session 74 measured the column route, graphed, at
 0.24-0.75x on the 64x64 and 128x128 layers: their columns' traffic, which this route has
 not. Two larger layers of the same form follow (a U-Net's widths at 128x128 and 256x256),
 past the graph's limit: the column route launched eagerly there."""
@@ -54,5 +55,6 @@ for cin, cout, side in LAYERS + [(128, 128, 128), (64, 64, 256)]:
     times = timers(device, calls, 20)
     row = "  ".join(f"{name} {ms:.3f} ({times['torch'] / ms:.2f}x, {errors[name]:.1e})"
                     for name, ms in times.items())
-    print(f"conv {cin:3d}->{cout:3d} {side:3d}x{side:<3d}  {row}" +
+    columns = a.batch * side * side * cin * 9   # (fused.CONVOLUTION_MIN_COLUMNS's measure)
+    print(f"conv {cin:3d}->{cout:3d} {side:3d}x{side:<3d} {columns / 2**20:6.1f}M columns  {row}" +
           ("" if why is None else f"  [fused: {why}]"))
