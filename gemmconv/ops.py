@@ -1774,11 +1774,9 @@ class _ConvFusedReplay(NamedTuple):
     interleaved: bool
 
     def run(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            a: ConvTransposeArgs, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """The convolution's output ``(N, C_out, *grid)``, into ``out`` where given (of
-        any layout; else channels_last where ``interleaved``)."""
-        if out is None:
-            out = cl.empty(x, (a.batch, a.in_channels, *a.grid), self.interleaved)
+            a: ConvTransposeArgs, out: torch.Tensor) -> torch.Tensor:
+        """The convolution's output ``(N, C_out, *grid)``, into ``out`` (of any layout:
+        :meth:`graphed` gives it channels_last where ``interleaved``)."""
         return fused.convolution(x, weight, bias, a, out)
 
     def graphed(self, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -1793,9 +1791,8 @@ def _conv_replay(x: torch.Tensor, weight: torch.Tensor,
                  a: ConvTransposeArgs) -> Union[_ConvFusedReplay, _ConvReplay, None]:
     """The replay of a CUDA convolution's forward ``a`` on ``x``: the fused kernel's where
     it takes the call, else the column route's where a graph is worth it, else None."""
-    interleaved = cl.suggested(x, weight)
     if fused.convolution_takes(a, x, weight):
-        return _ConvFusedReplay(interleaved)
+        return _ConvFusedReplay(cl.suggested(x, weight))
     return _ConvReplay.planned(x, weight, a)
 
 
