@@ -15,7 +15,7 @@ from gemmconv.shapes import conv_transpose_args
 from gemmconv.bench import reference as reference64
 from helpers import (OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error,
                      requested_during)
-from test_reuse import CONV, _conv_kwargs, _conv_tensors
+from test_reuse import CONV, CONV_LAYER_IDS, CONV_LAYER_PARAMS, _conv_kwargs, _layer_tensors
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -91,22 +91,15 @@ def test_graphed_forward_is_the_launches_bit_for_bit(monkeypatch, case, layout, 
     assert rel_error(launches, reference64(case, x, w, b)[0]) < tolerance
 
 
-CONV_PARAMS = [(c, layout) for c in cases.CONV_LAYERS for layout in _layouts(c)]
-CONV_IDS = [f"{c.name}-{layout}" for c, layout in CONV_PARAMS]
-
-
 def _conv_layer(case, layout, dtype):
     """Fresh ``(x, w, b)`` of the convolution ``case`` (cases.CONV_LAYERS), drawn in float64,
     x channels_last where ``layout`` says, and ``conv(x, w, b)``, gemmconv's call on them."""
-    x, w, b = (None if t is None else t.detach().to(CUDA, dtype)
-               for t in _conv_tensors(case, layout + str(dtype)))
-    if layout == "channels_last":
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+    x, w, b = _layer_tensors(case, layout + str(dtype), layout, dtype, CUDA)
     return x, w, b, lambda *tensors: CONV[case.nd][1](*tensors, **_conv_kwargs(case))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("case,layout", CONV_PARAMS, ids=CONV_IDS)
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
 def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
     """A small convolution's forward (ops._ConvReplay) launched as a CUDA graph from its
     third call at the same addresses, bit for bit as its kernels launched one by one, into
@@ -120,13 +113,13 @@ def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layo
 
 # The convolutions fused.convolution can take (stride 1, one group, 2-D), the cost model's
 # floor lowered to them.
-FUSED_CONV_PARAMS = [(c, layout) for c, layout in CONV_PARAMS
+FUSED_CONV_LAYER_PARAMS = [(c, layout) for c, layout in CONV_LAYER_PARAMS
                      if c.nd == 2 and set(c.stride) == {1} and c.groups == 1]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("case,layout", FUSED_CONV_PARAMS,
-                         ids=[f"{c.name}-{layout}" for c, layout in FUSED_CONV_PARAMS])
+@pytest.mark.parametrize("case,layout", FUSED_CONV_LAYER_PARAMS,
+                         ids=[f"{c.name}-{layout}" for c, layout in FUSED_CONV_LAYER_PARAMS])
 def test_graphed_fused_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
     """A convolution's forward on the fused kernel (ops._ConvFusedReplay), as
     test_graphed_convolution_is_the_launches_bit_for_bit checks the column route's."""
@@ -162,7 +155,7 @@ def _check_graphed_convolution(monkeypatch, case, layout, dtype, owner, graphed)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("case,layout", CONV_PARAMS, ids=CONV_IDS)
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
 def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
     """A small convolution's training step, its weight gradient by the transposed
     convolution's backward replay (ops._conv_weight_grad) where that call has one, graphed
@@ -202,8 +195,8 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
         assert rel_error(ours, ref) < tolerance
 
 
-CONV_BOUND_PARAMS = [(c, layout, "columns") for c, layout in CONV_PARAMS] + \
-    [(c, layout, "fused") for c, layout in FUSED_CONV_PARAMS]
+CONV_BOUND_PARAMS = [(c, layout, "columns") for c, layout in CONV_LAYER_PARAMS] + \
+    [(c, layout, "fused") for c, layout in FUSED_CONV_LAYER_PARAMS]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

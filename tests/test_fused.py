@@ -11,11 +11,10 @@ import torch
 
 import gemmconv
 from gemmconv import cases, fused, ops
-from gemmconv import channels_last as cl
 from gemmconv.shapes import Geometry, conv_args, conv_transpose_args
 from helpers import (case_args, generator, interpreted, reference, rel_error,
                      weight_gradient_inputs)
-from test_reuse import CONV, _conv_kwargs, _conv_tensors
+from test_reuse import CONV, _conv_kwargs, _layer_tensors
 
 # The decomposition handles one group (fused.unavailable sends grouped calls elsewhere).
 TABLE = [c for c in cases.random_cases(60, seed=5) + cases.EDGE + cases.LARGE_KERNELS
@@ -197,17 +196,15 @@ def test_fused_convolution_matches_float64_through_the_interpreter(case, layout)
     """fused.convolution (a convolution's forward on the input-gradient kernel, bias added),
     as ops._ConvFusedReplay runs it, from a planar input (copied channels innermost,
     rounded to TF32 on the way) or a channels_last one (rounded in the kernel), into NaN:
-    torch's float64 convolution within TF32's error. convolution_unavailable takes it on a CUDA device alone (meta tensors
-    stand in for one), and says why not for a strided call or misaligned channels."""
+    torch's float64 convolution within TF32's error. convolution_unavailable takes it on a
+    CUDA device alone (meta tensors stand in for one), and says why not for a strided call
+    or misaligned channels."""
     if layout == "channels_last" and case.nd == 1:
         pytest.skip("no channels_last layout for 1-D tensors")
-    x, w, b = (None if t is None else t.detach()
-               for t in _conv_tensors(case, "fused-convolution"))
+    x, w, b = _layer_tensors(case, "fused-convolution", layout)
     kw = _conv_kwargs(case)
     ref = CONV[case.nd][0](x, w, b, **kw)
-    xf, wf, bf = (None if t is None else t.float() for t in (x, w, b))
-    if layout == "channels_last":
-        xf = xf.contiguous(memory_format=cl.memory_format(x.dim()))
+    xf, wf, bf = (None if t is None else t.float() for t in (x, w, b))   # (x's layout kept)
     a = conv_args(f"conv{case.nd}d", case.nd, xf, wf, bf, **kw)
     assert fused.convolution_unavailable(a, xf, wf) == "tensors not on a CUDA device"
     meta = lambda t: t.to("meta")

@@ -53,10 +53,21 @@ def test_conv_matches_torch(case):
 
 CONV_LAYER_PARAMS = [(c, layout) for c in cases.CONV_LAYERS
                      for layout in ("planar", "channels_last")[:1 + (c.nd > 1)]]
+CONV_LAYER_IDS = [f"{c.name}-{layout}" for c, layout in CONV_LAYER_PARAMS]
 
 
-@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS,
-                         ids=[f"{c.name}-{layout}" for c, layout in CONV_LAYER_PARAMS])
+def _layer_tensors(case, key, layout, dtype=torch.float64, device="cpu"):
+    """Fresh ``(x, w, b)`` of the convolution ``case`` (_conv_tensors', drawn in float64),
+    in ``dtype`` on ``device``, x channels_last where ``layout`` says."""
+    x, w, b = (None if t is None else t.detach().to(device, dtype)
+               for t in _conv_tensors(case, key))
+    if layout == "channels_last":
+        from gemmconv import channels_last as cl
+        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+    return x, w, b
+
+
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
 def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout):
     """ops._ConvReplay.run, the launches a small CUDA convolution's graph captures, on the
     CPU: every element of the output it is given (NaN before) written, in the layout the
@@ -64,9 +75,7 @@ def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout)
     takes (ops.GRAPHED_CONV_MAX_COLUMNS), or of no samples, has no replay."""
     from gemmconv import channels_last as cl, ops
     from gemmconv.shapes import conv_args
-    x, w, b = (None if t is None else t.detach() for t in _conv_tensors(case, "replay"))
-    if layout == "channels_last":
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+    x, w, b = _layer_tensors(case, "replay", layout)
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
     replay = ops._ConvReplay.planned(x, w, a)
     assert replay is not None and replay.interleaved == (layout == "channels_last")
@@ -81,8 +90,7 @@ def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout)
     assert ops._ConvReplay.planned(x, w, a) is None
 
 
-@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS,
-                         ids=[f"{c.name}-{layout}" for c, layout in CONV_LAYER_PARAMS])
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
 def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypatch, case, layout):
     """ops._conv_replay, on meta tensors (a CUDA device's stand-in): a 2-D convolution that
     fused.convolution can take (stride 1, one group, channels in whole 16-byte rows) of at
@@ -90,12 +98,9 @@ def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypa
     one column element fewer, a call it cannot take, or any call while that floor is None,
     the column route's replay."""
     import math
-    from gemmconv import channels_last as cl, fused, ops
+    from gemmconv import fused, ops
     from gemmconv.shapes import conv_args
-    x, w, b = (None if t is None else t.detach().float().to("meta")
-               for t in _conv_tensors(case, "route"))
-    if layout == "channels_last":
-        x = x.contiguous(memory_format=cl.memory_format(x.dim()))
+    x, w, b = _layer_tensors(case, "route", layout, torch.float32, "meta")
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
     columns = a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps
     takes = case.nd == 2 and set(case.stride) == {1} and case.groups == 1
