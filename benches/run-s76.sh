@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 76's device calls, after C (run-s75.sh) timed the fused convolution forward and
+# the replayed weight gradient and this session turned both on (fused.CONVOLUTION_MIN_COLUMNS
+# = 2^23, ops.CONV_WEIGHT_GRAD_REPLAYED).
+#   E (about 560 s): the CUDA tests reaching convolutions on those defaults (test_cuda_graphs,
+#      test_cuda's convolution, module and bad-input tests), R's other two precisions and layouts, then the zoo's
+#      models with convolutions not yet run on them: hifigan (1-D), unet3d (3-D).
+#   F (about 450 s): the zoo's fcn and depthwise, then the four tables as far as time goes.
+source benches/run-lib.sh "$1"
+case "$1" in
+E) gpu
+  node
+  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py" "cuda:1:tests/test_cuda.py:no_receiving_rows or layouts_and_modules or bad_input_on_cuda"
+  for dl in "float32 channels_last" "bfloat16 planar"; do
+    probe 60 conv-wgrad-${dl/ /-} conv_wgrad_replay_probe.py $dl
+  done
+  zoo_model hifigan 110; zoo_model unet3d 170 ;;
+F) gpu
+  node
+  zoo_model fcn 120; zoo_model depthwise 90
+  TB=$(( $(left ${LIMIT:-450}) - 10 )) table train-f32-layouts --layouts --backward ;;
+esac
