@@ -5,6 +5,8 @@
 #   E (about 560 s): the CUDA tests reaching convolutions on those defaults (test_cuda_graphs,
 #      test_cuda's convolution, module and bad-input tests), R's other two precisions and layouts, then the zoo's
 #      models with convolutions not yet run on them: hifigan (1-D), unet3d (3-D).
+#   H (about 120 s): where a small convolution's training step goes (host or kernels):
+#      benches/conv_step_profile.py in float32 planar and bfloat16 channels_last.
 #   F (about 450 s): the zoo's fcn and depthwise, then the four tables as far as time goes.
 source benches/run-lib.sh "$1"
 case "$1" in
@@ -15,6 +17,10 @@ E) gpu
     probe 60 conv-wgrad-${dl/ /-} conv_wgrad_replay_probe.py $dl
   done
   zoo_model hifigan 110; zoo_model unet3d 170 ;;
+H) gpu
+  node
+  probe 70 step-float32-planar conv_step_profile.py float32 planar
+  probe 70 step-bfloat16-channels_last conv_step_profile.py bfloat16 channels_last ;;
 F) gpu
   node
   zoo_model fcn 120; zoo_model depthwise 90
