@@ -25,7 +25,7 @@ import torch
 from . import channels_last, depthwise, fused
 from . import nn as gnn
 from . import ops
-from .shapes import conv_transpose_args
+from .shapes import conv_args, conv_transpose_args
 
 Sample = Union[torch.Tensor, Sequence[torch.Tensor]]
 
@@ -365,8 +365,21 @@ def route(module: torch.nn.Module, cls: type, spec: InputSpec) -> str:
                                   x.is_cuda and fused.unavailable(a, x, weight, interleaved) is None,
                                   x.is_cuda and depthwise.takes(a, x, weight), x.element_size())
     if issubclass(cls, torch.nn.modules.conv._ConvNd):
-        return ("channels_last: " if spec.channels_last else "") + "im2col, GEMM"
+        return ("channels_last: " if spec.channels_last else "") + \
+            (ops.FUSED_ROUTE if _conv_on_chip(module, spec) else "im2col, GEMM")
     return "col2im" if cls is torch.nn.Fold else "im2col"
+
+
+def _conv_on_chip(module: torch.nn.Module, spec: InputSpec) -> bool:
+    """Whether a convolution module's forward on input ``spec`` takes the fused kernel
+    (fused.convolution_takes: on a CUDA device, or meta). A padding mode other than zeros
+    pads the input, then convolves it unpadded: the same output, so the same columns."""
+    nd, weight = len(module.kernel_size), module.weight
+    x = torch.empty_strided(spec.shape, (0,) * len(spec.shape), dtype=weight.dtype,
+                            device=weight.device)
+    a = conv_args(f"conv{nd}d", nd, x, weight, module.bias, module.stride, module.padding,
+                  module.dilation, module.groups)
+    return fused.convolution_takes(a, x, weight)
 
 
 # Whole-model times of one and the same model spread by up to 4% between turns of one

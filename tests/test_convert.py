@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import gemmconv
-from gemmconv import measure, ops, zoo
+from gemmconv import fused, measure, ops, zoo
 from gemmconv.cases import BENCH
 from helpers import case_args, rel_error
 
@@ -229,6 +229,23 @@ def test_report_rows_name_the_route():
                                   repeats=1)
     assert [r.route for r in report.layers] == ["GEMM + col2im"]
     assert "ConvTranspose2d(21, 21, kernel_size=(64, 64)" in report.layers[0].layer
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
+def test_report_rows_name_the_fused_convolution(monkeypatch, padding_mode):
+    """A convolution's row names the fused kernel where its forward takes it (meta tensors
+    stand for CUDA ones here), im2col and a GEMM under the floor or off the GPU, whatever
+    the padding mode."""
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", 16 * 64 * 64 * 9)
+    conv = torch.nn.Conv2d(64, 64, 3, padding=1, padding_mode=padding_mode,
+                           device="meta", dtype=torch.bfloat16)
+
+    def route(shape, module=conv):
+        spec = measure.InputSpec(shape, torch.bfloat16, module.weight.device, False, False, ())
+        return measure.route(module, torch.nn.Conv2d, spec)
+    assert route((16, 64, 1, 64)) == ops.FUSED_ROUTE
+    assert route((16, 64, 1, 63)) == "im2col, GEMM"
+    assert route((16, 64, 1, 64), conv.to_empty(device="cpu")) == "im2col, GEMM"
 
 
 @pytest.mark.parametrize("back_to_back", [False, True])
