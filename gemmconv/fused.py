@@ -680,8 +680,12 @@ def unavailable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
     return why
 
 
-def _unable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Optional[str]:
-    """Why the fused kernels cannot take a call, whatever the cost model says, or None."""
+def _unable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+            channels: Optional[int] = None) -> Optional[str]:
+    """Why the fused kernels cannot take a call, whatever the cost model says, or None.
+    ``channels``: those of the kernel's input, whose rows the copy engine reads (by
+    default ``a.in_channels``, the transposed convolution's)."""
+    channels = a.in_channels if channels is None else channels
     if not x.is_cuda and x.device.type != "meta":
         return "tensors not on a CUDA device"
     if x.is_cuda and _capability(x.device.index) < (9, 0):
@@ -692,8 +696,8 @@ def _unable(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> Opti
         return f"dtype {x.dtype} (the kernel takes float32, bfloat16 and float16)"
     if a.groups != 1:
         return "groups > 1"
-    if a.in_channels * x.element_size() % 16:
-        return f"{a.in_channels} input channels of {x.element_size()} bytes: rows not whole 16-byte units"
+    if channels * x.element_size() % 16:
+        return f"{channels} input channels of {x.element_size()} bytes: rows not whole 16-byte units"
     if not _triton_available():
         return "Triton is not installed"
     return None
@@ -936,17 +940,13 @@ def convolution_unavailable(a: ConvTransposeArgs, x: torch.Tensor,
                             weight: torch.Tensor) -> Optional[str]:
     """Why :func:`convolution` cannot take the convolution ``a`` is the adjoint of, on its
     input ``x``, or None where it can: as :func:`unavailable` says of a transposed
-    convolution (the cost model aside), at stride 1, the convolution's input channels in
-    whole 16-byte rows too (the kernel's input)."""
-    why = _unable(a, x, weight)
-    if why is not None:
-        return why
-    if any(s != 1 for s in a.geometry.stride):
+    convolution (the cost model aside), at stride 1, the rows the copy engine reads being
+    the convolution's input channels (the kernel's input; its output channels, any number,
+    are the weights' middle dim, whose tiles the engine fills with zeros past the end)."""
+    why = _unable(a, x, weight, a.out_channels)
+    if why is None and any(s != 1 for s in a.geometry.stride):
         return "stride > 1"
-    if a.out_channels * x.element_size() % 16:
-        return (f"{a.out_channels} input channels of {x.element_size()} bytes: rows not "
-                f"whole 16-byte units")
-    return None
+    return why
 
 
 def forward_tile(a: ConvTransposeArgs, x: torch.Tensor, planar: bool) -> Config:
