@@ -7,9 +7,10 @@
 #      models with convolutions not yet run on them: hifigan (1-D), unet3d (3-D).
 #   H (about 120 s): where a small convolution's training step goes (host or kernels):
 #      benches/conv_step_profile.py in float32 planar and bfloat16 channels_last.
-#   K (about 300 s, the last of this session's budget): H, then the CUDA tests reaching
-#      convolutions on the defaults as they stand (the fused floor on, the replayed weight
-#      gradient off), then the VAE decoder's zoo.
+#   K (about 240 s, the last of this session's budget): P in two precisions and layouts
+#      (the RGB layer now fused), the CUDA tests reaching convolutions on the defaults as
+#      they stand (the fused floor on, the replayed weight gradient off), H in bfloat16
+#      channels_last, then the VAE decoder's zoo as time allows.
 #   F (about 450 s): the zoo's fcn and depthwise, then the four tables as far as time goes.
 source benches/run-lib.sh "$1"
 case "$1" in
@@ -26,11 +27,12 @@ H) gpu
   probe 70 step-bfloat16-channels_last conv_step_profile.py bfloat16 channels_last ;;
 K) gpu
   node
-  probe 70 step-float32-planar conv_step_profile.py float32 planar
-  probe 70 step-bfloat16-channels_last conv_step_profile.py bfloat16 channels_last
-  TC=$(( $(left ${LIMIT:-300}) - 100 )) sharded_tests "graphs:5:tests/test_cuda_graphs.py:convolution" \
+  probe 50 conv-fused-bfloat16-channels_last conv_fused_probe.py bfloat16 channels_last
+  probe 50 conv-fused-float32-planar conv_fused_probe.py float32 planar
+  TC=$(( $(left ${LIMIT:-240}) - 70 )) sharded_tests "graphs:5:tests/test_cuda_graphs.py:convolution" \
     "reuse:6:tests/test_cuda_reuse.py" "cuda:1:tests/test_cuda.py:no_receiving_rows or layouts_and_modules"
-  [ $(left ${LIMIT:-300}) -gt 70 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-300}) - 5 )) ;;
+  probe 45 step-bfloat16-channels_last conv_step_profile.py bfloat16 channels_last
+  [ $(left ${LIMIT:-240}) -gt 70 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-240}) - 5 )) ;;
 F) gpu
   node
   zoo_model fcn 120; zoo_model depthwise 90
