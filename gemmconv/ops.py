@@ -696,13 +696,14 @@ def _laid_out(t: torch.Tensor, interleaved: bool) -> bool:
 SUM_STAGING_BYTES = 8
 
 
-def _bias_grad_bytes(grad: torch.Tensor, a: ConvTransposeArgs) -> int:
-    """The most memory _bias_grad takes while it sums ``grad``: torch's staging of partial
-    sums (SUM_STAGING_BYTES an element), and the sums in the accumulation dtype (per sample
-    or per cl.SIDE_BY_SIDE rows, then their total, then its cast)."""
-    rows = max(a.batch, cl.SIDE_BY_SIDE) + 2
+def _bias_grad_bytes(grad: torch.Tensor) -> int:
+    """The most memory _bias_grad takes while it sums ``grad (N, C, *spatial)``: torch's
+    staging of partial sums (SUM_STAGING_BYTES an element), and the sums in the
+    accumulation dtype (per sample or per cl.SIDE_BY_SIDE rows, then their total, then its
+    cast)."""
+    rows = max(grad.shape[0], cl.SIDE_BY_SIDE) + 2
     return SUM_STAGING_BYTES * grad.numel() + \
-        rows * a.out_channels * cols.accumulation_dtype(grad.dtype).itemsize
+        rows * grad.shape[1] * cols.accumulation_dtype(grad.dtype).itemsize
 
 
 def _bias_grad(grad: torch.Tensor, interleaved: bool) -> torch.Tensor:
@@ -1090,7 +1091,7 @@ class _BackwardReplay(NamedTuple):
                 elements += x.numel() * (1 + self.weight.copied)
                 acc += weight.numel() if x.dtype != cols.accumulation_dtype(x.dtype) else 0
         return elements * x.element_size() + acc * cols.accumulation_dtype(x.dtype).itemsize + \
-            _bias_grad_bytes(grad_out, a) + \
+            _bias_grad_bytes(grad_out) + \
             sum(gemm.workspace_bytes(p) for p in (self.input, self.weight) if p is not None)
 
 
@@ -1159,7 +1160,7 @@ class _GraphedBackward(NamedTuple):
         acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
                                                      math.prod(a.grid), dense)
         return (self.columns + copies + weight.numel()) * x.element_size() + \
-            acc * cols.accumulation_dtype(x.dtype).itemsize + _bias_grad_bytes(grad_out, a) + \
+            acc * cols.accumulation_dtype(x.dtype).itemsize + _bias_grad_bytes(grad_out) + \
             gemm.LT_WORKSPACE
 
 
@@ -1803,12 +1804,124 @@ _conv_replays: dict[tuple, Union[_ConvFusedReplay, _ConvReplay, None]] = {}
 def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                    a: ConvTransposeArgs, need: List[bool],
                    interleaved: Optional[bool] = None) -> List[torch.Tensor]:
+    """The gradients of the convolution ``a`` is the adjoint of (input, weight, bias; an
+    empty tensor for one not in ``need``): by its replay where a CUDA call has one
+    (_ConvBackwardReplay, with GRAPHED_CONV_BACKWARD), else :func:`_conv_gradients`."""
+    if interleaved is None and input.is_cuda and GRAPHED_CONV_BACKWARD:
+        replay, _ = _kept(_conv_backward_replays,
+                          _backward_key(a, need, None, input, weight, grad_output),
+                          lambda: (_ConvBackwardReplay.planned(input, weight, a), ()))
+        if replay is not None:
+            grads = replay.graphed(grad_output, input, weight, a, need)
+            return [input.new_empty(0) if g is None else g for g in grads]
+    return _conv_gradients(grad_output, input, weight, a, need, interleaved)
+
+
+def _conv_gradients(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs, need: List[bool],
+                    interleaved: Optional[bool] = None) -> List[torch.Tensor]:
+    """:func:`_conv_backward`'s gradients launched one by one: the input's by the
+    transposed convolution's forward of ``grad_output``, the weight's as
+    :func:`_conv_weight_grad` says, the bias's by :func:`_bias_grad`."""
     if interleaved is None:   # the forward's layout, whatever grad_output's
         interleaved = cl.suggested(input, weight)
     empty = lambda: input.new_empty(0)
     return [_forward(grad_output, weight, None, a, interleaved=interleaved) if need[0] else empty(),
             _conv_weight_grad(grad_output, input, weight, a, interleaved) if need[1] else empty(),
             _bias_grad(grad_output, interleaved) if need[2] else empty()]
+
+
+# Whether a small CUDA convolution's backward runs as one CUDA graph (_ConvBackwardReplay).
+# Off until benches/conv_wgrad_replay_probe.py has timed it and test_cuda_graphs has run
+# it (session 76 built it after its last device call): launched one by one, the backward of
+# the VAE decoder's Conv2d(512, 512) on 8x8 images cost the host about 0.57 ms of a 0.68 ms
+# bfloat16 channels_last step whose kernels took 0.11 (torch's step 0.16; H100,
+# benches/conv_step_profile.py).
+GRAPHED_CONV_BACKWARD = False
+
+
+class _ConvBackwardReplay(NamedTuple):
+    """A small CUDA convolution's backward (its forward's columns within
+    GRAPHED_CONV_MAX_COLUMNS, as _ConvReplay): :func:`_conv_gradients`, each gradient
+    then copied into one allocated before, launched as one CUDA graph where one is kept.
+    The input gradient's route (any of the transposed convolution's forward routes, some
+    with no replay of their own) and the weight gradient's run as they do eagerly; the
+    copies keep the graph's outputs at addresses the caller gives, one pass over the
+    gradients, which these layers' steps, bound by host time, do not wait for."""
+    interleaved: bool
+    columns: int   # elements of the weight gradient's columns (_ConvReplay's)
+
+    @staticmethod
+    def planned(input: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs) -> Optional["_ConvBackwardReplay"]:
+        """The replay of the backward of the call ``a`` (a convolution on ``input``), or
+        None where its forward has none (_ConvReplay.planned)."""
+        forward = _ConvReplay.planned(input, weight, a)
+        return None if forward is None else _ConvBackwardReplay(forward.interleaved,
+                                                                forward.columns)
+
+    def run(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+            a: ConvTransposeArgs, need: List[bool],
+            grads: List[Optional[torch.Tensor]]) -> List[Optional[torch.Tensor]]:
+        """The gradients ``need`` asks for, written into ``grads`` (as :meth:`gradients`
+        allocates them; None for the others)."""
+        for given, grad in zip(grads, _conv_gradients(grad_output, input, weight, a, need,
+                                                      self.interleaved)):
+            if given is not None:
+                given.copy_(grad)
+        return grads
+
+    def gradients(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                  need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """New tensors for the gradients ``need`` asks for (None for the others): the
+        input's in the call's layout (channels_last where ``interleaved``), the weight's in
+        the weight's (as autograd keeps a parameter's gradient), the bias's."""
+        return [cl.empty(input, input.shape, self.interleaved) if need[0] else None,
+                torch.empty_like(weight) if need[1] else None,
+                grad_output.new_empty(grad_output.shape[1]) if need[2] else None]
+
+    def graphed(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
+        from . import _cuda
+        grads = self.gradients(grad_output, input, weight, need)
+        addresses = _backward_addresses(grad_output, input, weight, grads)
+        run = lambda: self.run(grad_output, input, weight, a, need, grads)   # noqa: E731
+        nbytes = lambda: self.graph_bytes(grad_output, input, weight, a)   # noqa: E731
+        if not graphs.launch(self, addresses, run, nbytes, input.device,
+                             _cuda.raw_stream(input.device)):
+            run()
+        return grads
+
+    def graph_bytes(self, grad_output: torch.Tensor, input: torch.Tensor,
+                    weight: torch.Tensor, a: ConvTransposeArgs) -> int:
+        """The memory a graph of this call takes while it runs, at most, as
+        :func:`_conv_gradients` allocates it, each piece's counted whole as if none were
+        freed before the next:
+        - the input gradient's route: two sets of columns as large as the larger of the
+          all-scattering and all-gathering routes' (an im2col's and a GEMM's, where a route
+          mixes them), its output before the copy, and the output gradient, input and
+          weight copied (four times: the flipped, reordered, padded and block-diagonal
+          forms);
+        - the weight gradient's: its columns, the output gradient and input copied again,
+          the sums and partial products in the accumulation dtype (_weight_grad_partials);
+        - the bias gradient's sums (_bias_grad_bytes); two cuBLAS workspaces."""
+        g, groups, cells = a.geometry, a.groups, math.prod(a.grid)
+        spans = math.prod(max(i, o) for i, o in zip(a.grid, a.image))
+        routes = 2 * a.batch * g.taps * max(a.in_channels, a.out_channels) * spans
+        elements = routes + self.columns + 2 * (grad_output.numel() + input.numel()) + \
+            input.numel() + 5 * weight.numel()
+        cin = a.in_channels // groups
+        dense = gemm.dense_groups(input.dtype, True, groups, cin)
+        acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
+                                                     cells, dense)
+        return elements * input.element_size() + \
+            acc * cols.accumulation_dtype(input.dtype).itemsize + \
+            _bias_grad_bytes(grad_output) + 2 * gemm.LT_WORKSPACE
+
+
+# Convolutions' backward replays by call, as _backward_replays.
+_conv_backward_replays: dict[tuple, Optional[_ConvBackwardReplay]] = {}
 
 
 # Whether a CUDA convolution's weight gradient takes the transposed convolution's backward

@@ -14,7 +14,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def fresh_replays(monkeypatch):
     """Each test starts with no replays kept (ops._replays, ops._backward_replays,
-    ops._conv_replays, a module's ops._steady) and no graphs of them (graphs.py): a replay
+    ops._conv_replays, ops._conv_backward_replays, a module's ops._steady) and no graphs of them (graphs.py): a replay
     keeps its first call's route, which a test's patched cost model or routes would not
     reach otherwise."""
     import weakref
@@ -22,5 +22,6 @@ def fresh_replays(monkeypatch):
     monkeypatch.setattr(ops, "_replays", {})
     monkeypatch.setattr(ops, "_backward_replays", {})
     monkeypatch.setattr(ops, "_conv_replays", {})
+    monkeypatch.setattr(ops, "_conv_backward_replays", {})
     monkeypatch.setattr(ops, "_steady", weakref.WeakKeyDictionary())
     graphs.forget()

@@ -11,7 +11,7 @@ import torch
 import gemmconv
 from gemmconv import bench, cases, fused, graphs, ops, zoo
 from gemmconv import channels_last as cl
-from gemmconv.shapes import conv_transpose_args
+from gemmconv.shapes import conv_args, conv_transpose_args
 from gemmconv.bench import reference as reference64
 from helpers import (OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error,
                      requested_during)
@@ -156,6 +156,25 @@ def _check_graphed_convolution(monkeypatch, case, layout, dtype, owner, graphed)
     assert rel_error(launches, conv(x64, w64, b64)) < tolerance
 
 
+def _conv_step(case, layout, dtype, key):
+    """A convolution layer's training step on fresh tensors (_conv_layer's): ``(grads,
+    leaves)``, ``grads()`` the gradients of its leaves (input, weight, bias) for a fixed
+    output gradient in the input's layout, the allocator poisoned before each."""
+    x, w, b, conv = _conv_layer(case, layout, dtype)
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    with torch.no_grad():
+        shape = conv(x, w, b).shape
+    grad = torch.randn(shape, generator=generator(case.name, key), dtype=torch.float64)
+    grad = grad.to(CUDA, dtype)
+    if layout == "channels_last":
+        grad = grad.contiguous(memory_format=cl.memory_format(grad.dim()))
+
+    def grads():
+        poison_allocator(x.numel() * x.element_size() * 4)
+        return torch.autograd.grad(conv(x, w, b), leaves, grad)
+    return grads, (x, w, b, grad)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
 def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
@@ -165,20 +184,9 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
     memory; every gradient right against float64. The zoo's 3x3 convolution (the first
     layer) has one in both layouts."""
     monkeypatch.setattr(ops, "CONV_WEIGHT_GRAD_REPLAYED", True)
-    x, w, b, conv = _conv_layer(case, layout, dtype)
-    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
-    with torch.no_grad():
-        shape = conv(x, w, b).shape
-    grad = torch.randn(shape, generator=generator(case.name, "step"), dtype=torch.float64)
-    grad = grad.to(CUDA, dtype)
-    if layout == "channels_last":
-        grad = grad.contiguous(memory_format=cl.memory_format(grad.dim()))
+    grads, (x, w, b, grad) = _conv_step(case, layout, dtype, "step")
     owners = (ops._BackwardReplay, ops._GraphedBackward, ops._FusedBackward,
               ops._DepthwiseBackward)
-
-    def grads():
-        poison_allocator(x.numel() * x.element_size() * 4)
-        return torch.autograd.grad(conv(x, w, b), leaves, grad)
     launches = _without_graphs(monkeypatch, grads)
     replayed = any(isinstance(r, owners) for r in ops._backward_replays.values())
     answers = _spy(monkeypatch, owners)
@@ -188,6 +196,36 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
         assert replayed, "the zoo's 3x3 convolution's weight gradient has a replay"
     assert answers[-2:] == [True, True] if replayed else answers == []
     assert all(same)
+    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
+    x64, w64, b64 = (None if t is None else t.detach().double().requires_grad_()
+                     for t in (x, w, b))
+    refs = torch.autograd.grad(CONV[case.nd][0](x64, w64, b64, **_conv_kwargs(case)),
+                               [t for t in (x64, w64, b64) if t is not None], grad.double())
+    for ours, ref in zip(launches, refs):
+        assert rel_error(ours, ref) < tolerance
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
+def test_graphed_convolution_backward_is_the_launches_bit_for_bit(monkeypatch, case, layout,
+                                                                  dtype):
+    """A small convolution's whole backward as one graph (ops._ConvBackwardReplay, with
+    ops.GRAPHED_CONV_BACKWARD) in the last steps, where its bound fits the graphs' memory
+    limit, bit for bit as its kernels launched one by one, into poisoned memory; every
+    gradient right against float64, the weight's in the weight's layout."""
+    monkeypatch.setattr(ops, "GRAPHED_CONV_BACKWARD", True)
+    grads, (x, w, b, grad) = _conv_step(case, layout, dtype, "backward")
+    launches = _without_graphs(monkeypatch, grads)
+    [replay] = ops._conv_backward_replays.values()
+    answers = _spy(monkeypatch, ops._ConvBackwardReplay)
+    same = [all(torch.equal(g, h) for g, h in zip(grads(), launches))
+            for _ in range(BACKWARD_CALLS)]
+    a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
+    fits = replay.graph_bytes(grad, x, w, a) <= graphs.get_graph_memory_limit()
+    assert fits or case is cases.CONV_LAYERS[-1], "the small layers' graphs fit the limit"
+    assert answers[-2:] == [True, True] if fits else not any(answers), answers
+    assert all(same)
+    assert launches[1].stride() == w.stride()
     tolerance = 5e-3 if dtype == torch.float32 else 3e-2
     x64, w64, b64 = (None if t is None else t.detach().double().requires_grad_()
                      for t in (x, w, b))
@@ -226,6 +264,30 @@ def test_a_convolution_graph_takes_no_more_memory_than_its_call_bounds(monkeypat
     assert [name for name, *_ in taken] == [owner], taken
     for name, used, bound in taken:
         assert used <= bound, f"{name}: took {used:,} bytes, bounded at {bound:,}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
+def test_a_convolution_backward_graph_takes_no_more_memory_than_its_call_bounds(
+        monkeypatch, case, layout, dtype):
+    """ops._ConvBackwardReplay.graph_bytes bounds the most the caching allocator hands out
+    while its launches run one by one (the replays inside launching their kernels too), on
+    a third step (the first plans, and times cuBLAS's algorithms)."""
+    monkeypatch.setattr(ops, "GRAPHED_CONV_BACKWARD", True)
+    grads, _ = _conv_step(case, layout, dtype, "backward-bound")
+    taken = []
+
+    def measured(owner, addresses, run, nbytes, device, stream):
+        if not isinstance(owner, ops._ConvBackwardReplay):
+            return False
+        taken.append((requested_during(run)[0], nbytes()))
+        return True
+    monkeypatch.setattr(graphs, "launch", measured)
+    for _ in range(3):
+        taken.clear()
+        grads()
+    [(used, bound)] = taken
+    assert used <= bound, f"took {used:,} bytes, bounded at {bound:,}"
 
 
 # The 2-D model layers on the fused route (ops._FusedReplay), its cost model's floor lowered.

@@ -1,6 +1,7 @@
 """CPU: convolutions, im2col/col2im (fold/unfold), convert, torch.compile and autocast."""
 import copy
 import io
+import math
 import re
 
 import pytest
@@ -88,6 +89,48 @@ def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout)
     assert ops._ConvReplay.planned(x, w, a) == replay
     monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", replay.columns - 1)
     assert ops._ConvReplay.planned(x, w, a) is None
+
+
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
+def test_conv_backward_replay_runs_into_the_gradients_it_allocates(monkeypatch, case, layout):
+    """ops._ConvBackwardReplay.run, the launches a small CUDA convolution's backward graph
+    captures, on the CPU: each gradient asked for written whole into the tensor
+    ``gradients`` allocated (NaN before; the input's in the call's layout, the weight's in
+    the weight's), None for the others, against torch's float64 gradients. It has a replay
+    where the forward has one (_ConvReplay.planned), and its memory bound holds at least
+    the columns and gradients it makes."""
+    from gemmconv import channels_last as cl, ops
+    from gemmconv.shapes import conv_args
+    x, w, b = _layer_tensors(case, "backward-replay", layout)
+    layout_format = cl.memory_format(x.dim()) if layout == "channels_last" else \
+        torch.contiguous_format
+    w = w.contiguous(memory_format=layout_format)
+    a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
+    replay = ops._ConvBackwardReplay.planned(x, w, a)
+    forward = ops._ConvReplay.planned(x, w, a)
+    assert replay == (forward.interleaved, forward.columns)
+    leaves = [t.detach().requires_grad_() for t in (x, w, b) if t is not None]
+    out = CONV[case.nd][0](*leaves, **_conv_kwargs(case))
+    grad = torch.randn(out.shape, generator=generator(case.name, "backward-grad"),
+                       dtype=torch.float64)
+    refs = torch.autograd.grad(out, leaves, grad)
+    for need in ([True, True, b is not None], [False, True, False], [True, False, False]):
+        grads = replay.gradients(grad, x, w, need)
+        for g in grads:
+            if g is not None:
+                g.fill_(float("nan"))
+        assert replay.run(grad, x, w, a, need, grads) is grads
+        assert [g is not None for g in grads] == need
+        assert grads[1] is None or grads[1].stride() == w.stride()
+        assert grads[0] is None or grads[0].is_contiguous(memory_format=layout_format)
+        for ours, ref in zip([g for g, asked in zip(grads, need) if asked],
+                             [r for r, asked in zip(refs, need) if asked]):
+            assert rel_error(ours, ref) < 1e-12
+    columns = a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps
+    gradients = x.numel() + w.numel()
+    assert replay.graph_bytes(grad, x, w, a) > (2 * columns + gradients) * x.element_size()
+    monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", replay.columns - 1)
+    assert ops._ConvBackwardReplay.planned(x, w, a) is None
 
 
 @pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
