@@ -11,6 +11,10 @@
 #      (the RGB layer now fused), the CUDA tests reaching convolutions on the defaults as
 #      they stand (the fused floor on, the replayed weight gradient off), H in bfloat16
 #      channels_last, then the VAE decoder's zoo as time allows.
+#   N (about 330 s; for session 77, after K): the whole convolution backward as one graph
+#      (ops._ConvBackwardReplay, built after K, off: ops.GRAPHED_CONV_BACKWARD): its
+#      tests and the other convolution graph tests, then conv_wgrad_replay_probe.py (now
+#      with that variant) in the four precisions and layouts.
 #   F (about 450 s): the zoo's fcn and depthwise, then the four tables as far as time goes.
 source benches/run-lib.sh "$1"
 case "$1" in
@@ -33,6 +37,12 @@ K) gpu
     "reuse:6:tests/test_cuda_reuse.py" "cuda:1:tests/test_cuda.py:no_receiving_rows or layouts_and_modules"
   probe 45 step-bfloat16-channels_last conv_step_profile.py bfloat16 channels_last
   [ $(left ${LIMIT:-240}) -gt 70 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-240}) - 5 )) ;;
+N) gpu
+  node
+  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution"
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
+  done; done ;;
 F) gpu
   node
   zoo_model fcn 120; zoo_model depthwise 90
