@@ -1927,8 +1927,8 @@ _conv_backward_replays: dict[tuple, Optional[_ConvBackwardReplay]] = {}
 # Whether a CUDA convolution's weight gradient takes the transposed convolution's backward
 # replay (_conv_weight_grad). Off: on the VAE decoder's 3x3 layers (session 76, H100,
 # benches/conv_wgrad_replay_probe.py) it sped the step up in bfloat16 channels_last (0.43-0.67x
-# of torch's to 0.53-0.86x) and lost in bfloat16 planar (0.59-0.75x to 0.53-0.68x); float32
-# was mixed. Where the step's time goes: benches/conv_step_profile.py.
+# of torch's to 0.52-0.86x) and lost in bfloat16 planar (0.51-0.75x to 0.52-0.68x, worse on
+# five layers of six); float32 was mixed. Where the step's time goes: benches/conv_step_profile.py.
 CONV_WEIGHT_GRAD_REPLAYED = False
 
 
