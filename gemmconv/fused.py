@@ -915,7 +915,7 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
 # The fewest column elements (output positions times C_in times taps) of a 2-D convolution
 # whose forward the cost model sends to :func:`convolution` rather than the column route
 # (im2col and a GEMM), or None: none. From 2^23: benches/conv_fused_probe.py (session 76,
-# H100) timed the VAE decoder's 3x3 layers graphed at 1.6-4.6x of torch's from 9.4M
+# H100) timed the VAE decoder's 3x3 layers graphed at 1.2-4.6x of torch's from 9.4M
 # elements, faster than the column route in float32 and bfloat16, planar and channels_last;
 # at 4.7M it lost to the column route in float32 (0.131 against 0.126 ms).
 CONVOLUTION_MIN_COLUMNS: Optional[int] = 1 << 23
