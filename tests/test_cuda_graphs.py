@@ -175,6 +175,17 @@ def _conv_step(case, layout, dtype, key):
     return grads, (x, w, b, grad)
 
 
+def _assert_conv_gradients_right(case, tensors, grad, gradients):
+    """``gradients`` (of the leaves among ``tensors``: input, weight, bias) right against
+    torch's float64 gradients for the output gradient ``grad``, within the dtype's error."""
+    tolerance = 5e-3 if grad.dtype == torch.float32 else 3e-2
+    leaves64 = [t.detach().double().requires_grad_() for t in tensors if t is not None]
+    x64, w64, *b64 = leaves64
+    out64 = CONV[case.nd][0](x64, w64, *b64, **_conv_kwargs(case))
+    for ours, ref in zip(gradients, torch.autograd.grad(out64, leaves64, grad.double())):
+        assert rel_error(ours, ref) < tolerance
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
 def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case, layout, dtype):
@@ -196,13 +207,7 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
         assert replayed, "the zoo's 3x3 convolution's weight gradient has a replay"
     assert answers[-2:] == [True, True] if replayed else answers == []
     assert all(same)
-    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
-    x64, w64, b64 = (None if t is None else t.detach().double().requires_grad_()
-                     for t in (x, w, b))
-    refs = torch.autograd.grad(CONV[case.nd][0](x64, w64, b64, **_conv_kwargs(case)),
-                               [t for t in (x64, w64, b64) if t is not None], grad.double())
-    for ours, ref in zip(launches, refs):
-        assert rel_error(ours, ref) < tolerance
+    _assert_conv_gradients_right(case, (x, w, b), grad, launches)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -226,13 +231,7 @@ def test_graphed_convolution_backward_is_the_launches_bit_for_bit(monkeypatch, c
     assert answers[-2:] == [True, True] if fits else not any(answers), answers
     assert all(same)
     assert launches[1].stride() == w.stride()
-    tolerance = 5e-3 if dtype == torch.float32 else 3e-2
-    x64, w64, b64 = (None if t is None else t.detach().double().requires_grad_()
-                     for t in (x, w, b))
-    refs = torch.autograd.grad(CONV[case.nd][0](x64, w64, b64, **_conv_kwargs(case)),
-                               [t for t in (x64, w64, b64) if t is not None], grad.double())
-    for ours, ref in zip(launches, refs):
-        assert rel_error(ours, ref) < tolerance
+    _assert_conv_gradients_right(case, (x, w, b), grad, launches)
 
 
 CONV_BOUND_PARAMS = [(c, layout, "columns") for c, layout in CONV_LAYER_PARAMS] + \
