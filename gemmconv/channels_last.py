@@ -359,7 +359,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     acc = cols.accumulation_dtype(grad_out.dtype)
     empty_grad = lambda: grad_out.new_empty(0)
     grad_input = None if not need[0] else out if out is not None else \
-        empty(grad_out, (a.batch, a.in_channels, *a.grid), True)
+        empty(grad_out, a.input_shape, True)
     grad_weight = grad_out.new_zeros((1, groups, width // groups, m), dtype=acc) \
         if need[1] else None
     if need[0] or need[1]:

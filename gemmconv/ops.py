@@ -835,8 +835,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                 # so that the GPU starts meanwhile (the bias columns take several small kernels).
                 # Returned as allocated, never as a view: a view returned from inside an
                 # autograd Function may not be modified in place (a ReLU(inplace=True) next).
-                grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid)) \
-                    if out is None else out[0]
+                grad_input = grad_out.new_empty(a.input_shape) if out is None else out[0]
                 products = grad_input.view(input_shape)
                 operand = (weight() if callable(weight) else weight).contiguous().view(
                     1, groups, cin, m)
@@ -859,8 +858,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             elif need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
     if grad_input is None:   # no chunks: no samples
-        grad_input = grad_out.new_empty((a.batch, a.in_channels, *a.grid)) if out is None \
-            else out[0]
+        grad_input = grad_out.new_empty(a.input_shape) if out is None else out[0]
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
                    if need[1] else empty())
     grad_bias = (_bias_grad(grad_out.view(a.batch, a.out_channels, *a.image), False)
@@ -1753,7 +1751,7 @@ class _ConvReplay(NamedTuple):
                 a: ConvTransposeArgs) -> torch.Tensor:
         """The output as :meth:`run` gives it, as a CUDA graph where one is kept."""
         return _graphed_forward(self, x, weight, bias, a, lambda: self.graph_bytes(x, weight, a),
-                                (a.batch, a.in_channels, *a.grid))
+                                a.input_shape)
 
     def graph_bytes(self, x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs) -> int:
         """The memory a graph of this call takes while it runs, at most: its columns; the
@@ -1785,7 +1783,7 @@ class _ConvFusedReplay(NamedTuple):
         """The output as :meth:`run` gives it, as a CUDA graph where one is kept."""
         return _graphed_forward(self, x, weight, bias, a,
                                 lambda: fused.forward_bytes(x, weight, a.in_channels),
-                                (a.batch, a.in_channels, *a.grid))
+                                a.input_shape)
 
 
 def _conv_replay(x: torch.Tensor, weight: torch.Tensor,
@@ -1959,7 +1957,7 @@ def _conv_op(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
 @_conv_op.register_fake
 def _(input, weight, bias, stride, padding, dilation, groups, same):
     a = _conv_from_lists(input, weight, bias, stride, padding, dilation, groups, same)
-    return cl.empty(input, (a.batch, a.in_channels, *a.grid), cl.suggested(input, weight))
+    return cl.empty(input, a.input_shape, cl.suggested(input, weight))
 
 
 @torch.library.custom_op("gemmconv::convolution_backward", mutates_args=())

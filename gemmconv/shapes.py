@@ -131,6 +131,12 @@ class ConvTransposeArgs:
     unbatched: bool
 
     @property
+    def input_shape(self) -> tuple[int, ...]:
+        """The (batched) input's shape, ``(N, C_in, *grid)``: also the output of the
+        convolution this call is the adjoint of, and the input gradient's shape."""
+        return (self.batch, self.in_channels, *self.grid)
+
+    @property
     def output_shape(self) -> tuple[int, ...]:
         return (self.batch, self.out_channels, *self.image)
 

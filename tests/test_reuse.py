@@ -80,7 +80,7 @@ def test_conv_replay_runs_into_the_output_it_is_given(monkeypatch, case, layout)
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
     replay = ops._ConvReplay.planned(x, w, a)
     assert replay is not None and replay.interleaved == (layout == "channels_last")
-    out = cl.empty(x, (a.batch, a.in_channels, *a.grid), replay.interleaved).fill_(float("nan"))
+    out = cl.empty(x, a.input_shape, replay.interleaved).fill_(float("nan"))
     assert replay.run(x, w, b, a, out=out) is out
     assert rel_error(out, CONV[case.nd][0](x, w, b, **_conv_kwargs(case))) < 1e-12
     empty = conv_args(f"conv{case.nd}d", case.nd, x[:0], w, b, **_conv_kwargs(case))
