@@ -12,9 +12,11 @@
 #      they stand (the fused floor on, the replayed weight gradient off), H in bfloat16
 #      channels_last, then the VAE decoder's zoo as time allows.
 #   N (about 330 s; for session 77, after K): the whole convolution backward as one graph
-#      (ops._ConvBackwardReplay, built after K, off: ops.GRAPHED_CONV_BACKWARD): its
-#      tests and the other convolution graph tests, then conv_wgrad_replay_probe.py (now
-#      with that variant) in the four precisions and layouts.
+#      (ops._ConvBackwardReplay, built after K, off: ops.GRAPHED_CONV_BACKWARD) and the
+#      convolution modules' steady calls (ops._SteadyConvolution, off:
+#      ops.STEADY_CONVOLUTIONS): their tests, the other convolution graph tests and the
+#      transposed modules' steady tests (the steady path is shared now), then
+#      conv_wgrad_replay_probe.py (with the graphed backward) in four precisions and layouts.
 #   F (about 450 s): the zoo's fcn and depthwise, then the four tables as far as time goes.
 source benches/run-lib.sh "$1"
 case "$1" in
@@ -39,7 +41,8 @@ K) gpu
   [ $(left ${LIMIT:-240}) -gt 70 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-240}) - 5 )) ;;
 N) gpu
   node
-  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution"
+  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution" \
+    "replay:3:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last"
   for d in float32 bfloat16; do for l in planar channels_last; do
     probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
   done; done ;;

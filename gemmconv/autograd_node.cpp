@@ -26,6 +26,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -170,14 +171,17 @@ struct Entry {
   Graphs<7> graphs;   // stream; output gradient, input, weight, their gradients
 };
 
-// One steady call's table (ops._Steady keeps it; its nodes share it): its forward's output
-// layout and graphs, and its kinds of backward.
+// One steady call's table (ops._Steady keeps it; its nodes share it): its nodes' name, its
+// forward's output layout and graphs, and its kinds of backward.
 struct Table {
   static constexpr size_t MAX_ENTRIES = 16, MAX_GRAPHS = 8;
+  const std::string name;   // its nodes' (grad_fn's): the op the call is
   std::mutex mutex;
   std::optional<Layout> output;
   Graphs<5> forwards;   // stream; input, weight, bias (0 for none), output
   std::vector<Entry> entries;
+
+  explicit Table(std::string name) : name(std::move(name)) {}
 
   void add_forward(const at::Tensor& out, std::array<int64_t, 5> key, int64_t serial) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -253,7 +257,7 @@ struct SteadyBackward : ag::Node {
   void* stream = nullptr;          // the forward's, which autograd runs the backward on
   int64_t compute = 0, limit = 0;
 
-  std::string name() const override { return "gemmconv::ConvTransposeBackward"; }
+  std::string name() const override { return table->name; }
 
   void release_variables() override {
     input.reset_data();
@@ -387,7 +391,8 @@ at::Tensor autocast_cast(const at::Tensor& t, at::ScalarType dtype, const at::De
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<Table, std::shared_ptr<Table>>(m, "Table")
-      .def(py::init<>())
+      .def(py::init([](std::string name) { return std::make_shared<Table>(std::move(name)); }),
+           py::arg("name") = "gemmconv::ConvTransposeBackward")
       .def("add", &Table::add, py::call_guard<py::gil_scoped_release>())
       .def("add_forward", &Table::add_forward, py::call_guard<py::gil_scoped_release>())
       .def("forward_graphs", &Table::forward_graphs)

@@ -56,8 +56,7 @@ class _GemmConv:
         if self.padding_mode != "zeros":   # as torch: pad by the mode, then convolve unpadded
             input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return self._functional(input, weight, bias, self.stride, 0, self.dilation, self.groups)
-        return self._functional(input, weight, bias, self.stride, self.padding, self.dilation,
-                                self.groups)
+        return ops.module_conv(self, input, weight, bias)
 
 
 class Conv1d(_GemmConv, torch.nn.Conv1d):

@@ -1496,9 +1496,33 @@ class _Steady:
     first call there)."""
     __slots__ = ("a", "replay", "backwards", "table")
     MAX_BACKWARDS = 16
+    NAME = "gemmconv::ConvTransposeBackward"   # its C++ nodes' (grad_fn's)
 
     def __init__(self, a: ConvTransposeArgs, replay) -> None:
         self.a, self.replay, self.backwards, self.table = a, replay, {}, None
+
+    @property
+    def output_shape(self) -> tuple:
+        """The (batched) output's shape, as the C++ node's output gradient has it."""
+        return self.a.output_shape
+
+    @staticmethod
+    def gradients(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                  a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        """The call's gradients as its functional call's backward gives them."""
+        return _conv_transpose_backward(grad_out, x, weight, a, need)
+
+    @staticmethod
+    def kept_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs, need: List[bool]):
+        """The backward replay :meth:`gradients` kept for this kind of call, or None."""
+        return _backward_replays.get(_backward_key(a, need, None, x, weight, grad_out))
+
+    @staticmethod
+    def kept_forward(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                     bias: Optional[torch.Tensor]):
+        """The forward replay the call ``a`` on (batched) ``x`` kept, or None."""
+        return _replays.get(_replay_key(a, None, x, weight, bias))
 
     @staticmethod
     def kind(grad_out: torch.Tensor, x: torch.Tensor, need: List[bool]) -> tuple:
@@ -1516,8 +1540,8 @@ class _Steady:
         replay = self.backwards.get(key)
         if replay is not None:
             return replay.graphed(grad_out, x, weight, a, need)
-        grads = _conv_transpose_backward(grad_out, x, weight, a, need)
-        replay = _backward_replays.get(_backward_key(a, need, None, x, weight, grad_out))
+        grads = self.gradients(grad_out, x, weight, a, need)
+        replay = self.kept_replay(grad_out, x, weight, a, need)
         if replay is not None:
             if len(self.backwards) >= self.MAX_BACKWARDS:
                 self.backwards.clear()
@@ -1535,7 +1559,7 @@ class _Steady:
         precision policy and workspace limit of this forward, which a backward graph must
         have been captured under."""
         if self.table is None:
-            self.table = node.Table()
+            self.table = node.Table(self.NAME)
         from . import _cuda
         stream = _cuda.raw_stream(x.device) if x.is_cuda else 0
         a = self.a
@@ -1564,8 +1588,8 @@ def _steady_backward(steady: _Steady, grad_out: Optional[torch.Tensor], x: torch
     backward at the same addresses, the node launches it itself. (Such a graph ran under
     the policy of the backward that captured it, which the node's forward must match.)"""
     a, need = steady.a, list(need)
-    if grad_out is None:   # (autograd passes none for an output it did not reach)
-        grad_out = x.new_zeros((1, *a.output_shape) if a.unbatched else a.output_shape)
+    if grad_out is None:   # (autograd passes none for an output it did not reach; x batched)
+        grad_out = x.new_zeros(steady.output_shape)
     if torch.is_grad_enabled():   # create_graph: as _Eager
         context = _NodeContext((x, weight), need, steady.backward, a)
         return _once_differentiable_gradients(context, grad_out)[:3]
@@ -1604,7 +1628,7 @@ def _steady_key(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tensor,
     16-byte alignment (the keys of conv_transpose_args's memo and of _replays in one)."""
     tensors = (x, weight) if bias is None else (x, weight, bias)
     return (gemm._compute_type(x.dtype), _workspace_limit, module.stride, module.padding,
-            module.output_padding, module.groups, module.dilation,
+            getattr(module, "output_padding", None), module.groups, module.dilation,
             *[(t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors])
 
 
@@ -1622,6 +1646,23 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
     session 52), and where the call needs gradients its autograd node is a C++ one: on
     autograd's device thread our Python node cost a small model's training step more than
     its kernels saved (session 50)."""
+    def call(x: torch.Tensor, weight: torch.Tensor,
+             bias: Optional[torch.Tensor]) -> Tuple[ConvTransposeArgs, torch.Tensor]:
+        nd = len(module.kernel_size)
+        a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,
+                                module.padding, module.output_padding, module.groups,
+                                module.dilation)
+        return a, _run_conv_transpose(a, x, weight, bias)
+    return _module_call(module, input, _Steady, call)
+
+
+def _module_call(module: torch.nn.Module, input: torch.Tensor, steady_class: type,
+                 call: Callable) -> torch.Tensor:
+    """A module's call on ``input`` with its parameters: straight to its steady call (of
+    ``steady_class``) where it keeps one that reads the same (_steady_key), else
+    ``call(x, weight, bias)``, the checked call (``(a, output)``), whose forward replay
+    (``steady_class.kept_forward``), where it ran by one, is then kept as a steady call
+    (see module_conv_transpose)."""
     x, weight, bias = _autocast(input, module.weight, module.bias)
     key = steadies = None
     if x.is_cuda and _eager(x, weight, bias):   # (others take the custom op: see _run)
@@ -1637,19 +1678,15 @@ def module_conv_transpose(module: torch.nn.Module, input: torch.Tensor) -> torch
                     return steady.with_node(node, x, weight, bias, *key[:2],
                                             _needs_grad(x, weight, bias))
             return _applied(steady.a, x, weight, bias, steady.replay.graphed, steady.backward)
-    nd = len(module.kernel_size)
-    a = conv_transpose_args(f"conv_transpose{nd}d", nd, x, weight, bias, module.stride,
-                            module.padding, module.output_padding, module.groups, module.dilation)
-    out = _run_conv_transpose(a, x, weight, bias)
+    a, out = call(x, weight, bias)
     if key is not None:
-        replay = _replays.get(_replay_key(a, None, x.unsqueeze(0) if a.unbatched else x,
-                                          weight, bias))
+        replay = steady_class.kept_forward(a, x.unsqueeze(0) if a.unbatched else x, weight, bias)
         if replay is not None:
             if steadies is None:
                 steadies = _steady[module] = {}
             elif len(steadies) >= MAX_STEADY:
                 steadies.clear()
-            steadies[key] = _Steady(a, replay)
+            steadies[key] = steady_class(a, replay)
     return out
 
 
@@ -1981,10 +2018,71 @@ def _conv(nd: int, input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
           groups: int) -> torch.Tensor:
     input, weight, bias = _autocast(input, weight, bias)
     a = conv_args(f"conv{nd}d", nd, input, weight, bias, stride, padding, dilation, groups)
+    return _run_conv(a, input, weight, bias, padding == "same")
+
+
+def _run_conv(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
+              bias: Optional[torch.Tensor], same: bool) -> torch.Tensor:
+    """The checked convolution ``a`` on tensors already autocast (``same``: its padding
+    was "same")."""
     g = a.geometry
     return _run(a, input, weight, bias, _conv_forward, _conv_backward, _conv_op,
-                lambda: (list(g.stride), list(g.padding), list(g.dilation), groups,
-                         padding == "same"))
+                lambda: (list(g.stride), list(g.padding), list(g.dilation), a.groups, same))
+
+
+# Whether a gemmconv.nn.Conv1d/2d/3d keeps its CUDA calls that ran by replays as steady
+# calls (module_conv: the C++ node's forward and backward graphs, as the transposed
+# modules'). Off until test_cuda_replay's steady tests of convolutions have run on a GPU
+# (session 76 built it after its last device call): its backward graph is
+# _ConvBackwardReplay's (GRAPHED_CONV_BACKWARD); without it the node calls Python.
+STEADY_CONVOLUTIONS = False
+
+
+class _SteadyConvolution(_Steady):
+    """A convolution module's steady call (module_conv): a _Steady whose gradients are
+    _conv_backward's (None for those not asked) and whose replays are the convolution's."""
+    __slots__ = ()
+    NAME = "gemmconv::ConvolutionBackward"
+
+    @property
+    def output_shape(self) -> tuple:
+        return self.a.input_shape   # (a convolution's output: its adjoint's input)
+
+    @staticmethod
+    def gradients(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                  a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+        grads = _conv_backward(grad_out, x, weight, a, need)
+        return [g if asked else None for g, asked in zip(grads, need)]
+
+    @staticmethod
+    def kept_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    a: ConvTransposeArgs, need: List[bool]) -> Optional[_ConvBackwardReplay]:
+        return _conv_backward_replays.get(_backward_key(a, need, None, x, weight, grad_out))
+
+    @staticmethod
+    def kept_forward(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor,
+                     bias: Optional[torch.Tensor]):
+        return _conv_replays.get(_replay_key(a, None, x, weight, bias))
+
+
+def module_conv(module: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
+                bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """The call of ``module`` (a gemmconv.nn.Conv1d/2d/3d, padding mode "zeros") on
+    ``input`` with ``weight`` and ``bias`` (as torch's _conv_forward gets them): as
+    ``conv{nd}d`` with the module's settings; where STEADY_CONVOLUTIONS and they are the
+    module's own parameters, by its steady calls as module_conv_transpose's are
+    (_SteadyConvolution)."""
+    nd = len(module.kernel_size)
+    if not (STEADY_CONVOLUTIONS and weight is module.weight and bias is module.bias):
+        return _conv(nd, input, weight, bias, module.stride, module.padding, module.dilation,
+                     module.groups)
+
+    def call(x: torch.Tensor, weight: torch.Tensor,
+             bias: Optional[torch.Tensor]) -> Tuple[ConvTransposeArgs, torch.Tensor]:
+        a = conv_args(f"conv{nd}d", nd, x, weight, bias, module.stride, module.padding,
+                      module.dilation, module.groups)
+        return a, _run_conv(a, x, weight, bias, module.padding == "same")
+    return _module_call(module, input, _SteadyConvolution, call)
 
 
 def conv1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,

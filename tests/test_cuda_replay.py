@@ -11,6 +11,7 @@ from gemmconv import _node, cases, depthwise, gemm, graphs, ops
 from gemmconv import channels_last as cl
 from gemmconv.bench import reference as reference64
 from helpers import OURS, generator, layout_tensors, output_gradient, poison_allocator, rel_error
+from test_reuse import CONV, CONV_LAYER_IDS, CONV_LAYER_PARAMS, _conv_kwargs, _layer_tensors
 
 pytestmark = pytest.mark.cuda
 CUDA = "cuda"
@@ -286,6 +287,70 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
     finally:
         graphs.set_graph_memory_limit(limit)
         graphs.forget()   # (the keys let go would never be captured again)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
+def test_a_steady_convolution_step_runs_without_python(monkeypatch, case, layout, dtype):
+    """With ops.STEADY_CONVOLUTIONS and ops.GRAPHED_CONV_BACKWARD, a gemmconv.nn.Conv1d/2d/3d
+    keeps its calls as steady ones (ops._SteadyConvolution): once its graphs are kept
+    (the small layers'), a training step launches the forward's and the backward's from
+    the C++ node with no Python backward, and gives the functional call's results bit for
+    bit (the freed blocks poisoned); the node is named for the convolution. With graphs
+    paused, the node runs the Python backward, with the same results."""
+    monkeypatch.setattr(ops, "STEADY_CONVOLUTIONS", True)
+    monkeypatch.setattr(ops, "GRAPHED_CONV_BACKWARD", True)
+    assert _node.load() is not None, "the extension builds on a CUDA machine"
+    x, w, b = _layer_tensors(case, "steady" + str(dtype), layout, dtype, CUDA)
+    module = getattr(gemmconv.nn, f"Conv{case.nd}d")(
+        case.in_channels, case.out_channels, case.kernel_size, **_conv_kwargs(case),
+        bias=b is not None, device=CUDA, dtype=dtype)
+    with torch.no_grad():
+        module.weight.copy_(w)
+        if b is not None:
+            module.bias.copy_(b)
+    if layout == "channels_last":
+        module.to(memory_format=cl.memory_format(x.dim()))
+    leaves = [x.requires_grad_(), *module.parameters()]
+    with torch.no_grad():   # (the functional call: the module's first is steps' below)
+        shape = CONV[case.nd][1](x, w, b, **_conv_kwargs(case)).shape
+    grad_out = torch.randn(shape, generator=generator(case.name, "steady"),
+                           dtype=torch.float64).to(CUDA, dtype)
+    if layout == "channels_last":
+        grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
+    out = CONV[case.nd][1](x, module.weight, module.bias, **_conv_kwargs(case))
+    functional = [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
+    calls = []
+    backward = ops._SteadyConvolution.backward
+    monkeypatch.setattr(ops._SteadyConvolution, "backward",
+                        lambda self, *args: calls.append(1) or backward(self, *args))
+
+    def steps(n, steady=True):
+        calls.clear()
+        for _ in range(n):
+            poison_allocator(x.numel() * x.element_size())
+            out = module(x)
+            assert (out.grad_fn.name() == "gemmconv::ConvolutionBackward") == steady
+            grads = torch.autograd.grad(out, leaves, grad_out)
+            assert all(torch.equal(o, f) for o, f in zip([out, *grads], functional))
+            del out, grads   # (nothing of a step outlives it, as in a training loop)
+        return len(calls)
+    steps(1, steady=False)   # (the module's first call: checked and planned)
+    steps(8)
+    steady = next(iter(ops._steady[module].values()))
+    assert isinstance(steady, ops._SteadyConvolution)
+    node = _node.load()
+    if case is not cases.CONV_LAYERS[-1]:
+        assert steady.table.forward_graphs() > 0 and len(steady.table) > 0, \
+            "the small layers' forward and backward graphs are kept"
+        node.reset_outcomes()
+        assert steps(3) == 0, f"steady steps run no Python backward: {node.outcomes()}"
+        assert node.outcomes()["launched"] == 3
+        assert node.forwards() == {"launched": 3, "in Python": 0}
+    node.reset_outcomes()
+    with graphs.paused():
+        assert steps(2) == 2
+    assert node.forwards() == {"launched": 0, "in Python": 2}
 
 
 @pytest.mark.parametrize("case", [c for c in cases.MODEL_LAYERS if c.nd > 1], ids=lambda c: c.name)

@@ -67,6 +67,63 @@ def test_the_nodes_gradients_are_the_python_functions(node, case, unbatched):
         assert all(rel_error(o, ref) < 1e-4 for o, ref in zip(ours, refs))
 
 
+class _ConvForward:
+    """A convolution's steady forward replay, on the CPU: the forward itself."""
+    @staticmethod
+    def graphed(x, weight, bias, a):
+        return ops._conv_forward(x, weight, bias, a)
+
+
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("case", cases.CONV_LAYERS[:-1], ids=lambda c: c.name)
+def test_a_convolutions_node_gives_its_functional_calls_gradients(node, case, unbatched):
+    """A convolution module's steady call (ops._SteadyConvolution, as ops.module_conv keeps
+    it): output and gradients through the node are gemmconv.conv{nd}d's bit for bit, and
+    torch's float64 ones; its grad_fn is named for the convolution."""
+    from test_reuse import CONV, _conv_kwargs, _layer_tensors
+    from gemmconv.shapes import conv_args
+    x, w, b = _layer_tensors(case, "node", "planar")
+    x = x[0] if unbatched else x
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    kw = _conv_kwargs(case)
+    a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **kw)
+    out = ops._SteadyConvolution(a, _ConvForward()).with_node(node, x, w, b, 0, 0)
+    node_fn = out.grad_fn.next_functions[0][0] if unbatched else out.grad_fn   # (a squeeze)
+    assert node_fn.name() == "gemmconv::ConvolutionBackward"
+    grad_out = torch.randn(out.shape, generator=generator(case.name, "grad", unbatched),
+                           dtype=torch.float64)
+    ours = [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
+    functional = CONV[case.nd][1](x, w, b, **kw)
+    theirs = [functional.detach(), *torch.autograd.grad(functional, leaves, grad_out)]
+    assert all(torch.equal(o, t) for o, t in zip(ours, theirs))
+    torchs = CONV[case.nd][0](x, w, b, **kw)
+    refs = [torchs.detach(), *torch.autograd.grad(torchs, leaves, grad_out)]
+    assert all(rel_error(o, ref) < 1e-12 for o, ref in zip(ours, refs))
+
+
+@pytest.mark.parametrize("kind", ["transposed", "convolution"])
+def test_a_steady_backward_given_no_output_gradient_takes_zeros(kind):
+    """Where autograd hands the node no output gradient, the Python backward takes zeros of
+    the batched output's shape (the node saves the batched input), for an unbatched call
+    too: every gradient zero."""
+    if kind == "transposed":
+        case = cases.MODEL_LAYERS[1]
+        x, w, b = _leaves(case, unbatched=True)
+        steady = _steady(case, x, w, b)
+    else:
+        from test_reuse import _conv_kwargs, _layer_tensors
+        from gemmconv.shapes import conv_args
+        case = cases.CONV_LAYERS[0]
+        x, w, b = _layer_tensors(case, "no-gradient", "planar")
+        x = x[0]
+        a = conv_args("conv2d", 2, x, w, b, **_conv_kwargs(case))
+        steady = ops._SteadyConvolution(a, _ConvForward())
+    grads = ops._steady_backward(steady, None, x.detach().unsqueeze(0), w.detach(),
+                                 (True, True, True))
+    assert [g.shape for g in grads] == [x.unsqueeze(0).shape, w.shape, b.shape]
+    assert all(not g.any() for g in grads)
+
+
 def test_the_node_asks_only_for_the_gradients_autograd_needs(node, monkeypatch):
     """A gradient autograd does not ask for is not computed (None to the Python backward's
     mask), and a bias-less call has no bias edge."""

@@ -311,6 +311,36 @@ def test_nn_is_a_one_line_replacement_for_torch_nn():
     assert rel_error(model(x), _model()(x)) < 1e-12
 
 
+@pytest.mark.parametrize("steady", [False, True], ids=["functional", "steady-switch"])
+@pytest.mark.parametrize("case", cases.CONV_LAYERS[:-1], ids=lambda c: c.name)
+def test_conv_modules_compute_their_functional_call(monkeypatch, case, steady):
+    """gemmconv.nn.Conv1d/2d/3d (ops.module_conv), with ops.STEADY_CONVOLUTIONS either way:
+    output and gradients the functional call's bit for bit, for "same" padding too (the
+    module's settings reach the checked call); on the CPU no call is kept as steady."""
+    from gemmconv import ops
+    monkeypatch.setattr(ops, "STEADY_CONVOLUTIONS", steady)
+    x, w, b = _layer_tensors(case, "module", "planar")
+    kwargs = _conv_kwargs(case)
+    for padding in (kwargs["padding"], "same") if set(case.stride) == {1} else (kwargs["padding"],):
+        kw = {**kwargs, "padding": padding}
+        module = getattr(gemmconv.nn, f"Conv{case.nd}d")(
+            case.in_channels, case.out_channels, case.kernel_size, **kw, bias=b is not None,
+            dtype=torch.float64)
+        with torch.no_grad():
+            module.weight.copy_(w)
+            if b is not None:
+                module.bias.copy_(b)
+        leaves = [x.requires_grad_(), *module.parameters()]
+        out = module(x)
+        functional = CONV[case.nd][1](x, module.weight, module.bias, **kw)
+        grad = torch.randn(out.shape, generator=generator(case.name, "module"), dtype=torch.float64)
+        ours = [out, *torch.autograd.grad(out, leaves, grad)]
+        theirs = [functional, *torch.autograd.grad(functional, leaves, grad)]
+        assert all(torch.equal(o, t) for o, t in zip(ours, theirs))
+        assert rel_error(out, CONV[case.nd][0](x, module.weight, module.bias, **kw)) < 1e-12
+    assert not ops._steady
+
+
 def test_torch_compile_fullgraph_has_no_graph_break():
     model = gemmconv.convert(_model(), types=(torch.nn.Conv2d, torch.nn.ConvTranspose2d))
     unfold = gemmconv.nn.Unfold((2, 2), stride=2)
