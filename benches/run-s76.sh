@@ -17,6 +17,9 @@
 #      ops.STEADY_CONVOLUTIONS): their tests, the other convolution graph tests and the
 #      transposed modules' steady tests (the steady path is shared now), then
 #      conv_wgrad_replay_probe.py (with the graphed backward) in four precisions and layouts.
+#   S (about 400 s, after N passes): the zoo's VAE decoder and U-Net (their 3x3
+#      convolutions) with both switches on, patched in for this process alone, then with
+#      the defaults, side by side in one call.
 #   F (about 450 s): the zoo's fcn and depthwise, then the four tables as far as time goes.
 source benches/run-lib.sh "$1"
 case "$1" in
@@ -46,6 +49,16 @@ N) gpu
   for d in float32 bfloat16; do for l in planar channels_last; do
     probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
   done; done ;;
+S) gpu
+  node
+  switched() {   # zoo_model with ops.GRAPHED_CONV_BACKWARD and ops.STEADY_CONVOLUTIONS on
+    timeout $2 python3 -c "import runpy, sys
+import gemmconv.ops as o; o.GRAPHED_CONV_BACKWARD = o.STEADY_CONVOLUTIONS = True
+sys.argv = ['gemmconv', 'bench', '--models', '--model', '$1']
+runpy.run_module('gemmconv', run_name='__main__')" > $O/$1-switched.log 2>&1
+    grep -A14 "^model " $O/$1-switched.log | grep -v "^---"; }
+  switched vae-decoder 80; zoo_model vae-decoder 80
+  switched unet2d 120; zoo_model unet2d 120 ;;
 F) gpu
   node
   zoo_model fcn 120; zoo_model depthwise 90
