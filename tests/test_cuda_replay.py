@@ -169,13 +169,19 @@ def _module_and_leaves(case, layout, dtype):
     module = getattr(gemmconv.nn, f"ConvTranspose{case.nd}d")(
         case.in_channels, case.out_channels, case.kernel_size, bias=case.bias,
         **case.kwargs).to(CUDA, dtype)
+    return _holding(module, w, b, layout), x.requires_grad_()
+
+
+def _holding(module, w, b, layout):
+    """``module`` holding ``w`` and ``b`` as its parameters, channels_last where ``layout``
+    says."""
     with torch.no_grad():
         module.weight.copy_(w)
         if b is not None:
             module.bias.copy_(b)
     if layout == "channels_last":
-        module.to(memory_format=cl.memory_format(x.dim()))
-    return module, x.requires_grad_()
+        module.to(memory_format=cl.memory_format(w.dim()))
+    return module
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -224,6 +230,49 @@ def test_a_module_call_like_its_last_skips_the_checks_and_lookups(monkeypatch, c
             assert rel_error(ours, ref) < tolerance
 
 
+def _counted_steps(monkeypatch, steady_class, module, x, leaves, grad_out, expected):
+    """``steps(n, steady=True)``: ``n`` training steps of ``module`` on ``x``, each output
+    and gradient (of ``leaves``, for ``grad_out``) checked bit for bit against
+    ``expected``, the freed blocks poisoned, the output's node ``steady_class``'s where
+    ``steady``; it returns how many Python backwards (``steady_class.backward``) ran."""
+    calls = []
+    backward = steady_class.backward
+    monkeypatch.setattr(steady_class, "backward",
+                        lambda self, *args: calls.append(1) or backward(self, *args))
+
+    def steps(n, steady=True):
+        calls.clear()
+        for _ in range(n):
+            poison_allocator(x.numel() * x.element_size())
+            out = module(x)
+            assert (out.grad_fn.name() == steady_class.NAME) == steady
+            grads = torch.autograd.grad(out, leaves, grad_out)
+            assert all(torch.equal(o, f) for o, f in zip([out, *grads], expected))
+            # Nothing of a step outlives it, as in a training loop: the next step's tensors
+            # take the same blocks. (Session 51's run E kept them one step longer: the
+            # addresses took turns, and 11 of 20 configurations still ran Python some steps.)
+            del out, grads
+        return len(calls)
+    return steps
+
+
+def _assert_steps_launch_from_cpp(steps, steady):
+    """Where ``steady``'s table keeps backward graphs, three of ``steps`` (_counted_steps)
+    launch them and the forward's from the C++ node with no Python backward; with graphs
+    paused, two run the forward and the backward in Python."""
+    node = _node.load()
+    if len(steady.table):
+        node.reset_outcomes()
+        assert steps(3) == 0, f"steady steps run no Python backward: {node.outcomes()}"
+        assert node.outcomes()["launched"] == 3
+        assert node.forwards() == {"launched": 3, "in Python": 0}
+    node.reset_outcomes()
+    with graphs.paused():
+        assert steps(2) == 2
+    assert node.outcomes()["graphs paused"] == (2 if len(steady.table) else 0)
+    assert node.forwards() == {"launched": 0, "in Python": 2}
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", cases.MODEL_LAYERS, ids=lambda c: c.name)
@@ -245,41 +294,14 @@ def test_a_steady_training_step_runs_its_backward_without_python(monkeypatch, ca
     tolerance = 5e-3 if dtype == torch.float32 else 3e-2
     refs = reference64(case, x, module.weight, module.bias, grad_out.double())
     assert all(rel_error(f, ref) < tolerance for f, ref in zip(functional, refs))
-    calls = []
-    backward = ops._Steady.backward
-    monkeypatch.setattr(ops._Steady, "backward",
-                        lambda self, *args: calls.append(1) or backward(self, *args))
-
-    def steps(n, steady=True):
-        calls.clear()
-        for _ in range(n):
-            poison_allocator(x.numel() * x.element_size())
-            out = module(x)
-            assert (out.grad_fn.name() == "gemmconv::ConvTransposeBackward") == steady
-            grads = torch.autograd.grad(out, leaves, grad_out)
-            assert all(torch.equal(o, f) for o, f in zip([out, *grads], functional))
-            # Nothing of a step outlives it, as in a training loop: the next step's tensors
-            # take the same blocks. (Session 51's run E kept them one step longer: the
-            # addresses took turns, and 11 of 20 configurations still ran Python some steps.)
-            del out, grads
-        return len(calls)
+    steps = _counted_steps(monkeypatch, ops._Steady, module, x, leaves, grad_out, functional)
     steps(1, steady=False)   # (the module's first call: checked and planned)
     steps(8)
     steady = next(iter(ops._steady[module].values()))
     if layout == "channels_last" or ops._samples_inner(case.batch, math.prod(case.size)):
         assert steady.backwards and len(steady.table) > 0, "the zoo's layers' graphs are kept"
-    node = _node.load()
     assert steady.table.forward_graphs() > 0, "the zoo's layers' forwards are graphed"
-    if len(steady.table):
-        node.reset_outcomes()
-        assert steps(3) == 0, f"steady steps run no Python backward: {node.outcomes()}"
-        assert node.outcomes()["launched"] == 3
-        assert node.forwards() == {"launched": 3, "in Python": 0}
-    node.reset_outcomes()
-    with graphs.paused():
-        assert steps(2) == 2
-    assert node.outcomes()["graphs paused"] == (2 if len(steady.table) else 0)
-    assert node.forwards() == {"launched": 0, "in Python": 2}
+    _assert_steps_launch_from_cpp(steps, steady)
     limit = graphs.get_graph_memory_limit()
     try:
         graphs.set_graph_memory_limit(0)   # lets every graph go
@@ -302,15 +324,9 @@ def test_a_steady_convolution_step_runs_without_python(monkeypatch, case, layout
     monkeypatch.setattr(ops, "GRAPHED_CONV_BACKWARD", True)
     assert _node.load() is not None, "the extension builds on a CUDA machine"
     x, w, b = _layer_tensors(case, "steady" + str(dtype), layout, dtype, CUDA)
-    module = getattr(gemmconv.nn, f"Conv{case.nd}d")(
+    module = _holding(getattr(gemmconv.nn, f"Conv{case.nd}d")(
         case.in_channels, case.out_channels, case.kernel_size, **_conv_kwargs(case),
-        bias=b is not None, device=CUDA, dtype=dtype)
-    with torch.no_grad():
-        module.weight.copy_(w)
-        if b is not None:
-            module.bias.copy_(b)
-    if layout == "channels_last":
-        module.to(memory_format=cl.memory_format(x.dim()))
+        bias=b is not None, device=CUDA, dtype=dtype), w, b, layout)
     leaves = [x.requires_grad_(), *module.parameters()]
     with torch.no_grad():   # (the functional call: the module's first is steps' below)
         shape = CONV[case.nd][1](x, w, b, **_conv_kwargs(case)).shape
@@ -320,37 +336,16 @@ def test_a_steady_convolution_step_runs_without_python(monkeypatch, case, layout
         grad_out = grad_out.contiguous(memory_format=cl.memory_format(x.dim()))
     out = CONV[case.nd][1](x, module.weight, module.bias, **_conv_kwargs(case))
     functional = [out.detach(), *torch.autograd.grad(out, leaves, grad_out)]
-    calls = []
-    backward = ops._SteadyConvolution.backward
-    monkeypatch.setattr(ops._SteadyConvolution, "backward",
-                        lambda self, *args: calls.append(1) or backward(self, *args))
-
-    def steps(n, steady=True):
-        calls.clear()
-        for _ in range(n):
-            poison_allocator(x.numel() * x.element_size())
-            out = module(x)
-            assert (out.grad_fn.name() == "gemmconv::ConvolutionBackward") == steady
-            grads = torch.autograd.grad(out, leaves, grad_out)
-            assert all(torch.equal(o, f) for o, f in zip([out, *grads], functional))
-            del out, grads   # (nothing of a step outlives it, as in a training loop)
-        return len(calls)
+    steps = _counted_steps(monkeypatch, ops._SteadyConvolution, module, x, leaves, grad_out,
+                           functional)
     steps(1, steady=False)   # (the module's first call: checked and planned)
     steps(8)
     steady = next(iter(ops._steady[module].values()))
     assert isinstance(steady, ops._SteadyConvolution)
-    node = _node.load()
     if case is not cases.CONV_LAYERS[-1]:
         assert steady.table.forward_graphs() > 0 and len(steady.table) > 0, \
             "the small layers' forward and backward graphs are kept"
-        node.reset_outcomes()
-        assert steps(3) == 0, f"steady steps run no Python backward: {node.outcomes()}"
-        assert node.outcomes()["launched"] == 3
-        assert node.forwards() == {"launched": 3, "in Python": 0}
-    node.reset_outcomes()
-    with graphs.paused():
-        assert steps(2) == 2
-    assert node.forwards() == {"launched": 0, "in Python": 2}
+    _assert_steps_launch_from_cpp(steps, steady)
 
 
 @pytest.mark.parametrize("case", [c for c in cases.MODEL_LAYERS if c.nd > 1], ids=lambda c: c.name)
