@@ -16,7 +16,8 @@
 #      convolution modules' steady calls (ops._SteadyConvolution, off:
 #      ops.STEADY_CONVOLUTIONS): their tests, the other convolution graph tests and the
 #      transposed modules' steady tests (the steady path is shared now), then
-#      conv_wgrad_replay_probe.py (with the graphed backward) in four precisions and layouts.
+#      conv_wgrad_replay_probe.py (with the graphed backward) in four precisions and layouts,
+#      and what its backward holds against its graph's bound (conv_backward_bytes_probe.py).
 #   S (about 400 s, after N passes): the zoo's VAE decoder and U-Net (their 3x3
 #      convolutions) with both switches on, patched in for this process alone, then with
 #      the defaults, side by side in one call.
@@ -48,7 +49,8 @@ N) gpu
     "replay:3:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last"
   for d in float32 bfloat16; do for l in planar channels_last; do
     probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
-  done; done ;;
+  done; done
+  probe 60 conv-backward-bytes conv_backward_bytes_probe.py ;;
 S) gpu
   node
   switched() {   # zoo_model with ops.GRAPHED_CONV_BACKWARD and ops.STEADY_CONVOLUTIONS on
