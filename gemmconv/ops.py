@@ -1174,14 +1174,18 @@ def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
 
 
 def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                      a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
+                      a: ConvTransposeArgs, need: List[bool],
+                      grads: Optional[List[Optional[torch.Tensor]]] = None
+                      ) -> List[Optional[torch.Tensor]]:
     """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward,
-    _GraphedBackward: its gradients allocated by _new_gradients in its layout, then written
-    by its ``run``), launched as a CUDA graph where one is kept for these tensors'
-    addresses (graphs.py), if its ``graph_bytes(grad_out, x, weight, a)`` (the memory a
-    graph of the call takes while it runs) fits the graph memory limit."""
+    _GraphedBackward, _ConvBackwardReplay: its gradients ``grads``, by default allocated
+    by _new_gradients in its layout, then written by its ``run``), launched as a CUDA
+    graph where one is kept for these tensors' addresses (graphs.py), if its
+    ``graph_bytes(grad_out, x, weight, a)`` (the memory a graph of the call takes while it
+    runs) fits the graph memory limit."""
     from . import _cuda
-    grads = _new_gradients(x, weight, a, need, replay.interleaved)
+    if grads is None:
+        grads = _new_gradients(x, weight, a, need, replay.interleaved)
     addresses = _backward_addresses(grad_out, x, weight, grads)
     run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
     nbytes = lambda: replay.graph_bytes(grad_out, x, weight, a)   # noqa: E731
@@ -1918,15 +1922,8 @@ class _ConvBackwardReplay(NamedTuple):
     def graphed(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
         """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
-        from . import _cuda
-        grads = self.gradients(grad_output, input, weight, need)
-        addresses = _backward_addresses(grad_output, input, weight, grads)
-        run = lambda: self.run(grad_output, input, weight, a, need, grads)   # noqa: E731
-        nbytes = lambda: self.graph_bytes(grad_output, input, weight, a)   # noqa: E731
-        if not graphs.launch(self, addresses, run, nbytes, input.device,
-                             _cuda.raw_stream(input.device)):
-            run()
-        return grads
+        return _graphed_backward(self, grad_output, input, weight, a, need,
+                                 self.gradients(grad_output, input, weight, need))
 
     def graph_bytes(self, grad_output: torch.Tensor, input: torch.Tensor,
                     weight: torch.Tensor, a: ConvTransposeArgs) -> int:

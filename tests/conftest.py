@@ -14,9 +14,9 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def fresh_replays(monkeypatch):
     """Each test starts with no replays kept (ops._replays, ops._backward_replays,
-    ops._conv_replays, ops._conv_backward_replays, a module's ops._steady) and no graphs of them (graphs.py): a replay
-    keeps its first call's route, which a test's patched cost model or routes would not
-    reach otherwise."""
+    ops._conv_replays, ops._conv_backward_replays, a module's ops._steady) and no graphs
+    of them (graphs.py): a replay keeps its first call's route, which a test's patched
+    cost model or routes would not reach otherwise."""
     import weakref
     from gemmconv import graphs, ops
     monkeypatch.setattr(ops, "_replays", {})
