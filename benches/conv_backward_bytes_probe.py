@@ -11,9 +11,8 @@ import torch
 
 from gemmconv import graphs, ops
 from gemmconv.shapes import conv_args
-from vae_convolutions import LAYERS, tensors
+from vae_convolutions import LAYERS, gradient, tensors
 
-device = torch.device("cuda")
 ops.GRAPHED_CONV_BACKWARD = True
 print("MiB held by a backward launched one by one, against its graph's bound")
 for cin, cout, side in LAYERS:
@@ -21,14 +20,12 @@ for cin, cout, side in LAYERS:
         for layout in ("planar", "channels_last"):
             x, w, b = tensors(cin, cout, side, dtype, layout)
             leaves = [t.requires_grad_() for t in (x, w, b)]
-            grad = torch.randn(16, cout, side, side, device=device, dtype=dtype)
-            if layout == "channels_last":
-                grad = grad.contiguous(memory_format=torch.channels_last)
+            grad = gradient(cout, side, dtype, layout)
             a = conv_args("conv2d", 2, x, w, b, 1, 1, 1, 1)
             ops._conv_backward_replays.clear()
             held = []
 
-            def measured(owner, addresses, run, nbytes, device_, stream):
+            def measured(owner, addresses, run, nbytes, device, stream):
                 if not isinstance(owner, ops._ConvBackwardReplay):
                     return False
                 torch.cuda.synchronize()

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmconv
-from vae_convolutions import tensors
+from vae_convolutions import gradient, tensors
 
 DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
 LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
@@ -48,9 +48,7 @@ for cin, cout, side in [(512, 512, 8), (64, 64, 64)]:
     x, w, b = tensors(cin, cout, side, DTYPE, LAYOUT)
     for t in (x, w, b):
         t.requires_grad_()
-    grad = torch.randn(16, cout, side, side, device="cuda", dtype=DTYPE)
-    if LAYOUT == "channels_last":
-        grad = grad.contiguous(memory_format=torch.channels_last)
+    grad = gradient(cout, side, DTYPE, LAYOUT)
     print(f"== conv {cin}->{cout} {side}x{side} {DTYPE} {LAYOUT}")
     for name, conv in (("torch", F.conv2d), ("gemmconv", gemmconv.conv2d)):
         step = step_of(conv, x, w, b, grad)

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 import gemmconv
 from gemmconv import ops
 from gemmconv.measure import timers
-from vae_convolutions import LAYERS, tensors
+from vae_convolutions import LAYERS, gradient, tensors
 
 DTYPE = getattr(torch, sys.argv[1] if len(sys.argv) > 1 else "float32")
 LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "planar"
@@ -44,10 +44,7 @@ print(f"{DTYPE} {LAYOUT}; ms a training step (speedup over torch), weight gradie
 for cin, cout, side in LAYERS:
     x, w, b = tensors(cin, cout, side, DTYPE, LAYOUT)
     leaves = [t.requires_grad_() for t in (x, w, b)]
-    grad = torch.randn(16, cout, side, side, device=device,
-                       generator=torch.Generator(device).manual_seed(side)).to(DTYPE)
-    if LAYOUT == "channels_last":
-        grad = grad.contiguous(memory_format=torch.channels_last)
+    grad = gradient(cout, side, DTYPE, LAYOUT)
 
     def step(conv):
         return lambda: torch.autograd.grad(conv(x, w, b, padding=1), leaves, grad)

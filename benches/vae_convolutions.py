@@ -1,5 +1,5 @@
 """The VAE decoder's 3x3 stride-1 convolutions (gemmconv/zoo.py's vae_decoder, batch 16),
-for the probes that time them: ``LAYERS`` and :func:`tensors`."""
+for the probes that time them: ``LAYERS``, :func:`tensors` and :func:`gradient`."""
 import torch
 
 LAYERS = [(512, 512, 8), (256, 256, 16), (128, 128, 32), (64, 64, 64), (32, 32, 128),
@@ -17,3 +17,14 @@ def tensors(cin: int, cout: int, side: int, dtype: torch.dtype, layout: str) -> 
     if layout == "channels_last":
         x = x.contiguous(memory_format=torch.channels_last)
     return x, w, b
+
+
+def gradient(cout: int, side: int, dtype: torch.dtype, layout: str) -> torch.Tensor:
+    """A fresh output gradient ``(16, cout, side, side)`` of one layer on the GPU, seeded by
+    its side, channels_last where ``layout`` says."""
+    device = torch.device("cuda")
+    grad = torch.randn(16, cout, side, side, device=device,
+                       generator=torch.Generator(device).manual_seed(side)).to(dtype)
+    if layout == "channels_last":
+        grad = grad.contiguous(memory_format=torch.channels_last)
+    return grad
