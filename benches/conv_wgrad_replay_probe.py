@@ -1,20 +1,21 @@
 """The VAE decoder's 3x3 convolutions' training steps (gemmconv/zoo.py, batch 16) with
-their backward as ops.py runs it by default (launched one by one, every call), with the
-weight gradient by the transposed convolution's backward replay (``ops._conv_weight_grad``
-with ``ops.CONV_WEIGHT_GRAD_REPLAYED`` on: the same product with the input and the output
-gradient in each other's roles, replayed and graphed), and with the whole backward as one
-CUDA graph (``ops._ConvBackwardReplay``, ``ops.GRAPHED_CONV_BACKWARD`` on), each against
+their backward as ops.py runs it eagerly (launched one by one, every call), with the whole
+backward as one CUDA graph (``ops._ConvBackwardReplay``, ``ops.GRAPHED_CONV_BACKWARD``
+on), and as a ``gemmconv.nn.Conv2d`` module's steady calls (``ops.STEADY_CONVOLUTIONS`` and
+the graphed backward on: the C++ node) against a ``torch.nn.Conv2d``'s, each against
 torch's step in the same run.
 ``PYTHONPATH=. python3 benches/conv_wgrad_replay_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: the milliseconds of a step (forward and the three gradients) by torch
-and by each of the three (median of gemmconv.measure.timers' samples in turns), the
-speedups over torch, and each one's weight gradient's error against float64. Session 74:
-these steps read 0.23-0.58x, their forward and input gradient graphed, the weight
-gradient eager; session 76: the replayed weight gradient 0.50-0.86x where the eager one
-read 0.43-0.92x, and a step's host time about five times its kernels'
-(benches/conv_step_profile.py). The replay may take the fused or depthwise weight gradient
-where the transposed convolution's would (their cost models), so the errors are printed,
-not compared bit for bit."""
+and by each variant (median of gemmconv.measure.timers' samples in turns), the speedups
+over torch's functional step, and each one's weight gradient's error against float64.
+Session 74: these steps read 0.23-0.58x, their forward and input gradient graphed, the
+weight gradient eager; session 76: the weight gradient by the transposed convolution's
+backward replay (``ops.CONV_WEIGHT_GRAD_REPLAYED``) 0.50-0.86x where the eager one read
+0.43-0.92x, and a step's host time about five times its kernels'
+(benches/conv_step_profile.py); session 77: the graphed backward 0.85-1.16x up to 32x32,
+slower than eager beyond, where its bound was over the graphs' limit and it launched its
+copies eagerly. The routes may take the fused or depthwise kernels where their cost models
+send them, so the errors are printed, not compared bit for bit."""
 import sys
 import unittest.mock
 
@@ -48,9 +49,19 @@ for cin, cout, side in LAYERS:
 
     def step(conv):
         return lambda: torch.autograd.grad(conv(x, w, b, padding=1), leaves, grad)
-    calls = {"torch": step(F.conv2d), "eager wgrad": step(gemmconv.conv2d),
-             "replayed wgrad": switched("CONV_WEIGHT_GRAD_REPLAYED", step(gemmconv.conv2d)),
-             "graphed backward": switched("GRAPHED_CONV_BACKWARD", step(gemmconv.conv2d))}
+
+    def module_step(cls):
+        module = cls(cin, cout, 3, padding=1, device=x.device, dtype=DTYPE)
+        with torch.no_grad():
+            module.weight.copy_(w)
+            module.bias.copy_(b)
+        params = [x, module.weight, module.bias]
+        return lambda: torch.autograd.grad(module(x), params, grad)
+    calls = {"torch": step(F.conv2d), "eager": step(gemmconv.conv2d),
+             "graphed backward": switched("GRAPHED_CONV_BACKWARD", step(gemmconv.conv2d)),
+             "torch module": module_step(torch.nn.Conv2d),
+             "steady module": switched("STEADY_CONVOLUTIONS", switched(
+                 "GRAPHED_CONV_BACKWARD", module_step(gemmconv.nn.Conv2d)))}
     leaves64 = [t.detach().double().requires_grad_() for t in leaves]
     want = torch.autograd.grad(F.conv2d(*leaves64, padding=1), leaves64[1], grad.double())[0]
     errors = {name: ((call()[1].double() - want).norm() / want.norm()).item()

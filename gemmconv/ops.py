@@ -1175,22 +1175,28 @@ def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
 
 def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       a: ConvTransposeArgs, need: List[bool],
-                      grads: Optional[List[Optional[torch.Tensor]]] = None
+                      grads: Optional[List[Optional[torch.Tensor]]] = None,
+                      eager: Optional[Callable[[], List[torch.Tensor]]] = None
                       ) -> List[Optional[torch.Tensor]]:
     """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward,
     _GraphedBackward, _ConvBackwardReplay: its gradients ``grads``, by default allocated
     by _new_gradients in its layout, then written by its ``run``), launched as a CUDA
     graph where one is kept for these tensors' addresses (graphs.py), if its
     ``graph_bytes(grad_out, x, weight, a)`` (the memory a graph of the call takes while it
-    runs) fits the graph memory limit."""
+    runs) fits the graph memory limit. Where no graph runs: ``eager()``'s gradients if
+    given (a replay whose ``run`` only copies into ``grads`` what eager launches make),
+    else ``run``'s."""
     from . import _cuda
     if grads is None:
         grads = _new_gradients(x, weight, a, need, replay.interleaved)
     addresses = _backward_addresses(grad_out, x, weight, grads)
     run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
     nbytes = lambda: replay.graph_bytes(grad_out, x, weight, a)   # noqa: E731
-    if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
-        run()
+    if graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
+        return grads
+    if eager is not None:
+        return eager()
+    run()
     return grads
 
 
@@ -1882,11 +1888,12 @@ GRAPHED_CONV_BACKWARD = False
 class _ConvBackwardReplay(NamedTuple):
     """A small CUDA convolution's backward (its forward's columns within
     GRAPHED_CONV_MAX_COLUMNS, as _ConvReplay): :func:`_conv_gradients`, each gradient
-    then copied into one allocated before, launched as one CUDA graph where one is kept.
-    The input gradient's route (any of the transposed convolution's forward routes, some
-    with no replay of their own) and the weight gradient's run as they do eagerly; the
-    copies keep the graph's outputs at addresses the caller gives, one pass over the
-    gradients, which these layers' steps, bound by host time, do not wait for."""
+    then copied into one allocated before, launched as one CUDA graph where one is kept,
+    else eagerly without the copies. The input gradient's route (any of the transposed
+    convolution's forward routes, some with no replay of their own) and the weight
+    gradient's run as they do eagerly; the copies keep the graph's outputs at addresses the
+    caller gives, one pass over the gradients, which these layers' steps, bound by host
+    time, do not wait for."""
     interleaved: bool
     columns: int   # elements of the weight gradient's columns (_ConvReplay's)
 
@@ -1903,11 +1910,13 @@ class _ConvBackwardReplay(NamedTuple):
             a: ConvTransposeArgs, need: List[bool],
             grads: List[Optional[torch.Tensor]]) -> List[Optional[torch.Tensor]]:
         """The gradients ``need`` asks for, written into ``grads`` (as :meth:`gradients`
-        allocates them; None for the others)."""
-        for given, grad in zip(grads, _conv_gradients(grad_output, input, weight, a, need,
-                                                      self.interleaved)):
+        allocates them; None for the others), one after another, so that what one takes is
+        free again before the next starts (:meth:`graph_bytes`)."""
+        for i, given in enumerate(grads):
             if given is not None:
-                given.copy_(grad)
+                alone = [j == i for j in range(len(grads))]
+                given.copy_(_conv_gradients(grad_output, input, weight, a, alone,
+                                            self.interleaved)[i])
         return grads
 
     def gradients(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
@@ -1921,35 +1930,43 @@ class _ConvBackwardReplay(NamedTuple):
 
     def graphed(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept."""
-        return _graphed_backward(self, grad_output, input, weight, a, need,
-                                 self.gradients(grad_output, input, weight, need))
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept; else
+        as :func:`_conv_gradients` makes them (no copies)."""
+        return _graphed_backward(
+            self, grad_output, input, weight, a, need,
+            self.gradients(grad_output, input, weight, need),
+            lambda: _conv_gradients(grad_output, input, weight, a, need, self.interleaved))
 
     def graph_bytes(self, grad_output: torch.Tensor, input: torch.Tensor,
                     weight: torch.Tensor, a: ConvTransposeArgs) -> int:
-        """The memory a graph of this call takes while it runs, at most, as
-        :func:`_conv_gradients` allocates it, each piece's counted whole as if none were
-        freed before the next:
-        - the input gradient's route: two sets of columns as large as the larger of the
-          all-scattering and all-gathering routes' (an im2col's and a GEMM's, where a route
-          mixes them), its output before the copy, and the output gradient, input and
-          weight copied (four times: the flipped, reordered, padded and block-diagonal
-          forms);
-        - the weight gradient's: its columns, the output gradient and input copied again,
-          the sums and partial products in the accumulation dtype (_weight_grad_partials);
-        - the bias gradient's sums (_bias_grad_bytes); two cuBLAS workspaces."""
+        """The memory a graph of this call takes while it runs, at most: the most that one
+        of :meth:`run`'s gradients takes (each is freed before the next starts), each
+        piece of it counted whole as if none were freed before the next, and two cuBLAS
+        workspaces:
+        - the input gradient's: its route's columns, its output, and the output gradient
+          and weight copied (the weight four times: the flipped, reordered, padded and
+          block-diagonal forms). Any split of the taps (shapes.Split) holds ``C_a K_a +
+          C_b K_b`` rows a position where ``K_a K_b`` is the taps, at most ``C (K + 1)``
+          for the larger channel count ``C`` (its channels padded to 16-byte units, as
+          channels_last routes may) over the larger of the input's and output's positions;
+        - the weight gradient's: its columns, the output gradient and input copied, its
+          output, and the sums and partial products in the accumulation dtype
+          (_weight_grad_partials);
+        - the bias gradient's sums (_bias_grad_bytes)."""
         g, groups, cells = a.geometry, a.groups, math.prod(a.grid)
+        size, unit = input.element_size(), max(1, 16 // input.element_size())
+        channels = -(-max(a.in_channels, a.out_channels) // unit) * unit
         spans = math.prod(max(i, o) for i, o in zip(a.grid, a.image))
-        routes = 2 * a.batch * g.taps * max(a.in_channels, a.out_channels) * spans
-        elements = routes + self.columns + 2 * (grad_output.numel() + input.numel()) + \
-            input.numel() + 5 * weight.numel()
+        route = a.batch * channels * (g.taps + 1) * spans
         cin = a.in_channels // groups
         dense = gemm.dense_groups(input.dtype, True, groups, cin)
         acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
                                                      cells, dense)
-        return elements * input.element_size() + \
-            acc * cols.accumulation_dtype(input.dtype).itemsize + \
-            _bias_grad_bytes(grad_output) + 2 * gemm.LT_WORKSPACE
+        input_grad = route + grad_output.numel() + input.numel() + 4 * weight.numel()
+        weight_grad = self.columns + grad_output.numel() + input.numel() + weight.numel()
+        return max(input_grad * size,
+                   weight_grad * size + acc * cols.accumulation_dtype(input.dtype).itemsize,
+                   _bias_grad_bytes(grad_output)) + 2 * gemm.LT_WORKSPACE
 
 
 # Convolutions' backward replays by call, as _backward_replays.

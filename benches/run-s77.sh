@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 77's device calls, after run-s76.sh N (the graphed convolution backward's tests
+# passed; it won up to 32x32 and lost beyond, where its bound was over the graphs' limit
+# and it launched its copies eagerly) and S (the zoo with both switches on: no change).
+#   A (about 280 s): the convolution backward bound tightened (the most one gradient takes,
+#      not their sum; a split's columns, not two sets of the largest) and its eager
+#      fallback without copies: test_cuda_graphs' convolution tests and test_cuda_replay's
+#      steady tests, conv_wgrad_replay_probe.py (eager, graphed backward, the steady
+#      module) in four precisions and layouts, conv_backward_bytes_probe.py, then the zoo's
+#      VAE decoder with both switches on and with the defaults.
+source benches/run-lib.sh "$1"
+switched() {   # zoo_model with ops.GRAPHED_CONV_BACKWARD and ops.STEADY_CONVOLUTIONS on
+  timeout $2 python3 -c "import runpy, sys
+import gemmconv.ops as o; o.GRAPHED_CONV_BACKWARD = o.STEADY_CONVOLUTIONS = True
+sys.argv = ['gemmconv', 'bench', '--models', '--model', '$1']
+runpy.run_module('gemmconv', run_name='__main__')" > $O/$1-switched.log 2>&1
+  grep -A14 "^model " $O/$1-switched.log | grep -v "^---"; }
+case "$1" in
+A) gpu
+  node
+  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution" \
+    "replay:3:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last"
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
+  done; done
+  probe 60 conv-backward-bytes conv_backward_bytes_probe.py
+  switched vae-decoder 80; zoo_model vae-decoder 80 ;;
+esac
