@@ -8,6 +8,11 @@
 #      steady tests, conv_wgrad_replay_probe.py (eager, graphed backward, the steady
 #      module) in four precisions and layouts, conv_backward_bytes_probe.py, then the zoo's
 #      VAE decoder with both switches on and with the defaults.
+#   B (about 420 s; after A: both switches on by default, the graphed test's stride check
+#      on the graph's gradients alone): the CUDA tests reaching convolutions on the new
+#      defaults (test_cuda_graphs, test_cuda_replay, test_cuda_reuse whole; test_cuda's and
+#      test_cuda_channels_last's convolution and module tests), then the zoo's VAE decoder
+#      (with its per-layer reports) and 2-D U-Net (without) on the defaults.
 source benches/run-lib.sh "$1"
 switched() {   # zoo_model with ops.GRAPHED_CONV_BACKWARD and ops.STEADY_CONVOLUTIONS on
   timeout $2 python3 -c "import runpy, sys
@@ -25,4 +30,12 @@ A) gpu
   done; done
   probe 60 conv-backward-bytes conv_backward_bytes_probe.py
   switched vae-decoder 80; zoo_model vae-decoder 80 ;;
+B) gpu
+  node
+  TC=200 sharded_tests "graphs:6:tests/test_cuda_graphs.py" "replay:3:tests/test_cuda_replay.py" \
+    "reuse:5:tests/test_cuda_reuse.py" "cuda:2:tests/test_cuda.py:conv and not transpose or module or layouts" \
+    "cl:1:tests/test_cuda_channels_last.py:conv and not transpose or module"
+  zoo_model vae-decoder 90
+  timeout $(( $(left ${LIMIT:-420}) - 5 )) python3 -m gemmconv bench --models --model unet2d > $O/unet2d.log 2>&1
+  grep -A14 "^model " $O/unet2d.log | grep -v "^---" ;;
 esac

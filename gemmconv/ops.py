@@ -1877,12 +1877,13 @@ def _conv_gradients(grad_output: torch.Tensor, input: torch.Tensor, weight: torc
 
 
 # Whether a small CUDA convolution's backward runs as one CUDA graph (_ConvBackwardReplay).
-# Off until benches/conv_wgrad_replay_probe.py has timed it and test_cuda_graphs has run
-# it (session 76 built it after its last device call): launched one by one, the backward of
-# the VAE decoder's Conv2d(512, 512) on 8x8 images cost the host about 0.57 ms of a 0.68 ms
-# bfloat16 channels_last step whose kernels took 0.11 (torch's step 0.16; H100,
-# benches/conv_step_profile.py).
-GRAPHED_CONV_BACKWARD = False
+# Launched one by one, the backward of the VAE decoder's Conv2d(512, 512) on 8x8 images
+# cost the host about 0.57 ms of a 0.68 ms bfloat16 channels_last step whose kernels took
+# 0.11 (torch's step 0.16; H100, benches/conv_step_profile.py). Graphed, the VAE decoder's
+# six 3x3 layers' steps read 0.83-1.13x of torch's where eager ones read 0.33-0.71x; as
+# modules' steady calls (STEADY_CONVOLUTIONS), 1.07-1.63x (session 77, H100, four
+# precisions and layouts, benches/conv_wgrad_replay_probe.py).
+GRAPHED_CONV_BACKWARD = True
 
 
 class _ConvBackwardReplay(NamedTuple):
@@ -2046,10 +2047,11 @@ def _run_conv(a: ConvTransposeArgs, input: torch.Tensor, weight: torch.Tensor,
 
 # Whether a gemmconv.nn.Conv1d/2d/3d keeps its CUDA calls that ran by replays as steady
 # calls (module_conv: the C++ node's forward and backward graphs, as the transposed
-# modules'). Off until test_cuda_replay's steady tests of convolutions have run on a GPU
-# (session 76 built it after its last device call): its backward graph is
-# _ConvBackwardReplay's (GRAPHED_CONV_BACKWARD); without it the node calls Python.
-STEADY_CONVOLUTIONS = False
+# modules'); its backward graph is _ConvBackwardReplay's (GRAPHED_CONV_BACKWARD), without
+# which the node calls Python. On: the VAE decoder's 3x3 layers' steps 1.07-1.63x of
+# torch's (torch's own module 0.91-1.19x), and the zoo's VAE decoder with every layer type
+# swapped 1.21-1.37x where it read 1.00-1.35x without the two switches (session 77, H100).
+STEADY_CONVOLUTIONS = True
 
 
 class _SteadyConvolution(_Steady):
