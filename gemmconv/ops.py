@@ -1175,28 +1175,22 @@ def _new_gradients(x: torch.Tensor, weight: torch.Tensor, a: ConvTransposeArgs,
 
 def _graphed_backward(replay, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       a: ConvTransposeArgs, need: List[bool],
-                      grads: Optional[List[Optional[torch.Tensor]]] = None,
-                      eager: Optional[Callable[[], List[torch.Tensor]]] = None
+                      grads: Optional[List[Optional[torch.Tensor]]] = None
                       ) -> List[Optional[torch.Tensor]]:
     """The gradients of a backward replay (_BackwardReplay, _DepthwiseBackward,
     _GraphedBackward, _ConvBackwardReplay: its gradients ``grads``, by default allocated
     by _new_gradients in its layout, then written by its ``run``), launched as a CUDA
     graph where one is kept for these tensors' addresses (graphs.py), if its
     ``graph_bytes(grad_out, x, weight, a)`` (the memory a graph of the call takes while it
-    runs) fits the graph memory limit. Where no graph runs: ``eager()``'s gradients if
-    given (a replay whose ``run`` only copies into ``grads`` what eager launches make),
-    else ``run``'s."""
+    runs) fits the graph memory limit."""
     from . import _cuda
     if grads is None:
         grads = _new_gradients(x, weight, a, need, replay.interleaved)
     addresses = _backward_addresses(grad_out, x, weight, grads)
     run = lambda: replay.run(grad_out, x, weight, a, need, grads)   # noqa: E731
     nbytes = lambda: replay.graph_bytes(grad_out, x, weight, a)   # noqa: E731
-    if graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
-        return grads
-    if eager is not None:
-        return eager()
-    run()
+    if not graphs.launch(replay, addresses, run, nbytes, x.device, _cuda.raw_stream(x.device)):
+        run()
     return grads
 
 
@@ -1855,7 +1849,8 @@ def _conv_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch
     if interleaved is None and input.is_cuda and GRAPHED_CONV_BACKWARD:
         replay, _ = _kept(_conv_backward_replays,
                           _backward_key(a, need, None, input, weight, grad_output),
-                          lambda: (_ConvBackwardReplay.planned(input, weight, a), ()))
+                          lambda: (_ConvBackwardReplay.planned(grad_output, input, weight, a),
+                                   ()))
         if replay is not None:
             grads = replay.graphed(grad_output, input, weight, a, need)
             return [input.new_empty(0) if g is None else g for g in grads]
@@ -1889,23 +1884,27 @@ GRAPHED_CONV_BACKWARD = True
 class _ConvBackwardReplay(NamedTuple):
     """A small CUDA convolution's backward (its forward's columns within
     GRAPHED_CONV_MAX_COLUMNS, as _ConvReplay): :func:`_conv_gradients`, each gradient
-    then copied into one allocated before, launched as one CUDA graph where one is kept,
-    else eagerly without the copies. The input gradient's route (any of the transposed
-    convolution's forward routes, some with no replay of their own) and the weight
-    gradient's run as they do eagerly; the copies keep the graph's outputs at addresses the
-    caller gives, one pass over the gradients, which these layers' steps, bound by host
-    time, do not wait for."""
+    then copied into one allocated before, launched as one CUDA graph where one is kept.
+    The input gradient's route (any of the transposed convolution's forward routes, some
+    with no replay of their own) and the weight gradient's run as they do eagerly; the
+    copies keep the graph's outputs at addresses the caller gives, one pass over the
+    gradients, which these layers' steps, bound by host time, do not wait for. A call
+    whose graph would take more than the graphs' memory limit launches
+    :func:`_conv_gradients` alone, without the copies."""
     interleaved: bool
     columns: int   # elements of the weight gradient's columns (_ConvReplay's)
+    nbytes: int    # graph_bytes of the call
 
     @staticmethod
-    def planned(input: torch.Tensor, weight: torch.Tensor,
+    def planned(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs) -> Optional["_ConvBackwardReplay"]:
         """The replay of the backward of the call ``a`` (a convolution on ``input``), or
         None where its forward has none (_ConvReplay.planned)."""
         forward = _ConvReplay.planned(input, weight, a)
-        return None if forward is None else _ConvBackwardReplay(forward.interleaved,
-                                                                forward.columns)
+        if forward is None:
+            return None
+        replay = _ConvBackwardReplay(forward.interleaved, forward.columns, 0)
+        return replay._replace(nbytes=replay.graph_bytes(grad_output, input, weight, a))
 
     def run(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool],
@@ -1931,12 +1930,15 @@ class _ConvBackwardReplay(NamedTuple):
 
     def graphed(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                 a: ConvTransposeArgs, need: List[bool]) -> List[Optional[torch.Tensor]]:
-        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept; else
-        as :func:`_conv_gradients` makes them (no copies)."""
-        return _graphed_backward(
-            self, grad_output, input, weight, a, need,
-            self.gradients(grad_output, input, weight, need),
-            lambda: _conv_gradients(grad_output, input, weight, a, need, self.interleaved))
+        """The gradients as :meth:`run` gives them, as a CUDA graph where one is kept;
+        where none can be (over the graphs' memory limit), as :func:`_conv_gradients`
+        makes them. (Where one may be, the first call writes into the tensors allocated
+        for it too: an eager call's outputs would move the allocator's blocks, and the
+        next call's addresses with them, away from the ones its graph is kept by.)"""
+        if self.nbytes > graphs.get_graph_memory_limit():
+            return _conv_gradients(grad_output, input, weight, a, need, self.interleaved)
+        return _graphed_backward(self, grad_output, input, weight, a, need,
+                                 self.gradients(grad_output, input, weight, need))
 
     def graph_bytes(self, grad_output: torch.Tensor, input: torch.Tensor,
                     weight: torch.Tensor, a: ConvTransposeArgs) -> int:

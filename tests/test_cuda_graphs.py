@@ -195,6 +195,7 @@ def test_graphed_convolution_step_is_the_launches_bit_for_bit(monkeypatch, case,
     memory; every gradient right against float64. The zoo's 3x3 convolution (the first
     layer) has one in both layouts."""
     monkeypatch.setattr(ops, "CONV_WEIGHT_GRAD_REPLAYED", True)
+    monkeypatch.setattr(ops, "GRAPHED_CONV_BACKWARD", False)   # (its graph would hold these)
     grads, (x, w, b, grad) = _conv_step(case, layout, dtype, "step")
     owners = (ops._BackwardReplay, ops._GraphedBackward, ops._FusedBackward,
               ops._DepthwiseBackward)
@@ -216,9 +217,9 @@ def test_graphed_convolution_backward_is_the_launches_bit_for_bit(monkeypatch, c
                                                                   dtype):
     """A small convolution's whole backward as one graph (ops._ConvBackwardReplay, with
     ops.GRAPHED_CONV_BACKWARD) in the last steps, where its bound fits the graphs' memory
-    limit, bit for bit as its kernels launched one by one (no graph: _conv_gradients,
-    uncopied), into poisoned memory; every gradient right against float64, the graph's
-    weight gradient in the weight's layout."""
+    limit, bit for bit as its kernels launched one by one, into poisoned memory; every
+    gradient right against float64, the graph's weight gradient in the weight's layout
+    (over the limit, _conv_gradients' is in the call's)."""
     monkeypatch.setattr(ops, "GRAPHED_CONV_BACKWARD", True)
     grads, (x, w, b, grad) = _conv_step(case, layout, dtype, "backward")
     launches = _without_graphs(monkeypatch, grads)

@@ -106,13 +106,13 @@ def test_conv_backward_replay_runs_into_the_gradients_it_allocates(monkeypatch, 
         torch.contiguous_format
     w = w.contiguous(memory_format=layout_format)
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
-    replay = ops._ConvBackwardReplay.planned(x, w, a)
-    forward = ops._ConvReplay.planned(x, w, a)
-    assert replay == (forward.interleaved, forward.columns)
     leaves = [t.detach().requires_grad_() for t in (x, w, b) if t is not None]
     out = CONV[case.nd][0](*leaves, **_conv_kwargs(case))
     grad = torch.randn(out.shape, generator=generator(case.name, "backward-grad"),
                        dtype=torch.float64)
+    replay = ops._ConvBackwardReplay.planned(grad, x, w, a)
+    forward = ops._ConvReplay.planned(x, w, a)
+    assert replay == (forward.interleaved, forward.columns, replay.graph_bytes(grad, x, w, a))
     refs = torch.autograd.grad(out, leaves, grad)
     for need in ([True, True, b is not None], [False, True, False], [True, False, False]):
         grads = replay.gradients(grad, x, w, need)
@@ -130,39 +130,42 @@ def test_conv_backward_replay_runs_into_the_gradients_it_allocates(monkeypatch, 
     gradients = x.numel() + w.numel()
     assert replay.graph_bytes(grad, x, w, a) > (columns + gradients) * x.element_size()
     monkeypatch.setattr(ops, "GRAPHED_CONV_MAX_COLUMNS", replay.columns - 1)
-    assert ops._ConvBackwardReplay.planned(x, w, a) is None
+    assert ops._ConvBackwardReplay.planned(grad, x, w, a) is None
 
 
 @pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS[:4], ids=CONV_LAYER_IDS[:4])
-def test_a_conv_backward_replay_without_a_graph_launches_no_copies(monkeypatch, case, layout):
-    """ops._ConvBackwardReplay.graphed where graphs.launch runs no graph (the first call,
-    or a bound over the limit), on the CPU: the gradients as _conv_gradients makes them,
-    not ``run``'s copies of them into the tensors allocated for a graph; right against
-    torch's float64 gradients. Where a graph runs, the tensors allocated for it."""
+def test_a_conv_backward_replay_over_the_graph_limit_launches_no_copies(monkeypatch, case,
+                                                                        layout):
+    """ops._ConvBackwardReplay.graphed, on the CPU: where its bound is over the graphs'
+    memory limit, the gradients as _conv_gradients makes them, neither ``run``'s copies
+    of them nor a graph asked for; within it, the tensors allocated for a graph, written by
+    ``run`` where graphs.launch runs none. Right against torch's float64 gradients."""
     from gemmconv import _cuda, graphs, ops
     from gemmconv.shapes import conv_args
     x, w, b = _layer_tensors(case, "backward-eager", layout)
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
-    replay = ops._ConvBackwardReplay.planned(x, w, a)
     leaves = [t.detach().requires_grad_() for t in (x, w, b) if t is not None]
     out = CONV[case.nd][0](*leaves, **_conv_kwargs(case))
     grad = torch.randn(out.shape, generator=generator(case.name, "backward-eager-grad"),
                        dtype=torch.float64)
     refs = torch.autograd.grad(out, leaves, grad)
+    replay = ops._ConvBackwardReplay.planned(grad, x, w, a)
     need = [True, True, b is not None]
-    runs, launched = [], []
-    monkeypatch.setattr(ops._ConvBackwardReplay, "run", lambda *args: runs.append(args))
+    run, runs, launched = ops._ConvBackwardReplay.run, [], []
+    monkeypatch.setattr(ops._ConvBackwardReplay, "run",
+                        lambda *args: runs.append(args) or run(*args))
     monkeypatch.setattr(graphs, "launch", lambda *args: launched.append(args) or False)
     monkeypatch.setattr(_cuda, "raw_stream", lambda device: 0)
-    grads = replay.graphed(grad, x, w, a, need)
-    assert len(launched) == 1 and not runs
-    for ours, ref in zip(grads, refs):
-        assert rel_error(ours, ref) < 1e-12
-    monkeypatch.setattr(graphs, "launch", lambda *args: True)
+    monkeypatch.setattr(graphs, "_memory_limit", replay.nbytes - 1)
+    eager = replay.graphed(grad, x, w, a, need)
+    assert not launched and not runs
+    monkeypatch.setattr(graphs, "_memory_limit", replay.nbytes)
     allocated = replay.graphed(grad, x, w, a, need)
-    assert [g.shape for g in allocated if g is not None] == [r.shape for r in refs]
-    assert not any(g.data_ptr() == h.data_ptr() for g, h in zip(allocated, grads)
-                   if g is not None and h.numel())
+    assert len(launched) == 1 and len(runs) == 1
+    assert [g is not None for g in allocated] == need
+    for grads in (eager, allocated):
+        for ours, ref in zip(grads, refs):
+            assert rel_error(ours, ref) < 1e-12
 
 
 @pytest.mark.parametrize("case,layout", CONV_LAYER_PARAMS, ids=CONV_LAYER_IDS)
