@@ -1,6 +1,7 @@
 """The VAE decoder's 3x3 stride-1 convolutions (gemmconv/zoo.py, batch 16) by three routes,
-each against torch's in the same run: gemmconv.conv2d as it runs today (im2col and a GEMM,
-graphed up to ops.GRAPHED_CONV_MAX_COLUMNS), fused.convolution launched (the backward's
+each against torch's in the same run: gemmconv.conv2d as it runs by default (in session 76,
+before the fused route took layers of fused.CONVOLUTION_MIN_COLUMNS: im2col and a GEMM,
+graphed up to ops.GRAPHED_CONV_MAX_COLUMNS; benches/unet_conv_probe.py pins each route), fused.convolution launched (the backward's
 input-gradient kernel with the bias, no columns in memory: ops._ConvFusedReplay's),
 and fused.convolution captured in a CUDA graph (its kernels without the host's launches).
 ``PYTHONPATH=. python3 benches/conv_fused_probe.py [float32|bfloat16] [planar|channels_last]``
