@@ -2,9 +2,10 @@
 without bias, and the 1x1 head with one) by the column route and by the fused one, each
 against torch's in the same run. The zoo's per-layer reports (session 77, S; H100) read
 them on the fused route, which takes every 2-D convolution of at least
-fused.CONVOLUTION_MIN_COLUMNS (2^23) column elements, at 0.35-1.24x of torch's forward
-and 0.42-1.01x of its training step: the deep layers (512-1024 channels on 16x16-32x32)
-and the 1x1 head, whose columns are its input, lost most. This probe says where the
+fused.CONVOLUTION_MIN_COLUMNS (2^23) column elements, at 0.35-1.77x of torch's forward
+and 0.26-1.01x of its training step (float32 both layouts, bfloat16 NCHW): the deep layers
+(512-1024 channels on 16x16-32x32) and the planar 1x1 head, whose columns are its input,
+lost most. This probe says where the
 column route does better, for the fused route's cost rule.
 ``PYTHONPATH=. python3 benches/unet_conv_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: its column elements, then for the forward and for the training step
