@@ -80,3 +80,22 @@ wgrad_builds() {
   done; done | tee $O/wgrad-builds.log
 }
 left() { echo $(( ${1:-570} - SECONDS )); }   # seconds left of the call's budget
+# The convolution replays' checks (run-s76.sh N, run-s77.sh A): test_cuda_graphs' convolution
+# tests, test_cuda_replay's steady tests, conv_wgrad_replay_probe.py in four precisions and
+# layouts, conv_backward_bytes_probe.py.
+conv_replay_checks() {
+  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution" \
+    "replay:3:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last"
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
+  done; done
+  probe 60 conv-backward-bytes conv_backward_bytes_probe.py
+}
+# zoo_model (without --layers) with ops.GRAPHED_CONV_BACKWARD and ops.STEADY_CONVOLUTIONS on,
+# patched in for this process alone (session 77 turned both on): switched NAME SECS
+switched() {
+  timeout $2 python3 -c "import runpy, sys
+import gemmconv.ops as o; o.GRAPHED_CONV_BACKWARD = o.STEADY_CONVOLUTIONS = True
+sys.argv = ['gemmconv', 'bench', '--models', '--model', '$1']
+runpy.run_module('gemmconv', run_name='__main__')" > $O/$1-switched.log 2>&1
+  grep -A14 "^model " $O/$1-switched.log | grep -v "^---"; }

@@ -45,20 +45,9 @@ K) gpu
   [ $(left ${LIMIT:-240}) -gt 70 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-240}) - 5 )) ;;
 N) gpu
   node
-  TC=150 sharded_tests "graphs:8:tests/test_cuda_graphs.py:convolution" \
-    "replay:3:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last"
-  for d in float32 bfloat16; do for l in planar channels_last; do
-    probe 60 conv-step-$d-$l conv_wgrad_replay_probe.py $d $l
-  done; done
-  probe 60 conv-backward-bytes conv_backward_bytes_probe.py ;;
+  conv_replay_checks ;;
 S) gpu
   node
-  switched() {   # zoo_model with ops.GRAPHED_CONV_BACKWARD and ops.STEADY_CONVOLUTIONS on
-    timeout $2 python3 -c "import runpy, sys
-import gemmconv.ops as o; o.GRAPHED_CONV_BACKWARD = o.STEADY_CONVOLUTIONS = True
-sys.argv = ['gemmconv', 'bench', '--models', '--model', '$1']
-runpy.run_module('gemmconv', run_name='__main__')" > $O/$1-switched.log 2>&1
-    grep -A14 "^model " $O/$1-switched.log | grep -v "^---"; }
   switched vae-decoder 80; zoo_model vae-decoder 80
   switched unet2d 120; zoo_model unet2d 120 ;;
 F) gpu
