@@ -20,7 +20,7 @@
 #      only where the bound is over the limit): test_cuda_graphs whole, the steady tests,
 #      test_cuda_reuse's and test_cuda's convolution tests, the probe in two precisions and
 #      layouts, then the VAE decoder's zoo.
-#   D (about 200 s; for session 78, after C): benches/unet_conv_probe.py in four precisions
+#   D (up to 360 s; for session 78, after C): benches/unet_conv_probe.py in four precisions
 #      and layouts: the 2-D U-Net's convolutions by the column route and by the fused one,
 #      forward and training step, against torch (for the fused route's cost rule: the deep
 #      layers and the 1x1 head lost on it in S).
@@ -49,6 +49,6 @@ C) gpu
   [ $(left ${LIMIT:-300}) -gt 60 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-300}) - 5 )) ;;
 D) gpu
   for d in float32 bfloat16; do for l in planar channels_last; do
-    probe 60 unet-conv-$d-$l unet_conv_probe.py $d $l
+    probe 90 unet-conv-$d-$l unet_conv_probe.py $d $l
   done; done ;;
 esac
