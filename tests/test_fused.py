@@ -955,7 +955,11 @@ def test_fused_backward_takes_samples_in_chunks_within_the_workspace_limit(monke
                         lambda x, *rest, **kw: calls.append(x.shape[0]) or inner(x, *rest, **kw))
     chunked = fused.backward(grad_out, x, w, a, (True, True), limit=2 * one + one // 2)
     assert calls == [2, 2, 1] and chunked[1].dtype == dtype
-    assert torch.equal(chunked[0], whole[0])
+    # Bit for bit on a GPU (test_cuda_fused). Here tl.dot is numpy's matmul, whose BLAS may
+    # round a tile of fewer rows otherwise: on an AMD EPYC host (session 77) the float32
+    # one-sample chunk's input gradient read up to 2e-6 off of values up to 38. A chunk
+    # written to the wrong samples is off by its whole size.
+    assert rel_error(chunked[0], whole[0]) < 1e-6
     tolerance = 1e-6 if dtype == torch.float32 else 1e-3   # float16: rounded once per sum
     assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
     xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
@@ -996,7 +1000,7 @@ def test_channels_last_backward_counts_no_copy_of_output_gradient_rows_it_reads(
         calls.clear()
         chunked = fused.backward(g, x, w, a, (True, True), limit=limit or 1)
         assert calls == chunks
-        assert torch.equal(chunked[0], whole[0])
+        assert rel_error(chunked[0], whole[0]) < 1e-6   # (exact on a GPU: as above)
         tolerance = 1e-6 if dtype == torch.float32 else 1e-2
         assert rel_error(chunked[1].double(), whole[1].double()) < tolerance
     assert (read == 0) == (dtype == torch.float32)
