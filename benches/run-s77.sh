@@ -24,6 +24,8 @@
 #      and layouts: the 2-D U-Net's convolutions by the column route and by the fused one,
 #      forward and training step, against torch (for the fused route's cost rule: the deep
 #      layers and the 1x1 head lost on it in S).
+#   E (up to 580 s; after D): the four tables (the 17 cases' 14 2-D and 3-D ones, both
+#      layouts), then the zoo's models without --layers as time allows, on the defaults.
 source benches/run-lib.sh "$1"
 case "$1" in
 A) gpu
@@ -51,4 +53,15 @@ D) gpu
   for d in float32 bfloat16; do for l in planar channels_last; do
     probe 90 unet-conv-$d-$l unet_conv_probe.py $d $l
   done; done ;;
+E) gpu
+  node
+  TB=150 table train-f32-layouts --layouts --backward
+  TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
+  TB=90 table fwd-f32-layouts --layouts
+  TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
+  for m in dcgan vae-decoder fcn32s depthwise hifigan; do
+    [ $(left ${LIMIT:-580}) -gt 60 ] || break
+    timeout $(( $(left ${LIMIT:-580}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
+    grep -A14 "^model " $O/$m.log | grep -v "^---"
+  done ;;
 esac
