@@ -1632,7 +1632,7 @@ def _steady_key(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tensor,
     16-byte alignment (the keys of conv_transpose_args's memo and of _replays in one)."""
     tensors = (x, weight) if bias is None else (x, weight, bias)
     return (gemm._compute_type(x.dtype), _workspace_limit, module.stride, module.padding,
-            getattr(module, "output_padding", None), module.groups, module.dilation,
+            module.output_padding, module.groups, module.dilation,
             *[(t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors])
 
 
@@ -1893,7 +1893,7 @@ class _ConvBackwardReplay(NamedTuple):
     :func:`_conv_gradients` alone, without the copies."""
     interleaved: bool
     columns: int   # elements of the weight gradient's columns (_ConvReplay's)
-    nbytes: int    # graph_bytes of the call
+    nbytes: int    # the call's bound (_conv_backward_bytes), planned once
 
     @staticmethod
     def planned(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
@@ -1903,15 +1903,15 @@ class _ConvBackwardReplay(NamedTuple):
         forward = _ConvReplay.planned(input, weight, a)
         if forward is None:
             return None
-        replay = _ConvBackwardReplay(forward.interleaved, forward.columns, 0)
-        return replay._replace(nbytes=replay.graph_bytes(grad_output, input, weight, a))
+        return _ConvBackwardReplay(forward.interleaved, forward.columns, _conv_backward_bytes(
+            forward.columns, grad_output, input, weight, a))
 
     def run(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
             a: ConvTransposeArgs, need: List[bool],
             grads: List[Optional[torch.Tensor]]) -> List[Optional[torch.Tensor]]:
         """The gradients ``need`` asks for, written into ``grads`` (as :meth:`gradients`
         allocates them; None for the others), one after another, so that what one takes is
-        free again before the next starts (:meth:`graph_bytes`)."""
+        free again before the next starts (_conv_backward_bytes)."""
         for i, given in enumerate(grads):
             if given is not None:
                 alone = [j == i for j in range(len(grads))]
@@ -1942,34 +1942,41 @@ class _ConvBackwardReplay(NamedTuple):
 
     def graph_bytes(self, grad_output: torch.Tensor, input: torch.Tensor,
                     weight: torch.Tensor, a: ConvTransposeArgs) -> int:
-        """The memory a graph of this call takes while it runs, at most: the most that one
-        of :meth:`run`'s gradients takes (each is freed before the next starts), each
-        piece of it counted whole as if none were freed before the next, and two cuBLAS
-        workspaces:
-        - the input gradient's: its route's columns, its output, and the output gradient
-          and weight copied (the weight four times: the flipped, reordered, padded and
-          block-diagonal forms). Any split of the taps (shapes.Split) holds ``C_a K_a +
-          C_b K_b`` rows a position where ``K_a K_b`` is the taps, at most ``C (K + 1)``
-          for the larger channel count ``C`` (its channels padded to 16-byte units, as
-          channels_last routes may) over the larger of the input's and output's positions;
-        - the weight gradient's: its columns, the output gradient and input copied, its
-          output, and the sums and partial products in the accumulation dtype
-          (_weight_grad_partials);
-        - the bias gradient's sums (_bias_grad_bytes)."""
-        g, groups, cells = a.geometry, a.groups, math.prod(a.grid)
-        size, unit = input.element_size(), max(1, 16 // input.element_size())
-        channels = -(-max(a.in_channels, a.out_channels) // unit) * unit
-        spans = math.prod(max(i, o) for i, o in zip(a.grid, a.image))
-        route = a.batch * channels * (g.taps + 1) * spans
-        cin = a.in_channels // groups
-        dense = gemm.dense_groups(input.dtype, True, groups, cin)
-        acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
-                                                     cells, dense)
-        input_grad = route + grad_output.numel() + input.numel() + 4 * weight.numel()
-        weight_grad = self.columns + grad_output.numel() + input.numel() + weight.numel()
-        return max(input_grad * size,
-                   weight_grad * size + acc * cols.accumulation_dtype(input.dtype).itemsize,
-                   _bias_grad_bytes(grad_output)) + 2 * gemm.LT_WORKSPACE
+        """The memory a graph of this call takes while it runs, at most: as planned
+        (:func:`_conv_backward_bytes`)."""
+        return self.nbytes
+
+
+def _conv_backward_bytes(columns: int, grad_output: torch.Tensor, input: torch.Tensor,
+                         weight: torch.Tensor, a: ConvTransposeArgs) -> int:
+    """The memory a graph of _ConvBackwardReplay's ``run`` takes while it runs, at most
+    (``columns``: the weight gradient's elements of columns): the most that one of its
+    gradients takes (each is freed before the next starts), each piece of it counted whole
+    as if none were freed before the next, and two cuBLAS workspaces:
+    - the input gradient's: its route's columns, its output, and the output gradient and
+      weight copied (the weight four times: the flipped, reordered, padded and
+      block-diagonal forms). Any split of the taps (shapes.Split) holds ``C_a K_a +
+      C_b K_b`` rows a position where ``K_a K_b`` is the taps, at most ``C (K + 1)`` for
+      the larger channel count ``C`` (its channels padded to 16-byte units, as
+      channels_last routes may) over the larger of the input's and output's positions;
+    - the weight gradient's: its columns, the output gradient and input copied, its
+      output, and the sums and partial products in the accumulation dtype
+      (_weight_grad_partials);
+    - the bias gradient's sums (_bias_grad_bytes)."""
+    g, groups, cells = a.geometry, a.groups, math.prod(a.grid)
+    size, unit = input.element_size(), max(1, 16 // input.element_size())
+    channels = -(-max(a.in_channels, a.out_channels) // unit) * unit
+    spans = math.prod(max(i, o) for i, o in zip(a.grid, a.image))
+    route = a.batch * channels * (g.taps + 1) * spans
+    cin = a.in_channels // groups
+    dense = gemm.dense_groups(input.dtype, True, groups, cin)
+    acc = weight.numel() + _weight_grad_partials(a.batch, groups, cin, a.column_rows,
+                                                 cells, dense)
+    input_grad = route + grad_output.numel() + input.numel() + 4 * weight.numel()
+    weight_grad = columns + grad_output.numel() + input.numel() + weight.numel()
+    return max(input_grad * size,
+               weight_grad * size + acc * cols.accumulation_dtype(input.dtype).itemsize,
+               _bias_grad_bytes(grad_output)) + 2 * gemm.LT_WORKSPACE
 
 
 # Convolutions' backward replays by call, as _backward_replays.

@@ -112,7 +112,8 @@ def test_conv_backward_replay_runs_into_the_gradients_it_allocates(monkeypatch, 
                        dtype=torch.float64)
     replay = ops._ConvBackwardReplay.planned(grad, x, w, a)
     forward = ops._ConvReplay.planned(x, w, a)
-    assert replay == (forward.interleaved, forward.columns, replay.graph_bytes(grad, x, w, a))
+    assert replay == (forward.interleaved, forward.columns,
+                      ops._conv_backward_bytes(forward.columns, grad, x, w, a))
     refs = torch.autograd.grad(out, leaves, grad)
     for need in ([True, True, b is not None], [False, True, False], [True, False, False]):
         grads = replay.gradients(grad, x, w, need)
