@@ -5,13 +5,15 @@ them on the fused route, which takes every 2-D convolution of at least
 fused.CONVOLUTION_MIN_COLUMNS (2^23) column elements, at 0.35-1.77x of torch's forward
 and 0.26-1.01x of its training step (float32 both layouts, bfloat16 NCHW): the deep layers
 (512-1024 channels on 16x16-32x32) and the planar 1x1 head, whose columns are its input,
-lost most. This probe says where the
-column route does better, for the fused route's cost rule.
+lost most. Session 78 drew fused.CONVOLUTION_MAX_REDUCTION from those reports and
+session 67's of the column route; this probe times both routes side by side, and the cost
+model's choice ("default"), to check that rule and redraw it.
 ``PYTHONPATH=. python3 benches/unet_conv_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: its column elements, then for the forward and for the training step
 (forward and the three gradients) the milliseconds by torch, by the column route
-(CONVOLUTION_MIN_COLUMNS None) and by the fused one (0: where fused.convolution_unavailable
-says it can not, the column route again, and the reason is printed), each the median of
+(CONVOLUTION_MIN_COLUMNS None), by the fused one (floor 0, no ceiling on the reduction:
+where fused.convolution_unavailable says it can not, the column route again, and the
+reason is printed) and by the cost model's defaults, each the median of
 gemmconv.measure.timers' samples in turns, with its speedup over torch; and each route's
 forward error against float64."""
 import sys
@@ -33,16 +35,20 @@ LAYERS = [(3, 64, 256, 3), (64, 64, 256, 3), (64, 128, 128, 3), (128, 128, 128, 
           (128, 256, 64, 3), (256, 256, 64, 3), (256, 512, 32, 3), (512, 512, 32, 3),
           (512, 1024, 16, 3), (1024, 1024, 16, 3), (1024, 512, 32, 3), (512, 256, 64, 3),
           (256, 128, 128, 3), (128, 64, 256, 3), (64, 2, 256, 1)]   # (C_in, C_out, side, k)
-ROUTES = {"columns": None, "fused": 0}   # fused.CONVOLUTION_MIN_COLUMNS
+# fused.CONVOLUTION_MIN_COLUMNS and CONVOLUTION_MAX_REDUCTION by route
+ROUTES = {"columns": (None, 0), "fused": (0, 1 << 62),
+          "default": (fused.CONVOLUTION_MIN_COLUMNS, fused.CONVOLUTION_MAX_REDUCTION)}
 
 
-def routed(floor, call):
-    """``call`` with the fused route's floor at ``floor``, its forward replays kept apart
-    (a call's replay is planned once, by the floor of its first call)."""
+def routed(bounds, call):
+    """``call`` with the fused route's floor and ceiling at ``bounds``, its forward replays
+    kept apart (a call's replay is planned once, by the bounds of its first call)."""
     replays = {}
+    floor, ceiling = bounds
 
     def patched():
         with unittest.mock.patch.object(fused, "CONVOLUTION_MIN_COLUMNS", floor), \
+                unittest.mock.patch.object(fused, "CONVOLUTION_MAX_REDUCTION", ceiling), \
                 unittest.mock.patch.object(ops, "_conv_replays", replays):
             return call()
     return patched
@@ -71,8 +77,8 @@ for cin, cout, side, k in LAYERS:
     cells = []
     for mode, make in (("forward", forward), ("step", step)):
         calls = {"torch": make(F.conv2d)}
-        calls.update({name: routed(floor, make(gemmconv.conv2d))
-                      for name, floor in ROUTES.items()})
+        calls.update({name: routed(bounds, make(gemmconv.conv2d))
+                      for name, bounds in ROUTES.items()})
         if mode == "forward":
             errors = [((calls[name]().double() - ref).norm() / ref.norm()).item()
                       for name in ROUTES]

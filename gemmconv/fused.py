@@ -920,13 +920,30 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
 # at 4.7M it lost to the column route in float32 (0.131 against 0.126 ms).
 CONVOLUTION_MIN_COLUMNS: Optional[int] = 1 << 23
 
+# The reduction (the convolution's input channels times taps) from which the column route
+# takes a convolution's forward back. The kernel does not split its reduction: where a call
+# has few output tiles, each program runs the whole of a long one while much of the GPU
+# idles. The 2-D U-Net's forwards (batch 8, H100), the fused kernel's time (results/s77/S,
+# s76/D) over the column route's (results/s67/Z1), by reduction:
+# - 9216 (1024 channels: down.4.3 on 16x16, decode.0.0 on 32x32): 1.14-2.71 in all four
+#   precisions and layouts;
+# - 4608 (512 channels): float32 1.17-1.35 on 32x32, 0.88-1.34 on 16x16, 0.66-0.70 on
+#   64x64; bfloat16 0.50-0.91;
+# - 27 to 2304: 0.21-0.99.
+# So from 8192, between the largest reduction the fused kernel won in every precision and
+# the smallest it lost in all. (Two runs of other sessions, not one side by side:
+# benches/unet_conv_probe.py times both routes in one.)
+CONVOLUTION_MAX_REDUCTION = 8192
+
 
 def convolution_preferred(a: ConvTransposeArgs) -> bool:
     """Whether the cost model sends the forward of the convolution ``a`` is the adjoint of
-    to :func:`convolution`: 2-D, of at least CONVOLUTION_MIN_COLUMNS column elements."""
-    least = CONVOLUTION_MIN_COLUMNS
+    to :func:`convolution`: 2-D, of at least CONVOLUTION_MIN_COLUMNS column elements and a
+    reduction (its C_in times taps) under CONVOLUTION_MAX_REDUCTION."""
+    least, reduction = CONVOLUTION_MIN_COLUMNS, a.out_channels * a.geometry.taps
     return least is not None and a.geometry.nd == 2 and \
-        a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps >= least
+        reduction < CONVOLUTION_MAX_REDUCTION and \
+        a.batch * math.prod(a.grid) * reduction >= least
 
 
 def convolution_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -173,9 +173,10 @@ def test_a_conv_backward_replay_over_the_graph_limit_launches_no_copies(monkeypa
 def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypatch, case, layout):
     """ops._conv_replay, on meta tensors (a CUDA device's stand-in): a 2-D convolution that
     fused.convolution can take (stride 1, one group, channels in whole 16-byte rows) of at
-    least fused.CONVOLUTION_MIN_COLUMNS column elements takes it, in the input's layout;
-    one column element fewer, a call it cannot take, or any call while that floor is None,
-    the column route's replay."""
+    least fused.CONVOLUTION_MIN_COLUMNS column elements and a reduction (C_in times taps)
+    under fused.CONVOLUTION_MAX_REDUCTION takes it, in the input's layout; one column
+    element fewer, a reduction at that ceiling, a call it cannot take, or any call while
+    the floor is None, the column route's replay."""
     import math
     from gemmconv import fused, ops
     from gemmconv.shapes import conv_args
@@ -192,6 +193,9 @@ def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypa
     for off in (columns + 1, None):
         monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", off)
         assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
+    monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", columns)
+    monkeypatch.setattr(fused, "CONVOLUTION_MAX_REDUCTION", a.out_channels * a.geometry.taps)
+    assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
 
 
 @pytest.mark.parametrize("padding", ["same", "valid"])
