@@ -126,6 +126,8 @@ CONV_LAYERS = [
     _c("unet3d-conv3x3x3", 2, 16, 8, (3, 3, 3), (8, 8, 8), padding=1),
     _c("conv-strided-grouped", 2, 32, 32, (3, 3), (16, 16), stride=2, padding=1, groups=4),
     _c("vae-conv3x3-to-rgb", 2, 32, 3, (3, 3), (16, 16), padding=1),
+    # A 1x1 head (the U-Net's): its GEMMs read the input where it lies (ops._columns_in_place).
+    _c("unet-head-1x1", 2, 64, 2, (1, 1), (40, 40)),
     _c("vae-conv3x3-wide", 2, 64, 32, (3, 3), (256, 128), padding=1),
 ]
 FOLD_BENCH = [

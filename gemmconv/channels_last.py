@@ -188,13 +188,15 @@ def forward_plan(a: ConvTransposeArgs, gathered: tuple, element_size: int, limit
 
 @functools.lru_cache(maxsize=256)
 def backward_plan(a: ConvTransposeArgs, element_size: int, limit: int) -> Plan:
-    """The plan of :func:`backward`'s im2col and GEMMs, once per call shape."""
+    """The plan of :func:`backward`'s im2col and GEMMs, once per call shape. A pointwise
+    call (ConvTransposeArgs.pointwise) needs no workspace: its columns are grad_out's own
+    rows, which the GEMMs read where they lie."""
     cells = math.prod(a.grid)
     inner = cells // a.grid[0]
     chunks = tuple(a.backward_chunks(limit, element_size))
     rows = tuple(_run_of_rows(n0, n1, i0, i1, cells, inner) for n0, n1, i0, i1 in chunks)
-    return Plan(chunks, rows, max((count * a.groups * a.column_rows for _, count in rows),
-                                  default=0))
+    return Plan(chunks, rows, 0 if a.pointwise else
+                max((count * a.groups * a.column_rows for _, count in rows), default=0))
 
 
 def _run_of_rows(n0: int, n1: int, i0: int, i1: int, cells: int, inner: int) -> tuple:
@@ -365,6 +367,7 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     if need[0] or need[1]:
         plan = backward_plan(a, grad_out.element_size(), limit)
         workspace = grad_out.new_empty(plan.workspace)
+        positions = grad_rows.reshape(-1, a.out_channels) if a.pointwise else None
         w = None
         # As the short side of both products; the columns then an ungrouped layer's, as the
         # forward's (dense_weight): im2col writes a tap's C_out channels as one run.
@@ -375,11 +378,14 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             input_rows.new_empty(input_rows.shape[0], width)
         for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
             n = n1 - n0
-            columns = workspace[:count * groups * m].view(count, groups * m)
-            cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), column_groups,
-                                    padding=g.band_padding(0, i0),
-                                    out=columns.view(n, i1 - i0, *a.grid[1:], column_groups, g.taps,
-                                                     a.out_channels // column_groups))
+            if a.pointwise:
+                columns = positions[p0:p0 + count]
+            else:
+                columns = workspace[:count * groups * m].view(count, groups * m)
+                cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), column_groups,
+                                        padding=g.band_padding(0, i0),
+                                        out=columns.view(n, i1 - i0, *a.grid[1:], column_groups,
+                                                         g.taps, a.out_channels // column_groups))
             if need[0]:
                 if w is None:   # made once the first im2col is queued: the GPU starts meanwhile
                     w = _weight(weight() if callable(weight) else weight, a)

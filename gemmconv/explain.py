@@ -188,6 +188,11 @@ def _candidates(a: ConvTransposeArgs, interleaved: bool,
 
 def _planar_steps(a: ConvTransposeArgs, plan, on_cuda: bool, bias: bool) -> list[str]:
     split, groups = plan.split, a.groups
+    if split.direct and ops._columns_in_place(ops._adjoint(a), [True, False, False], bias):
+        return [f"GEMM: weight ({groups} x {a.out_channels // groups} x "
+                f"{a.in_channels // groups}) @ the input where it lies (a pointwise call: "
+                f"the columns are the input), into the output"] + \
+            (["the bias added to the output"] if bias else [])
     if split.direct:
         conv = a.convolution
         return [_kernel("im2col of the input, for the convolution with the flipped kernel",
@@ -219,6 +224,10 @@ def _interleaved_steps(a: ConvTransposeArgs, gathered, plan, dtype: torch.dtype,
                        on_cuda: bool, bias: bool) -> list[str]:
     split, groups = a.split(gathered), a.groups
     count = plan.rows[0][1] if plan.rows else 0      # positions of the first chunk
+    if split.direct and a.pointwise:
+        return [f"GEMM: (positions x {a.in_channels}) @ weight, the input where it lies (a "
+                f"pointwise call: the columns are the input), into the output"
+                + (", then the bias added" if bias else "")]
     if split.direct:
         conv = a.convolution
         return [_kernel("channels_last im2col of the input, for the convolution with the "

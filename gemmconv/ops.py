@@ -779,7 +779,8 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     adjoint of (see shapes.conv_args), whose ``bias (C_in,)`` it then adds through the GEMM:
     each sample's and group's columns get rows of ones, the weight columns that sum to the
     bias (_bias_columns). That costs a few rows in the columns where adding the bias to the
-    output afterwards would read and write the whole output once more. On channels_last
+    output afterwards would read and write the whole output once more; a pointwise call
+    whose GEMMs read grad_out where it lies adds it afterwards (below). On channels_last
     tensors where ``interleaved`` (channels_last.py); None: where ``grad_out``, ``x`` or the
     weight is channels_last. Planar, ``out`` (a gradient per ``need``, None for the others:
     the input's contiguous) takes the gradients, and is returned (a graph's run,
@@ -794,10 +795,11 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
+    direct = _columns_in_place(a, need, bias is not None)
     # Two rows of ones carry the bias; more, to a whole 16 bytes a weight row, keep cuBLAS on
     # its aligned kernels (a 162-element row measured 1.6x slower than 160 on the H200).
     align = 16 // grad_out.element_size()
-    ones = 0 if bias is None else 2 + (-(m + 2)) % align
+    ones = 0 if bias is None or direct else 2 + (-(m + 2)) % align
     assert not (ones and need[1]), "the bias rows serve the input gradient alone"
     grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
     x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
@@ -808,16 +810,19 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size(), ones)
-        workspace = grad_out.new_empty(max(((n1 - n0) * groups * (m + ones) * (i1 - i0) * inner
-                                            for n0, n1, i0, i1 in chunks), default=0))
+        workspace = grad_out.new_empty(0 if direct else max(
+            ((n1 - n0) * groups * (m + ones) * (i1 - i0) * inner for n0, n1, i0, i1 in chunks),
+            default=0))
         # The samples side by side (_samples_inner): columns (1, G, M, n L), each product one
         # call over all the chunk's samples.
-        side_by_side = not ones and _samples_inner(a.batch, cells) and \
+        side_by_side = not ones and not direct and _samples_inner(a.batch, cells) and \
             all(i1 - i0 == a.grid[0] for *_, i0, i1 in chunks)
         operand = None
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
-            if side_by_side:
+            if direct:
+                columns = grad_out.view(a.batch, groups, m, cells)[n0:n1, ..., i0 * inner:i1 * inner]
+            elif side_by_side:
                 buffer = workspace[:groups * m * n * band]
                 cols.im2col(grad_out[n0 * a.out_channels:n1 * a.out_channels], g, a.grid,
                             out=_side_by_side(buffer, n, a.out_channels, g.taps, band))
@@ -857,6 +862,8 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                                            grad_weight.new_empty((1, groups, cin, m)))[0]
             elif need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
+        if direct and bias is not None and operand is not None:
+            grad_input.view(input_shape).add_(bias.view(1, groups, cin, 1))
     if grad_input is None:   # no chunks: no samples
         grad_input = grad_out.new_empty(a.input_shape) if out is None else out[0]
     grad_weight = (grad_weight.to(grad_out.dtype).view(a.in_channels, -1, *g.kernel_size)
@@ -869,6 +876,20 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
         if asked:
             given.copy_(grad)
     return out
+
+
+def _columns_in_place(a: ConvTransposeArgs, need: List[bool], bias: bool) -> bool:
+    """Whether :func:`_backward`'s planar GEMMs read the columns of the pointwise call ``a``
+    (ConvTransposeArgs.pointwise), grad_out itself, where they lie, for the gradients
+    ``need`` asks (with a ``bias`` to add): one pass of im2col's copy less, and no
+    workspace. Not where the samples go side by side (_samples_inner: a reordered copy,
+    which im2col makes; but the input gradient's products batched over the samples,
+    _samples_batched, read them in place, as here), nor where adding the bias afterwards,
+    one pass over the input gradient, moves more than the copy (more channels out than in)."""
+    cells = math.prod(a.grid)
+    return a.pointwise and (not bias or a.in_channels <= a.out_channels) and \
+        (not _samples_inner(a.batch, cells) or
+         not need[1] and _samples_batched(cells, a.in_channels // a.groups))
 
 
 def _bias_columns(bias: torch.Tensor, groups: int, rows: int) -> torch.Tensor:

@@ -146,6 +146,15 @@ class ConvTransposeArgs:
         return self.batch * self.out_channels * math.prod(self.image)
 
     @property
+    def pointwise(self) -> bool:
+        """Whether the columns are the output itself: one tap, stride 1, no padding and the
+        grid's size (no output_padding), so that im2col of the output copies it (a 1x1
+        convolution's input, as ops._backward reads it) and col2im copies the columns."""
+        g = self.geometry
+        return self.grid == self.image and all(
+            k == 1 and s == 1 and p == 0 for k, s, p in zip(g.kernel_size, g.stride, g.padding))
+
+    @property
     def column_rows(self) -> int:
         """Rows of one group's column matrix: ``C_out / groups * prod(kernel_size)``."""
         return self.out_channels // self.groups * self.geometry.taps

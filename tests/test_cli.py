@@ -181,6 +181,21 @@ def test_explain_follows_the_route_and_plans_of_a_call():
     assert "not the fused route: float32 under the 'ieee' precision policy" in e.steps[-1]
 
 
+def test_explain_says_a_pointwise_call_reads_its_input_where_it_lies():
+    """A 1x1 transposed convolution at stride 1 is a GEMM on its input as it lies
+    (ConvTransposeArgs.pointwise): explain names no im2col and no workspace, in either
+    layout, where one of three taps on that route names its im2col and workspace."""
+    for fmt in (torch.contiguous_format, torch.channels_last):
+        x = _meta(2, 8, 40, 40, fmt=fmt)
+        e = gemmconv.explain(x, _meta(8, 4, 1, 1), torch.empty(4, device="meta"))
+        assert e.route.endswith(": GEMM" if fmt == torch.channels_last else "GEMM")
+        assert "the input where it lies" in e.steps[0] and "bias added" in "".join(e.steps)
+        assert not any("im2col" in step for step in e.steps) and e.workspace_bytes == 0
+    wide = gemmconv.explain(_meta(2, 4, 200), _meta(4, 16, 3))
+    assert wide.route == "im2col W, GEMM" and wide.workspace_bytes > 0
+    assert wide.steps[0].startswith("im2col of the input")
+
+
 def test_explain_names_the_fused_route_where_a_call_takes_it():
     x, w = _meta(8, 64, 512, 512, fmt=torch.channels_last), _meta(64, 32, 4, 4)
     e = gemmconv.explain(x, w, stride=2, padding=1)

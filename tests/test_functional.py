@@ -493,6 +493,77 @@ def test_first_im2col_is_queued_before_the_flipped_weight_is_built(monkeypatch):
     assert order == ["im2col", "_convolution_weight"]
 
 
+# Pointwise calls (ConvTransposeArgs.pointwise): (conv or transposed, spatial size, channels
+# in, out, groups, bias, layout). Over 1024 positions a sample (ops._samples_inner) but for
+# the 8x8 one, whose forward products are batched over the samples in place.
+POINTWISE = [
+    ("conv", (1100,), 6, 4, 2, True, "planar"),
+    ("conv", (40, 40), 4, 6, 1, False, "planar"),
+    ("conv", (40, 40), 8, 4, 2, True, "channels_last"),
+    ("conv", (40, 40), 4, 8, 1, True, "channels_last"),
+    ("conv", (11, 11, 11), 6, 3, 3, True, "planar"),
+    ("conv", (11, 11, 11), 3, 6, 1, True, "channels_last"),
+    ("conv_transpose", (40, 40), 6, 4, 2, True, "planar"),
+    ("conv_transpose", (40, 40), 4, 8, 1, True, "channels_last"),
+]
+
+
+@pytest.mark.parametrize("kind,size,cin,cout,groups,bias,layout", POINTWISE,
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_pointwise_calls_read_their_columns_where_they_lie(monkeypatch, kind, size, cin, cout,
+                                                           groups, bias, layout):
+    """A 1x1 convolution at stride 1 (or a transposed one) runs no im2col: its GEMMs read
+    the input, and its gradients read the output gradient, where they lie (the columns
+    are those tensors). Forward and every gradient against torch in float64."""
+    from gemmconv import columns
+    order = _record_calls(monkeypatch, (columns, "im2col"), (columns, "im2col_interleaved"))
+    nd = len(size)
+    w_shape = (cout, cin // groups) if kind == "conv" else (cin, cout // groups)
+    x, w, b = _fresh(f"pointwise-{kind}-{size}-{layout}", (2, cin, *size), (*w_shape, *[1] * nd),
+                     (cout,))
+    b = b if bias else None
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=gemmconv.channels_last.memory_format(nd + 2))
+    leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
+    ours, theirs = (getattr(m, f"{kind}{nd}d") for m in (gemmconv, F))
+    out = ours(x, w, b, groups=groups)
+    ref = theirs(x, w, b, groups=groups)
+    assert rel_error(out, ref) < 1e-12
+    grad = torch.randn(out.shape, dtype=torch.float64, generator=generator(kind, size, layout))
+    for mine, expected in zip(torch.autograd.grad(out, leaves, grad),
+                              torch.autograd.grad(ref, leaves, grad)):
+        assert rel_error(mine, expected) < 1e-12
+    assert order == []
+
+
+@pytest.mark.parametrize("batch,side,cin,cout,bias,need_weight,copies", [
+    (2, 8, 80, 64, False, False, 0),   # side by side, the forward's products batched in place
+    (2, 8, 80, 32, False, False, 1),   # side by side, a reordered copy (few output channels)
+    (2, 8, 80, 64, False, True, 1),    # the weight gradient's product over the samples
+    (1, 40, 4, 8, True, True, 1),      # the bias: more channels out than in
+])
+def test_pointwise_planar_calls_copy_their_columns_where_the_gemms_need_another_layout(
+        monkeypatch, batch, side, cin, cout, bias, need_weight, copies):
+    """Where a pointwise planar call's samples go side by side (few positions,
+    ops._samples_inner) for a product that reads them there (the weight gradient's, or an
+    input gradient's of few channels: ops._samples_batched), or where its bias, added
+    afterwards, would move more than the copy, im2col makes the columns, as for any other
+    call; elsewhere the GEMMs read them in place."""
+    from gemmconv import columns
+    order = _record_calls(monkeypatch, (columns, "im2col"))
+    x, w, b = _fresh(f"pointwise-copied-{side}-{cout}", (batch, cin, side, side),
+                     (cout, cin, 1, 1), (cout,))
+    b = b if bias else None
+    w.requires_grad_(need_weight)
+    out, ref = gemmconv.conv2d(x, w, b), F.conv2d(x, w, b)
+    assert rel_error(out, ref) < 1e-12
+    if need_weight:
+        grad = torch.randn(out.shape, dtype=torch.float64, generator=generator("copied", side))
+        assert rel_error(torch.autograd.grad(out, w, grad)[0],
+                         torch.autograd.grad(ref, w, grad)[0]) < 1e-12
+    assert order == ["im2col"] * copies
+
+
 IN_PLACE = {   # name: (gemmconv's call, torch's, input shape)
     "conv_transpose2d-stride1": (lambda t, w: gemmconv.conv_transpose2d(t, w, padding=1),
                                  lambda t, w: F.conv_transpose2d(t, w, padding=1), (2, 3, 6, 7)),

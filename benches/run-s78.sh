@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 78's device calls, prepared on the CPU: no device machine was lent in session 78.
+# They test and time sessions 77 and 78's changes, none of which has run on a GPU since
+# run-s77.sh B: the graphed convolution backward's fallback fix (21b62f8) and the step
+# test's pin; the fused convolution's ceiling on the reduction (fused.CONVOLUTION_MAX_REDUCTION,
+# drawn from other sessions' runs); pointwise calls' GEMMs on their input where it lies
+# (ops._columns_in_place, channels_last.backward), with cases.CONV_LAYERS' unet-head-1x1.
+#   C (about 330 s, first): test_cuda_graphs whole, the steady tests, test_cuda_reuse whole,
+#      test_cuda's and test_cuda_channels_last's float64 matches (the case table's 1x1
+#      transposed calls among them), im2col route, convolution, module and layout tests;
+#      then the step probe in two precisions and layouts, then the VAE decoder's zoo.
+#   D (up to 480 s; after C): benches/unet_conv_probe.py in four precisions and layouts: the
+#      2-D U-Net's convolutions by the column route, by the fused one and by the defaults,
+#      forward and training step, against torch: the ceiling's check, and the 1x1 head's
+#      column route without its im2col against the fused kernel (0.45x of torch planar,
+#      2.44x channels_last, in session 77's S).
+#   E (up to 580 s; after D): the four tables (the 17 cases' 14 2-D and 3-D ones, both
+#      layouts), then the zoo's models without --layers as time allows, on the defaults.
+source benches/run-lib.sh "$1"
+case "$1" in
+C) gpu
+  node
+  TC=170 sharded_tests "graphs:7:tests/test_cuda_graphs.py" \
+    "replay:2:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last" \
+    "reuse:3:tests/test_cuda_reuse.py" \
+    "cuda:3:tests/test_cuda.py:matches_float64 or im2col_route or conv and not transpose or module or layouts" \
+    "cl:2:tests/test_cuda_channels_last.py:matches_float64 or im2col_route or module"
+  probe 45 conv-step-float32-planar conv_wgrad_replay_probe.py float32 planar
+  probe 45 conv-step-bfloat16-channels_last conv_wgrad_replay_probe.py bfloat16 channels_last
+  [ $(left ${LIMIT:-330}) -gt 60 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-330}) - 5 )) ;;
+D) gpu
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 115 unet-conv-$d-$l unet_conv_probe.py $d $l
+  done; done ;;
+E) gpu
+  node
+  TB=150 table train-f32-layouts --layouts --backward
+  TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
+  TB=90 table fwd-f32-layouts --layouts
+  TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
+  for m in unet2d dcgan vae-decoder fcn32s depthwise hifigan; do
+    [ $(left ${LIMIT:-580}) -gt 60 ] || break
+    timeout $(( $(left ${LIMIT:-580}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
+    grep -A14 "^model " $O/$m.log | grep -v "^---"
+  done ;;
+esac
