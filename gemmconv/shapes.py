@@ -145,7 +145,7 @@ class ConvTransposeArgs:
         """Elements of the output: ``N * C_out * prod(image)``."""
         return self.batch * self.out_channels * math.prod(self.image)
 
-    @property
+    @functools.cached_property   # read on every column-route call
     def pointwise(self) -> bool:
         """Whether the columns are the output itself: one tap, stride 1, no padding and the
         grid's size (no output_padding), so that im2col of the output copies it (a 1x1
