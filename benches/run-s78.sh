@@ -3,7 +3,7 @@
 # They test and time sessions 77 and 78's changes, none of which has run on a GPU since
 # run-s77.sh B: the graphed convolution backward's fallback fix (21b62f8) and the step
 # test's pin; the fused convolution's ceiling on the reduction (fused.CONVOLUTION_MAX_REDUCTION,
-# drawn from other sessions' runs); pointwise calls' GEMMs on their input where it lies
+# drawn from other sessions' runs; replaced after D); pointwise calls' GEMMs on their input where it lies
 # (ops._columns_in_place, channels_last.backward), with cases.CONV_LAYERS' unet-head-1x1.
 #   C (about 330 s, first): test_cuda_graphs whole, the steady tests, test_cuda_reuse whole,
 #      test_cuda's and test_cuda_channels_last's float64 matches (the case table's 1x1
@@ -16,6 +16,14 @@
 #      2.44x channels_last, in session 77's S).
 #   E (up to 580 s; after D): the four tables (the 17 cases' 14 2-D and 3-D ones, both
 #      layouts), then the zoo's models without --layers as time allows, on the defaults.
+#   After C (H100: 2 of test_cuda_graphs' 384 failed: the weight gradient's backward replay
+#   of the pointwise channels_last layer read a workspace its plan no longer holds) and D
+#   (H100: the fused kernel lost every layer of 512-1024 output channels, won every one of
+#   64-256; the planar 1x1 head ran faster on the column route now):
+#   F (about 480 s): test_cuda_graphs, test_cuda_replay's steady tests and test_cuda_reuse's
+#      convolution tests on the mended replay and fused.CONVOLUTION_MAX_OUT_CHANNELS (in
+#      place of the reduction's ceiling) with the planar pointwise rule; unet_conv_probe.py
+#      in four precisions and layouts on them; the zoo's 2-D U-Net, VAE decoder and FCN-32s.
 source benches/run-lib.sh "$1"
 case "$1" in
 C) gpu
@@ -32,6 +40,19 @@ D) gpu
   for d in float32 bfloat16; do for l in planar channels_last; do
     probe 115 unet-conv-$d-$l unet_conv_probe.py $d $l
   done; done ;;
+F) gpu
+  node
+  TC=150 sharded_tests "graphs:7:tests/test_cuda_graphs.py" \
+    "replay:2:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last" \
+    "reuse:3:tests/test_cuda_reuse.py:conv and not transpose"
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe 60 unet-conv-$d-$l unet_conv_probe.py $d $l | grep -E "^(torch|conv  *(256|512|1024)->|conv  *64->  *2 )"
+  done; done
+  for m in unet2d vae-decoder fcn32s; do
+    [ $(left ${LIMIT:-480}) -gt 40 ] || break
+    timeout $(( $(left ${LIMIT:-480}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
+    grep -A14 "^model " $O/$m.log | grep -v "^---"
+  done ;;
 E) gpu
   node
   TB=150 table train-f32-layouts --layouts --backward

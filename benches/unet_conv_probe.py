@@ -5,9 +5,9 @@ them on the fused route, which takes every 2-D convolution of at least
 fused.CONVOLUTION_MIN_COLUMNS (2^23) column elements, at 0.35-1.77x of torch's forward
 and 0.26-1.01x of its training step (float32 both layouts, bfloat16 NCHW): the deep layers
 (512-1024 channels on 16x16-32x32) and the planar 1x1 head, whose columns are its input,
-lost most. Session 78 drew fused.CONVOLUTION_MAX_REDUCTION from those reports and
-session 67's of the column route; this probe times both routes side by side, and the cost
-model's choice ("default"), to check that rule and redraw it.
+lost most. This probe times both routes side by side, and the cost model's choice
+("default"): session 78 drew fused.CONVOLUTION_MAX_OUT_CHANNELS and the pointwise rule of
+fused.convolution_takes from its rows (results/s78/D).
 ``PYTHONPATH=. python3 benches/unet_conv_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: its column elements, then for the forward and for the training step
 (forward and the three gradients) the milliseconds by torch, by the column route
@@ -35,9 +35,9 @@ LAYERS = [(3, 64, 256, 3), (64, 64, 256, 3), (64, 128, 128, 3), (128, 128, 128, 
           (128, 256, 64, 3), (256, 256, 64, 3), (256, 512, 32, 3), (512, 512, 32, 3),
           (512, 1024, 16, 3), (1024, 1024, 16, 3), (1024, 512, 32, 3), (512, 256, 64, 3),
           (256, 128, 128, 3), (128, 64, 256, 3), (64, 2, 256, 1)]   # (C_in, C_out, side, k)
-# fused.CONVOLUTION_MIN_COLUMNS and CONVOLUTION_MAX_REDUCTION by route
+# fused.CONVOLUTION_MIN_COLUMNS and CONVOLUTION_MAX_OUT_CHANNELS by route
 ROUTES = {"columns": (None, 0), "fused": (0, 1 << 62),
-          "default": (fused.CONVOLUTION_MIN_COLUMNS, fused.CONVOLUTION_MAX_REDUCTION)}
+          "default": (fused.CONVOLUTION_MIN_COLUMNS, fused.CONVOLUTION_MAX_OUT_CHANNELS)}
 
 
 def routed(bounds, call):
@@ -48,7 +48,7 @@ def routed(bounds, call):
 
     def patched():
         with unittest.mock.patch.object(fused, "CONVOLUTION_MIN_COLUMNS", floor), \
-                unittest.mock.patch.object(fused, "CONVOLUTION_MAX_REDUCTION", ceiling), \
+                unittest.mock.patch.object(fused, "CONVOLUTION_MAX_OUT_CHANNELS", ceiling), \
                 unittest.mock.patch.object(ops, "_conv_replays", replays):
             return call()
     return patched
@@ -63,7 +63,9 @@ for cin, cout, side, k in LAYERS:
     grad = gradient(cout, side, DTYPE, LAYOUT, BATCH)
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
     a = conv_args("conv2d", 2, x, w, b, 1, pad, 1, 1)
-    why = fused.convolution_unavailable(a, x, w)
+    why = fused.convolution_unavailable(a, x, w) or \
+        ("a pointwise call whose input it would copy" if a.pointwise and fused.copies_input(x)
+         else None)
 
     def forward(conv):
         def call():

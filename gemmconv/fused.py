@@ -920,37 +920,42 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
 # at 4.7M it lost to the column route in float32 (0.131 against 0.126 ms).
 CONVOLUTION_MIN_COLUMNS: Optional[int] = 1 << 23
 
-# The reduction (the convolution's input channels times taps) from which the column route
-# takes a convolution's forward back. The kernel does not split its reduction: where a call
-# has few output tiles, each program runs the whole of a long one while much of the GPU
-# idles. The 2-D U-Net's forwards (batch 8, H100), the fused kernel's time (results/s77/S,
-# s76/D) over the column route's (results/s67/Z1), by reduction:
-# - 9216 (1024 channels: down.4.3 on 16x16, decode.0.0 on 32x32): 1.14-2.71 in all four
-#   precisions and layouts;
-# - 4608 (512 channels): float32 1.17-1.35 on 32x32, 0.88-1.34 on 16x16, 0.66-0.70 on
-#   64x64; bfloat16 0.50-0.91;
-# - 27 to 2304: 0.21-0.99.
-# So from 8192, between the largest reduction the fused kernel won in every precision and
-# the smallest it lost in all. (Two runs of other sessions, not one side by side:
-# benches/unet_conv_probe.py times both routes in one.)
-CONVOLUTION_MAX_REDUCTION = 8192
+# The most output channels of a convolution whose forward the fused kernel takes. The
+# columns' trip through memory costs the column route bytes in proportion to the products'
+# work over the output channels: from 512 of them cuBLAS's GEMM, faster than the fused
+# kernel on the products (whose tiles hold at most 128 channels and which does not split
+# its reduction), more than pays for that trip. benches/unet_conv_probe.py (session 78, H100,
+# results/s78/D), the 2-D U-Net's 3x3 layers side by side, batch 8, four precisions and
+# layouts, the column route's forward time over the fused kernel's:
+# - 512 and 1024 output channels (five layers, 16x16 and 32x32): 0.47-0.97, every one;
+# - 64-256 (eight layers, 64x64 to 256x256): 1.08-4.31 (3->64, whose 3 input channels
+#   the kernel cannot take, ran on the column route either way).
+# The VAE decoder's 256-channel layer on 16x16 (batch 16) took 0.073 ms fused against 0.107
+# on the column route, float32 planar (results/s76/C): positions alone do not draw the line.
+CONVOLUTION_MAX_OUT_CHANNELS = 256
 
 
 def convolution_preferred(a: ConvTransposeArgs) -> bool:
     """Whether the cost model sends the forward of the convolution ``a`` is the adjoint of
-    to :func:`convolution`: 2-D, of at least CONVOLUTION_MIN_COLUMNS column elements and a
-    reduction (its C_in times taps) under CONVOLUTION_MAX_REDUCTION."""
-    least, reduction = CONVOLUTION_MIN_COLUMNS, a.out_channels * a.geometry.taps
+    to :func:`convolution`: 2-D, of at least CONVOLUTION_MIN_COLUMNS column elements and at
+    most CONVOLUTION_MAX_OUT_CHANNELS output channels (``a``'s input channels)."""
+    least = CONVOLUTION_MIN_COLUMNS
     return least is not None and a.geometry.nd == 2 and \
-        reduction < CONVOLUTION_MAX_REDUCTION and \
-        a.batch * math.prod(a.grid) * reduction >= least
+        a.in_channels <= CONVOLUTION_MAX_OUT_CHANNELS and \
+        a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps >= least
 
 
 def convolution_takes(a: ConvTransposeArgs, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether the forward of the convolution ``a`` is the adjoint of takes
     :func:`convolution`: where the cost model prefers it (asked first, as :func:`takes`
-    does) and :func:`convolution_unavailable` is None."""
-    return convolution_preferred(a) and convolution_unavailable(a, x, weight) is None
+    does) and :func:`convolution_unavailable` is None, but for a pointwise call
+    (ConvTransposeArgs.pointwise) whose input the kernel would copy channels innermost:
+    the column route's GEMMs read that input where it lies, its only operand of any size,
+    where the kernel reads it three times (the U-Net's 1x1 head, 64 -> 2 channels on
+    256x256, batch 8: 0.202 against 0.125 ms in float32, 0.134 against 0.099 in bfloat16;
+    channels_last, the kernel's 0.155 and 0.125 against 0.186 and 0.158; results/s78/D)."""
+    return convolution_preferred(a) and not (a.pointwise and copies_input(x)) and \
+        convolution_unavailable(a, x, weight) is None
 
 
 def convolution_unavailable(a: ConvTransposeArgs, x: torch.Tensor,

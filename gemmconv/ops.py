@@ -1026,8 +1026,10 @@ class _BackwardReplay(NamedTuple):
     per gradient over the whole call, planned on its first call as _Replay plans a forward:
     the planar route with the samples side by side (_samples_inner), or the channels_last
     route (channels_last.backward), in one chunk each, with no dense groups. ``input`` and
-    ``weight`` are the products of the gradients asked for (None for the others)."""
-    im2col: object               # _cuda.Launch
+    ``weight`` are the products of the gradients asked for (None for the others).
+    ``im2col`` is None for a pointwise channels_last call, whose columns are the output
+    gradient's rows (ConvTransposeArgs.pointwise), which the products read where they lie."""
+    im2col: object               # _cuda.Launch, or None
     input: Optional[gemm._Product]
     weight: Optional[gemm._Product]
     workspace: int
@@ -1048,19 +1050,20 @@ class _BackwardReplay(NamedTuple):
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
         acc = cols.accumulation_dtype(x.dtype)
         workspace = grad_out.new_empty(self.workspace)
-        _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), workspace.data_ptr())
+        columns = grad_out.data_ptr() if self.im2col is None else workspace.data_ptr()
+        if self.im2col is not None:
+            _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), columns)
         cells, m = math.prod(a.grid), a.column_rows
         if self.input is not None:
             if self.interleaved:   # columns @ the reordered weight, transposed
                 w = cl._weight(weight, a).transpose(1, 2)
-                gemm.run(self.input, workspace.data_ptr(), w.data_ptr(), grad_input.data_ptr(),
-                         device)
+                gemm.run(self.input, columns, w.data_ptr(), grad_input.data_ptr(), device)
             else:   # each sample in place, or (G, C_in / G, N L) then into the samples' order
                 w = gemm.first_operand(self.input, weight.as_strided(*self.views[0])) \
                     if self.input.copied else weight
                 side = grad_input if self.batched else \
                     grad_out.new_empty((groups, cin, a.batch, cells))
-                gemm.run(self.input, w.data_ptr(), workspace.data_ptr(), side.data_ptr(), device)
+                gemm.run(self.input, w.data_ptr(), columns, side.data_ptr(), device)
                 if not self.batched:
                     grad_input.view(a.batch, groups, cin, cells).copy_(side.permute(2, 0, 1, 3))
         if self.weight is not None:
@@ -1071,7 +1074,7 @@ class _BackwardReplay(NamedTuple):
             rows = x if self.interleaved else _samples_side_by_side(x, a.groups, cells)
             if self.weight.copied:
                 rows = gemm.first_operand(self.weight, rows.as_strided(*self.views[1]))
-            gemm.run(self.weight, rows.data_ptr(), workspace.data_ptr(), product.data_ptr(), device)
+            gemm.run(self.weight, rows.data_ptr(), columns, product.data_ptr(), device)
             if self.interleaved:
                 taps = a.geometry.taps
                 grad_weight.view(a.in_channels, -1, taps).copy_(
@@ -1289,11 +1292,14 @@ def _work_out_backward_replay(grad_out: torch.Tensor, x: torch.Tensor, weight: t
         if len(plan.chunks) != 1:
             return None
         workspace = grad_out.new_empty(plan.workspace)
-        columns = workspace[:n * cells * groups * m].view(n * cells, groups * m)
         grad_rows = cl._positions(grad_out)
-        im2col = _cuda.interleaved_launch(
-            "im2col", columns.view(n, *a.grid, groups, g.taps, cout), grad_rows, g,
-            g.band_padding(0, 0))
+        if a.pointwise:   # the columns are grad_out's rows, read where they lie
+            columns, im2col = grad_rows.reshape(n * cells, groups * m), None
+        else:
+            columns = workspace[:n * cells * groups * m].view(n * cells, groups * m)
+            im2col = _cuda.interleaved_launch(
+                "im2col", columns.view(n, *a.grid, groups, g.taps, cout), grad_rows, g,
+                g.band_padding(0, 0))
         input_product = weight_product = None
         if need[0]:
             w = cl._weight(weight, a).transpose(1, 2)

@@ -173,17 +173,19 @@ def test_a_conv_backward_replay_over_the_graph_limit_launches_no_copies(monkeypa
 def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypatch, case, layout):
     """ops._conv_replay, on meta tensors (a CUDA device's stand-in): a 2-D convolution that
     fused.convolution can take (stride 1, one group, channels in whole 16-byte rows) of at
-    least fused.CONVOLUTION_MIN_COLUMNS column elements and a reduction (C_in times taps)
-    under fused.CONVOLUTION_MAX_REDUCTION takes it, in the input's layout; one column
-    element fewer, a reduction at that ceiling, a call it cannot take, or any call while
-    the floor is None, the column route's replay."""
+    least fused.CONVOLUTION_MIN_COLUMNS column elements and at most
+    fused.CONVOLUTION_MAX_OUT_CHANNELS output channels takes it, in the input's layout, but
+    a pointwise one whose planar input the kernel would copy; one column element fewer, an
+    output channel more, a call it cannot take, or any call while the floor is None, the
+    column route's replay."""
     import math
     from gemmconv import fused, ops
     from gemmconv.shapes import conv_args
     x, w, b = _layer_tensors(case, "route", layout, torch.float32, "meta")
     a = conv_args(f"conv{case.nd}d", case.nd, x, w, b, **_conv_kwargs(case))
     columns = a.batch * math.prod(a.grid) * a.out_channels * a.geometry.taps
-    takes = case.nd == 2 and set(case.stride) == {1} and case.groups == 1
+    takes = case.nd == 2 and set(case.stride) == {1} and case.groups == 1 and \
+        not (a.pointwise and layout == "planar")
     monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", columns)
     replay = ops._conv_replay(x, w, a)
     if takes:
@@ -194,7 +196,7 @@ def test_the_cost_model_sends_large_2d_convolutions_to_the_fused_kernel(monkeypa
         monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", off)
         assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
     monkeypatch.setattr(fused, "CONVOLUTION_MIN_COLUMNS", columns)
-    monkeypatch.setattr(fused, "CONVOLUTION_MAX_REDUCTION", a.out_channels * a.geometry.taps)
+    monkeypatch.setattr(fused, "CONVOLUTION_MAX_OUT_CHANNELS", a.in_channels - 1)
     assert ops._conv_replay(x, w, a) == ops._ConvReplay.planned(x, w, a)
 
 
