@@ -24,6 +24,10 @@
 #      convolution tests on the mended replay and fused.CONVOLUTION_MAX_OUT_CHANNELS (in
 #      place of the reduction's ceiling) with the planar pointwise rule; unet_conv_probe.py
 #      in four precisions and layouts on them; the zoo's 2-D U-Net, VAE decoder and FCN-32s.
+#   After F (H100: 4 of test_cuda_graphs' 384 failed, the fused convolution's graph tests
+#   expecting the kernel on the planar pointwise layer, which the cost model keeps off it;
+#   those tests now leave it out): next session, test_cuda_graphs first, then E (its models
+#   reordered: F ran the 2-D U-Net).
 source benches/run-lib.sh "$1"
 case "$1" in
 C) gpu
@@ -59,7 +63,7 @@ E) gpu
   TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
   TB=90 table fwd-f32-layouts --layouts
   TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
-  for m in unet2d dcgan vae-decoder fcn32s depthwise hifigan; do
+  for m in vae-decoder fcn32s depthwise dcgan hifigan unet2d; do
     [ $(left ${LIMIT:-580}) -gt 60 ] || break
     timeout $(( $(left ${LIMIT:-580}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
     grep -A14 "^model " $O/$m.log | grep -v "^---"
