@@ -99,3 +99,33 @@ import gemmconv.ops as o; o.GRAPHED_CONV_BACKWARD = o.STEADY_CONVOLUTIONS = True
 sys.argv = ['gemmconv', 'bench', '--models', '--model', '$1']
 runpy.run_module('gemmconv', run_name='__main__')" > $O/$1-switched.log 2>&1
   grep -A14 "^model " $O/$1-switched.log | grep -v "^---"; }
+# The four tables of the 17 cases' 2-D and 3-D rows, both layouts (run-s77.sh E on).
+four_tables() {
+  TB=150 table train-f32-layouts --layouts --backward
+  TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
+  TB=90 table fwd-f32-layouts --layouts
+  TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
+}
+# Zoo models without --layers, each while more than a minute of the call's budget is left,
+# their tables printed: zoo_models BUDGET NAME...
+zoo_models() {
+  budget=$1; shift
+  for m; do
+    [ $(left $budget) -gt 60 ] || break
+    timeout $(( $(left $budget) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
+    grep -A14 "^model " $O/$m.log | grep -v "^---"
+  done
+}
+# benches/unet_conv_probe.py in four precisions and layouts, each cut at SECS, its rows
+# filtered by the grep pattern PATTERN where given: unet_conv_probes SECS [PATTERN]
+unet_conv_probes() {
+  for d in float32 bfloat16; do for l in planar channels_last; do
+    probe $1 unet-conv-$d-$l unet_conv_probe.py $d $l | grep -E "${2:-.}"
+  done; done
+}
+# A convolution's training step by each route (conv_wgrad_replay_probe.py), float32 planar
+# and bfloat16 channels_last, 45 s each (run-s77.sh C on).
+conv_step_probes() {
+  probe 45 conv-step-float32-planar conv_wgrad_replay_probe.py float32 planar
+  probe 45 conv-step-bfloat16-channels_last conv_wgrad_replay_probe.py bfloat16 channels_last
+}

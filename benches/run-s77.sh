@@ -46,22 +46,12 @@ C) gpu
     "replay:2:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last" \
     "reuse:3:tests/test_cuda_reuse.py:conv and not transpose" \
     "cuda:3:tests/test_cuda.py:conv and not transpose or module or layouts"
-  probe 45 conv-step-float32-planar conv_wgrad_replay_probe.py float32 planar
-  probe 45 conv-step-bfloat16-channels_last conv_wgrad_replay_probe.py bfloat16 channels_last
+  conv_step_probes
   [ $(left ${LIMIT:-300}) -gt 60 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-300}) - 5 )) ;;
 D) gpu
-  for d in float32 bfloat16; do for l in planar channels_last; do
-    probe 90 unet-conv-$d-$l unet_conv_probe.py $d $l
-  done; done ;;
+  unet_conv_probes 90 ;;
 E) gpu
   node
-  TB=150 table train-f32-layouts --layouts --backward
-  TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
-  TB=90 table fwd-f32-layouts --layouts
-  TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
-  for m in dcgan vae-decoder fcn32s depthwise hifigan; do
-    [ $(left ${LIMIT:-580}) -gt 60 ] || break
-    timeout $(( $(left ${LIMIT:-580}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
-    grep -A14 "^model " $O/$m.log | grep -v "^---"
-  done ;;
+  four_tables
+  zoo_models ${LIMIT:-580} dcgan vae-decoder fcn32s depthwise hifigan ;;
 esac

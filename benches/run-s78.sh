@@ -37,35 +37,19 @@ C) gpu
     "reuse:3:tests/test_cuda_reuse.py" \
     "cuda:3:tests/test_cuda.py:matches_float64 or im2col_route or conv and not transpose or module or layouts" \
     "cl:2:tests/test_cuda_channels_last.py:matches_float64 or im2col_route or module"
-  probe 45 conv-step-float32-planar conv_wgrad_replay_probe.py float32 planar
-  probe 45 conv-step-bfloat16-channels_last conv_wgrad_replay_probe.py bfloat16 channels_last
+  conv_step_probes
   [ $(left ${LIMIT:-330}) -gt 60 ] && zoo_model vae-decoder $(( $(left ${LIMIT:-330}) - 5 )) ;;
 D) gpu
-  for d in float32 bfloat16; do for l in planar channels_last; do
-    probe 115 unet-conv-$d-$l unet_conv_probe.py $d $l
-  done; done ;;
+  unet_conv_probes 115 ;;
 F) gpu
   node
   TC=150 sharded_tests "graphs:7:tests/test_cuda_graphs.py" \
     "replay:2:tests/test_cuda_replay.py:steady_convolution or steady_training or like_its_last" \
     "reuse:3:tests/test_cuda_reuse.py:conv and not transpose"
-  for d in float32 bfloat16; do for l in planar channels_last; do
-    probe 60 unet-conv-$d-$l unet_conv_probe.py $d $l | grep -E "^(torch|conv  *(256|512|1024)->|conv  *64->  *2 )"
-  done; done
-  for m in unet2d vae-decoder fcn32s; do
-    [ $(left ${LIMIT:-480}) -gt 40 ] || break
-    timeout $(( $(left ${LIMIT:-480}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
-    grep -A14 "^model " $O/$m.log | grep -v "^---"
-  done ;;
+  unet_conv_probes 60 "^(torch|conv  *(256|512|1024)->|conv  *64->  *2 )"
+  zoo_models ${LIMIT:-480} unet2d vae-decoder fcn32s ;;
 E) gpu
   node
-  TB=150 table train-f32-layouts --layouts --backward
-  TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
-  TB=90 table fwd-f32-layouts --layouts
-  TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
-  for m in vae-decoder fcn32s depthwise dcgan hifigan unet2d; do
-    [ $(left ${LIMIT:-580}) -gt 60 ] || break
-    timeout $(( $(left ${LIMIT:-580}) - 5 )) python3 -m gemmconv bench --models --model $m > $O/$m.log 2>&1
-    grep -A14 "^model " $O/$m.log | grep -v "^---"
-  done ;;
+  four_tables
+  zoo_models ${LIMIT:-580} vae-decoder fcn32s depthwise dcgan hifigan unet2d ;;
 esac
