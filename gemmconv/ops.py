@@ -795,11 +795,11 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     g, groups = a.geometry, a.groups
     cin, m, cells = a.in_channels // groups, a.column_rows, math.prod(a.grid)
     inner = cells // a.grid[0]
-    direct = _columns_in_place(a, need, bias is not None)
+    in_place = _columns_in_place(a, need, bias is not None)
     # Two rows of ones carry the bias; more, to a whole 16 bytes a weight row, keep cuBLAS on
     # its aligned kernels (a 162-element row measured 1.6x slower than 160 on the H200).
     align = 16 // grad_out.element_size()
-    ones = 0 if bias is None or direct else 2 + (-(m + 2)) % align
+    ones = 0 if bias is None or in_place else 2 + (-(m + 2)) % align
     assert not (ones and need[1]), "the bias rows serve the input gradient alone"
     grad_out = grad_out.contiguous().view(a.batch * a.out_channels, *a.image)
     x = x.contiguous().view(a.batch, groups, cin, cells) if need[1] else None
@@ -810,17 +810,17 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     grad_weight = grad_out.new_zeros((groups, cin, m), dtype=acc) if need[1] else None
     if need[0] or need[1]:
         chunks = a.backward_chunks(_workspace_limit, grad_out.element_size(), ones)
-        workspace = grad_out.new_empty(0 if direct else max(
+        workspace = grad_out.new_empty(0 if in_place else max(
             ((n1 - n0) * groups * (m + ones) * (i1 - i0) * inner for n0, n1, i0, i1 in chunks),
             default=0))
         # The samples side by side (_samples_inner): columns (1, G, M, n L), each product one
         # call over all the chunk's samples.
-        side_by_side = not ones and not direct and _samples_inner(a.batch, cells) and \
+        side_by_side = not ones and not in_place and _samples_inner(a.batch, cells) and \
             all(i1 - i0 == a.grid[0] for *_, i0, i1 in chunks)
         operand = None
         for n0, n1, i0, i1 in chunks:
             n, band = n1 - n0, (i1 - i0) * inner
-            if direct:
+            if in_place:   # the columns are grad_out's rows
                 columns = grad_out.view(a.batch, groups, m, cells)[n0:n1, ..., i0 * inner:i1 * inner]
             elif side_by_side:
                 buffer = workspace[:groups * m * n * band]
@@ -862,7 +862,7 @@ def _backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
                                            grad_weight.new_empty((1, groups, cin, m)))[0]
             elif need[1]:
                 _add_weight_grad(grad_weight, x, columns, n0, i0 * inner)
-        if direct and bias is not None and operand is not None:
+        if in_place and bias is not None and operand is not None:
             grad_input.view(input_shape).add_(bias.view(1, groups, cin, 1))
     if grad_input is None:   # no chunks: no samples
         grad_input = grad_out.new_empty(a.input_shape) if out is None else out[0]
