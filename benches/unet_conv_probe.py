@@ -11,9 +11,9 @@ fused.convolution_takes from its rows (results/s78/D).
 ``PYTHONPATH=. python3 benches/unet_conv_probe.py [float32|bfloat16] [planar|channels_last]``
 prints, per layer: its column elements, then for the forward and for the training step
 (forward and the three gradients) the milliseconds by torch, by the column route
-(CONVOLUTION_MIN_COLUMNS None), by the fused one (floor 0, no ceiling on the reduction:
-where fused.convolution_unavailable says it can not, the column route again, and the
-reason is printed) and by the cost model's defaults, each the median of
+(CONVOLUTION_MIN_COLUMNS None), by the fused one (floor 0, no ceiling on the output
+channels: where fused.convolution_takes still refuses the call, the column route again,
+and the reason is printed) and by the cost model's defaults, each the median of
 gemmconv.measure.timers' samples in turns, with its speedup over torch; and each route's
 forward error against float64."""
 import sys
@@ -63,9 +63,9 @@ for cin, cout, side, k in LAYERS:
     grad = gradient(cout, side, DTYPE, LAYOUT, BATCH)
     leaves = [t.requires_grad_() for t in (x, w, b) if t is not None]
     a = conv_args("conv2d", 2, x, w, b, 1, pad, 1, 1)
-    why = fused.convolution_unavailable(a, x, w) or \
-        ("a pointwise call whose input it would copy" if a.pointwise and fused.copies_input(x)
-         else None)
+    takes = routed(ROUTES["fused"], lambda: fused.convolution_takes(a, x, w))()
+    why = None if takes else \
+        fused.convolution_unavailable(a, x, w) or "the cost model keeps it off the kernel"
 
     def forward(conv):
         def call():
