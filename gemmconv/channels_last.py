@@ -367,7 +367,6 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
     if need[0] or need[1]:
         plan = backward_plan(a, grad_out.element_size(), limit)
         workspace = grad_out.new_empty(plan.workspace)
-        positions = grad_rows.reshape(-1, a.out_channels) if a.pointwise else None
         w = None
         # As the short side of both products; the columns then an ungrouped layer's, as the
         # forward's (dense_weight): im2col writes a tap's C_out channels as one run.
@@ -378,8 +377,8 @@ def backward(grad_out: torch.Tensor, x: Optional[torch.Tensor],
             input_rows.new_empty(input_rows.shape[0], width)
         for (n0, n1, i0, i1), (p0, count) in zip(plan.chunks, plan.rows):
             n = n1 - n0
-            if a.pointwise:
-                columns = positions[p0:p0 + count]
+            if a.pointwise:   # the output gradient's rows are the columns
+                columns = grad_rows.reshape(-1, a.out_channels)[p0:p0 + count]
             else:
                 columns = workspace[:count * groups * m].view(count, groups * m)
                 cols.im2col_interleaved(grad_rows[n0:n1], g, (i1 - i0, *a.grid[1:]), column_groups,

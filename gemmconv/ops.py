@@ -1050,8 +1050,10 @@ class _BackwardReplay(NamedTuple):
         device, groups, cin = x.device, a.groups, a.in_channels // a.groups
         acc = cols.accumulation_dtype(x.dtype)
         workspace = grad_out.new_empty(self.workspace)
-        columns = grad_out.data_ptr() if self.im2col is None else workspace.data_ptr()
-        if self.im2col is not None:
+        if self.im2col is None:   # pointwise: the output gradient's rows are the columns
+            columns = grad_out.data_ptr()
+        else:
+            columns = workspace.data_ptr()
             _cuda.run_im2col(self.im2col, device, grad_out.data_ptr(), columns)
         cells, m = math.prod(a.grid), a.column_rows
         if self.input is not None:
