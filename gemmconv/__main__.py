@@ -34,6 +34,15 @@ def _table(rows: list[bench.Row], ceiling: bench.Ceilings) -> str:
     return "\n".join(lines)
 
 
+def _progress(r) -> str:
+    """A row of the case table in one line: its times and speedups."""
+    if isinstance(r, bench.LayoutRow):
+        return ", ".join(f"{layout} torch {r.ms['torch ' + layout]:.3f} ms, ours "
+                         f"{r.ms['gemmconv ' + layout]:.3f} ms, {r.speedup[layout]:.2f}x"
+                         for layout in bench.LAYOUTS)
+    return f"torch {r.torch_ms:.3f} ms, ours {r.ours_ms:.3f} ms, {r.speedup:.2f}x"
+
+
 def _layouts_table(rows: list[bench.LayoutRow]) -> str:
     head = (f"{'case':<20} {'input, kernel':<36} {'torch NCHW':>10} {'ours':>9} {'speedup':>8} "
             f"{'torch CL':>9} {'ours':>9} {'speedup':>8} {'CL/NCHW':>8} {'err torch':>9} "
@@ -255,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                             if args.layouts else
                             bench.measure(case, dtype, device, args.backward, ceiling, args.repeats,
                                           args.channels_last))
+                # As it goes, so that a run cut short still says what it measured.
+                print(f"  {_progress(rows[-1])}", file=sys.stderr, flush=True)
     finally:
         conv.fp32_precision = before
     mode = (f"{args.dtype}{' no-TF32' if args.no_tf32 else ''}"

@@ -65,9 +65,13 @@ def test_bench_shape_prints_the_row_and_the_route(capsys, tmp_path):
     layer = "ConvTranspose2d(8, 6, 4, stride=2, padding=1, groups=2)"
     assert main(["bench", "--shape", layer, "--input", "2,8,5,7", "--repeats", "2", "--backward",
                  "--png", str(tmp_path / "x.png"), "--json", str(tmp_path / "x.json")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     row = next(line for line in out.splitlines() if line.startswith(layer))
     assert "(2, 8, 5, 7) k(4, 4)" in row and "x " in row            # shapes, then the speedup
+    # Each case's times as it goes, on stderr: a run cut at its time limit keeps them.
+    progress = err.splitlines()[err.splitlines().index(f"[1/1] {layer} ...") + 1]
+    fields = row.split(")")[-1].split()   # torch ms, ours ms, speedup, ...
+    assert progress == f"  torch {fields[0]} ms, ours {fields[1]} ms, {fields[2]}"
     assert "fwd+bwd" in out and "over 1 cases" in out
     # The route and why: gemmconv.explain's account of the same call.
     assert "route: GEMM + col2im" in out
@@ -90,15 +94,18 @@ def test_bench_layouts_times_both_formats_of_each_case(capsys, tmp_path):
     assert main(["bench", "--layouts", "--case", "1d-dil3", "--case", "3d-stride2-grouped",
                  "--repeats", "2", "--png", str(tmp_path / "x.png"),
                  "--json", str(tmp_path / "x.json")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "NCHW and channels_last forward" in out and "1d-dil3" not in out
     row = next(line for line in out.splitlines() if line.startswith("3d-stride2-grouped"))
+    progress = err.splitlines()[-1]
     assert "within 10% of NCHW's (CL/NCHW >= 0.9): " in out and "of 1 cases" in out
     saved = json.loads((tmp_path / "x.json").read_text())
     speedup = saved[0]["speedup"]
     fields = row.split(")")[-1].split()   # ms, ms, speedup, ms, ms, speedup, ratio, errors
     assert fields[2] == f"{speedup['NCHW']:.2f}x" and fields[5] == f"{speedup['channels_last']:.2f}x"
     assert fields[6] == f"{speedup['channels_last'] / speedup['NCHW']:.2f}"
+    assert progress == (f"  NCHW torch {fields[0]} ms, ours {fields[1]} ms, {fields[2]}, "
+                        f"channels_last torch {fields[3]} ms, ours {fields[4]} ms, {fields[5]}")
     assert [r["case"] for r in saved] == ["3d-stride2-grouped-small"]
     assert set(saved[0]["ms"]) == {"torch NCHW", "gemmconv NCHW", "torch channels_last",
                                    "gemmconv channels_last"}
