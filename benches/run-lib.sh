@@ -99,12 +99,14 @@ import gemmconv.ops as o; o.GRAPHED_CONV_BACKWARD = o.STEADY_CONVOLUTIONS = True
 sys.argv = ['gemmconv', 'bench', '--models', '--model', '$1']
 runpy.run_module('gemmconv', run_name='__main__')" > $O/$1-switched.log 2>&1
   grep -A14 "^model " $O/$1-switched.log | grep -v "^---"; }
-# The four tables of the 17 cases' 2-D and 3-D rows, both layouts (run-s77.sh E on).
+# The four tables of the 17 cases' 2-D and 3-D rows, both layouts (run-s77.sh E on), each
+# training table cut at $TB_TRAIN seconds, each forward one at $TB_FWD (a cold machine
+# compiles each case's kernels first: 150 and 90 cut all four in run-s79.sh A).
 four_tables() {
-  TB=150 table train-f32-layouts --layouts --backward
-  TB=150 table train-bf16-layouts --layouts --backward --dtype bfloat16
-  TB=90 table fwd-f32-layouts --layouts
-  TB=90 table fwd-bf16-layouts --layouts --dtype bfloat16
+  TB=${TB_TRAIN:-150} table train-f32-layouts --layouts --backward
+  TB=${TB_TRAIN:-150} table train-bf16-layouts --layouts --backward --dtype bfloat16
+  TB=${TB_FWD:-90} table fwd-f32-layouts --layouts
+  TB=${TB_FWD:-90} table fwd-bf16-layouts --layouts --dtype bfloat16
 }
 # Zoo models without --layers, each while more than a minute of the call's budget is left,
 # their tables printed: zoo_models BUDGET NAME...

@@ -23,10 +23,7 @@ R) gpu
   done; done ;;
 T) gpu
   node
-  TB=180 table train-f32-layouts --layouts --backward
-  TB=160 table train-bf16-layouts --layouts --backward --dtype bfloat16
-  TB=110 table fwd-f32-layouts --layouts
-  TB=110 table fwd-bf16-layouts --layouts --dtype bfloat16 ;;
+  TB_TRAIN=170 TB_FWD=110 four_tables ;;
 Z) gpu
   node
   zoo_models ${LIMIT:-580} hifigan unet2d unet3d ;;

@@ -21,24 +21,12 @@ from gemmconv import fused, ops, zoo
 
 sys.path.insert(0, "benches")
 from cl_tile_probe import bench, time_tiles  # noqa: E402
+from small_fused_probe import layer_inputs  # noqa: E402
 
 # (positions, output channels, warps, stages); bk stays the default's (128 bytes)
 TILES = [(32, 128, 4, 4), (64, 128, 4, 3), (64, 128, 4, 5), (64, 128, 8, 4), (128, 128, 8, 3),
          (128, 128, 4, 4), (32, 64, 4, 4), (64, 64, 4, 4), (64, 64, 4, 6), (128, 64, 4, 4),
          (128, 64, 8, 3), (64, 32, 4, 4), (128, 32, 4, 4)]
-
-
-def layer_inputs(model: torch.nn.Module, x: torch.Tensor) -> list:
-    """(module, input) of each transposed convolution in a forward of ``model`` on ``x``."""
-    seen, hooks = [], []
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.conv._ConvTransposeNd):
-            hooks.append(m.register_forward_hook(lambda m, args, out: seen.append((m, args[0]))))
-    with torch.no_grad():
-        model(x)
-    for h in hooks:
-        h.remove()
-    return seen
 
 
 def sweep(module, x: torch.Tensor, planar: bool) -> str:
@@ -56,7 +44,7 @@ def sweep(module, x: torch.Tensor, planar: bool) -> str:
     rows, rounded = fused._input_rows(x)
     weights = fused.tap_weights(w)
     out = torch.empty_like(ref)
-    size, phases = x.element_size(), len(taps.count)
+    size = x.element_size()
     extent = tuple(fused._extent(fused._padded(ref.shape[2:], 1), taps))
     default = fused.launch_config(x.shape[0], extent, a.in_channels, a.out_channels, taps, size,
                                   size == 4 and not rounded, planar)

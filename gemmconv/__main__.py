@@ -34,7 +34,7 @@ def _table(rows: list[bench.Row], ceiling: bench.Ceilings) -> str:
     return "\n".join(lines)
 
 
-def _progress(r) -> str:
+def _progress(r: bench.Row | bench.LayoutRow) -> str:
     """A row of the case table in one line: its times and speedups."""
     if isinstance(r, bench.LayoutRow):
         return ", ".join(f"{layout} torch {r.ms['torch ' + layout]:.3f} ms, ours "
