@@ -6,7 +6,7 @@
 #      17 cases' 2-D and 3-D rows, both layouts, forward and training step, float32 and
 #      bfloat16), each while its time is left.
 #   B (up to 580 s; after A): the zoo's models on the defaults, convert with and without a
-#      sample, every layer type (the first H200 zoo since session 73).
+#      sample, every layer type (ran on an H100: results/s79/B).
 source benches/run-lib.sh "$1"
 case "$1" in
 A) gpu
