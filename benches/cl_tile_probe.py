@@ -35,6 +35,19 @@ def bench(fn):
     return triton.testing.do_bench(fn, warmup=5, rep=40, return_mode="median")
 
 
+def labelled_tiles(default: fused.Config, specs: list, batch: int, extent: tuple, c_out: int,
+                   run: int = 1) -> dict:
+    """``{"default": default}`` and a tile of each ``(positions, output channels, warps,
+    stages)`` of ``specs`` no wider than ``c_out`` needs, its box fitted to ``extent`` with
+    runs of ``run`` along W (fused._fitted_box), labelled "64x128 w4 s5"."""
+    tiles = {"default": default}
+    for bm, bn, warps, stages in specs:
+        if bn <= max(16, fused._pow2(c_out)):
+            tiles[f"{bm}x{bn} w{warps} s{stages}"] = fused.Config(
+                fused._fitted_box(batch, tuple(extent), bm, run), default.bk, bn, warps, stages)
+    return tiles
+
+
 def time_tiles(run, out: torch.Tensor, tiles: dict, clocks: dict) -> list:
     """Each of ``tiles`` (label: config, the reference first) run by ``run(cfg)`` into
     ``out``, NaN-filled before, and timed by each of ``clocks`` (name: a timer of a call, in
@@ -82,12 +95,8 @@ def main():
         if idle:
             clocks["idle"] = lambda fn: timer(torch.device("cuda"), fn, 10)
             line[0] += f" idle {clocks['idle'](lambda: F.conv_transpose2d(x, w, b, **case.kwargs)):.3f}"
-        tiles = {"default": default}
-        for bm, bn, warps, stages in TILES_16 if planar else TILES:
-            if bn <= max(16, fused._pow2(case.out_channels)):
-                tiles[f"{bm}x{bn} w{warps} s{stages}"] = fused.Config(
-                    fused._fitted_box(case.batch, tuple(extent), bm, run_w), default.bk, bn,
-                    warps, stages)
+        tiles = labelled_tiles(default, TILES_16 if planar else TILES, case.batch, extent,
+                               case.out_channels, run_w)
         for label, times, diff in time_tiles(run, out, tiles, clocks):
             if times is None:
                 line.append(f"{label} failed {diff}")

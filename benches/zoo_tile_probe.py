@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from gemmconv import fused, ops, zoo
 
 sys.path.insert(0, "benches")
-from cl_tile_probe import bench, time_tiles  # noqa: E402
+from cl_tile_probe import bench, labelled_tiles, time_tiles  # noqa: E402
 from small_fused_probe import layer_inputs  # noqa: E402
 
 # (positions, output channels, warps, stages); bk stays the default's (128 bytes)
@@ -33,8 +33,9 @@ def sweep(module, x: torch.Tensor, planar: bool) -> str:
     w, b = module.weight, module.bias
     a = ops._args_from_lists(x, w, b, module.stride, module.padding, module.output_padding,
                              module.dilation, module.groups)
-    if fused._unable(a, x, w) is not None:
-        return f"fused route unable: {fused._unable(a, x, w)}"
+    why = fused._unable(a, x, w)
+    if why is not None:
+        return f"fused route unable: {why}"
     kwargs = dict(stride=module.stride, padding=module.padding,
                   output_padding=module.output_padding, groups=module.groups,
                   dilation=module.dilation)
@@ -49,11 +50,7 @@ def sweep(module, x: torch.Tensor, planar: bool) -> str:
     default = fused.launch_config(x.shape[0], extent, a.in_channels, a.out_channels, taps, size,
                                   size == 4 and not rounded, planar)
     run_w = 128 // size if planar else 1
-    tiles = {"default": default}
-    for bm, bn, warps, stages in TILES:
-        if bn <= max(16, fused._pow2(a.out_channels)):
-            tiles[f"{bm}x{bn} w{warps} s{stages}"] = fused.Config(
-                fused._fitted_box(x.shape[0], extent, bm, run_w), default.bk, bn, warps, stages)
+    tiles = labelled_tiles(default, TILES, x.shape[0], extent, a.out_channels, run_w)
     run = lambda cfg: fused.implicit_gemm(rows, weights, b, taps, out.movedim(1, -1), cfg=cfg,
                                           round_input=not rounded)
     line = [f"cudnn {t_cudnn:.4f}"]
